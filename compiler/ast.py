@@ -1,0 +1,312 @@
+"""The AST: what the source says, with a span on every node, before any name is resolved.
+
+Nodes are frozen, slotted dataclasses: cheap to build for 50,000-state flows and safe to share
+between passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from flowc.compiler.source import Span
+
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ident:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A string or triple-quoted string, already unescaped."""
+
+    value: str
+    span: Span
+
+
+# ---- types ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TypeExpr:
+    """`name`, `name[args]` or `name(lo..hi)`, optionally followed by `?`."""
+
+    name: Ident
+    args: tuple[TypeExpr, ...]
+    optional: bool
+    span: Span
+    low: float | None = None
+    high: float | None = None
+    is_range: bool = False
+
+
+# ---- expressions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class EventField:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class StateField:
+    name: str
+    span: Span
+
+
+LiteralKind = Literal["int", "float", "str", "bool", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Literal_:
+    value: int | float | str | bool | None
+    kind: LiteralKind
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit:
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MapLit:
+    entries: tuple[tuple[Expr, Expr], ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    obj: Expr
+    name: Ident
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Subscript:
+    obj: Expr
+    index: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    func: Ident
+    args: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: Literal["not", "neg"]
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """Arithmetic, comparison, `in`/`not in` and the boolean `and`/`or`."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Stands in for an expression already reported as malformed; checks stay silent on it."""
+
+    span: Span
+
+
+Expr = (
+    Name
+    | EventField
+    | StateField
+    | Literal_
+    | ListLit
+    | MapLit
+    | Attribute
+    | Subscript
+    | Call
+    | Unary
+    | Binary
+    | Invalid
+)
+
+
+# ---- actions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    target: tuple[Ident, ...]
+    op: Literal["=", "+=", "-="]
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ActionCall:
+    func: Ident
+    args: tuple[Expr, ...]
+    span: Span
+
+
+Action = Assign | ActionCall
+
+
+# ---- declarations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FlowDecl:
+    name: Ident
+    title: Text | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class VersionDecl:
+    number: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class EnumDecl:
+    name: Ident
+    members: tuple[Ident, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDecl:
+    name: Ident
+    type: TypeExpr
+    default: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TypeDecl:
+    name: Ident
+    fields: tuple[FieldDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ContextDecl:
+    fields: tuple[FieldDecl, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Require:
+    guard: Expr
+    code: Ident
+    message: Text
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class EventDecl:
+    name: Ident
+    params: tuple[FieldDecl, ...]
+    requires: tuple[Require, ...]
+    span: Span
+
+
+RuleKind = Literal["on", "direct", "else", "after"]
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    text: str
+    milliseconds: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One transition rule. `target` is None for `reject`; `Ident("self")` for `-> self`."""
+
+    kind: RuleKind
+    event: Ident | None
+    guard: Expr | None
+    target: Ident | None
+    actions: tuple[Action, ...]
+    back: bool
+    after: Duration | None
+    reject_code: Ident | None
+    reject_message: Text | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MetaDecl:
+    value: dict[str, JsonValue]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ActionBlock:
+    """`entry do ...` or `exit do ...`."""
+
+    when: Literal["entry", "exit"]
+    actions: tuple[Action, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class StateDecl:
+    name: Ident
+    title: Text | None
+    modifiers: tuple[Ident, ...]
+    metas: tuple[MetaDecl, ...]
+    blocks: tuple[ActionBlock, ...]
+    rules: tuple[Rule, ...]
+    span: Span
+
+    def has(self, modifier: str) -> bool:
+        return any(m.name == modifier for m in self.modifiers)
+
+
+@dataclass(frozen=True, slots=True)
+class NamedText:
+    """`message KIND "..."`, `journal NAME '''...'''` and `template NAME '''...'''`."""
+
+    keyword: Literal["message", "journal", "template"]
+    name: Ident
+    text: Text
+    span: Span
+
+
+Decl = (
+    FlowDecl
+    | VersionDecl
+    | EnumDecl
+    | TypeDecl
+    | ContextDecl
+    | EventDecl
+    | StateDecl
+    | Rule
+    | NamedText
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    decls: tuple[Decl, ...]

@@ -1,0 +1,724 @@
+"""Source text -> Lark parse tree -> AST, with syntax diagnostics.
+
+Errors are collected, not raised: the LALR parser resumes after a bad token so one run reports
+every syntax error of a file (at most one a line, so a single slip does not cascade), and any
+input at all (binary garbage, 10,000 nested parentheses, a 5 MB file) ends in diagnostics,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
+from lark.tree import Meta
+
+from flowc.compiler import ast
+from flowc.compiler.diagnostics import CODES, Diagnostic
+from flowc.compiler.source import Span
+
+#: Brackets nested deeper than this are refused (E005); nothing real comes close.
+MAX_NESTING = 100
+#: Expressions deeper than this (e.g. `1+1+...+1` ten thousand times) are refused (E005).
+MAX_EXPR_DEPTH = 200
+#: After this many syntax errors a file is not worth reading further (E006).
+MAX_SYNTAX_ERRORS = 25
+
+_REGEX_TERMINALS = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "LONG_STRING": 'a """triple-quoted""" string',
+    "DURATION": "a duration such as `30s`, `10m` or `14d`",
+    "COMPARE": "a comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`)",
+    "MUL_OP": "`*`, `/` or `%`",
+    "$END": "end of file",
+}
+
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
+
+
+_SOFT_KEYWORDS = frozenset(
+    "FLOW VERSION ENUM TYPE CONTEXT INITIAL FINAL CHOICE REJECT MESSAGE JOURNAL TEMPLATE REQUIRE "
+    "BACK".split()
+)
+_STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
+
+
+class _NestingTooDeep(Exception):
+    def __init__(self, token: Token) -> None:
+        super().__init__("nesting too deep")
+        self.token = token
+
+
+_OPENING = frozenset({"LPAR", "LSQB", "LBRACE"})
+_CLOSING = frozenset({"RPAR", "RSQB", "RBRACE"})
+
+
+class _KeywordsAndNesting:
+    """Lark post-lexer: reserves hard keywords and bounds bracket nesting.
+
+    Lark's contextual lexer reads a keyword as a plain NAME wherever the parser cannot take the
+    keyword, so `->` at the end of one line followed by `on` on the next would make `on` the
+    target. Turning reserved words back into keywords keeps the error where the mistake is.
+    """
+
+    always_accept: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.reserved: dict[str, str] = {}
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        depth = 0
+        reserved = self.reserved
+        for token in stream:
+            kind = token.type
+            if kind == "NAME":
+                keyword = reserved.get(token.value)
+                if keyword is not None:
+                    token = Token.new_borrow_pos(keyword, token.value, token)
+            elif kind in _OPENING:
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise _NestingTooDeep(token)
+            elif kind in _CLOSING:
+                depth = max(0, depth - 1)
+            yield token
+
+
+@cache
+def flow_parser() -> Lark:
+    grammar = resources.files("flowc.grammar").joinpath("flow.lark").read_text(encoding="utf-8")
+    postlex = _KeywordsAndNesting()
+    parser = Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        strict=True,
+        propagate_positions=True,
+        maybe_placeholders=True,
+        postlex=postlex,
+    )
+    soft = {keyword.lower() for keyword in _SOFT_KEYWORDS}
+    for terminal in parser.terminals:
+        pattern = terminal.pattern
+        if isinstance(pattern, PatternStr) and pattern.value.isidentifier():
+            if pattern.value not in soft:
+                postlex.reserved[pattern.value] = terminal.name
+    return parser
+
+
+def describe_terminal(name: str) -> str:
+    """A terminal as a reader knows it: `->` rather than ARROW, 'a name' rather than NAME."""
+    if name in _REGEX_TERMINALS:
+        return _REGEX_TERMINALS[name]
+    try:
+        pattern = flow_parser().get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if isinstance(pattern, PatternStr):
+        return f"`{pattern.value}`"
+    return name.lower()
+
+
+def expected_in_words(expected: set[str] | frozenset[str]) -> str:
+    if "NAME" in expected and _SOFT_KEYWORDS <= expected:
+        # Every soft keyword is listed only because a name may be one: say "a name" once.
+        expected = frozenset(expected) - _SOFT_KEYWORDS
+    if len(expected) > 8 and {"COMPARE", "ADD_OP"} & expected:
+        follow = [describe_terminal(t) for t in ("ARROW", "DO", "ELSE") if t in expected]
+        return "an operator" + (" or " + " or ".join(follow) if follow else "")
+    if len(expected) > 8 and len(expected & _STATEMENT_STARTS) >= 2:
+        starts = sorted(describe_terminal(t) for t in expected & _STATEMENT_STARTS)
+        return "a new statement (" + ", ".join(starts) + ", …)"
+    words = sorted({describe_terminal(t) for t in expected}, key=lambda w: (w.startswith("`"), w))
+    if not words:
+        return "nothing more here"
+    if len(words) > 8:
+        words = [*words[:7], "…"]
+        return "one of " + ", ".join(words)
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _token_span(token: Token) -> Span:
+    line = token.line or 1
+    column = token.column or 1
+    end_line = token.end_line or line
+    end_column = token.end_column or column + 1
+    return Span(line, column, end_line, end_column)
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    text = str(token)
+    if len(text) > 30:
+        text = text[:27] + "..."
+    if token.type == "NAME":
+        return f"name `{text}`"
+    return f"`{text}`"
+
+
+@dataclass
+class ParseResult:
+    module: ast.Module | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def parse_source(text: str, file: str = "<input>") -> ParseResult:
+    """Parse text into an AST. `module` is None only when the file could not be read at all."""
+    diagnostics: list[Diagnostic] = []
+    lines_reported: set[int] = set()
+
+    def report(code: str, message: str, span: Span, help: str | None = None) -> None:
+        diagnostics.append(Diagnostic(code, message, span, file, help, CODES[code][0]))
+
+    def on_error(error: UnexpectedInput) -> bool:
+        if len(lines_reported) >= MAX_SYNTAX_ERRORS:
+            return False
+        if isinstance(error, UnexpectedCharacters):
+            line, column = error.line, error.column
+            char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
+            if line not in lines_reported:
+                lines_reported.add(line)
+                shown = repr(char) if not char.isprintable() or char == " " else f"`{char}`"
+                report(
+                    "E002",
+                    f"unexpected character {shown}",
+                    Span.point(line, column),
+                    _char_help(char),
+                )
+            return True
+        if isinstance(error, UnexpectedToken):
+            token = error.token
+            if token.type == "$END":
+                return False
+            span = _token_span(token)
+            line_end = _end_of_previous_code(text, token.start_pos or 0)
+            if line_end is not None and line_end[0] < span.line:
+                # Something is missing at the end of an earlier line: point there, not at the
+                # innocent first token of the next statement.
+                span = Span.point(*line_end)
+                if span.line not in lines_reported:
+                    lines_reported.add(span.line)
+                    report(
+                        "E003",
+                        f"expected {expected_in_words(error.expected)} at the end of this line, "
+                        f"found {_describe_token(token)} on line {token.line}",
+                        span,
+                        _token_help(token, error.expected),
+                    )
+                return True
+            if span.line not in lines_reported:
+                lines_reported.add(span.line)
+                report(
+                    "E003",
+                    f"unexpected {_describe_token(token)}; expected "
+                    f"{expected_in_words(error.expected)}",
+                    span,
+                    _token_help(token, error.expected),
+                )
+            return True
+        return False
+
+    tree: Tree[Token] | None = None
+    try:
+        tree = flow_parser().parse(text, on_error=on_error)
+    except _NestingTooDeep as too_deep:
+        report(
+            "E005",
+            f"brackets nested more than {MAX_NESTING} deep",
+            _token_span(too_deep.token),
+            "split the expression or the value into smaller parts",
+        )
+        return ParseResult(None, diagnostics)
+    except UnexpectedToken as error:
+        if error.token.type == "$END":
+            line, column = _end_of_previous_code(text, len(text)) or (1, 1)
+            report(
+                "E004",
+                f"unexpected end of file; expected {expected_in_words(error.expected)}",
+                Span.point(line, column),
+                "a `{` may be missing its `}`" if "RBRACE" in error.expected else None,
+            )
+        elif len(lines_reported) >= MAX_SYNTAX_ERRORS:
+            report(
+                "E006",
+                f"stopped after {MAX_SYNTAX_ERRORS} syntax errors",
+                _token_span(error.token),
+            )
+        else:  # pragma: no cover - on_error accepts every other token
+            report("E003", f"unexpected {_describe_token(error.token)}", _token_span(error.token))
+        return ParseResult(None, _sorted(diagnostics))
+    except (UnexpectedCharacters, UnexpectedEOF) as error:
+        line = getattr(error, "line", 1) or 1
+        column = getattr(error, "column", 1) or 1
+        report("E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", Span.point(line, column))
+        return ParseResult(None, _sorted(diagnostics))
+
+    builder = _AstBuilder(report)
+    module = builder.transform(tree)
+    if diagnostics:
+        # A tree built around skipped tokens is only good for more confusion.
+        return ParseResult(module, _sorted(diagnostics))
+    return ParseResult(module, diagnostics)
+
+
+def _end_of_previous_code(text: str, offset: int) -> tuple[int, int] | None:
+    """(line, column) just after the last code character before `offset`, skipping blank lines
+    and `#` comments; None at the start of the file."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_no = text.count("\n", 0, line_start) + 1
+    # The token's own line: code before it on the same line means nothing is "missing" earlier.
+    if text[line_start:offset].strip():
+        return (line_no, offset - line_start + 1)
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line_no -= 1
+        code = _strip_comment(text[start:end]).rstrip()
+        if code:
+            return (line_no, len(code) + 1)
+        end = start - 1
+    return None
+
+
+def _strip_comment(line: str) -> str:
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i]
+    return line
+
+
+def _sorted(diags: list[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diags, key=Diagnostic.sort_key)
+
+
+def _char_help(char: str) -> str | None:
+    if char in "“”‘’":
+        return "use plain quotes (\" or ') instead of typographic ones"
+    if char == "\t":
+        return None
+    if not char.isprintable():
+        return "the file contains a control character; is it really a .flow file?"
+    if char in "&|":
+        return "write `and` / `or`"
+    if char == "!":
+        return "write `not` for negation; `!=` compares"
+    return None
+
+
+def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None:
+    value = str(token)
+    if value == "=" and "COMPARE" in expected:
+        return "use `==` to compare; `=` assigns in a `do` clause"
+    if token.type == "ARROW" and "NAME" in expected:
+        return "an event name goes between `on` and `->`"
+    if "ARROW" in expected and token.type in {"NAME", "STRING"}:
+        return "a transition reads `on EVENT [if GUARD] -> TARGET`"
+    if value in {"&&", "||"}:
+        return "write `and` / `or`"
+    return None
+
+
+def unescape(body: str) -> tuple[str, int | None]:
+    """Unescape a quoted string's body; also returns the offset of a bad escape, if any."""
+    if "\\" not in body:
+        return body, None
+    out: list[str] = []
+    i = 0
+    bad: int | None = None
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1] if i + 1 < len(body) else ""
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt == "u" and _is_hex(body[i + 2 : i + 6]):
+            out.append(chr(int(body[i + 2 : i + 6], 16)))
+            i += 6
+        else:
+            if bad is None:
+                bad = i
+            out.append(nxt)
+            i += 2
+    return "".join(out), bad
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _meta_span(meta: Meta) -> Span:
+    if getattr(meta, "empty", True):
+        return Span(1, 1, 1, 1)
+    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+Report = Any  # Callable[[str, str, Span, str | None], None]
+
+
+@v_args(meta=True)
+class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
+    """Bottom-up tree -> AST. Non-recursive so that pathological nesting cannot overflow."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__()
+        self.report = report
+        self.depth: dict[int, int] = {}
+
+    # ---- leaves ------------------------------------------------------------------------
+    def name(self, meta: Meta, children: list[Token]) -> ast.Ident:
+        token = children[0]
+        return ast.Ident(str(token), _token_span(token))
+
+    def text(self, meta: Meta, children: list[Token]) -> ast.Text:
+        token = children[0]
+        span = _token_span(token)
+        raw = str(token)
+        if token.type == "LONG_STRING":
+            body = raw[3:-3]
+            if body.startswith("\r\n"):
+                body = body[2:]
+            elif body.startswith("\n"):
+                body = body[1:]
+            return ast.Text(body, span)
+        return ast.Text(self._string(token), span)
+
+    def _string(self, token: Token) -> str:
+        value, bad = unescape(str(token)[1:-1])
+        if bad is not None:
+            span = _token_span(token)
+            col = span.column + 1 + bad
+            self.report(
+                "E007",
+                f"unknown escape `{str(token)[1 + bad : 3 + bad]}` in string",
+                Span(span.line, col, span.line, col + 2),
+                "known escapes: \\n \\t \\r \\\\ \\\" \\' \\uXXXX",
+            )
+        return value
+
+    # ---- declarations ------------------------------------------------------------------
+    def start(self, meta: Meta, children: list[Any]) -> ast.Module:
+        return ast.Module(tuple(c for c in children if c is not None))
+
+    def flow_decl(self, meta: Meta, c: list[Any]) -> ast.FlowDecl:
+        return ast.FlowDecl(c[1], c[2], _meta_span(meta))
+
+    def version_decl(self, meta: Meta, c: list[Any]) -> ast.VersionDecl:
+        return ast.VersionDecl(int(c[1]), _meta_span(meta))
+
+    def enum_decl(self, meta: Meta, c: list[Any]) -> ast.EnumDecl:
+        members = tuple(m for m in c[2:] if isinstance(m, ast.Ident))
+        return ast.EnumDecl(c[1], members, _meta_span(meta))
+
+    def type_decl(self, meta: Meta, c: list[Any]) -> ast.TypeDecl:
+        return ast.TypeDecl(c[1], tuple(c[2:]), _meta_span(meta))
+
+    def context_decl(self, meta: Meta, c: list[Any]) -> ast.ContextDecl:
+        return ast.ContextDecl(tuple(c[1:]), _meta_span(meta))
+
+    def field(self, meta: Meta, c: list[Any]) -> ast.FieldDecl:
+        # name, type, EQUALS|None, expr|None
+        return ast.FieldDecl(c[0], c[1], c[3], _meta_span(meta))
+
+    param = field
+
+    def params(self, meta: Meta, c: list[Any]) -> tuple[ast.FieldDecl, ...]:
+        return tuple(p for p in c if p is not None)
+
+    def event_decl(self, meta: Meta, c: list[Any]) -> ast.EventDecl:
+        params = c[1] if c[1] is not None else ()
+        return ast.EventDecl(c[0], params, tuple(c[2:]), _meta_span(meta))
+
+    def require(self, meta: Meta, c: list[Any]) -> ast.Require:
+        return ast.Require(c[1], c[2], c[3], _meta_span(meta))
+
+    def named_text(self, keyword: str, meta: Meta, c: list[Any]) -> ast.NamedText:
+        return ast.NamedText(keyword, c[1], c[2], _meta_span(meta))  # type: ignore[arg-type]
+
+    def message_decl(self, meta: Meta, c: list[Any]) -> ast.NamedText:
+        return self.named_text("message", meta, c)
+
+    def journal_decl(self, meta: Meta, c: list[Any]) -> ast.NamedText:
+        return self.named_text("journal", meta, c)
+
+    def template_decl(self, meta: Meta, c: list[Any]) -> ast.NamedText:
+        return self.named_text("template", meta, c)
+
+    # ---- types -------------------------------------------------------------------------
+    def type_expr(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
+        base: ast.TypeExpr = c[0]
+        if c[1] is None:
+            return base
+        return ast.TypeExpr(
+            base.name, base.args, True, _meta_span(meta), base.low, base.high, base.is_range
+        )
+
+    def named_type(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(c[0], (), False, _meta_span(meta))
+
+    def generic_type(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(c[0], tuple(c[1:]), False, _meta_span(meta))
+
+    def range_type(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(c[0], (), False, _meta_span(meta), c[1], c[3], True)
+
+    def bound(self, meta: Meta, c: list[Any]) -> float:
+        number = float(str(c[1])) if c[1].type == "FLOAT" else int(str(c[1]))
+        return -number if c[0] is not None else number
+
+    # ---- states and rules --------------------------------------------------------------
+    def modifier(self, meta: Meta, c: list[Token]) -> ast.Ident:
+        return ast.Ident(str(c[0]), _token_span(c[0]))
+
+    def state_body(self, meta: Meta, c: list[Any]) -> list[Any]:
+        return c
+
+    def state_decl(self, meta: Meta, c: list[Any]) -> ast.StateDecl:
+        # children: modifier*, name, text|None, body|None
+        name: ast.Ident = c[-3]
+        title: ast.Text | None = c[-2]
+        body: list[Any] = c[-1] or []
+        modifiers = tuple(c[:-3])
+        return ast.StateDecl(
+            name,
+            title,
+            modifiers,
+            tuple(x for x in body if isinstance(x, ast.MetaDecl)),
+            tuple(x for x in body if isinstance(x, ast.ActionBlock)),
+            tuple(x for x in body if isinstance(x, ast.Rule)),
+            _meta_span(meta),
+        )
+
+    def meta_decl(self, meta: Meta, c: list[Any]) -> ast.MetaDecl:
+        return ast.MetaDecl(c[1], _meta_span(meta))
+
+    def entry_decl(self, meta: Meta, c: list[Any]) -> ast.ActionBlock:
+        return ast.ActionBlock("entry", c[1], _meta_span(meta))
+
+    def exit_decl(self, meta: Meta, c: list[Any]) -> ast.ActionBlock:
+        return ast.ActionBlock("exit", c[1], _meta_span(meta))
+
+    def guard(self, meta: Meta, c: list[Any]) -> Any:
+        return ("guard", c[0])
+
+    def arrow(self, meta: Meta, c: list[Any]) -> Any:
+        # ARROW, target, do_clause|None, BACK|None
+        return ("arrow", c[1], c[2] or (), c[3] is not None)
+
+    def reject(self, meta: Meta, c: list[Any]) -> Any:
+        return ("reject", c[1], c[2])
+
+    def target(self, meta: Meta, c: list[Any]) -> ast.Ident:
+        item = c[0]
+        if isinstance(item, Token):
+            return ast.Ident("self", _token_span(item))
+        return item  # type: ignore[no-any-return]
+
+    def do_clause(self, meta: Meta, c: list[Any]) -> tuple[ast.Action, ...]:
+        return c[0]  # type: ignore[no-any-return]
+
+    def actions(self, meta: Meta, c: list[Any]) -> tuple[ast.Action, ...]:
+        return tuple(c)
+
+    def _rule(
+        self,
+        kind: ast.RuleKind,
+        meta: Meta,
+        event: ast.Ident | None,
+        guard: Any,
+        outcome: Any,
+        after: ast.Duration | None = None,
+    ) -> ast.Rule:
+        guard_expr = guard[1] if guard is not None else None
+        span = _meta_span(meta)
+        if outcome[0] == "reject":
+            return ast.Rule(
+                kind, event, guard_expr, None, (), False, after, outcome[1], outcome[2], span
+            )
+        _, target, actions, back = outcome
+        return ast.Rule(kind, event, guard_expr, target, actions, back, after, None, None, span)
+
+    def on_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
+        return self._rule("on", meta, c[1], c[2], c[3])
+
+    def direct_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
+        return self._rule("direct", meta, None, c[0], c[1])
+
+    def else_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
+        return self._rule("else", meta, None, None, c[0])
+
+    def after_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
+        token: Token = c[1]
+        text = str(token)
+        digits = text.rstrip("mshd")
+        unit = text[len(digits) :]
+        duration = ast.Duration(text, int(digits) * _DURATION_UNITS_MS[unit], _token_span(token))
+        return self._rule("after", meta, None, c[2], c[3], duration)
+
+    def assign(self, meta: Meta, c: list[Any]) -> ast.Assign:
+        return ast.Assign(c[0], str(c[1]), c[2], _meta_span(meta))  # type: ignore[arg-type]
+
+    def action_call(self, meta: Meta, c: list[Any]) -> ast.ActionCall:
+        args = tuple(a for a in c[1:] if a is not None)
+        return ast.ActionCall(c[0], args, _meta_span(meta))
+
+    def lvalue(self, meta: Meta, c: list[Any]) -> tuple[ast.Ident, ...]:
+        return tuple(c)
+
+    # ---- meta JSON ---------------------------------------------------------------------
+    def json_object(self, meta: Meta, c: list[Any]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for pair in c:
+            if pair is None:
+                continue
+            key, key_span, value = pair
+            if key in result:
+                self.report("E121", f"meta key `{key}` given twice", key_span)
+            result[key] = None if value is _JSON_NULL else value
+        return result
+
+    def json_pair(self, meta: Meta, c: list[Any]) -> tuple[str, Span, Any]:
+        key = c[0]
+        if isinstance(key, ast.Ident):
+            return key.name, key.span, c[1]
+        return self._string(key), _token_span(key), c[1]
+
+    def json_array(self, meta: Meta, c: list[Any]) -> list[Any]:
+        return [None if x is _JSON_NULL else x for x in c if x is not None]
+
+    def json_string(self, meta: Meta, c: list[Token]) -> str:
+        return self._string(c[0])
+
+    def json_number(self, meta: Meta, c: list[Any]) -> int | float:
+        token: Token = c[1]
+        number: int | float = float(str(token)) if token.type == "FLOAT" else int(str(token))
+        return -number if c[0] is not None else number
+
+    def json_true(self, meta: Meta, c: list[Any]) -> bool:
+        return True
+
+    def json_false(self, meta: Meta, c: list[Any]) -> bool:
+        return False
+
+    def json_null(self, meta: Meta, c: list[Any]) -> object:
+        return _JSON_NULL
+
+    # ---- expressions -------------------------------------------------------------------
+    def _expr(self, node: Any, *children: Any) -> Any:
+        if any(isinstance(ch, ast.Invalid) for ch in children):
+            return ast.Invalid(node.span)  # already reported once, inside
+        depth = 1 + max((self.depth.get(id(ch), 0) for ch in children), default=0)
+        if depth > MAX_EXPR_DEPTH:
+            self.report(
+                "E005",
+                f"expression nested more than {MAX_EXPR_DEPTH} levels deep",
+                node.span,
+                "split it with intermediate context fields",
+            )
+            node = ast.Invalid(node.span)
+            depth = 1
+        self.depth[id(node)] = depth
+        return node
+
+    def _binary(self, op: str, meta: Meta, left: Any, right: Any) -> Any:
+        return self._expr(ast.Binary(op, left, right, _meta_span(meta)), left, right)
+
+    def or_op(self, meta: Meta, c: list[Any]) -> Any:
+        return self._binary("or", meta, c[0], c[1])
+
+    def and_op(self, meta: Meta, c: list[Any]) -> Any:
+        return self._binary("and", meta, c[0], c[1])
+
+    def not_op(self, meta: Meta, c: list[Any]) -> Any:
+        return self._expr(ast.Unary("not", c[0], _meta_span(meta)), c[0])
+
+    def compare(self, meta: Meta, c: list[Any]) -> Any:
+        return self._binary(str(c[1]), meta, c[0], c[2])
+
+    def in_op(self, meta: Meta, c: list[Any]) -> Any:
+        return self._binary("in", meta, c[0], c[1])
+
+    def not_in_op(self, meta: Meta, c: list[Any]) -> Any:
+        return self._binary("not in", meta, c[0], c[1])
+
+    def binary(self, meta: Meta, c: list[Any]) -> Any:
+        return self._binary(str(c[1]), meta, c[0], c[2])
+
+    def negate(self, meta: Meta, c: list[Any]) -> Any:
+        return self._expr(ast.Unary("neg", c[1], _meta_span(meta)), c[1])
+
+    def attribute(self, meta: Meta, c: list[Any]) -> Any:
+        return self._expr(ast.Attribute(c[0], c[1], _meta_span(meta)), c[0])
+
+    def subscript(self, meta: Meta, c: list[Any]) -> Any:
+        return self._expr(ast.Subscript(c[0], c[1], _meta_span(meta)), c[0], c[1])
+
+    def name_ref(self, meta: Meta, c: list[Any]) -> Any:
+        ident: ast.Ident = c[0]
+        return ast.Name(ident.name, ident.span)
+
+    def call(self, meta: Meta, c: list[Any]) -> Any:
+        args = tuple(a for a in c[1:] if a is not None)
+        return self._expr(ast.Call(c[0], args, _meta_span(meta)), *args)
+
+    def event_field(self, meta: Meta, c: list[Any]) -> Any:
+        return ast.EventField(c[0].name, _meta_span(meta))
+
+    def state_field(self, meta: Meta, c: list[Any]) -> Any:
+        return ast.StateField(c[0].name, _meta_span(meta))
+
+    def int_lit(self, meta: Meta, c: list[Token]) -> Any:
+        return ast.Literal_(int(str(c[0])), "int", _token_span(c[0]))
+
+    def float_lit(self, meta: Meta, c: list[Token]) -> Any:
+        return ast.Literal_(float(str(c[0])), "float", _token_span(c[0]))
+
+    def str_lit(self, meta: Meta, c: list[Token]) -> Any:
+        return ast.Literal_(self._string(c[0]), "str", _token_span(c[0]))
+
+    def true_lit(self, meta: Meta, c: list[Token]) -> Any:
+        return ast.Literal_(True, "bool", _token_span(c[0]))
+
+    def false_lit(self, meta: Meta, c: list[Token]) -> Any:
+        return ast.Literal_(False, "bool", _token_span(c[0]))
+
+    def none_lit(self, meta: Meta, c: list[Token]) -> Any:
+        return ast.Literal_(None, "none", _token_span(c[0]))
+
+    def list_lit(self, meta: Meta, c: list[Any]) -> Any:
+        items = tuple(x for x in c if x is not None)
+        return self._expr(ast.ListLit(items, _meta_span(meta)), *items)
+
+    def map_lit(self, meta: Meta, c: list[Any]) -> Any:
+        entries = tuple(x for x in c if x is not None)
+        flat = [part for entry in entries for part in entry]
+        return self._expr(ast.MapLit(entries, _meta_span(meta)), *flat)
+
+    def map_entry(self, meta: Meta, c: list[Any]) -> tuple[Any, Any]:
+        return (c[0], c[1])
+
+
+#: `null` inside meta, kept apart from the parser's None placeholders until the value is built.
+_JSON_NULL = object()
