@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from flowc.compiler.source import Span
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
 
 
 #: code -> (default severity, short title). Codes are never reused for a different meaning.
 CODES: dict[str, tuple[Severity, str]] = {
+    "E000": (Severity.ERROR, "internal compiler error"),
     # E0xx: reading and syntax
     "E001": (Severity.ERROR, "file is not valid UTF-8 text"),
     "E002": (Severity.ERROR, "unexpected character"),
@@ -59,12 +60,19 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E206": (Severity.ERROR, "template syntax error"),
     "E207": (Severity.ERROR, "invalid version"),
     "E208": (Severity.ERROR, "optional value used without a check"),
-    # W3xx: graph lint (see lint.py)
+    # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
     "W302": (Severity.WARNING, "state has no way out"),
     "W303": (Severity.WARNING, "no final state reachable"),
-    "W304": (Severity.WARNING, "transition can never fire"),
-    "W305": (Severity.WARNING, "unused declaration"),
+    "E304": (Severity.ERROR, "routing cycle"),
+    "W305": (Severity.WARNING, "transition shadowed by an unguarded one"),
+    "W306": (Severity.WARNING, "duplicate transition"),
+    "W307": (Severity.WARNING, "`back` edge does not lead back"),
+    "W308": (Severity.WARNING, "unbounded loop"),
+    "W309": (Severity.WARNING, "constant guard"),
+    "W310": (Severity.WARNING, "unused event"),
+    "W311": (Severity.WARNING, "unused enum"),
+    "W312": (Severity.WARNING, "unused context field"),
 }
 
 
@@ -146,7 +154,4 @@ def summary_line(errors: int, warnings: int, files: int) -> str:
     def plural(n: int, word: str) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
-    return (
-        f"{plural(errors, 'error')}, {plural(warnings, 'warning')} "
-        f"in {plural(files, 'file')}"
-    )
+    return f"{plural(errors, 'error')}, {plural(warnings, 'warning')} in {plural(files, 'file')}"

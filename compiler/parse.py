@@ -14,14 +14,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from flowc.compiler import ast
+from flowc.compiler.diagnostics import CODES, Diagnostic
+from flowc.compiler.source import Span
 from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 from lark.tree import Meta
-
-from flowc.compiler import ast
-from flowc.compiler.diagnostics import CODES, Diagnostic
-from flowc.compiler.source import Span
 
 #: Brackets nested deeper than this are refused (E005); nothing real comes close.
 MAX_NESTING = 100
@@ -47,8 +46,22 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0"
 
 
 _SOFT_KEYWORDS = frozenset(
-    "FLOW VERSION ENUM TYPE CONTEXT INITIAL FINAL CHOICE REJECT MESSAGE JOURNAL TEMPLATE REQUIRE "
-    "BACK".split()
+    [
+        "FLOW",
+        "VERSION",
+        "ENUM",
+        "TYPE",
+        "CONTEXT",
+        "INITIAL",
+        "FINAL",
+        "CHOICE",
+        "REJECT",
+        "MESSAGE",
+        "JOURNAL",
+        "TEMPLATE",
+        "REQUIRE",
+        "BACK",
+    ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
 
@@ -110,9 +123,9 @@ def flow_parser() -> Lark:
     soft = {keyword.lower() for keyword in _SOFT_KEYWORDS}
     for terminal in parser.terminals:
         pattern = terminal.pattern
-        if isinstance(pattern, PatternStr) and pattern.value.isidentifier():
-            if pattern.value not in soft:
-                postlex.reserved[pattern.value] = terminal.name
+        is_word = isinstance(pattern, PatternStr) and pattern.value.isidentifier()
+        if is_word and pattern.value not in soft:
+            postlex.reserved[pattern.value] = terminal.name
     return parser
 
 
@@ -130,7 +143,7 @@ def describe_terminal(name: str) -> str:
 
 
 def expected_in_words(expected: set[str] | frozenset[str]) -> str:
-    if "NAME" in expected and _SOFT_KEYWORDS <= expected:
+    if "NAME" in expected and expected >= _SOFT_KEYWORDS:
         # Every soft keyword is listed only because a name may be one: say "a name" once.
         expected = frozenset(expected) - _SOFT_KEYWORDS
     if len(expected) > 8 and {"COMPARE", "ADD_OP"} & expected:
@@ -188,7 +201,8 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             return False
         if isinstance(error, UnexpectedCharacters):
             line, column = error.line, error.column
-            char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
+            pos = error.pos_in_stream or 0
+            char = text[pos] if pos < len(text) else ""
             if line not in lines_reported:
                 lines_reported.add(line)
                 shown = repr(char) if not char.isprintable() or char == " " else f"`{char}`"

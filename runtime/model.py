@@ -113,7 +113,9 @@ class Transition(IRModel):
     code: str | None = None
     message: str | None = None
     inherited: bool = False
+    #: Source position of the rule (1-based; 0 when unknown), for lint and error messages.
     line: int = 0
+    column: int = 0
 
 
 class State(IRModel):
@@ -127,6 +129,7 @@ class State(IRModel):
     #: Reserved for compound states; always null in IR version 1.
     parent: str | None = None
     line: int = 0
+    column: int = 0
 
 
 class Journal(IRModel):
@@ -154,7 +157,9 @@ class CompiledFlow(IRModel):
 
     def canonical_json(self) -> str:
         """Sorted keys, compact separators, hash excluded: the bytes the hash is taken over."""
-        return _canonical(self.model_dump(mode="json", exclude={"hash"}))
+        data = self.model_dump(mode="json", exclude={"hash"}, exclude_defaults=True)
+        data["ir_version"] = self.ir_version
+        return _canonical(data)
 
     def compute_hash(self) -> str:
         return "sha256:" + hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
@@ -163,8 +168,11 @@ class CompiledFlow(IRModel):
         return self.model_copy(update={"hash": self.compute_hash()})
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """The published form: every field, keys sorted, hash included."""
-        data = self.model_dump(mode="json")
+        """The published form: keys sorted, fields at their default value left out (a loader
+        fills them back in), `ir_version` and the hash always present."""
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        data["ir_version"] = self.ir_version
+        data["hash"] = self.hash
         if indent is None:
             return _canonical(data)
         return json.dumps(data, sort_keys=True, indent=indent, ensure_ascii=False) + "\n"

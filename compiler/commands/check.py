@@ -1,0 +1,89 @@
+"""`flowc check PATH...`: compile and lint files or directories, report every diagnostic."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from flowc.compiler.diagnostics import Severity, summary_line
+from flowc.compiler.driver import CompileResult, compile_file, find_flow_files, print_diagnostics
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "check",
+        help="compile and lint .flow files, reporting every problem",
+        description=(
+            "Compile and lint each .flow file (directories are searched recursively) and report "
+            "every diagnostic. Exit status: 0 clean, 1 errors (or warnings with --strict), "
+            "2 usage error."
+        ),
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help=".flow files or directories")
+    parser.add_argument(
+        "--strict", action="store_true", help="fail (exit 1) on warnings as well as errors"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text for people (default), json for editors and CI",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text output (default: auto, when writing to a terminal)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the diagnostics")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    files = list(find_flow_files(args.paths))
+    missing = [str(p) for p in files if not p.exists()]
+    if missing:
+        for path in missing:
+            print(f"flowc check: no such file or directory: {path}", file=sys.stderr)
+        return EXIT_USAGE
+    if not files:
+        print("flowc check: no .flow files found under " + ", ".join(args.paths), file=sys.stderr)
+        return EXIT_USAGE
+    started = time.perf_counter()
+    results = [compile_file(path) for path in files]
+    elapsed = time.perf_counter() - started
+    errors = sum(len(r.errors) for r in results)
+    warnings = sum(len(r.warnings) for r in results)
+    if args.format == "json":
+        print(json.dumps(_json_report(results, args.strict), indent=2, ensure_ascii=False))
+    else:
+        color = {"always": True, "never": False}.get(args.color)
+        for result in results:
+            print_diagnostics(result, sys.stdout, color=color)
+        if not args.quiet:
+            status = summary_line(errors, warnings, len(results))
+            print(f"{status} ({elapsed:.2f}s)", file=sys.stderr)
+    failed = errors > 0 or (args.strict and warnings > 0)
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
+def _json_report(results: list[CompileResult], strict: bool) -> dict[str, Any]:
+    return {
+        "files": [
+            {
+                "file": r.source.path,
+                "ok": r.ok and not (strict and r.warnings),
+                "diagnostics": [d.to_dict() for d in r.diagnostics],
+            }
+            for r in results
+        ],
+        "errors": sum(1 for r in results for d in r.diagnostics if d.severity is Severity.ERROR),
+        "warnings": sum(
+            1 for r in results for d in r.diagnostics if d.severity is Severity.WARNING
+        ),
+    }

@@ -1,0 +1,56 @@
+"""`flowc compile FILE -o OUT.json`: the validated transition graph as versioned JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler.driver import compile_file, print_diagnostics
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "compile",
+        help="compile a .flow file to its JSON transition graph",
+        description=(
+            "Compile FILE and write the validated transition graph as JSON (see docs/ir.md for "
+            "the format and what it promises). Nothing is written when the file has errors. "
+            "Warnings are printed but do not stop compilation unless --strict is given."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE", help="the .flow file")
+    parser.add_argument(
+        "-o", "--output", metavar="OUT", help="where to write the JSON (default: standard output)"
+    )
+    parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
+    parser.add_argument(
+        "--compact", action="store_true", help="write canonical compact JSON (one line)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"flowc compile: no such file: {path}", file=sys.stderr)
+        return EXIT_USAGE
+    result = compile_file(path)
+    print_diagnostics(result, sys.stderr)
+    if result.flow is None or result.errors or (args.strict and result.warnings):
+        print(f"flowc compile: {path}: not compiled", file=sys.stderr)
+        return EXIT_FAILURE
+    text = result.flow.to_json(indent=None if args.compact else 2)
+    if args.compact:
+        text += "\n"
+    if args.output:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out} ({result.flow.hash})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

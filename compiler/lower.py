@@ -1,0 +1,222 @@
+"""Lowering: a checked AST -> the IR (`flowc.runtime.model.CompiledFlow`).
+
+Runs only on modules without errors, so it may assume every name resolves and every type fits.
+Decisions made here, which the runtime relies on:
+- enum members become plain string literals (`PASS` -> "PASS");
+- rules written outside any state are copied into every non-final, non-choice state, after the
+  state's own rules (`inherited=True`), so the runtime sees one flat, ordered list per state;
+- `-> self` becomes the state's own name;
+- transition `index` is the global source order: the order the runtime tries them in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flowc.compiler import ast
+from flowc.compiler.resolve import FieldInfo, Symbols
+from flowc.runtime import model as ir
+
+
+class Lowerer:
+    def __init__(self, symbols: Symbols) -> None:
+        self.symbols = symbols
+
+    # ---- expressions -------------------------------------------------------------------
+    def expr(self, node: ast.Expr) -> ir.Expr:
+        symbols = self.symbols
+        if isinstance(node, ast.Literal_):
+            return ir.Expr(op="lit", value=node.value)
+        if isinstance(node, ast.Name):
+            if node.name in symbols.context:
+                return ir.Expr(op="ctx", value=node.name)
+            return ir.Expr(op="lit", value=node.name)  # an enum member
+        if isinstance(node, ast.EventField):
+            return ir.Expr(op="event", value=node.name)
+        if isinstance(node, ast.StateField):
+            return ir.Expr(op="state", value=node.name)
+        if isinstance(node, ast.Attribute):
+            obj = node.obj
+            if (
+                isinstance(obj, ast.Name)
+                and obj.name in symbols.enums
+                and obj.name not in symbols.context
+            ):
+                return ir.Expr(op="lit", value=node.name.name)
+            return ir.Expr(op="attr", args=(self.expr(obj),), value=node.name.name)
+        if isinstance(node, ast.Subscript):
+            return ir.Expr(op="index", args=(self.expr(node.obj), self.expr(node.index)))
+        if isinstance(node, ast.Call):
+            return ir.Expr(op="call", value=node.func.name, args=tuple(map(self.expr, node.args)))
+        if isinstance(node, ast.ListLit):
+            return ir.Expr(op="list", args=tuple(map(self.expr, node.items)))
+        if isinstance(node, ast.MapLit):
+            flat = tuple(self.expr(part) for entry in node.entries for part in entry)
+            return ir.Expr(op="map", args=flat)
+        if isinstance(node, ast.Unary):
+            return ir.Expr(op=node.op, args=(self.expr(node.operand),))
+        if isinstance(node, ast.Binary):
+            return ir.Expr(op=node.op, args=(self.expr(node.left), self.expr(node.right)))
+        raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
+
+    def constant(self, node: ast.Expr) -> Any:
+        """The JSON value of a default (typecheck made sure it is a constant)."""
+        if isinstance(node, ast.Literal_):
+            return node.value
+        if isinstance(node, ast.Name):
+            return node.name
+        if isinstance(node, ast.Attribute):
+            return node.name.name
+        if isinstance(node, ast.Unary):
+            return -self.constant(node.operand)
+        if isinstance(node, ast.ListLit):
+            return [self.constant(item) for item in node.items]
+        if isinstance(node, ast.MapLit):
+            return {self.constant(k): self.constant(v) for k, v in node.entries}
+        raise AssertionError(f"not a constant: {type(node).__name__}")
+
+    def actions(self, actions: tuple[ast.Action, ...]) -> tuple[ir.Action, ...]:
+        lowered: list[ir.Action] = []
+        for action in actions:
+            if isinstance(action, ast.Assign):
+                op = {"=": "set", "+=": "add", "-=": "sub"}[action.op]
+                target = tuple(i.name for i in action.target)
+                lowered.append(ir.Action(op=op, target=target, value=self.expr(action.value)))  # type: ignore[arg-type]
+            else:
+                path, item = action.args
+                lowered.append(
+                    ir.Action(
+                        op=action.func.name,  # type: ignore[arg-type]
+                        target=_path(path),
+                        value=self.expr(item),
+                    )
+                )
+        return tuple(lowered)
+
+    # ---- declarations ------------------------------------------------------------------
+    def field(self, info: FieldInfo) -> ir.FieldDef:
+        default = info.decl.default
+        optional = info.ref.kind == "optional"
+        return ir.FieldDef(
+            name=info.name,
+            type=info.ref,
+            required=default is None and not optional,
+            default=self.constant(default) if default is not None else None,
+        )
+
+    def flow(self) -> ir.CompiledFlow:
+        symbols = self.symbols
+        assert symbols.flow is not None and symbols.initial is not None
+        states: list[ir.State] = []
+        transitions: list[ir.Transition] = []
+        for decl in symbols.states.values():
+            states.append(self.state(decl))
+            for rule in decl.rules:
+                transitions.append(self.transition(rule, decl, len(transitions), inherited=False))
+            if decl.has("final") or decl.has("choice"):
+                continue
+            for rule in symbols.global_rules:
+                transitions.append(self.transition(rule, decl, len(transitions), inherited=True))
+        flow = ir.CompiledFlow(
+            name=symbols.flow.name.name,
+            title=symbols.flow.title.value if symbols.flow.title else None,
+            version=symbols.version.number if symbols.version else 1,
+            enums=tuple(
+                ir.EnumDef(name=name, members=tuple(m.name for m in decl.members))
+                for name, decl in symbols.enums.items()
+            ),
+            records=tuple(
+                ir.RecordDef(name=name, fields=tuple(self.field(f) for f in fields.values()))
+                for name, fields in symbols.records.items()
+            ),
+            context=tuple(self.field(f) for f in symbols.context.values()),
+            events=tuple(
+                ir.EventDef(
+                    name=name,
+                    fields=tuple(self.field(p) for p in info.params.values()),
+                    requires=tuple(
+                        ir.Requirement(
+                            guard=self.expr(req.guard),
+                            code=req.code.name,
+                            message=req.message.value,
+                        )
+                        for req in info.decl.requires
+                    ),
+                )
+                for name, info in symbols.events.items()
+            ),
+            states=tuple(states),
+            transitions=tuple(transitions),
+            initial=symbols.initial,
+            messages={k: v.text.value for k, v in symbols.messages.items()},
+            journals=tuple(
+                ir.Journal(name=k, template=v.text.value) for k, v in symbols.journals.items()
+            ),
+            templates={k: v.text.value for k, v in symbols.templates.items()},
+        )
+        return flow.with_hash()
+
+    def state(self, decl: ast.StateDecl) -> ir.State:
+        kind = "final" if decl.has("final") else "choice" if decl.has("choice") else "normal"
+        meta: dict[str, Any] = {}
+        for block in decl.metas:
+            meta.update(block.value)
+        entry = tuple(a for b in decl.blocks if b.when == "entry" for a in self.actions(b.actions))
+        exit_ = tuple(a for b in decl.blocks if b.when == "exit" for a in self.actions(b.actions))
+        return ir.State(
+            name=decl.name.name,
+            kind=kind,  # type: ignore[arg-type]
+            initial=decl.has("initial"),
+            title=decl.title.value if decl.title else None,
+            meta=meta,
+            entry=entry,
+            exit=exit_,
+            line=decl.name.span.line,
+            column=decl.name.span.column,
+        )
+
+    def transition(
+        self, rule: ast.Rule, state: ast.StateDecl, index: int, *, inherited: bool
+    ) -> ir.Transition:
+        source = state.name.name
+        target: str | None = None
+        if rule.target is not None:
+            target = source if rule.target.name == "self" else rule.target.name
+        if rule.reject_code is not None:
+            kind = "reject"
+        elif rule.kind == "on":
+            kind = "event"
+        elif rule.kind == "after":
+            kind = "timer"
+        elif rule.kind == "else":
+            kind = "else"
+        else:
+            kind = "choice" if state.has("choice") else "direct"
+        return ir.Transition(
+            index=index,
+            source=source,
+            target=target,
+            kind=kind,  # type: ignore[arg-type]
+            event=rule.event.name if rule.event else None,
+            guard=self.expr(rule.guard) if rule.guard is not None else None,
+            actions=self.actions(rule.actions),
+            back=rule.back,
+            after_ms=rule.after.milliseconds if rule.after else None,
+            code=rule.reject_code.name if rule.reject_code else None,
+            message=rule.reject_message.value if rule.reject_message else None,
+            inherited=inherited,
+            line=rule.span.line,
+            column=rule.span.column,
+        )
+
+
+def _path(expr: ast.Expr) -> tuple[str, ...]:
+    if isinstance(expr, ast.Name):
+        return (expr.name,)
+    if isinstance(expr, ast.Attribute):
+        return (*_path(expr.obj), expr.name.name)
+    raise AssertionError("typecheck guarantees a field path")
+
+
+def lower(symbols: Symbols) -> ir.CompiledFlow:
+    return Lowerer(symbols).flow()

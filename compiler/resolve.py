@@ -1,0 +1,492 @@
+"""Name resolution: the symbol tables of a module, and every naming mistake in it.
+
+Builds `Symbols` (enums, record types, context fields, events, states, the flow header) from the
+AST, resolves declared types, and reports duplicates, unknown types, unknown states and events,
+misplaced rules and the initial-state rule. Expressions are checked later, in typecheck.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from flowc.compiler import ast
+from flowc.compiler import types as t
+from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.source import Span
+from flowc.runtime.messages import MESSAGE_KINDS
+from flowc.runtime.model import TypeRef
+
+#: A transition rule and the state it was written in (None: outside any state).
+RuleSite = tuple[ast.Rule, "ast.StateDecl | None"]
+
+
+@dataclass
+class FieldInfo:
+    decl: ast.FieldDecl
+    ty: t.Ty
+    ref: TypeRef
+
+    @property
+    def name(self) -> str:
+        return self.decl.name.name
+
+
+@dataclass
+class EventInfo:
+    decl: ast.EventDecl
+    params: dict[str, FieldInfo]
+
+
+@dataclass
+class Symbols:
+    flow: ast.FlowDecl | None = None
+    version: ast.VersionDecl | None = None
+    enums: dict[str, ast.EnumDecl] = field(default_factory=dict)
+    #: member name -> the enums declaring it (more than one: a bare use is ambiguous)
+    members: dict[str, list[str]] = field(default_factory=dict)
+    records: dict[str, dict[str, FieldInfo]] = field(default_factory=dict)
+    record_decls: dict[str, ast.TypeDecl] = field(default_factory=dict)
+    context: dict[str, FieldInfo] = field(default_factory=dict)
+    events: dict[str, EventInfo] = field(default_factory=dict)
+    states: dict[str, ast.StateDecl] = field(default_factory=dict)
+    initial: str | None = None
+    global_rules: list[ast.Rule] = field(default_factory=list)
+    messages: dict[str, ast.NamedText] = field(default_factory=dict)
+    journals: dict[str, ast.NamedText] = field(default_factory=dict)
+    templates: dict[str, ast.NamedText] = field(default_factory=dict)
+    #: codes declared by `reject` and `require`: a `message` may not name them (they carry text)
+    domain_codes: set[str] = field(default_factory=set)
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str | None:
+    """A did-you-mean help line, or None when nothing is close."""
+    pool = list(candidates)
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in pool}
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+class Resolver:
+    def __init__(self, module: ast.Module) -> None:
+        self.module = module
+        self.symbols = Symbols()
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, span: Span, help: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic.make(code, message, span, help=help))
+
+    # ---- entry point -------------------------------------------------------------------
+    def run(self) -> Symbols:
+        decls = self.module.decls
+        self._collect_header(decls)
+        self._collect_type_names(decls)
+        self._resolve_records(decls)
+        self._collect_context(decls)
+        self._collect_events(decls)
+        self._collect_states(decls)
+        self._collect_texts(decls)
+        self._check_rules()
+        return self.symbols
+
+    # ---- header ------------------------------------------------------------------------
+    def _collect_header(self, decls: tuple[ast.Decl, ...]) -> None:
+        for decl in decls:
+            if isinstance(decl, ast.FlowDecl):
+                if self.symbols.flow is not None:
+                    self.error(
+                        "E102", "`flow` is declared twice", decl.span, "a file holds one flow"
+                    )
+                else:
+                    self.symbols.flow = decl
+            elif isinstance(decl, ast.VersionDecl):
+                if self.symbols.version is not None:
+                    self.error("E102", "`version` is declared twice", decl.span)
+                else:
+                    self.symbols.version = decl
+                if decl.number < 1:
+                    self.error(
+                        "E207",
+                        "the version must be a positive integer",
+                        decl.span,
+                        "start at `version 1`",
+                    )
+        if self.symbols.flow is None:
+            self.error(
+                "E101",
+                "missing `flow` header",
+                Span(1, 1, 1, 2),
+                'start the file with `flow NAME "Title"`',
+            )
+
+    # ---- types -------------------------------------------------------------------------
+    def _collect_type_names(self, decls: tuple[ast.Decl, ...]) -> None:
+        taken: dict[str, Span] = {}
+        for decl in decls:
+            if not isinstance(decl, ast.EnumDecl | ast.TypeDecl):
+                continue
+            name = decl.name.name
+            if name in t.PRIMITIVES or name in ("list", "map"):
+                self.error(
+                    "E103", f"`{name}` is a built-in type", decl.name.span, "choose another name"
+                )
+                continue
+            if name in taken:
+                self.error(
+                    "E103",
+                    f"type `{name}` is declared twice",
+                    decl.name.span,
+                    f"first declared on line {taken[name].line}",
+                )
+                continue
+            taken[name] = decl.name.span
+            if isinstance(decl, ast.EnumDecl):
+                self.symbols.enums[name] = decl
+                seen: set[str] = set()
+                if not decl.members:
+                    self.error("E204", f"enum `{name}` has no members", decl.span)
+                for member in decl.members:
+                    if member.name in seen:
+                        self.error(
+                            "E103", f"`{member.name}` appears twice in enum `{name}`", member.span
+                        )
+                        continue
+                    seen.add(member.name)
+                    self.symbols.members.setdefault(member.name, []).append(name)
+            else:
+                self.symbols.record_decls[name] = decl
+
+    def _resolve_records(self, decls: tuple[ast.Decl, ...]) -> None:
+        for name, decl in self.symbols.record_decls.items():
+            self.symbols.records[name] = self._fields(decl.fields, f"type `{name}`")
+        self._check_record_cycles()
+
+    def _check_record_cycles(self) -> None:
+        def refs(ty: t.Ty) -> Iterable[str]:
+            if isinstance(ty, t.RecordTy):
+                yield ty.name
+            elif isinstance(ty, t.ListTy):
+                yield from refs(ty.item)
+            elif isinstance(ty, t.MapTy):
+                yield from refs(ty.value)
+            elif isinstance(ty, t.OptionalTy):
+                yield from refs(ty.inner)
+
+        graph = {
+            name: {r for f in fields.values() for r in refs(f.ty)}
+            for name, fields in self.symbols.records.items()
+        }
+        for start in graph:
+            stack, seen = list(graph[start]), set()
+            while stack:
+                node = stack.pop()
+                if node == start:
+                    decl = self.symbols.record_decls[start]
+                    self.error(
+                        "E204",
+                        f"type `{start}` contains itself",
+                        decl.name.span,
+                        "flow values are plain data: store an id instead of nesting",
+                    )
+                    break
+                if node not in seen:
+                    seen.add(node)
+                    stack.extend(graph.get(node, ()))
+
+    def resolve_type(self, texpr: ast.TypeExpr) -> tuple[t.Ty, TypeRef]:
+        ty, ref = self._resolve_base(texpr)
+        if texpr.optional and not isinstance(ty, t.AnyTy):
+            return t.OptionalTy(ty), TypeRef(kind="optional", item=ref)
+        return ty, ref
+
+    def _resolve_base(self, texpr: ast.TypeExpr) -> tuple[t.Ty, TypeRef]:
+        name = texpr.name.name
+        unknown = (t.ANY, TypeRef(kind="str"))
+        if texpr.is_range:
+            if name not in ("int", "float"):
+                self.error(
+                    "E204", f"`{name}` cannot take a range; only `int` and `float` can", texpr.span
+                )
+                return unknown
+            low, high = texpr.low, texpr.high
+            if low is not None and high is not None and low > high:
+                self.error("E204", f"empty range: {low:g} is greater than {high:g}", texpr.span)
+            return t.PRIMITIVES[name], TypeRef(kind=name, min=low, max=high)  # type: ignore[arg-type]
+        if name in ("list", "map"):
+            want = 1 if name == "list" else 2
+            if len(texpr.args) != want:
+                shape = "list[T]" if name == "list" else "map[str, T]"
+                self.error(
+                    "E204",
+                    f"`{name}` takes {want} type argument{'s' * (want > 1)}",
+                    texpr.span,
+                    f"write `{shape}`",
+                )
+                return unknown
+            if name == "list":
+                item, item_ref = self.resolve_type(texpr.args[0])
+                return t.ListTy(item), TypeRef(kind="list", item=item_ref)
+            key, _ = self.resolve_type(texpr.args[0])
+            if key != t.STR and not isinstance(key, t.AnyTy):
+                self.error(
+                    "E204", "map keys must be `str`", texpr.args[0].span, "write `map[str, T]`"
+                )
+            value, value_ref = self.resolve_type(texpr.args[1])
+            return t.MapTy(value), TypeRef(kind="map", item=value_ref)
+        if texpr.args:
+            self.error("E204", f"`{name}` takes no type arguments", texpr.span)
+            return unknown
+        if name in t.PRIMITIVES:
+            return t.PRIMITIVES[name], TypeRef(kind=name)  # type: ignore[arg-type]
+        if name in self.symbols.enums:
+            return t.EnumTy(name), TypeRef(kind="enum", name=name)
+        if name in self.symbols.record_decls:
+            return t.RecordTy(name), TypeRef(kind="record", name=name)
+        known = [*t.PRIMITIVES, "list", "map", *self.symbols.enums, *self.symbols.record_decls]
+        self.error("E106", f"unknown type `{name}`", texpr.name.span, suggest(name, known))
+        return unknown
+
+    def _fields(self, decls: tuple[ast.FieldDecl, ...], owner: str) -> dict[str, FieldInfo]:
+        fields: dict[str, FieldInfo] = {}
+        for decl in decls:
+            name = decl.name.name
+            if name in fields:
+                self.error(
+                    "E103",
+                    f"field `{name}` is declared twice in {owner}",
+                    decl.name.span,
+                    f"first declared on line {fields[name].decl.name.span.line}",
+                )
+                continue
+            ty, ref = self.resolve_type(decl.type)
+            fields[name] = FieldInfo(decl, ty, ref)
+        return fields
+
+    # ---- context and events ------------------------------------------------------------
+    def _collect_context(self, decls: tuple[ast.Decl, ...]) -> None:
+        blocks = [d for d in decls if isinstance(d, ast.ContextDecl)]
+        for extra in blocks[1:]:
+            self.error(
+                "E102",
+                "`context` is declared twice",
+                extra.span,
+                "put every field in one `context { ... }` block",
+            )
+        if blocks:
+            self.symbols.context = self._fields(blocks[0].fields, "the context")
+
+    def _collect_events(self, decls: tuple[ast.Decl, ...]) -> None:
+        for decl in decls:
+            if not isinstance(decl, ast.EventDecl):
+                continue
+            name = decl.name.name
+            if name in self.symbols.events:
+                first = self.symbols.events[name].decl.name.span.line
+                self.error(
+                    "E103",
+                    f"event `{name}` is declared twice",
+                    decl.name.span,
+                    f"first declared on line {first}",
+                )
+                continue
+            params = self._fields(decl.params, f"event `{name}`")
+            self.symbols.events[name] = EventInfo(decl, params)
+            for req in decl.requires:
+                self.symbols.domain_codes.add(req.code.name)
+
+    # ---- states ------------------------------------------------------------------------
+    def _collect_states(self, decls: tuple[ast.Decl, ...]) -> None:
+        initials: list[ast.StateDecl] = []
+        for decl in decls:
+            if isinstance(decl, ast.Rule):
+                self.symbols.global_rules.append(decl)
+                continue
+            if not isinstance(decl, ast.StateDecl):
+                continue
+            name = decl.name.name
+            if name == "self":
+                self.error("E103", "`self` cannot name a state", decl.name.span)
+                continue
+            if name in self.symbols.states:
+                first = self.symbols.states[name].name.span.line
+                self.error(
+                    "E103",
+                    f"state `{name}` is declared twice",
+                    decl.name.span,
+                    f"first declared on line {first}",
+                )
+                continue
+            self.symbols.states[name] = decl
+            self._check_modifiers(decl)
+            if decl.has("initial"):
+                initials.append(decl)
+        if len(initials) > 1:
+            for extra in initials[1:]:
+                self.error(
+                    "E110",
+                    f"`{extra.name.name}` is a second initial state",
+                    extra.modifiers[0].span,
+                    f"`{initials[0].name.name}` is already initial; a flow starts in one state",
+                )
+        if initials:
+            self.symbols.initial = initials[0].name.name
+        elif self.symbols.states:
+            first_state = next(iter(self.symbols.states.values()))
+            self.error(
+                "E109",
+                "no initial state",
+                first_state.name.span,
+                f"mark the state the flow starts in: `initial state {first_state.name.name}`",
+            )
+
+    def _check_modifiers(self, decl: ast.StateDecl) -> None:
+        seen: set[str] = set()
+        for mod in decl.modifiers:
+            if mod.name in seen:
+                self.error("E111", f"`{mod.name}` is written twice", mod.span)
+            seen.add(mod.name)
+        if {"final", "choice"} <= seen:
+            self.error(
+                "E111",
+                "a state cannot be both `final` and `choice`",
+                decl.name.span,
+                "a choice state routes onwards at once; a final state ends the flow",
+            )
+        if {"initial", "final"} <= seen:
+            self.error(
+                "E111",
+                "the initial state cannot be `final`",
+                decl.name.span,
+                "such a flow would end before it starts",
+            )
+
+    # ---- texts -------------------------------------------------------------------------
+    def _collect_texts(self, decls: tuple[ast.Decl, ...]) -> None:
+        for decl in decls:
+            if not isinstance(decl, ast.NamedText):
+                continue
+            table = {
+                "message": self.symbols.messages,
+                "journal": self.symbols.journals,
+                "template": self.symbols.templates,
+            }[decl.keyword]
+            name = decl.name.name
+            if name in table:
+                self.error(
+                    "E102",
+                    f"{decl.keyword} `{name}` is declared twice",
+                    decl.name.span,
+                    f"first declared on line {table[name].name.span.line}",
+                )
+                continue
+            if decl.keyword == "message" and name not in MESSAGE_KINDS:
+                self.error(
+                    "E114",
+                    f"unknown message kind `{name}`",
+                    decl.name.span,
+                    suggest(name, MESSAGE_KINDS) or "kinds: " + ", ".join(sorted(MESSAGE_KINDS)),
+                )
+                continue
+            table[name] = decl
+
+    # ---- rules -------------------------------------------------------------------------
+    def _check_rules(self) -> None:
+        for state in self.symbols.states.values():
+            self._check_state_rules(state)
+        for rule in self.symbols.global_rules:
+            self._check_rule_names(rule)
+
+    def _check_state_rules(self, state: ast.StateDecl) -> None:
+        is_choice = state.has("choice")
+        if state.has("final") and state.rules:
+            for rule in state.rules:
+                self.error(
+                    "E113",
+                    f"final state `{state.name.name}` has an outgoing transition",
+                    rule.span,
+                    "remove `final`, or move this rule to another state",
+                )
+        seen_else: ast.Rule | None = None
+        for rule in state.rules:
+            self._check_rule_names(rule)
+            if seen_else is not None and is_choice:
+                self.error(
+                    "E112",
+                    "a rule after `else` can never be taken",
+                    rule.span,
+                    "`else` must be the last rule of a choice state",
+                )
+            if is_choice:
+                if rule.kind in ("on", "after"):
+                    word = "`on`" if rule.kind == "on" else "`after`"
+                    self.error(
+                        "E112",
+                        f"{word} rules are not allowed in a choice state",
+                        rule.span,
+                        "a choice state routes at once with `if GUARD -> X` and `else -> Y`"
+                        "; wait for events in an ordinary state",
+                    )
+                elif rule.kind == "direct" and rule.guard is None:
+                    self.error(
+                        "E112",
+                        "an unguarded `->` in a choice state",
+                        rule.span,
+                        "write `else -> X` for the default route",
+                    )
+                if rule.back:
+                    self.error("E112", "`back` is not allowed on a routing rule", rule.span)
+                if rule.target is not None and rule.target.name == "self":
+                    self.error("E112", "a choice state cannot route to itself", rule.target.span)
+                if rule.kind == "else":
+                    seen_else = rule
+            elif rule.kind == "else":
+                self.error(
+                    "E112",
+                    "`else` is only allowed in a choice state",
+                    rule.span,
+                    f"write `choice state {state.name.name}`, or give this edge a guard",
+                )
+            if rule.after is not None and rule.after.milliseconds <= 0:
+                self.error(
+                    "E120",
+                    "a timer must wait longer than zero",
+                    rule.after.span,
+                    "write e.g. `after 30s -> X`",
+                )
+        if is_choice and seen_else is None and not state.has("final"):
+            self.error(
+                "E119",
+                f"choice state `{state.name.name}` has no `else`",
+                state.name.span,
+                "add `else -> STATE` so routing can never get stuck",
+            )
+
+    def _check_rule_names(self, rule: ast.Rule) -> None:
+        if rule.event is not None and rule.event.name not in self.symbols.events:
+            self.error(
+                "E105",
+                f"unknown event `{rule.event.name}`",
+                rule.event.span,
+                suggest(rule.event.name, self.symbols.events)
+                or f"declare it: `event {rule.event.name}`",
+            )
+        target = rule.target
+        if target is not None and target.name != "self" and target.name not in self.symbols.states:
+            self.error(
+                "E104",
+                f"unknown state `{target.name}`",
+                target.span,
+                suggest(target.name, self.symbols.states),
+            )
+        if rule.reject_code is not None:
+            self.symbols.domain_codes.add(rule.reject_code.name)
+
+
+def resolve(module: ast.Module) -> tuple[Symbols, list[Diagnostic]]:
+    resolver = Resolver(module)
+    symbols = resolver.run()
+    return symbols, resolver.diagnostics

@@ -1,0 +1,736 @@
+"""Type checking of every expression: guards, actions, defaults, preconditions and templates.
+
+Works on the AST with the symbol tables of resolve.py. Each expression gets a type; a mistake is
+reported once and its subtree becomes `ANY`, so it causes no further diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jinja2
+from flowc.compiler import ast
+from flowc.compiler import types as t
+from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.resolve import EventInfo, FieldInfo, Symbols, suggest
+from flowc.compiler.source import Span
+from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an expression may refer to where it is written."""
+
+    event: EventInfo | None
+    #: why `event.` is unavailable here ("in an entry action"), for the diagnostic
+    no_event_reason: str = ""
+    constant: bool = False  # defaults: literals and enum members only
+
+
+Check = Callable[[list[t.Ty], list[ast.Expr], Span], t.Ty]
+
+
+class TypeChecker:
+    def __init__(self, symbols: Symbols) -> None:
+        self.symbols = symbols
+        self.diagnostics: list[Diagnostic] = []
+        self._jinja = ImmutableSandboxedEnvironment()
+        self._functions: dict[str, Check] = {
+            "len": self._fn_len,
+            "min": self._fn_minmax,
+            "max": self._fn_minmax,
+            "abs": self._fn_abs,
+            "round": self._fn_round,
+            "merge": self._fn_merge,
+            "keys": self._fn_keys,
+            "values": self._fn_values,
+            "lower": self._fn_str,
+            "upper": self._fn_str,
+            "trim": self._fn_str,
+            "coalesce": self._fn_coalesce,
+        }
+        assert set(self._functions) == EXPRESSION_FUNCTIONS
+
+    def error(self, code: str, message: str, span: Span, help: str | None = None) -> t.Ty:
+        self.diagnostics.append(Diagnostic.make(code, message, span, help=help))
+        return t.ANY
+
+    # ---- entry point -------------------------------------------------------------------
+    def run(self) -> None:
+        symbols = self.symbols
+        for fields in symbols.records.values():
+            self._check_defaults(fields)
+        self._check_defaults(symbols.context)
+        for info in symbols.events.values():
+            self._check_defaults(info.params)
+            scope = Scope(info)
+            for req in info.decl.requires:
+                self.check_guard(req.guard, scope)
+                self.check_template(req.message)
+        for state in symbols.states.values():
+            for block in state.blocks:
+                self.check_actions(block.actions, Scope(None, f"in an {block.when} action"))
+            for rule in state.rules:
+                self.check_rule(rule, state)
+        for rule in symbols.global_rules:
+            self.check_rule(rule, None)
+        for table in (symbols.messages, symbols.journals, symbols.templates):
+            for decl in table.values():
+                self.check_template(decl.text)
+
+    def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
+        if rule.event is not None:
+            info = self.symbols.events.get(rule.event.name)
+            # An unknown event was reported by resolve; check the rest without `event.` noise.
+            scope = Scope(info) if info is not None else _UNKNOWN_EVENT_SCOPE
+        else:
+            where = {
+                "direct": "on a direct edge (`-> X` is taken by an explicit go-to, not an event)",
+                "else": "on a routing rule",
+                "after": "on a timer",
+            }[rule.kind]
+            if state is not None and state.has("choice") and rule.kind == "direct":
+                where = "in a choice state (routing happens on entry, not on an event)"
+            scope = Scope(None, where)
+        if rule.guard is not None:
+            self.check_guard(rule.guard, scope)
+        self.check_actions(rule.actions, scope)
+        if rule.reject_message is not None:
+            self.check_template(rule.reject_message)
+
+    # ---- defaults ----------------------------------------------------------------------
+    def _check_defaults(self, fields: dict[str, FieldInfo]) -> None:
+        for info in fields.values():
+            default = info.decl.default
+            if default is None:
+                continue
+            if not _is_constant(default):
+                self.error(
+                    "E203",
+                    f"the default of `{info.name}` must be a constant",
+                    default.span,
+                    "use literals and enum members; compute values in an entry action",
+                )
+                continue
+            self.expect(
+                default,
+                info.ty,
+                Scope(None, "in a default value", constant=True),
+                code="E203",
+                what=f"default of `{info.name}`",
+            )
+
+    # ---- guards, actions ---------------------------------------------------------------
+    def check_guard(self, expr: ast.Expr, scope: Scope) -> None:
+        ty = self.infer(expr, scope)
+        if ty != t.BOOL and not t.is_any(ty):
+            help = None
+            if isinstance(ty, t.OptionalTy) and ty.inner == t.BOOL:
+                help = "compare explicitly: `x == true`, or use `coalesce(x, false)`"
+            self.error("E205", f"a guard must be a `bool`, this is `{ty}`", expr.span, help)
+
+    def check_actions(self, actions: tuple[ast.Action, ...], scope: Scope) -> None:
+        for action in actions:
+            if isinstance(action, ast.Assign):
+                self._check_assign(action, scope)
+            else:
+                self._check_action_call(action, scope)
+
+    def _target_type(self, path: tuple[ast.Ident, ...]) -> t.Ty:
+        head = path[0]
+        info = self.symbols.context.get(head.name)
+        if info is None:
+            if head.name in self.symbols.events or head.name == "event":
+                return self.error(
+                    "E202",
+                    "event payloads cannot be assigned",
+                    head.span,
+                    "store the value in a context field",
+                )
+            return self.error(
+                "E107",
+                f"unknown context field `{head.name}`",
+                head.span,
+                suggest(head.name, self.symbols.context),
+            )
+        ty: t.Ty = info.ty
+        for ident in path[1:]:
+            ty = self._field_of(ty, ident)
+        return ty
+
+    def _check_assign(self, action: ast.Assign, scope: Scope) -> None:
+        target_ty = self._target_type(action.target)
+        target_text = ".".join(i.name for i in action.target)
+        if action.op == "=":
+            self.expect(action.value, target_ty, scope, code="E202", what=f"`{target_text}`")
+            return
+        value_ty = self.infer(action.value, scope)
+        if t.is_any(target_ty) or t.is_any(value_ty):
+            return
+        if action.op == "+=" and target_ty == t.STR and value_ty == t.STR:
+            return
+        if (
+            action.op == "+="
+            and isinstance(target_ty, t.ListTy)
+            and t.assignable(value_ty, target_ty)
+        ):
+            return
+        if t.is_numeric(target_ty) and t.is_numeric(value_ty):
+            if target_ty == t.INT and value_ty == t.FLOAT:
+                self.error(
+                    "E202",
+                    f"`{action.op}` would store a `float` in int field `{target_text}`",
+                    action.span,
+                    "use `round(...)`",
+                )
+            return
+        self.error(
+            "E202",
+            f"cannot apply `{action.op}` to `{target_text}` (`{target_ty}`) with a `{value_ty}`",
+            action.span,
+        )
+
+    def _check_action_call(self, action: ast.ActionCall, scope: Scope) -> None:
+        name = action.func.name
+        if name not in ACTION_FUNCTIONS:
+            if name in EXPRESSION_FUNCTIONS:
+                self.error(
+                    "E117",
+                    f"`{name}(...)` computes a value; it is not an action",
+                    action.func.span,
+                    f"assign its result: `field = {name}(...)`",
+                )
+            else:
+                self.error(
+                    "E117",
+                    f"unknown action `{name}`",
+                    action.func.span,
+                    suggest(name, ACTION_FUNCTIONS)
+                    or "actions: `x = e`, `x += e`, `x -= e`, `append(xs, e)`, `remove(xs, e)`",
+                )
+            for arg in action.args:
+                self.infer(arg, scope)
+            return
+        if len(action.args) != 2:
+            self.error(
+                "E118",
+                f"`{name}` takes 2 arguments (a list field and an item), got {len(action.args)}",
+                action.span,
+            )
+            return
+        target, item = action.args
+        path = _as_path(target)
+        if path is None:
+            self.error(
+                "E202", f"the first argument of `{name}` must be a context list field", target.span
+            )
+            self.infer(item, scope)
+            return
+        list_ty = self._target_type(path)
+        if t.is_any(list_ty):
+            self.infer(item, scope)
+            return
+        if not isinstance(list_ty, t.ListTy):
+            self.error(
+                "E201", f"`{name}` needs a list, `{_path_text(path)}` is `{list_ty}`", target.span
+            )
+            self.infer(item, scope)
+            return
+        self.expect(item, list_ty.item, scope, code="E201", what=f"an item of `{list_ty}`")
+
+    # ---- expressions -------------------------------------------------------------------
+    def expect(self, expr: ast.Expr, expected: t.Ty, scope: Scope, *, code: str, what: str) -> None:
+        """Check `expr` against a known expected type (record literals need one)."""
+        if isinstance(expected, t.RecordTy) and isinstance(expr, ast.MapLit):
+            self._check_record_literal(expr, expected, scope, code)
+            return
+        if isinstance(expected, t.OptionalTy) and isinstance(expr, ast.MapLit):
+            self.expect(expr, expected.inner, scope, code=code, what=what)
+            return
+        if isinstance(expected, t.ListTy) and isinstance(expr, ast.ListLit):
+            for item in expr.items:
+                self.expect(item, expected.item, scope, code=code, what=f"an item of {what}")
+            return
+        ty = self.infer(expr, scope)
+        if not t.assignable(ty, expected):
+            help = None
+            if expected == t.INT and ty == t.FLOAT:
+                help = "use `round(...)`"
+            elif isinstance(ty, t.OptionalTy) and t.assignable(ty.inner, expected):
+                help = "this value may be none: use `coalesce(value, default)`"
+            self.error(code, f"{what} expects `{expected}`, found `{ty}`", expr.span, help)
+
+    def _check_record_literal(
+        self, expr: ast.MapLit, record: t.RecordTy, scope: Scope, code: str
+    ) -> None:
+        fields = self.symbols.records.get(record.name, {})
+        given: set[str] = set()
+        for key, value in expr.entries:
+            if not (isinstance(key, ast.Literal_) and isinstance(key.value, str)):
+                self.error(
+                    code, f"keys of a `{record.name}` value must be field names in quotes", key.span
+                )
+                continue
+            info = fields.get(key.value)
+            if info is None:
+                self.error(
+                    "E108",
+                    f"type `{record.name}` has no field `{key.value}`",
+                    key.span,
+                    suggest(key.value, fields),
+                )
+                continue
+            given.add(key.value)
+            self.expect(value, info.ty, scope, code=code, what=f"field `{key.value}`")
+        missing = [
+            name
+            for name, info in fields.items()
+            if name not in given
+            and info.decl.default is None
+            and not isinstance(info.ty, t.OptionalTy)
+        ]
+        if missing:
+            self.error(
+                code,
+                f"`{record.name}` value is missing " + ", ".join(f"`{m}`" for m in missing),
+                expr.span,
+            )
+
+    def infer(self, expr: ast.Expr, scope: Scope) -> t.Ty:
+        method = getattr(self, "_infer_" + type(expr).__name__)
+        result: t.Ty = method(expr, scope)
+        return result
+
+    def _infer_Invalid(self, expr: ast.Invalid, scope: Scope) -> t.Ty:
+        return t.ANY
+
+    def _infer_Literal_(self, expr: ast.Literal_, scope: Scope) -> t.Ty:
+        return _LITERAL_TYPES[expr.kind]
+
+    def _infer_Name(self, expr: ast.Name, scope: Scope) -> t.Ty:
+        symbols = self.symbols
+        if not scope.constant and expr.name in symbols.context:
+            return symbols.context[expr.name].ty
+        owners = symbols.members.get(expr.name)
+        if owners:
+            if len(owners) > 1:
+                return self.error(
+                    "E115",
+                    f"`{expr.name}` is a member of " + " and ".join(f"`{o}`" for o in owners),
+                    expr.span,
+                    f"qualify it: `{owners[0]}.{expr.name}`",
+                )
+            return t.EnumTy(owners[0])
+        if scope.constant and expr.name in symbols.context:
+            return self.error(
+                "E203",
+                "a default cannot refer to another field",
+                expr.span,
+                "set it in the initial state's entry action",
+            )
+        if expr.name in symbols.events:
+            return self.error(
+                "E107",
+                f"`{expr.name}` is an event, not a value",
+                expr.span,
+                "read its payload with `event.FIELD`",
+            )
+        candidates = [*symbols.members]
+        if not scope.constant:
+            candidates.extend(symbols.context)
+        return self.error(
+            "E107", f"unknown name `{expr.name}`", expr.span, suggest(expr.name, candidates)
+        )
+
+    def _infer_EventField(self, expr: ast.EventField, scope: Scope) -> t.Ty:
+        if scope is _UNKNOWN_EVENT_SCOPE:
+            return t.ANY
+        if scope.event is None:
+            return self.error(
+                "E116",
+                f"`event.{expr.name}` is not available {scope.no_event_reason}",
+                expr.span,
+                "only rules triggered by an event (`on EVENT`) and "
+                "`require` clauses can read the payload",
+            )
+        param = scope.event.params.get(expr.name)
+        if param is None:
+            name = scope.event.decl.name.name
+            return self.error(
+                "E108",
+                f"event `{name}` has no field `{expr.name}`",
+                expr.span,
+                suggest(expr.name, scope.event.params)
+                or (
+                    f"its fields: {', '.join(scope.event.params)}"
+                    if scope.event.params
+                    else f"`{name}` has no payload"
+                ),
+            )
+        return param.ty
+
+    def _infer_StateField(self, expr: ast.StateField, scope: Scope) -> t.Ty:
+        if scope.constant:
+            return self.error("E203", "a default cannot read the state", expr.span)
+        if expr.name in ("name", "title"):
+            return t.STR
+        return self.error(
+            "E108",
+            f"`state` has no field `{expr.name}`",
+            expr.span,
+            "available: `state.name`, `state.title`",
+        )
+
+    def _infer_ListLit(self, expr: ast.ListLit, scope: Scope) -> t.Ty:
+        items = [self.infer(item, scope) for item in expr.items]
+        joined = t.join(items)
+        if joined is None:
+            return self.error(
+                "E201",
+                "list items have different types: "
+                + ", ".join(f"`{ty}`" for ty in dict.fromkeys(items)),
+                expr.span,
+            )
+        return t.ListTy(joined)
+
+    def _infer_MapLit(self, expr: ast.MapLit, scope: Scope) -> t.Ty:
+        values: list[t.Ty] = []
+        for key, value in expr.entries:
+            key_ty = self.infer(key, scope)
+            if key_ty != t.STR and not t.is_any(key_ty):
+                self.error("E201", f"map keys must be `str`, found `{key_ty}`", key.span)
+            values.append(self.infer(value, scope))
+        joined = t.join(values)
+        if joined is None:
+            return self.error("E201", "map values have different types", expr.span)
+        return t.MapTy(joined)
+
+    def _field_of(self, ty: t.Ty, name: ast.Ident) -> t.Ty:
+        if t.is_any(ty):
+            return t.ANY
+        if isinstance(ty, t.OptionalTy):
+            return self.error(
+                "E208",
+                f"cannot read `.{name.name}` of a value that may be none",
+                name.span,
+                "check it first, or give the field a default",
+            )
+        if isinstance(ty, t.RecordTy):
+            fields = self.symbols.records.get(ty.name, {})
+            info = fields.get(name.name)
+            if info is None:
+                return self.error(
+                    "E108",
+                    f"type `{ty.name}` has no field `{name.name}`",
+                    name.span,
+                    suggest(name.name, fields),
+                )
+            return info.ty
+        return self.error(
+            "E201", f"`{ty}` has no fields", name.span, "use `x[key]` for maps and lists"
+        )
+
+    def _infer_Attribute(self, expr: ast.Attribute, scope: Scope) -> t.Ty:
+        obj = expr.obj
+        if (
+            isinstance(obj, ast.Name)
+            and obj.name in self.symbols.enums
+            and (scope.constant or obj.name not in self.symbols.context)
+        ):
+            decl = self.symbols.enums[obj.name]
+            members = [m.name for m in decl.members]
+            if expr.name.name not in members:
+                return self.error(
+                    "E108",
+                    f"enum `{obj.name}` has no member `{expr.name.name}`",
+                    expr.name.span,
+                    suggest(expr.name.name, members),
+                )
+            return t.EnumTy(obj.name)
+        return self._field_of(self.infer(obj, scope), expr.name)
+
+    def _infer_Subscript(self, expr: ast.Subscript, scope: Scope) -> t.Ty:
+        obj = self.infer(expr.obj, scope)
+        index = self.infer(expr.index, scope)
+        if t.is_any(obj):
+            return t.ANY
+        if isinstance(obj, t.ListTy):
+            if index != t.INT and not t.is_any(index):
+                return self.error(
+                    "E201", f"list index must be `int`, found `{index}`", expr.index.span
+                )
+            return obj.item
+        if isinstance(obj, t.MapTy):
+            if index != t.STR and not t.is_any(index):
+                return self.error(
+                    "E201", f"map key must be `str`, found `{index}`", expr.index.span
+                )
+            return obj.value
+        if isinstance(obj, t.OptionalTy):
+            return self.error(
+                "E208",
+                "cannot index a value that may be none",
+                expr.obj.span,
+                "use `coalesce(value, default)` first",
+            )
+        return self.error("E201", f"`{obj}` cannot be indexed", expr.obj.span)
+
+    def _infer_Call(self, expr: ast.Call, scope: Scope) -> t.Ty:
+        name = expr.func.name
+        args = [self.infer(arg, scope) for arg in expr.args]
+        check = self._functions.get(name)
+        if check is None:
+            if name in ACTION_FUNCTIONS:
+                return self.error(
+                    "E117",
+                    f"`{name}` is an action, not a value",
+                    expr.func.span,
+                    f"write it as a statement: `do {name}(...)`",
+                )
+            return self.error(
+                "E117",
+                f"unknown function `{name}`",
+                expr.func.span,
+                suggest(name, self._functions)
+                or "functions: " + ", ".join(sorted(self._functions)),
+            )
+        if any(t.is_any(a) for a in args):
+            return t.ANY
+        return check(args, list(expr.args), expr.span)
+
+    def _infer_Unary(self, expr: ast.Unary, scope: Scope) -> t.Ty:
+        ty = self.infer(expr.operand, scope)
+        if t.is_any(ty):
+            return t.ANY
+        if expr.op == "not":
+            if ty != t.BOOL:
+                return self.error("E201", f"`not` needs a `bool`, found `{ty}`", expr.operand.span)
+            return t.BOOL
+        if not t.is_numeric(ty):
+            return self.error("E201", f"`-` needs a number, found `{ty}`", expr.operand.span)
+        return ty
+
+    def _infer_Binary(self, expr: ast.Binary, scope: Scope) -> t.Ty:
+        left = self.infer(expr.left, scope)
+        right = self.infer(expr.right, scope)
+        op = expr.op
+        if t.is_any(left) or t.is_any(right):
+            return t.BOOL if op in _BOOL_RESULT else t.ANY
+        if op in ("and", "or"):
+            for side, ty in ((expr.left, left), (expr.right, right)):
+                if ty != t.BOOL:
+                    self.error(
+                        "E201", f"`{op}` needs `bool` on both sides, found `{ty}`", side.span
+                    )
+            return t.BOOL
+        if op in ("==", "!="):
+            if not t.comparable(left, right):
+                self.error(
+                    "E201",
+                    f"`{left}` and `{right}` can never be equal",
+                    expr.span,
+                    _enum_compare_help(expr, left, right, self.symbols),
+                )
+            return t.BOOL
+        if op in ("<", "<=", ">", ">="):
+            if isinstance(left, t.OptionalTy) or isinstance(right, t.OptionalTy):
+                self.error(
+                    "E208",
+                    f"`{op}` on a value that may be none",
+                    expr.span,
+                    "use `coalesce(value, default)`",
+                )
+            elif not ((t.is_numeric(left) and t.is_numeric(right)) or (left == right == t.STR)):
+                self.error("E201", f"cannot order `{left}` and `{right}` with `{op}`", expr.span)
+            return t.BOOL
+        if op in ("in", "not in"):
+            return self._check_membership(expr, left, right)
+        return self._check_arithmetic(expr, left, right)
+
+    def _check_membership(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> t.Ty:
+        ok = (
+            (isinstance(right, t.ListTy) and t.comparable(left, right.item))
+            or (isinstance(right, t.MapTy) and left == t.STR)
+            or (right == t.STR and left == t.STR)
+        )
+        if not ok:
+            self.error(
+                "E201",
+                f"cannot test `{left}` {expr.op} `{right}`",
+                expr.span,
+                "`in` works on lists (items), maps (keys) and strings (substrings)",
+            )
+        return t.BOOL
+
+    def _check_arithmetic(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> t.Ty:
+        op = expr.op
+        if isinstance(left, t.OptionalTy) or isinstance(right, t.OptionalTy):
+            return self.error(
+                "E208",
+                f"`{op}` on a value that may be none",
+                expr.span,
+                "use `coalesce(value, default)`",
+            )
+        if op == "+" and left == right == t.STR:
+            return t.STR
+        if op == "+" and isinstance(left, t.ListTy) and isinstance(right, t.ListTy):
+            joined = t.join([left, right])
+            if joined is not None:
+                return joined
+        if t.is_numeric(left) and t.is_numeric(right):
+            if op == "/":
+                return t.FLOAT
+            return t.INT if left == right == t.INT else t.FLOAT
+        return self.error("E201", f"cannot apply `{op}` to `{left}` and `{right}`", expr.span)
+
+    # ---- built-in functions ------------------------------------------------------------
+    def _arity(self, name: str, args: list[t.Ty], span: Span, count: int) -> bool:
+        if len(args) != count:
+            self.error(
+                "E118",
+                f"`{name}` takes {count} argument{'s' * (count != 1)}, got {len(args)}",
+                span,
+            )
+            return False
+        return True
+
+    def _fn_len(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if self._arity("len", args, span, 1) and not (
+            args[0] == t.STR or isinstance(args[0], t.ListTy | t.MapTy)
+        ):
+            self.error("E201", f"`len` needs a str, list or map, found `{args[0]}`", exprs[0].span)
+        return t.INT
+
+    def _fn_minmax(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if len(args) < 2:
+            return self.error("E118", "`min`/`max` take at least 2 arguments", span)
+        for ty, e in zip(args, exprs, strict=True):
+            if not t.is_numeric(ty):
+                return self.error("E201", f"`min`/`max` need numbers, found `{ty}`", e.span)
+        return t.INT if all(a == t.INT for a in args) else t.FLOAT
+
+    def _fn_abs(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if not self._arity("abs", args, span, 1):
+            return t.ANY
+        if not t.is_numeric(args[0]):
+            return self.error("E201", f"`abs` needs a number, found `{args[0]}`", exprs[0].span)
+        return args[0]
+
+    def _fn_round(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if self._arity("round", args, span, 1) and not t.is_numeric(args[0]):
+            self.error("E201", f"`round` needs a number, found `{args[0]}`", exprs[0].span)
+        return t.INT
+
+    def _fn_merge(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if not self._arity("merge", args, span, 2):
+            return t.ANY
+        joined = t.join(args)
+        if not isinstance(joined, t.MapTy):
+            return self.error(
+                "E201",
+                f"`merge` needs two maps of one type, found `{args[0]}` and `{args[1]}`",
+                span,
+            )
+        return joined
+
+    def _fn_keys(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if self._arity("keys", args, span, 1) and not isinstance(args[0], t.MapTy):
+            self.error("E201", f"`keys` needs a map, found `{args[0]}`", exprs[0].span)
+        return t.ListTy(t.STR)
+
+    def _fn_values(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if not self._arity("values", args, span, 1):
+            return t.ANY
+        if not isinstance(args[0], t.MapTy):
+            return self.error("E201", f"`values` needs a map, found `{args[0]}`", exprs[0].span)
+        return t.ListTy(args[0].value)
+
+    def _fn_str(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if self._arity("this function", args, span, 1) and args[0] != t.STR:
+            self.error("E201", f"expected a `str`, found `{args[0]}`", exprs[0].span)
+        return t.STR
+
+    def _fn_coalesce(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if not self._arity("coalesce", args, span, 2):
+            return t.ANY
+        value, fallback = args
+        inner = value.inner if isinstance(value, t.OptionalTy) else value
+        if not t.assignable(fallback, inner):
+            return self.error(
+                "E201", f"`coalesce` fallback must be `{inner}`, found `{fallback}`", exprs[1].span
+            )
+        return inner
+
+    # ---- templates ---------------------------------------------------------------------
+    def check_template(self, text: ast.Text) -> None:
+        try:
+            self._jinja.parse(text.value)
+        except jinja2.TemplateSyntaxError as exc:
+            line = text.span.line + max(0, (exc.lineno or 1) - 1)
+            if text.span.end_line > text.span.line and (exc.lineno or 1) >= 1:
+                # A triple-quoted text starts on the line after its opening quotes.
+                line += 1
+            span = Span(line, 1, line, 2) if line != text.span.line else text.span
+            self.error(
+                "E206",
+                f"template error: {exc.message}",
+                span,
+                "templates are Jinja2: `{{ value }}`, `{% if c %}...{% endif %}`",
+            )
+
+
+_LITERAL_TYPES: dict[str, t.Ty] = {
+    "int": t.INT,
+    "float": t.FLOAT,
+    "str": t.STR,
+    "bool": t.BOOL,
+    "none": t.NONE,
+}
+
+_BOOL_RESULT = {"and", "or", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
+
+#: Scope for rules whose event is unknown (already reported): `event.x` stays silent.
+_UNKNOWN_EVENT_SCOPE = Scope(None, "")
+
+
+def _is_constant(expr: ast.Expr) -> bool:
+    if isinstance(expr, ast.Literal_ | ast.Name | ast.Invalid):
+        return True
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.obj, ast.Name)
+    if isinstance(expr, ast.Unary):
+        return expr.op == "neg" and isinstance(expr.operand, ast.Literal_)
+    if isinstance(expr, ast.ListLit):
+        return all(_is_constant(i) for i in expr.items)
+    if isinstance(expr, ast.MapLit):
+        return all(_is_constant(k) and _is_constant(v) for k, v in expr.entries)
+    return False
+
+
+def _as_path(expr: ast.Expr) -> tuple[ast.Ident, ...] | None:
+    if isinstance(expr, ast.Name):
+        return (ast.Ident(expr.name, expr.span),)
+    if isinstance(expr, ast.Attribute):
+        head = _as_path(expr.obj)
+        return None if head is None else (*head, expr.name)
+    return None
+
+
+def _path_text(path: tuple[ast.Ident, ...]) -> str:
+    return ".".join(i.name for i in path)
+
+
+def _enum_compare_help(expr: ast.Binary, left: t.Ty, right: t.Ty, symbols: Symbols) -> str | None:
+    for enum_ty, other in ((left, expr.right), (right, expr.left)):
+        if isinstance(enum_ty, t.EnumTy) and isinstance(other, ast.Literal_):
+            members = [m.name for m in symbols.enums[enum_ty.name].members]
+            return f"members of `{enum_ty.name}`: {', '.join(members)}"
+    return None
+
+
+def typecheck(symbols: Symbols) -> list[Diagnostic]:
+    checker = TypeChecker(symbols)
+    checker.run()
+    return checker.diagnostics

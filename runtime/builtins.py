@@ -1,0 +1,28 @@
+"""Names of the functions guards and actions may call.
+
+The compiler type-checks calls against its own signature table (compiler/typecheck.py); the
+runtime implements them (runtime/expr.py). A test keeps the three lists equal.
+"""
+
+from __future__ import annotations
+
+#: Pure functions usable in any expression.
+EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
+    {
+        "len",
+        "min",
+        "max",
+        "abs",
+        "round",
+        "merge",
+        "keys",
+        "values",
+        "lower",
+        "upper",
+        "trim",
+        "coalesce",
+    }
+)
+
+#: Functions usable only as an action statement (they change a context list in place).
+ACTION_FUNCTIONS: frozenset[str] = frozenset({"append", "remove"})
