@@ -14,13 +14,15 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from flowc.compiler import ast
-from flowc.compiler.diagnostics import CODES, Diagnostic
-from flowc.compiler.source import Span
 from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
+from lark.parsers.lalr_interactive_parser import InteractiveParser
 from lark.tree import Meta
+
+from flowc.compiler import ast
+from flowc.compiler.diagnostics import CODES, Diagnostic
+from flowc.compiler.source import Span
 
 #: Brackets nested deeper than this are refused (E005); nothing real comes close.
 MAX_NESTING = 100
@@ -232,6 +234,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
                         span,
                         _token_help(token, error.expected),
                     )
+                _repair(error.interactive_parser, token)
                 return True
             if span.line not in lines_reported:
                 lines_reported.add(span.line)
@@ -242,6 +245,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
                     span,
                     _token_help(token, error.expected),
                 )
+            _repair(error.interactive_parser, token)
             return True
         return False
 
@@ -259,12 +263,13 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
     except UnexpectedToken as error:
         if error.token.type == "$END":
             line, column = _end_of_previous_code(text, len(text)) or (1, 1)
-            report(
-                "E004",
-                f"unexpected end of file; expected {expected_in_words(error.expected)}",
-                Span.point(line, column),
-                "a `{` may be missing its `}`" if "RBRACE" in error.expected else None,
-            )
+            if "RBRACE" in error.expected:
+                message = "unexpected end of file: a block is not closed"
+                help = "add the missing `}`"
+            else:
+                message = f"unexpected end of file; expected {expected_in_words(error.expected)}"
+                help = None
+            report("E004", message, Span.point(line, column), help)
         elif len(lines_reported) >= MAX_SYNTAX_ERRORS:
             report(
                 "E006",
@@ -286,6 +291,40 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
         # A tree built around skipped tokens is only good for more confusion.
         return ParseResult(module, _sorted(diagnostics))
     return ParseResult(module, diagnostics)
+
+
+#: Tokens the parser may pretend it saw, so that one mistake does not derail the rest of the
+#: statement (and report a second, spurious error). Order is preference.
+_INSERTABLE = ("ARROW", "NAME", "RPAR", "RSQB", "RBRACE", "COMMA", "INT")
+
+
+def _repair(parser: InteractiveParser | None, token: Token) -> bool:
+    """Insert up to two placeholder tokens before `token` so that it fits; feed them and the
+    token to `parser` and return True, or leave `parser` alone (the token is then skipped)."""
+    if parser is None:
+        return False
+
+    def fits(prefix: tuple[str, ...]) -> InteractiveParser | None:
+        trial = parser.copy()
+        try:
+            for kind in prefix:
+                trial.feed_token(Token.new_borrow_pos(kind, "?", token))
+            trial.feed_token(token)
+        except UnexpectedInput:
+            return None
+        return trial
+
+    choices = set(parser.choices())
+    for first in _INSERTABLE:
+        if first not in choices:
+            continue
+        for prefix in ((first,), *((first, second) for second in _INSERTABLE)):
+            if fits(prefix) is not None:
+                for kind in prefix:
+                    parser.feed_token(Token.new_borrow_pos(kind, "?", token))
+                parser.feed_token(token)
+                return True
+    return False
 
 
 def _end_of_previous_code(text: str, offset: int) -> tuple[int, int] | None:

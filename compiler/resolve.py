@@ -332,6 +332,13 @@ class Resolver:
                     extra.modifiers[0].span,
                     f"`{initials[0].name.name}` is already initial; a flow starts in one state",
                 )
+        if not self.symbols.states and self.symbols.flow is not None:
+            self.error(
+                "E109",
+                "the flow has no states",
+                self.symbols.flow.name.span,
+                "add at least `initial state START` and a `final state DONE`",
+            )
         if initials:
             self.symbols.initial = initials[0].name.name
         elif self.symbols.states:

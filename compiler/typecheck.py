@@ -10,13 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.resolve import EventInfo, FieldInfo, Symbols, suggest
 from flowc.compiler.source import Span
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,188 @@
+"""One bad flow per diagnostic code: the code, the line and the column it is reported at."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from flowc.compiler import compile_source
+from flowc.compiler.diagnostics import CODES, Severity
+
+# A minimal valid flow that most cases extend.
+BASE = """flow demo
+context { n: int = 0 }
+event go(k: int)
+initial state A { on go -> B do n = event.k }
+final state B
+"""
+
+# (code, source, line, column): the first diagnostic with `code` must be at line:column.
+CASES: list[tuple[str, bytes | str, int, int]] = [
+    ("E001", b"flow demo\ninitial state A\n\xff\xfe", 3, 1),
+    ("E002", "flow demo\ninitial state A @\n", 2, 17),
+    ("E003", "flow demo\ninitial state A { on go B }\n", 2, 25),
+    ("E004", "flow demo\ninitial state A {\n  on go -> A\n", 3, 13),
+    ("E005", "flow demo\ncontext { n: int = " + "(" * 150 + "1" + ")" * 150 + " }\n", 2, 119),
+    ("E006", "flow demo\n" + "@\n" * 40, 27, 1),
+    ("E007", 'flow demo "bad \\q escape"\ninitial state A\n', 1, 16),
+    ("E101", "initial state A\n", 1, 1),
+    ("E102", "flow demo\nflow again\ninitial state A\n", 2, 1),
+    ("E103", "flow demo\ninitial state A\nstate A\n", 3, 7),
+    ("E104", "flow demo\nevent go\ninitial state A { on go -> B }\nfinal state Bee\n", 3, 28),
+    ("E105", "flow demo\nevent go\ninitial state A { on og -> A }\n", 3, 22),
+    ("E106", "flow demo\ncontext { n: integer = 0 }\ninitial state A\n", 2, 14),
+    ("E107", "flow demo\nevent go\ninitial state A { on go if m > 1 -> A }\n", 3, 28),
+    ("E108", BASE.replace("on go -> B", "on go if event.kk > 1 -> B"), 4, 28),
+    ("E109", "flow demo\nstate A\n", 2, 7),
+    ("E110", "flow demo\ninitial state A\ninitial state B\n", 3, 1),
+    ("E111", "flow demo\ninitial state A\nfinal choice state B\n", 3, 20),
+    ("E112", "flow demo\ninitial state A { else -> A }\n", 2, 19),
+    ("E113", "flow demo\nevent go\ninitial state A { on go -> B }\nfinal state B { on go -> A }\n",
+     4, 17),
+    ("E114", 'flow demo\nmessage invalid_transtion "x"\ninitial state A\n', 2, 9),
+    ("E115", "flow demo\nenum X { A1, B1 }\nenum Y { A1 }\ncontext { x: X = A1 }\n"
+     "initial state S\n", 4, 18),
+    ("E116", BASE.replace("initial state A {", "initial state A {\n  entry do n = event.k"),
+     5, 16),
+    ("E117", BASE.replace("on go -> B", "on go if sqrt(n) > 1 -> B"), 4, 28),
+    ("E118", BASE.replace("on go -> B", "on go if len(n, n) > 1 -> B"), 4, 28),
+    ("E119", "flow demo\ncontext { n: int = 0 }\ninitial choice state A { if n > 1 -> B }\n"
+     "final state B\n", 3, 22),
+    ("E120", "flow demo\ninitial state A { after 0s -> B }\nfinal state B\n", 2, 25),
+    ("E121", 'flow demo\ninitial state A { meta { k: 1, k: 2 } }\n', 2, 32),
+    ("E201", BASE.replace("on go -> B", 'on go if n + "x" == 1 -> B'), 4, 28),
+    ("E202", BASE.replace("n = event.k", 'n = "x"'), 4, 37),
+    ("E203", 'flow demo\ncontext { n: int = "zero" }\ninitial state A\n', 2, 20),
+    ("E204", "flow demo\ncontext { n: list[int, int] = [] }\ninitial state A\n", 2, 14),
+    ("E205", BASE.replace("on go -> B", "on go if n -> B"), 4, 28),
+    ("E206", 'flow demo\njournal log "{{ source "\ninitial state A\n', 2, 13),
+    ("E207", "flow demo\nversion 0\ninitial state A\n", 2, 1),
+    ("E208", BASE.replace("n: int = 0", "n: int?").replace("on go -> B", "on go if n > 1 -> B"),
+     4, 28),
+]
+
+
+def codes_at(source: bytes | str) -> list[tuple[str, int, int]]:
+    result = compile_source(source, "case.flow")
+    return [(d.code, d.span.line, d.span.column) for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(("code", "source", "line", "column"), CASES, ids=[c[0] for c in CASES])
+def test_code_is_reported_at_its_position(
+    code: str, source: bytes | str, line: int, column: int
+) -> None:
+    found = codes_at(source)
+    matching = [(ln, col) for c, ln, col in found if c == code]
+    assert matching, f"{code} not reported; got {found}"
+    assert matching[0] == (line, column), f"{code} at {matching[0]}, expected {(line, column)}"
+
+
+def test_every_error_code_has_a_case() -> None:
+    tested = {case[0] for case in CASES}
+    lint_codes = {c for c in CODES if c[1] == "3"}  # graph lint is tested in tests/lint
+    untested = set(CODES) - tested - lint_codes - {"E000"}
+    assert not untested, f"codes without a test case: {sorted(untested)}"
+
+
+def test_every_code_is_documented() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^###? `?([EW]\d{3})`?", text, flags=re.MULTILINE))
+    assert set(CODES) <= documented, f"undocumented: {sorted(set(CODES) - documented)}"
+
+
+def test_base_flow_is_clean() -> None:
+    assert codes_at(BASE) == []
+
+
+def test_all_errors_of_a_file_are_reported_sorted() -> None:
+    source = (
+        "flow demo\n"
+        "context { n: int = \"x\" }\n"
+        "event go\n"
+        "initial state A { on og -> B }\n"
+        "state B { on go -> Q }\n"
+    )
+    found = codes_at(source)
+    assert [c for c, _, _ in found] == ["E203", "E105", "E104"]
+    assert found == sorted(found, key=lambda f: (f[1], f[2]))
+
+
+def test_several_syntax_errors_are_reported_at_once() -> None:
+    source = "flow demo\ninitial state A { on -> A }\nstate B { on go B }\nstate C { -> }\n"
+    lines = [ln for c, ln, _ in codes_at(source) if c == "E003"]
+    assert lines == [2, 3, 4]
+
+
+def test_did_you_mean_for_states_events_and_fields() -> None:
+    source = (
+        "flow demo\ncontext { count: int = 0 }\nevent submit\n"
+        "initial state PLAN { on submt -> PLANN do cont = 1 }\n"
+    )
+    helps = {d.code: d.help for d in compile_source(source, "x.flow").diagnostics}
+    assert helps["E105"] == "did you mean `submit`?"
+    assert helps["E104"] == "did you mean `PLAN`?"
+    assert helps["E107"] == "did you mean `count`?"
+
+
+def test_syntax_error_says_what_was_expected_in_words() -> None:
+    (diag,) = compile_source("flow demo\ninitial state A { on go B }\n", "x.flow").diagnostics
+    assert diag.message == "unexpected name `B`; expected `->`, `if` or `reject`"
+
+
+def test_missing_token_at_line_end_points_at_the_line_end() -> None:
+    (diag,) = compile_source("flow demo\nevent go\ninitial state A {\n  on go ->\n}\n",
+                             "x.flow").diagnostics
+    assert (diag.span.line, diag.span.column) == (4, 11)
+    assert "at the end of this line" in diag.message
+
+
+def test_warnings_have_warning_severity_and_errors_error() -> None:
+    for code, (severity, _title) in CODES.items():
+        expected = Severity.WARNING if code.startswith("W") else Severity.ERROR
+        assert severity is expected, code
+
+
+def test_internal_error_becomes_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
+    import flowc.compiler.driver as driver
+
+    def explode(*args: object, **kwargs: object) -> None:
+        raise ValueError("boom")
+
+    monkeypatch.delenv("FLOWC_DEBUG", raising=False)
+    monkeypatch.setattr(driver, "lower", explode)
+    result = compile_source(BASE, "x.flow")
+    assert [d.code for d in result.diagnostics] == ["E000"]
+    assert "boom" in result.diagnostics[0].message
+    assert result.flow is None
+
+
+def _documented_examples() -> list[tuple[str, str, int, int]]:
+    """(code, source, line, column) for every ```flow-error example in docs/diagnostics.md; the
+    position is the `L:C:` the text right after the block says the compiler reports."""
+    text = (Path(__file__).parents[2] / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    examples = []
+    for section in re.split(r"^### ", text, flags=re.MULTILINE)[1:]:
+        code = section.split()[0]
+        pattern = r"```flow-error\n(.*?)```\n`(\d+):(\d+):"
+        for source, line, column in re.findall(pattern, section, flags=re.DOTALL):
+            examples.append((code, source, int(line), int(column)))
+    return examples
+
+
+@pytest.mark.parametrize(
+    ("code", "source", "line", "column"),
+    _documented_examples(),
+    ids=[e[0] for e in _documented_examples()],
+)
+def test_documented_example_reports_its_code_where_the_docs_say(
+    code: str, source: str, line: int, column: int
+) -> None:
+    found = codes_at(source)
+    assert (code, line, column) in found, found
+
+
+def test_docs_have_an_example_for_most_codes() -> None:
+    documented = {e[0] for e in _documented_examples()}
+    assert {c for c, *_ in CASES} - documented <= {"E001", "E005", "E006"}
