@@ -1,0 +1,140 @@
+"""IR expressions and actions printed back as `.flow` source text.
+
+Diagrams, docs and lint messages show guards the way the author wrote them (modulo spacing and
+redundant parentheses), so the printer follows the grammar's precedence levels and adds
+parentheses only where reading the text back would otherwise group differently.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+
+from flowc.runtime.model import Action, Expr
+
+# Binding strength, loosest first; mirrors the rule nesting in grammar/flow.lark.
+_OR, _AND, _NOT, _CMP, _SUM, _TERM, _FACTOR, _POSTFIX, _ATOM = range(9)
+
+_BINARY: dict[str, int] = {
+    "or": _OR,
+    "and": _AND,
+    "==": _CMP,
+    "!=": _CMP,
+    "<": _CMP,
+    "<=": _CMP,
+    ">": _CMP,
+    ">=": _CMP,
+    "in": _CMP,
+    "not in": _CMP,
+    "+": _SUM,
+    "-": _SUM,
+    "*": _TERM,
+    "/": _TERM,
+    "%": _TERM,
+}
+
+_STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
+
+
+def expr_text(expr: Expr) -> str:
+    """The source form of `expr`, e.g. `event.confidence <= 2 and mode == "BEGINNER"`."""
+    return _text(expr)[0]
+
+
+def action_text(action: Action) -> str:
+    target = ".".join(action.target)
+    if action.op == "append":
+        return f"append({target}, {expr_text(action.value)})"
+    symbol = {"set": "=", "add": "+=", "sub": "-="}[action.op]
+    return f"{target} {symbol} {expr_text(action.value)}"
+
+
+def actions_text(actions: Iterable[Action]) -> str:
+    return "; ".join(action_text(a) for a in actions)
+
+
+def literal_text(value: object) -> str:
+    if value is None:
+        return "none"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, str):
+        return '"' + "".join(_STRING_ESCAPES.get(c, c) for c in value) + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(literal_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{literal_text(k)}: {literal_text(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    return json.dumps(value)
+
+
+def _float_text(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        # Not writable in the language; show something a reader understands.
+        return str(value)
+    text = repr(value)
+    if "e" in text and "." not in text.split("e")[0]:
+        # The grammar's FLOAT wants digits on both sides of the point: 1e+20 -> 1.0e+20.
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def _text(expr: Expr) -> tuple[str, int]:
+    """(text, precedence of its outermost construct)."""
+    op = expr.op
+    args = expr.args
+    if op == "lit":
+        text = literal_text(expr.value)
+        negative = isinstance(expr.value, int | float) and not isinstance(expr.value, bool)
+        return text, _FACTOR if negative and text.startswith("-") else _ATOM
+    if op == "ctx":
+        return str(expr.value), _ATOM
+    if op == "event":
+        return f"event.{expr.value}", _ATOM
+    if op == "state":
+        return f"state.{expr.value}", _ATOM
+    if op == "attr":
+        return f"{_wrap(args[0], _POSTFIX)}.{expr.value}", _POSTFIX
+    if op == "index":
+        return f"{_wrap(args[0], _POSTFIX)}[{expr_text(args[1])}]", _POSTFIX
+    if op == "call":
+        return f"{expr.value}({', '.join(expr_text(a) for a in args)})", _ATOM
+    if op == "list":
+        return "[" + ", ".join(expr_text(a) for a in args) + "]", _ATOM
+    if op == "map":
+        keys, values = args[::2], args[1::2]
+        entries = [f"{expr_text(k)}: {expr_text(v)}" for k, v in zip(keys, values, strict=False)]
+        return "{" + ", ".join(entries) + "}", _ATOM
+    if op == "not":
+        return f"not {_wrap(args[0], _NOT)}", _NOT
+    if op == "neg":
+        return f"-{_wrap(args[0], _FACTOR)}", _FACTOR
+    level = _BINARY.get(op)
+    if level is not None and len(args) == 2:
+        if level == _CMP:
+            # Comparisons do not chain in the grammar: both sides must be sums.
+            left = _wrap(args[0], _SUM)
+            right = _wrap(args[1], _SUM)
+        else:
+            # Left-associative: an equal-level operator on the right needs parentheses.
+            left = _wrap(args[0], level)
+            right = _wrap(args[1], level + 1)
+        return f"{left} {op} {right}", level
+    if op in ("and", "or") and len(args) > 2:
+        # Tolerate n-ary boolean nodes: print them as a left-leaning chain.
+        level = _BINARY[op]
+        return f" {op} ".join(_wrap(a, level + 1) for a in args), level
+    return f"<{op}?>", _ATOM
+
+
+def _wrap(expr: Expr, minimum: int) -> str:
+    text, level = _text(expr)
+    return text if level >= minimum else f"({text})"

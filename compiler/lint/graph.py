@@ -1,0 +1,226 @@
+"""The transition graph of one flow, built once and shared by every lint rule.
+
+Besides the networkx graphs, this works out which transitions can never fire (a constant
+false guard, or an earlier rule on the same trigger that always matches first): those edges
+are left out of `live`, so reachability is judged on what can really happen.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import networkx as nx
+
+from flowc.compiler.lint.fold import constant_guard
+from flowc.compiler.source import SourceFile, Span
+from flowc.runtime.model import CompiledFlow, State, Transition
+
+#: Kinds the runtime takes on its own, with no call from the host.
+AUTOMATIC_KINDS = frozenset({"choice", "else", "timer"})
+#: Kinds that route a choice state the moment it is entered.
+ROUTING_KINDS = frozenset({"choice", "else"})
+
+
+@dataclass(frozen=True, slots=True)
+class Shadowing:
+    """`transition` can never fire because of the earlier `by` on the same trigger.
+
+    `duplicate` is set when `by` has the very same guard (W306) rather than none at all (W305).
+    """
+
+    transition: Transition
+    by: Transition
+    duplicate: bool
+
+
+@dataclass
+class FlowGraph:
+    flow: CompiledFlow
+    source: SourceFile
+    states: dict[str, State] = field(init=False)
+    #: Outgoing transitions per state, in the order the runtime tries them.
+    outgoing: dict[str, list[Transition]] = field(init=False)
+    #: Guard value of every transition whose guard is constant (by `index`).
+    constant: dict[int, bool] = field(init=False)
+    shadowed: list[Shadowing] = field(init=False)
+    #: Indices of transitions that can never fire.
+    dead: set[int] = field(init=False)
+    #: Every transition that has a target and can fire, in `index` order.
+    live_transitions: list[Transition] = field(init=False)
+    #: The states joined by `live_transitions` (one edge however many transitions join them).
+    live: nx.DiGraph = field(init=False)
+
+    def __post_init__(self) -> None:
+        flow = self.flow
+        self.states = {s.name: s for s in flow.states}
+        self.outgoing = defaultdict(list)
+        ordered = sorted(flow.transitions, key=lambda t: t.index)
+        for t in ordered:
+            self.outgoing[t.source].append(t)
+        self.constant = {}
+        for t in ordered:
+            if t.guard is not None:
+                value = constant_guard(t.guard)
+                if value is not None:
+                    self.constant[t.index] = value
+        self.shadowed = self._find_shadowing()
+        self.dead = {i for i, v in self.constant.items() if v is False}
+        self.dead.update(s.transition.index for s in self.shadowed)
+        self.live_transitions = [
+            t for t in ordered if t.target is not None and t.index not in self.dead
+        ]
+        live = nx.DiGraph()
+        live.add_nodes_from(self.states)
+        live.add_edges_from((t.source, self.dest(t)) for t in self.live_transitions)
+        self.live = live
+
+    # ---- facts shared by several rules ----------------------------------------------------
+
+    @staticmethod
+    def target(t: Transition) -> str | None:
+        if t.target == "self":
+            return t.source
+        return t.target
+
+    @staticmethod
+    def dest(t: Transition) -> str:
+        """The target of a transition known to have one (every one in `live_transitions`)."""
+        target = FlowGraph.target(t)
+        if target is None:
+            raise ValueError(f"transition {t.index} has no target")
+        return target
+
+    def unconditional(self, t: Transition) -> bool:
+        """Always enabled once tried: no guard (other than `else`) or a constant true one."""
+        if t.kind == "else":
+            return True
+        return t.guard is None or self.constant.get(t.index) is True
+
+    @cached_property
+    def reachable(self) -> set[str]:
+        start = self.flow.initial
+        if start not in self.live:
+            return set()
+        found: set[str] = nx.descendants(self.live, start)
+        found.add(start)
+        return found
+
+    @cached_property
+    def can_finish(self) -> set[str]:
+        """States from which some final state can be reached (finals included)."""
+        finals = [s.name for s in self.flow.states if s.kind == "final"]
+        result: set[str] = set(finals)
+        # One multi-source walk backwards instead of one traversal per final state.
+        stack = list(finals)
+        pred = self.live.pred
+        while stack:
+            for before in pred[stack.pop()]:
+                if before not in result:
+                    result.add(before)
+                    stack.append(before)
+        return result
+
+    # ---- positions ------------------------------------------------------------------------
+
+    def span_of_line(self, line: int, column: int) -> Span:
+        """From `column` to the end of the code on `line` (a trailing comment excluded)."""
+        if line <= 0:
+            return Span(1, 1, 1, 2)
+        column = max(column, 1)
+        text = _strip_comment(self.source.line_text(line)).rstrip()
+        end = max(len(text) + 1, column + 1)
+        return Span(line, column, line, end)
+
+    def transition_span(self, t: Transition) -> Span:
+        return self.span_of_line(t.line, t.column)
+
+    def state_span(self, state: State) -> Span:
+        """The state's name where it is declared."""
+        if state.line <= 0:
+            return Span(1, 1, 1, 2)
+        text = self.source.line_text(state.line)
+        at = _find_word(text, state.name, max(state.column - 1, 0))
+        if at >= 0:
+            return Span(state.line, at + 1, state.line, at + 1 + len(state.name))
+        return self.span_of_line(state.line, state.column)
+
+    # ---- shadowing ------------------------------------------------------------------------
+
+    def _find_shadowing(self) -> list[Shadowing]:
+        found: list[Shadowing] = []
+        for transitions in self.outgoing.values():
+            closed: dict[Hashable, Transition] = {}
+            # Guards are compared only between rules on the same trigger, and fingerprinted
+            # only once a trigger has a second guarded rule: most never do.
+            guarded: dict[Hashable, list[Transition]] = {}
+            fingerprints: dict[Hashable, dict[str, Transition]] = {}
+            for t in transitions:
+                key = _trigger(t)
+                if key in closed:
+                    found.append(Shadowing(t, closed[key], duplicate=False))
+                    continue
+                if t.guard is not None and t.kind != "else":
+                    earlier = guarded.setdefault(key, [])
+                    if earlier:
+                        seen = fingerprints.get(key)
+                        if seen is None:
+                            seen = fingerprints[key] = {}
+                            for e in earlier:
+                                seen.setdefault(_fingerprint(e), e)
+                        mine = _fingerprint(t)
+                        if mine in seen:
+                            found.append(Shadowing(t, seen[mine], duplicate=True))
+                            continue
+                        seen[mine] = t
+                    earlier.append(t)
+                if self.unconditional(t):
+                    closed[key] = t
+        return found
+
+
+def _fingerprint(t: Transition) -> str:
+    assert t.guard is not None
+    return t.guard.model_dump_json()
+
+
+def _trigger(t: Transition) -> Hashable:
+    """Transitions compete with each other only when they answer the same trigger."""
+    if t.kind in ("event", "reject"):
+        return ("event", t.event)
+    if t.kind == "direct":
+        return ("direct", FlowGraph.target(t))
+    if t.kind == "timer":
+        return ("timer", t.after_ms)
+    return ("route",)
+
+
+def _strip_comment(line: str) -> str:
+    quote: str | None = None
+    escaped = False
+    for i, c in enumerate(line):
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif quote:
+            if c == quote:
+                quote = None
+        elif c in "\"'":
+            quote = c
+        elif c == "#":
+            return line[:i]
+    return line
+
+
+def _find_word(text: str, word: str, start: int) -> int:
+    at = text.find(word, start)
+    while at >= 0:
+        before = text[at - 1] if at > 0 else " "
+        after = text[at + len(word)] if at + len(word) < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return at
+        at = text.find(word, at + 1)
+    return -1

@@ -1,0 +1,205 @@
+"""Declarations nobody uses: W310 event, W311 enum, W312 context field.
+
+A context field counts as used when any guard, action (read or write), `require` condition,
+entry/exit action or template (messages, journals, named templates, refusal messages) names
+it. A field the flow itself never touches — one only the host sets at start and reads back —
+is still reported: the flow file is where readers learn what the data is for, and a one-line
+`# flowc: allow W312` with a reason says it better than silence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import jinja2
+import jinja2.nodes
+
+from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.lint.graph import FlowGraph
+from flowc.compiler.source import SourceFile, Span
+from flowc.runtime.model import Action, CompiledFlow, Expr, TypeRef
+
+
+def unused_events(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W310: an event no transition (nor refusal) mentions: sending it is always refused."""
+    used = {t.event for t in g.flow.transitions if t.event is not None}
+    for event in g.flow.events:
+        if event.name in used:
+            continue
+        yield Diagnostic.make(
+            "W310",
+            f"event `{event.name}` is declared but no state accepts it",
+            declaration_span(g.source, "event", event.name),
+            help=f"add `on {event.name} -> ...` where it should be accepted, or remove it",
+        )
+
+
+def unused_enums(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W311: an enum that types no context field, event field or record field."""
+    used: set[str] = set()
+    for ref in _type_refs(g.flow):
+        _collect_type_names(ref, used)
+    for enum in g.flow.enums:
+        if enum.name in used:
+            continue
+        yield Diagnostic.make(
+            "W311",
+            f"enum `{enum.name}` is declared but no field has this type",
+            declaration_span(g.source, "enum", enum.name),
+            help="use it as the type of a context field or event field, or remove it",
+        )
+
+
+def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W312: a context field that no guard, action or template reads or writes."""
+    fields = {f.name for f in g.flow.context}
+    if not fields:
+        return
+    used = _context_names_used(g.flow)
+    used |= _template_names(_templates(g.flow)) & fields
+    for f in g.flow.context:
+        if f.name in used:
+            continue
+        yield Diagnostic.make(
+            "W312",
+            f"context field `{f.name}` is never read or written by the flow",
+            declaration_span(g.source, "context", f.name),
+            help="remove it, or if only the host uses it, say so with "
+            "`# flowc: allow W312` and a comment on this line",
+        )
+
+
+# ---- what the flow mentions -----------------------------------------------------------------
+
+
+def _type_refs(flow: CompiledFlow) -> Iterator[TypeRef]:
+    for f in flow.context:
+        yield f.type
+    for event in flow.events:
+        for f in event.fields:
+            yield f.type
+    for record in flow.records:
+        for f in record.fields:
+            yield f.type
+
+
+def _collect_type_names(ref: TypeRef, into: set[str]) -> None:
+    while True:
+        if ref.name:
+            into.add(ref.name)
+        if ref.item is None:
+            return
+        ref = ref.item
+
+
+def _context_names_used(flow: CompiledFlow) -> set[str]:
+    used: set[str] = set()
+    exprs: list[Expr] = []
+    actions: list[Action] = []
+    for t in flow.transitions:
+        if t.guard is not None:
+            exprs.append(t.guard)
+        actions.extend(t.actions)
+    for state in flow.states:
+        actions.extend(state.entry)
+        actions.extend(state.exit)
+    for event in flow.events:
+        exprs.extend(r.guard for r in event.requires)
+    for action in actions:
+        if action.target:
+            used.add(action.target[0])
+        exprs.append(action.value)
+    # Iterative walk: generated flows can nest expressions deeply.
+    stack = exprs
+    while stack:
+        expr = stack.pop()
+        if expr.op == "ctx" and isinstance(expr.value, str):
+            used.add(expr.value)
+        stack.extend(expr.args)
+    return used
+
+
+def _templates(flow: CompiledFlow) -> Iterator[str]:
+    yield from flow.messages.values()
+    yield from flow.templates.values()
+    for journal in flow.journals:
+        yield journal.template
+    for t in flow.transitions:
+        if t.message:
+            yield t.message
+    for event in flow.events:
+        for r in event.requires:
+            yield r.message
+
+
+def _template_names(templates: Iterable[str]) -> set[str]:
+    """Every variable and attribute name a template mentions.
+
+    Attributes are included so that `ctx.hints_used` or `context.hints_used` count as uses
+    whatever the runtime calls the context object in templates.
+    """
+    env = jinja2.Environment()
+    names: set[str] = set()
+    for text in set(templates):
+        if "{" not in text:
+            continue
+        try:
+            tree = env.parse(text)
+        except jinja2.TemplateSyntaxError:
+            continue  # reported by the compiler (E206)
+        for node in tree.find_all((jinja2.nodes.Name, jinja2.nodes.Getattr)):
+            if isinstance(node, jinja2.nodes.Name):
+                names.add(node.name)
+            elif isinstance(node, jinja2.nodes.Getattr):
+                names.add(node.attr)
+    return names
+
+
+# ---- where declarations are -----------------------------------------------------------------
+
+
+def declaration_span(source: SourceFile, keyword: str, name: str) -> Span:
+    """Where `name` is declared, found in the text since the IR keeps no position for it.
+
+    Only called for declarations being reported, so the scan costs nothing on clean flows.
+    """
+    if keyword == "context":
+        span = _context_field_span(source, name)
+    else:
+        pattern = re.compile(rf"(?m)^[ \t]*{keyword}[ \t]+({re.escape(name)})\b")
+        m = pattern.search(source.text)
+        span = _span_of(source, m.start(1), m.end(1)) if m else None
+    return span or Span(1, 1, 1, 2)
+
+
+def _context_field_span(source: SourceFile, name: str) -> Span | None:
+    text = source.text
+    field = re.compile(rf"(?:^|[\s{{,])({re.escape(name)})\s*:")
+    for block in re.finditer(r"(?m)^[ \t]*context\s*\{", text):
+        depth = 0
+        start = block.end() - 1
+        for offset in range(start, len(text)):
+            c = text[offset]
+            if c in "{[(":
+                depth += 1
+            elif c in "}])":
+                depth -= 1
+                if depth == 0:
+                    break
+        body = _blank_comments(text[start:offset])
+        m = field.search(body)
+        if m:
+            return _span_of(source, start + m.start(1), start + m.end(1))
+    return None
+
+
+def _blank_comments(text: str) -> str:
+    # Same length, so offsets into the result are offsets into the original.
+    return re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text)
+
+
+def _span_of(source: SourceFile, start: int, end: int) -> Span:
+    line, column = source.position(start)
+    end_line, end_column = source.position(end)
+    return Span(line, column, end_line, end_column)
