@@ -11,11 +11,23 @@ Decisions made here, which the runtime relies on:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from flowc.compiler import ast
 from flowc.compiler.resolve import FieldInfo, Symbols
 from flowc.runtime import model as ir
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _new(cls: type[M], **fields: Any) -> M:
+    """Build an IR node without re-validating it: lowering only runs on checked input, every
+    value is built here with the right type, and pydantic validation of ~10 nodes per
+    transition would dominate compile time of large flows. `CompiledFlow.from_json` still
+    validates everything a runtime loads."""
+    return cls.model_construct(**fields)
 
 
 class Lowerer:
@@ -26,15 +38,15 @@ class Lowerer:
     def expr(self, node: ast.Expr) -> ir.Expr:
         symbols = self.symbols
         if isinstance(node, ast.Literal_):
-            return ir.Expr(op="lit", value=node.value)
+            return _new(ir.Expr, op="lit", value=node.value)
         if isinstance(node, ast.Name):
             if node.name in symbols.context:
-                return ir.Expr(op="ctx", value=node.name)
-            return ir.Expr(op="lit", value=node.name)  # an enum member
+                return _new(ir.Expr, op="ctx", value=node.name)
+            return _new(ir.Expr, op="lit", value=node.name)  # an enum member
         if isinstance(node, ast.EventField):
-            return ir.Expr(op="event", value=node.name)
+            return _new(ir.Expr, op="event", value=node.name)
         if isinstance(node, ast.StateField):
-            return ir.Expr(op="state", value=node.name)
+            return _new(ir.Expr, op="state", value=node.name)
         if isinstance(node, ast.Attribute):
             obj = node.obj
             if (
@@ -42,21 +54,23 @@ class Lowerer:
                 and obj.name in symbols.enums
                 and obj.name not in symbols.context
             ):
-                return ir.Expr(op="lit", value=node.name.name)
-            return ir.Expr(op="attr", args=(self.expr(obj),), value=node.name.name)
+                return _new(ir.Expr, op="lit", value=node.name.name)
+            return _new(ir.Expr, op="attr", args=(self.expr(obj),), value=node.name.name)
         if isinstance(node, ast.Subscript):
-            return ir.Expr(op="index", args=(self.expr(node.obj), self.expr(node.index)))
+            return _new(ir.Expr, op="index", args=(self.expr(node.obj), self.expr(node.index)))
         if isinstance(node, ast.Call):
-            return ir.Expr(op="call", value=node.func.name, args=tuple(map(self.expr, node.args)))
+            return _new(
+                ir.Expr, op="call", value=node.func.name, args=tuple(map(self.expr, node.args))
+            )
         if isinstance(node, ast.ListLit):
-            return ir.Expr(op="list", args=tuple(map(self.expr, node.items)))
+            return _new(ir.Expr, op="list", args=tuple(map(self.expr, node.items)))
         if isinstance(node, ast.MapLit):
             flat = tuple(self.expr(part) for entry in node.entries for part in entry)
-            return ir.Expr(op="map", args=flat)
+            return _new(ir.Expr, op="map", args=flat)
         if isinstance(node, ast.Unary):
-            return ir.Expr(op=node.op, args=(self.expr(node.operand),))
+            return _new(ir.Expr, op=node.op, args=(self.expr(node.operand),))
         if isinstance(node, ast.Binary):
-            return ir.Expr(op=node.op, args=(self.expr(node.left), self.expr(node.right)))
+            return _new(ir.Expr, op=node.op, args=(self.expr(node.left), self.expr(node.right)))
         raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
 
     def constant(self, node: ast.Expr) -> Any:
@@ -81,12 +95,13 @@ class Lowerer:
             if isinstance(action, ast.Assign):
                 op = {"=": "set", "+=": "add", "-=": "sub"}[action.op]
                 target = tuple(i.name for i in action.target)
-                lowered.append(ir.Action(op=op, target=target, value=self.expr(action.value)))  # type: ignore[arg-type]
+                lowered.append(_new(ir.Action, op=op, target=target, value=self.expr(action.value)))
             else:
                 path, item = action.args
                 lowered.append(
-                    ir.Action(
-                        op=action.func.name,  # type: ignore[arg-type]
+                    _new(
+                        ir.Action,
+                        op=action.func.name,
                         target=_path(path),
                         value=self.expr(item),
                     )
@@ -97,7 +112,8 @@ class Lowerer:
     def field(self, info: FieldInfo) -> ir.FieldDef:
         default = info.decl.default
         optional = info.ref.kind == "optional"
-        return ir.FieldDef(
+        return _new(
+            ir.FieldDef,
             name=info.name,
             type=info.ref,
             required=default is None and not optional,
@@ -117,25 +133,28 @@ class Lowerer:
                 continue
             for rule in symbols.global_rules:
                 transitions.append(self.transition(rule, decl, len(transitions), inherited=True))
-        flow = ir.CompiledFlow(
+        flow = _new(
+            ir.CompiledFlow,
             name=symbols.flow.name.name,
             title=symbols.flow.title.value if symbols.flow.title else None,
             version=symbols.version.number if symbols.version else 1,
             enums=tuple(
-                ir.EnumDef(name=name, members=tuple(m.name for m in decl.members))
+                _new(ir.EnumDef, name=name, members=tuple(m.name for m in decl.members))
                 for name, decl in symbols.enums.items()
             ),
             records=tuple(
-                ir.RecordDef(name=name, fields=tuple(self.field(f) for f in fields.values()))
+                _new(ir.RecordDef, name=name, fields=tuple(self.field(f) for f in fields.values()))
                 for name, fields in symbols.records.items()
             ),
             context=tuple(self.field(f) for f in symbols.context.values()),
             events=tuple(
-                ir.EventDef(
+                _new(
+                    ir.EventDef,
                     name=name,
                     fields=tuple(self.field(p) for p in info.params.values()),
                     requires=tuple(
-                        ir.Requirement(
+                        _new(
+                            ir.Requirement,
                             guard=self.expr(req.guard),
                             code=req.code.name,
                             message=req.message.value,
@@ -150,7 +169,7 @@ class Lowerer:
             initial=symbols.initial,
             messages={k: v.text.value for k, v in symbols.messages.items()},
             journals=tuple(
-                ir.Journal(name=k, template=v.text.value) for k, v in symbols.journals.items()
+                _new(ir.Journal, name=k, template=v.text.value) for k, v in symbols.journals.items()
             ),
             templates={k: v.text.value for k, v in symbols.templates.items()},
         )
@@ -163,9 +182,10 @@ class Lowerer:
             meta.update(block.value)
         entry = tuple(a for b in decl.blocks if b.when == "entry" for a in self.actions(b.actions))
         exit_ = tuple(a for b in decl.blocks if b.when == "exit" for a in self.actions(b.actions))
-        return ir.State(
+        return _new(
+            ir.State,
             name=decl.name.name,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             initial=decl.has("initial"),
             title=decl.title.value if decl.title else None,
             meta=meta,
@@ -192,11 +212,12 @@ class Lowerer:
             kind = "else"
         else:
             kind = "choice" if state.has("choice") else "direct"
-        return ir.Transition(
+        return _new(
+            ir.Transition,
             index=index,
             source=source,
             target=target,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             event=rule.event.name if rule.event else None,
             guard=self.expr(rule.guard) if rule.guard is not None else None,
             actions=self.actions(rule.actions),

@@ -8,20 +8,21 @@ never a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
+from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 from lark.parsers.lalr_interactive_parser import InteractiveParser
-from lark.tree import Meta
 
 from flowc.compiler import ast
 from flowc.compiler.diagnostics import CODES, Diagnostic
+from flowc.compiler.lexer import FlowLexer, NestingTooDeep
 from flowc.compiler.source import Span
 
 #: Brackets nested deeper than this are refused (E005); nothing real comes close.
@@ -68,67 +69,29 @@ _SOFT_KEYWORDS = frozenset(
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
 
 
-class _NestingTooDeep(Exception):
-    def __init__(self, token: Token) -> None:
-        super().__init__("nesting too deep")
-        self.token = token
-
-
-_OPENING = frozenset({"LPAR", "LSQB", "LBRACE"})
-_CLOSING = frozenset({"RPAR", "RSQB", "RBRACE"})
-
-
-class _KeywordsAndNesting:
-    """Lark post-lexer: reserves hard keywords and bounds bracket nesting.
-
-    Lark's contextual lexer reads a keyword as a plain NAME wherever the parser cannot take the
-    keyword, so `->` at the end of one line followed by `on` on the next would make `on` the
-    target. Turning reserved words back into keywords keeps the error where the mistake is.
-    """
-
-    always_accept: tuple[str, ...] = ()
-
-    def __init__(self) -> None:
-        self.reserved: dict[str, str] = {}
-
-    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
-        depth = 0
-        reserved = self.reserved
-        for token in stream:
-            kind = token.type
-            if kind == "NAME":
-                keyword = reserved.get(token.value)
-                if keyword is not None:
-                    token = Token.new_borrow_pos(keyword, token.value, token)
-            elif kind in _OPENING:
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise _NestingTooDeep(token)
-            elif kind in _CLOSING:
-                depth = max(0, depth - 1)
-            yield token
-
-
 @cache
 def flow_parser() -> Lark:
     grammar = resources.files("flowc.grammar").joinpath("flow.lark").read_text(encoding="utf-8")
-    postlex = _KeywordsAndNesting()
-    parser = Lark(
+    return Lark(
         grammar,
         parser="lalr",
-        lexer="contextual",
+        lexer=FlowLexer,
         strict=True,
-        propagate_positions=True,
         maybe_placeholders=True,
-        postlex=postlex,
+        transformer=_BUILDER,
     )
-    soft = {keyword.lower() for keyword in _SOFT_KEYWORDS}
-    for terminal in parser.terminals:
-        pattern = terminal.pattern
-        is_word = isinstance(pattern, PatternStr) and pattern.value.isidentifier()
-        if is_word and pattern.value not in soft:
-            postlex.reserved[pattern.value] = terminal.name
-    return parser
+
+
+def _lexer(parser: Lark) -> FlowLexer:
+    lexer = parser.parser.lexer
+    assert isinstance(lexer, FlowLexer)
+    return lexer
+
+
+class _TooManyErrors(Exception):
+    def __init__(self, span: Span) -> None:
+        super().__init__("too many syntax errors")
+        self.span = span
 
 
 def describe_terminal(name: str) -> str:
@@ -249,10 +212,25 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             return True
         return False
 
-    tree: Tree[Token] | None = None
+    def on_bad_character(char: str, line: int, column: int) -> None:
+        if len(lines_reported) >= MAX_SYNTAX_ERRORS:
+            raise _TooManyErrors(Span.point(line, column))
+        if line in lines_reported:
+            return
+        lines_reported.add(line)
+        shown = repr(char) if not char.isprintable() or char == " " else f"`{char}`"
+        report("E002", f"unexpected character {shown}", Span.point(line, column), _char_help(char))
+
+    parser = flow_parser()
     try:
-        tree = flow_parser().parse(text, on_error=on_error)
-    except _NestingTooDeep as too_deep:
+        with _PARSE_LOCK:
+            _BUILDER.begin(report)
+            _lexer(parser).on_bad_character = on_bad_character
+            module = parser.parse(text, on_error=on_error)
+    except _TooManyErrors as too_many:
+        report("E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", too_many.span)
+        return ParseResult(None, _sorted(diagnostics))
+    except NestingTooDeep as too_deep:
         report(
             "E005",
             f"brackets nested more than {MAX_NESTING} deep",
@@ -285,8 +263,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
         report("E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", Span.point(line, column))
         return ParseResult(None, _sorted(diagnostics))
 
-    builder = _AstBuilder(report)
-    module = builder.transform(tree)
+    assert isinstance(module, ast.Module)
     if diagnostics:
         # A tree built around skipped tokens is only good for more confusion.
         return ParseResult(module, _sorted(diagnostics))
@@ -305,7 +282,7 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
         return False
 
     def fits(prefix: tuple[str, ...]) -> InteractiveParser | None:
-        trial = parser.copy()
+        trial: InteractiveParser = parser.copy()  # type: ignore[no-untyped-call]
         try:
             for kind in prefix:
                 trial.feed_token(Token.new_borrow_pos(kind, "?", token))
@@ -314,7 +291,7 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
             return None
         return trial
 
-    choices = set(parser.choices())
+    choices = set(parser.choices())  # type: ignore[no-untyped-call]
     for first in _INSERTABLE:
         if first not in choices:
             continue
@@ -422,30 +399,65 @@ def _is_hex(text: str) -> bool:
     return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
-def _meta_span(meta: Meta) -> Span:
-    if getattr(meta, "empty", True):
+def _bounds(item: Any) -> tuple[Span, Span] | None:
+    """The first and last positioned thing inside a callback's children, if any."""
+    if isinstance(item, Token):
+        token_span = _token_span(item)
+        return token_span, token_span
+    span = getattr(item, "span", None)
+    if isinstance(span, Span):
+        return span, span
+    if isinstance(item, list | tuple):
+        first = last = None
+        for part in item:
+            found = _bounds(part)
+            if found is not None:
+                first = first or found[0]
+                last = found[1]
+        if first is not None and last is not None:
+            return first, last
+    return None
+
+
+def _span(children: Any) -> Span:
+    """A node's span, from its children: the grammar keeps every keyword that starts a
+    statement, so the first child marks the start. Closing punctuation is not kept, so the span
+    ends at the last token or node inside."""
+    found = _bounds(children)
+    if found is None:
         return Span(1, 1, 1, 1)
-    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+    return found[0].to(found[1])
 
 
-Report = Any  # Callable[[str, str, Span, str | None], None]
+Report = Callable[..., None]
 
 
-@v_args(meta=True)
-class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
-    """Bottom-up tree -> AST. Non-recursive so that pathological nesting cannot overflow."""
+def _no_report(*args: Any) -> None:
+    raise AssertionError("parser used outside parse_source")
 
-    def __init__(self, report: Report) -> None:
+
+class _AstBuilder(Transformer):  # type: ignore[type-arg]
+    """Builds the AST bottom-up, inside the parser's reduce actions (no parse tree is built, and
+    nothing recurses, so pathological nesting cannot overflow the stack).
+
+    One instance is bound to the cached parser; `begin` resets it for each parse.
+    """
+
+    def __init__(self) -> None:
         super().__init__()
-        self.report = report
+        self.report: Report = _no_report
         self.depth: dict[int, int] = {}
 
+    def begin(self, report: Report) -> None:
+        self.report = report
+        self.depth = {}
+
     # ---- leaves ------------------------------------------------------------------------
-    def name(self, meta: Meta, children: list[Token]) -> ast.Ident:
+    def name(self, children: list[Token]) -> ast.Ident:
         token = children[0]
         return ast.Ident(str(token), _token_span(token))
 
-    def text(self, meta: Meta, children: list[Token]) -> ast.Text:
+    def text(self, children: list[Token]) -> ast.Text:
         token = children[0]
         span = _token_span(token)
         raw = str(token)
@@ -472,88 +484,90 @@ class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
         return value
 
     # ---- declarations ------------------------------------------------------------------
-    def start(self, meta: Meta, children: list[Any]) -> ast.Module:
+    def start(self, children: list[Any]) -> ast.Module:
         return ast.Module(tuple(c for c in children if c is not None))
 
-    def flow_decl(self, meta: Meta, c: list[Any]) -> ast.FlowDecl:
-        return ast.FlowDecl(c[1], c[2], _meta_span(meta))
+    def flow_decl(self, c: list[Any]) -> ast.FlowDecl:
+        return ast.FlowDecl(c[1], c[2], _span(c))
 
-    def version_decl(self, meta: Meta, c: list[Any]) -> ast.VersionDecl:
-        return ast.VersionDecl(int(c[1]), _meta_span(meta))
+    def version_decl(self, c: list[Any]) -> ast.VersionDecl:
+        return ast.VersionDecl(int(c[1]), _span(c))
 
-    def enum_decl(self, meta: Meta, c: list[Any]) -> ast.EnumDecl:
+    def enum_decl(self, c: list[Any]) -> ast.EnumDecl:
         members = tuple(m for m in c[2:] if isinstance(m, ast.Ident))
-        return ast.EnumDecl(c[1], members, _meta_span(meta))
+        return ast.EnumDecl(c[1], members, _span(c))
 
-    def type_decl(self, meta: Meta, c: list[Any]) -> ast.TypeDecl:
-        return ast.TypeDecl(c[1], tuple(c[2:]), _meta_span(meta))
+    def type_decl(self, c: list[Any]) -> ast.TypeDecl:
+        return ast.TypeDecl(c[1], tuple(c[2:]), _span(c))
 
-    def context_decl(self, meta: Meta, c: list[Any]) -> ast.ContextDecl:
-        return ast.ContextDecl(tuple(c[1:]), _meta_span(meta))
+    def context_decl(self, c: list[Any]) -> ast.ContextDecl:
+        return ast.ContextDecl(tuple(c[1:]), _span(c))
 
-    def field(self, meta: Meta, c: list[Any]) -> ast.FieldDecl:
+    def field(self, c: list[Any]) -> ast.FieldDecl:
         # name, type, EQUALS|None, expr|None
-        return ast.FieldDecl(c[0], c[1], c[3], _meta_span(meta))
+        return ast.FieldDecl(c[0], c[1], c[3], _span(c))
 
     param = field
 
-    def params(self, meta: Meta, c: list[Any]) -> tuple[ast.FieldDecl, ...]:
+    def params(self, c: list[Any]) -> tuple[ast.FieldDecl, ...]:
         return tuple(p for p in c if p is not None)
 
-    def event_decl(self, meta: Meta, c: list[Any]) -> ast.EventDecl:
-        params = c[1] if c[1] is not None else ()
-        return ast.EventDecl(c[0], params, tuple(c[2:]), _meta_span(meta))
+    def event_decl(self, c: list[Any]) -> ast.EventDecl:
+        # EVENT, name, params|None, require*
+        params = c[2] if c[2] is not None else ()
+        return ast.EventDecl(c[1], params, tuple(c[3:]), _span(c))
 
-    def require(self, meta: Meta, c: list[Any]) -> ast.Require:
-        return ast.Require(c[1], c[2], c[3], _meta_span(meta))
+    def require(self, c: list[Any]) -> ast.Require:
+        # REQUIRE, expr, ELSE, name, text
+        return ast.Require(c[1], c[3], c[4], _span(c))
 
-    def named_text(self, keyword: str, meta: Meta, c: list[Any]) -> ast.NamedText:
-        return ast.NamedText(keyword, c[1], c[2], _meta_span(meta))  # type: ignore[arg-type]
+    def named_text(self, keyword: str, c: list[Any]) -> ast.NamedText:
+        return ast.NamedText(keyword, c[1], c[2], _span(c))  # type: ignore[arg-type]
 
-    def message_decl(self, meta: Meta, c: list[Any]) -> ast.NamedText:
-        return self.named_text("message", meta, c)
+    def message_decl(self, c: list[Any]) -> ast.NamedText:
+        return self.named_text("message", c)
 
-    def journal_decl(self, meta: Meta, c: list[Any]) -> ast.NamedText:
-        return self.named_text("journal", meta, c)
+    def journal_decl(self, c: list[Any]) -> ast.NamedText:
+        return self.named_text("journal", c)
 
-    def template_decl(self, meta: Meta, c: list[Any]) -> ast.NamedText:
-        return self.named_text("template", meta, c)
+    def template_decl(self, c: list[Any]) -> ast.NamedText:
+        return self.named_text("template", c)
 
     # ---- types -------------------------------------------------------------------------
-    def type_expr(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
+    def type_expr(self, c: list[Any]) -> ast.TypeExpr:
         base: ast.TypeExpr = c[0]
         if c[1] is None:
             return base
         return ast.TypeExpr(
-            base.name, base.args, True, _meta_span(meta), base.low, base.high, base.is_range
+            base.name, base.args, True, _span(c), base.low, base.high, base.is_range
         )
 
-    def named_type(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
-        return ast.TypeExpr(c[0], (), False, _meta_span(meta))
+    def named_type(self, c: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(c[0], (), False, _span(c))
 
-    def generic_type(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
-        return ast.TypeExpr(c[0], tuple(c[1:]), False, _meta_span(meta))
+    def generic_type(self, c: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(c[0], tuple(c[1:]), False, _span(c))
 
-    def range_type(self, meta: Meta, c: list[Any]) -> ast.TypeExpr:
-        return ast.TypeExpr(c[0], (), False, _meta_span(meta), c[1], c[3], True)
+    def range_type(self, c: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(c[0], (), False, _span(c), c[1], c[3], True)
 
-    def bound(self, meta: Meta, c: list[Any]) -> float:
+    def bound(self, c: list[Any]) -> float:
         number = float(str(c[1])) if c[1].type == "FLOAT" else int(str(c[1]))
         return -number if c[0] is not None else number
 
     # ---- states and rules --------------------------------------------------------------
-    def modifier(self, meta: Meta, c: list[Token]) -> ast.Ident:
+    def modifier(self, c: list[Token]) -> ast.Ident:
         return ast.Ident(str(c[0]), _token_span(c[0]))
 
-    def state_body(self, meta: Meta, c: list[Any]) -> list[Any]:
+    def state_body(self, c: list[Any]) -> list[Any]:
         return c
 
-    def state_decl(self, meta: Meta, c: list[Any]) -> ast.StateDecl:
-        # children: modifier*, name, text|None, body|None
+    def state_decl(self, c: list[Any]) -> ast.StateDecl:
+        # children: modifier*, STATE, name, text|None, body|None
         name: ast.Ident = c[-3]
         title: ast.Text | None = c[-2]
         body: list[Any] = c[-1] or []
-        modifiers = tuple(c[:-3])
+        modifiers = tuple(c[:-4])
         return ast.StateDecl(
             name,
             title,
@@ -561,51 +575,51 @@ class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
             tuple(x for x in body if isinstance(x, ast.MetaDecl)),
             tuple(x for x in body if isinstance(x, ast.ActionBlock)),
             tuple(x for x in body if isinstance(x, ast.Rule)),
-            _meta_span(meta),
+            _span(c),
         )
 
-    def meta_decl(self, meta: Meta, c: list[Any]) -> ast.MetaDecl:
-        return ast.MetaDecl(c[1], _meta_span(meta))
+    def meta_decl(self, c: list[Any]) -> ast.MetaDecl:
+        return ast.MetaDecl(c[1], _span(c))
 
-    def entry_decl(self, meta: Meta, c: list[Any]) -> ast.ActionBlock:
-        return ast.ActionBlock("entry", c[1], _meta_span(meta))
+    def entry_decl(self, c: list[Any]) -> ast.ActionBlock:
+        return ast.ActionBlock("entry", c[2], _span(c))
 
-    def exit_decl(self, meta: Meta, c: list[Any]) -> ast.ActionBlock:
-        return ast.ActionBlock("exit", c[1], _meta_span(meta))
+    def exit_decl(self, c: list[Any]) -> ast.ActionBlock:
+        return ast.ActionBlock("exit", c[2], _span(c))
 
-    def guard(self, meta: Meta, c: list[Any]) -> Any:
-        return ("guard", c[0])
+    def guard(self, c: list[Any]) -> Any:
+        return ("guard", c[0], c[1])  # the IF token stays: it starts the rule's span
 
-    def arrow(self, meta: Meta, c: list[Any]) -> Any:
+    def arrow(self, c: list[Any]) -> Any:
         # ARROW, target, do_clause|None, BACK|None
         return ("arrow", c[1], c[2] or (), c[3] is not None)
 
-    def reject(self, meta: Meta, c: list[Any]) -> Any:
+    def reject(self, c: list[Any]) -> Any:
         return ("reject", c[1], c[2])
 
-    def target(self, meta: Meta, c: list[Any]) -> ast.Ident:
+    def target(self, c: list[Any]) -> ast.Ident:
         item = c[0]
         if isinstance(item, Token):
             return ast.Ident("self", _token_span(item))
         return item  # type: ignore[no-any-return]
 
-    def do_clause(self, meta: Meta, c: list[Any]) -> tuple[ast.Action, ...]:
-        return c[0]  # type: ignore[no-any-return]
+    def do_clause(self, c: list[Any]) -> tuple[ast.Action, ...]:
+        return c[1]  # type: ignore[no-any-return]
 
-    def actions(self, meta: Meta, c: list[Any]) -> tuple[ast.Action, ...]:
+    def actions(self, c: list[Any]) -> tuple[ast.Action, ...]:
         return tuple(c)
 
     def _rule(
         self,
         kind: ast.RuleKind,
-        meta: Meta,
+        c: list[Any],
         event: ast.Ident | None,
         guard: Any,
         outcome: Any,
         after: ast.Duration | None = None,
     ) -> ast.Rule:
-        guard_expr = guard[1] if guard is not None else None
-        span = _meta_span(meta)
+        guard_expr = guard[2] if guard is not None else None
+        span = _span(c)
         if outcome[0] == "reject":
             return ast.Rule(
                 kind, event, guard_expr, None, (), False, after, outcome[1], outcome[2], span
@@ -613,35 +627,35 @@ class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
         _, target, actions, back = outcome
         return ast.Rule(kind, event, guard_expr, target, actions, back, after, None, None, span)
 
-    def on_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
-        return self._rule("on", meta, c[1], c[2], c[3])
+    def on_rule(self, c: list[Any]) -> ast.Rule:
+        return self._rule("on", c, c[1], c[2], c[3])
 
-    def direct_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
-        return self._rule("direct", meta, None, c[0], c[1])
+    def direct_rule(self, c: list[Any]) -> ast.Rule:
+        return self._rule("direct", c, None, c[0], c[1])
 
-    def else_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
-        return self._rule("else", meta, None, None, c[0])
+    def else_rule(self, c: list[Any]) -> ast.Rule:
+        return self._rule("else", c, None, None, c[1])
 
-    def after_rule(self, meta: Meta, c: list[Any]) -> ast.Rule:
+    def after_rule(self, c: list[Any]) -> ast.Rule:
         token: Token = c[1]
         text = str(token)
         digits = text.rstrip("mshd")
         unit = text[len(digits) :]
         duration = ast.Duration(text, int(digits) * _DURATION_UNITS_MS[unit], _token_span(token))
-        return self._rule("after", meta, None, c[2], c[3], duration)
+        return self._rule("after", c, None, c[2], c[3], duration)
 
-    def assign(self, meta: Meta, c: list[Any]) -> ast.Assign:
-        return ast.Assign(c[0], str(c[1]), c[2], _meta_span(meta))  # type: ignore[arg-type]
+    def assign(self, c: list[Any]) -> ast.Assign:
+        return ast.Assign(c[0], str(c[1]), c[2], _span(c))  # type: ignore[arg-type]
 
-    def action_call(self, meta: Meta, c: list[Any]) -> ast.ActionCall:
+    def action_call(self, c: list[Any]) -> ast.ActionCall:
         args = tuple(a for a in c[1:] if a is not None)
-        return ast.ActionCall(c[0], args, _meta_span(meta))
+        return ast.ActionCall(c[0], args, _span(c))
 
-    def lvalue(self, meta: Meta, c: list[Any]) -> tuple[ast.Ident, ...]:
+    def lvalue(self, c: list[Any]) -> tuple[ast.Ident, ...]:
         return tuple(c)
 
     # ---- meta JSON ---------------------------------------------------------------------
-    def json_object(self, meta: Meta, c: list[Any]) -> dict[str, Any]:
+    def json_object(self, c: list[Any]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for pair in c:
             if pair is None:
@@ -652,30 +666,30 @@ class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
             result[key] = None if value is _JSON_NULL else value
         return result
 
-    def json_pair(self, meta: Meta, c: list[Any]) -> tuple[str, Span, Any]:
+    def json_pair(self, c: list[Any]) -> tuple[str, Span, Any]:
         key = c[0]
         if isinstance(key, ast.Ident):
             return key.name, key.span, c[1]
         return self._string(key), _token_span(key), c[1]
 
-    def json_array(self, meta: Meta, c: list[Any]) -> list[Any]:
+    def json_array(self, c: list[Any]) -> list[Any]:
         return [None if x is _JSON_NULL else x for x in c if x is not None]
 
-    def json_string(self, meta: Meta, c: list[Token]) -> str:
+    def json_string(self, c: list[Token]) -> str:
         return self._string(c[0])
 
-    def json_number(self, meta: Meta, c: list[Any]) -> int | float:
+    def json_number(self, c: list[Any]) -> int | float:
         token: Token = c[1]
         number: int | float = float(str(token)) if token.type == "FLOAT" else int(str(token))
         return -number if c[0] is not None else number
 
-    def json_true(self, meta: Meta, c: list[Any]) -> bool:
+    def json_true(self, c: list[Any]) -> bool:
         return True
 
-    def json_false(self, meta: Meta, c: list[Any]) -> bool:
+    def json_false(self, c: list[Any]) -> bool:
         return False
 
-    def json_null(self, meta: Meta, c: list[Any]) -> object:
+    def json_null(self, c: list[Any]) -> object:
         return _JSON_NULL
 
     # ---- expressions -------------------------------------------------------------------
@@ -695,83 +709,87 @@ class _AstBuilder(Transformer_NonRecursive):  # type: ignore[type-arg]
         self.depth[id(node)] = depth
         return node
 
-    def _binary(self, op: str, meta: Meta, left: Any, right: Any) -> Any:
-        return self._expr(ast.Binary(op, left, right, _meta_span(meta)), left, right)
+    def _binary(self, op: str, c: list[Any], left: Any, right: Any) -> Any:
+        return self._expr(ast.Binary(op, left, right, _span(c)), left, right)
 
-    def or_op(self, meta: Meta, c: list[Any]) -> Any:
-        return self._binary("or", meta, c[0], c[1])
+    def or_op(self, c: list[Any]) -> Any:
+        return self._binary("or", c, c[0], c[1])
 
-    def and_op(self, meta: Meta, c: list[Any]) -> Any:
-        return self._binary("and", meta, c[0], c[1])
+    def and_op(self, c: list[Any]) -> Any:
+        return self._binary("and", c, c[0], c[1])
 
-    def not_op(self, meta: Meta, c: list[Any]) -> Any:
-        return self._expr(ast.Unary("not", c[0], _meta_span(meta)), c[0])
+    def not_op(self, c: list[Any]) -> Any:
+        return self._expr(ast.Unary("not", c[0], _span(c)), c[0])
 
-    def compare(self, meta: Meta, c: list[Any]) -> Any:
-        return self._binary(str(c[1]), meta, c[0], c[2])
+    def compare(self, c: list[Any]) -> Any:
+        return self._binary(str(c[1]), c, c[0], c[2])
 
-    def in_op(self, meta: Meta, c: list[Any]) -> Any:
-        return self._binary("in", meta, c[0], c[1])
+    def in_op(self, c: list[Any]) -> Any:
+        return self._binary("in", c, c[0], c[1])
 
-    def not_in_op(self, meta: Meta, c: list[Any]) -> Any:
-        return self._binary("not in", meta, c[0], c[1])
+    def not_in_op(self, c: list[Any]) -> Any:
+        return self._binary("not in", c, c[0], c[1])
 
-    def binary(self, meta: Meta, c: list[Any]) -> Any:
-        return self._binary(str(c[1]), meta, c[0], c[2])
+    def binary(self, c: list[Any]) -> Any:
+        return self._binary(str(c[1]), c, c[0], c[2])
 
-    def negate(self, meta: Meta, c: list[Any]) -> Any:
-        return self._expr(ast.Unary("neg", c[1], _meta_span(meta)), c[1])
+    def negate(self, c: list[Any]) -> Any:
+        return self._expr(ast.Unary("neg", c[1], _span(c)), c[1])
 
-    def attribute(self, meta: Meta, c: list[Any]) -> Any:
-        return self._expr(ast.Attribute(c[0], c[1], _meta_span(meta)), c[0])
+    def attribute(self, c: list[Any]) -> Any:
+        return self._expr(ast.Attribute(c[0], c[1], _span(c)), c[0])
 
-    def subscript(self, meta: Meta, c: list[Any]) -> Any:
-        return self._expr(ast.Subscript(c[0], c[1], _meta_span(meta)), c[0], c[1])
+    def subscript(self, c: list[Any]) -> Any:
+        return self._expr(ast.Subscript(c[0], c[1], _span(c)), c[0], c[1])
 
-    def name_ref(self, meta: Meta, c: list[Any]) -> Any:
+    def name_ref(self, c: list[Any]) -> Any:
         ident: ast.Ident = c[0]
         return ast.Name(ident.name, ident.span)
 
-    def call(self, meta: Meta, c: list[Any]) -> Any:
+    def call(self, c: list[Any]) -> Any:
         args = tuple(a for a in c[1:] if a is not None)
-        return self._expr(ast.Call(c[0], args, _meta_span(meta)), *args)
+        return self._expr(ast.Call(c[0], args, _span(c)), *args)
 
-    def event_field(self, meta: Meta, c: list[Any]) -> Any:
-        return ast.EventField(c[0].name, _meta_span(meta))
+    def event_field(self, c: list[Any]) -> Any:
+        return ast.EventField(c[1].name, _span(c))
 
-    def state_field(self, meta: Meta, c: list[Any]) -> Any:
-        return ast.StateField(c[0].name, _meta_span(meta))
+    def state_field(self, c: list[Any]) -> Any:
+        return ast.StateField(c[1].name, _span(c))
 
-    def int_lit(self, meta: Meta, c: list[Token]) -> Any:
+    def int_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(int(str(c[0])), "int", _token_span(c[0]))
 
-    def float_lit(self, meta: Meta, c: list[Token]) -> Any:
+    def float_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(float(str(c[0])), "float", _token_span(c[0]))
 
-    def str_lit(self, meta: Meta, c: list[Token]) -> Any:
+    def str_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(self._string(c[0]), "str", _token_span(c[0]))
 
-    def true_lit(self, meta: Meta, c: list[Token]) -> Any:
+    def true_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(True, "bool", _token_span(c[0]))
 
-    def false_lit(self, meta: Meta, c: list[Token]) -> Any:
+    def false_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(False, "bool", _token_span(c[0]))
 
-    def none_lit(self, meta: Meta, c: list[Token]) -> Any:
+    def none_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(None, "none", _token_span(c[0]))
 
-    def list_lit(self, meta: Meta, c: list[Any]) -> Any:
+    def list_lit(self, c: list[Any]) -> Any:
         items = tuple(x for x in c if x is not None)
-        return self._expr(ast.ListLit(items, _meta_span(meta)), *items)
+        return self._expr(ast.ListLit(items, _span(c)), *items)
 
-    def map_lit(self, meta: Meta, c: list[Any]) -> Any:
+    def map_lit(self, c: list[Any]) -> Any:
         entries = tuple(x for x in c if x is not None)
         flat = [part for entry in entries for part in entry]
-        return self._expr(ast.MapLit(entries, _meta_span(meta)), *flat)
+        return self._expr(ast.MapLit(entries, _span(c)), *flat)
 
-    def map_entry(self, meta: Meta, c: list[Any]) -> tuple[Any, Any]:
+    def map_entry(self, c: list[Any]) -> tuple[Any, Any]:
         return (c[0], c[1])
 
+
+_BUILDER = _AstBuilder()
+#: The cached parser shares one builder; parses take turns.
+_PARSE_LOCK = threading.Lock()
 
 #: `null` inside meta, kept apart from the parser's None placeholders until the value is built.
 _JSON_NULL = object()
