@@ -19,16 +19,35 @@ def big_flow(n: int) -> CompiledFlow:
         nxt = f"S{i + 1}" if i + 1 < n else "END"
         line = i + 1
         transitions.append(
-            Transition(index=len(transitions), source=f"S{i}", target=nxt, kind="event",
-                       event="next", line=line)
+            Transition(
+                index=len(transitions),
+                source=f"S{i}",
+                target=nxt,
+                kind="event",
+                event="next",
+                line=line,
+            )
         )
         transitions.append(
-            Transition(index=len(transitions), source=f"S{i}", target=f"S{max(i - 1, 0)}",
-                       kind="event", event="retry", guard=guard, line=line)
+            Transition(
+                index=len(transitions),
+                source=f"S{i}",
+                target=f"S{max(i - 1, 0)}",
+                kind="event",
+                event="retry",
+                guard=guard,
+                line=line,
+            )
         )
         transitions.append(
-            Transition(index=len(transitions), source=f"S{i}", target=f"S{(i // 10) * 10}",
-                       kind="direct", back=True, line=line)
+            Transition(
+                index=len(transitions),
+                source=f"S{i}",
+                target=f"S{(i // 10) * 10}",
+                kind="direct",
+                back=True,
+                line=line,
+            )
         )
     return CompiledFlow(
         name="big",

@@ -1,0 +1,146 @@
+"""`flowc docs FILE...`: Markdown documentation (state and transition tables, events, context,
+the diagram) from Jinja2 templates."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler.commands.render import load_flow
+from flowc.compiler.emit.dot import GraphvizMissing
+from flowc.compiler.emit.markdown import to_markdown
+from flowc.compiler.emit.site import (
+    FlowDoc,
+    build,
+    dot_hash,
+    source_name,
+    svg_source_hash,
+)
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "docs",
+        help="write Markdown documentation of flows (tables and diagram)",
+        description=(
+            "Document each FILE (.flow or compiled .json) as Markdown: the diagram, a table of "
+            "states (title, kind, accepted events, entry/exit, meta), the transitions in the "
+            "order they are tried, events with their payloads, and context fields. With one "
+            "FILE and no option, the page goes to standard output with a Mermaid diagram. "
+            "With --out-dir, each flow gets NAME.md and NAME.svg there, plus an index."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".flow or compiled .json files")
+    parser.add_argument("-o", "--output", metavar="OUT.md", help="write one flow's page here")
+    parser.add_argument(
+        "--out-dir", metavar="DIR", help="write NAME.md, NAME.svg and README.md for every FILE"
+    )
+    parser.add_argument(
+        "--no-svg",
+        action="store_true",
+        help="embed a Mermaid diagram instead of drawing an SVG (no Graphviz needed)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="with --out-dir: write nothing, exit 1 if any file there is missing or out of date",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.output and (args.out_dir or len(args.files) != 1):
+        print("flowc docs: -o takes exactly one FILE and no --out-dir", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check and not args.out_dir:
+        print("flowc docs: --check compares against --out-dir DIR", file=sys.stderr)
+        return EXIT_USAGE
+    docs: list[FlowDoc] = []
+    for name in args.files:
+        path = Path(name)
+        loaded = load_flow(path, "docs")
+        if isinstance(loaded, int):
+            return loaded
+        docs.append(FlowDoc(path.stem, loaded, source_name(path, Path.cwd())))
+
+    if not args.out_dir:
+        doc = docs[0]
+        if len(docs) > 1:
+            print("flowc docs: several FILEs need --out-dir", file=sys.stderr)
+            return EXIT_USAGE
+        out = Path(args.output) if args.output else None
+        svg_name = None
+        if out is not None and not args.no_svg:
+            svg_name = f"{out.stem}.svg"
+            files = _build([doc], svg=True)
+            if files is None:
+                return EXIT_FAILURE
+            out.parent.mkdir(parents=True, exist_ok=True)
+            (out.parent / svg_name).write_bytes(files[f"{doc.stem}.svg"])
+        page = to_markdown(doc.flow, svg_name, source_name=doc.source_name)
+        if out is None:
+            sys.stdout.write(page)
+        else:
+            out.write_text(page, encoding="utf-8")
+            print(f"wrote {out}", file=sys.stderr)
+        return EXIT_OK
+
+    out_dir = Path(args.out_dir)
+    files = _build(docs, svg=not args.no_svg)
+    if files is None:
+        return EXIT_FAILURE
+    if args.check:
+        stale = stale_files(files, out_dir, {f"{d.stem}.svg": dot_hash(d.flow) for d in docs})
+        for name in stale:
+            print(f"flowc docs: {out_dir / name} is out of date", file=sys.stderr)
+        if stale:
+            print("flowc docs: regenerate with the same command without --check", file=sys.stderr)
+            return EXIT_FAILURE
+        return EXIT_OK
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        target = out_dir / name
+        if not target.exists() or target.read_bytes() != content:
+            target.write_bytes(content)
+    print(f"wrote {len(files)} files to {out_dir}", file=sys.stderr)
+    return EXIT_OK
+
+
+def stale_files(files: dict[str, bytes], out_dir: Path, svg_hashes: dict[str, str]) -> list[str]:
+    """Names whose file in `out_dir` differs from `files`.
+
+    An SVG is current when it was drawn from the same DOT source; when the Graphviz versions
+    match, its bytes must be identical too (a different version may lay it out differently).
+    """
+    stale: list[str] = []
+    for name, content in sorted(files.items()):
+        target = out_dir / name
+        if not target.is_file():
+            stale.append(name)
+            continue
+        existing = target.read_bytes()
+        if name in svg_hashes:
+            if svg_source_hash(existing) != svg_hashes[name] or (
+                _generator(existing) == _generator(content) and existing != content
+            ):
+                stale.append(name)
+        elif existing != content:
+            stale.append(name)
+    return stale
+
+
+def _generator(svg: bytes) -> bytes:
+    start = svg.find(b"<!-- Generated by graphviz")
+    return svg[start : svg.find(b"-->", start)] if start >= 0 else b""
+
+
+def _build(docs: list[FlowDoc], *, svg: bool) -> dict[str, bytes] | None:
+    try:
+        return build(docs, svg=svg)
+    except GraphvizMissing as exc:
+        print(f"flowc docs: {exc}", file=sys.stderr)
+        return None

@@ -1,0 +1,138 @@
+"""`flowc render FILE`: the flow as a diagram (Graphviz svg/png/pdf/dot, or Mermaid)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler.driver import compile_file, print_diagnostics
+from flowc.compiler.emit.dot import RENDER_FORMATS, GraphvizMissing, render, to_dot
+from flowc.compiler.emit.labels import LABEL_MODES, Highlight
+from flowc.compiler.emit.mermaid import to_mermaid
+from flowc.compiler.emit.snapshot import SnapshotError, read_snapshot
+from flowc.runtime.model import CompiledFlow, IRLoadError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+FORMATS = ("dot", *RENDER_FORMATS, "mermaid")
+_SUFFIXES = {
+    ".dot": "dot",
+    ".gv": "dot",
+    ".svg": "svg",
+    ".png": "png",
+    ".pdf": "pdf",
+    ".mmd": "mermaid",
+    ".mermaid": "mermaid",
+}
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "render",
+        help="draw a flow as a diagram (svg, png, pdf, dot or mermaid)",
+        description=(
+            "Draw the transition graph of FILE (a .flow file, or JSON from `flowc compile`). "
+            "The format comes from --format, else from the extension of -o, else DOT source on "
+            "standard output. svg/png/pdf need Graphviz's `dot` program; dot and mermaid do not."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE", help="a .flow file or compiled .json")
+    parser.add_argument("-o", "--output", metavar="OUT", help="file to write (default: stdout)")
+    parser.add_argument(
+        "-f", "--format", choices=FORMATS, help="output format (default: from -o, else dot)"
+    )
+    parser.add_argument(
+        "--labels",
+        choices=LABEL_MODES,
+        default="events",
+        help="edge labels: none, events (default: triggers, and guards of routing), or full "
+        "(`event [guard] / actions`)",
+    )
+    parser.add_argument("--highlight", metavar="STATE", help="colour STATE as the current one")
+    parser.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="a snapshot saved by `flowc run`: colour its current state and the path taken",
+    )
+    parser.add_argument(
+        "--direction",
+        choices=("auto", "LR", "TB"),
+        default="auto",
+        help="layout direction (default: left-to-right for pipelines, else top-to-bottom)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def load_flow(path: Path, command: str) -> CompiledFlow | int:
+    """The IR of a `.flow` (compiled, diagnostics printed) or `.json` file, or an exit code."""
+    if not path.is_file():
+        print(f"flowc {command}: no such file: {path}", file=sys.stderr)
+        return EXIT_USAGE
+    if path.suffix == ".json":
+        try:
+            return CompiledFlow.from_json(path.read_bytes())
+        except (IRLoadError, ValueError) as exc:
+            print(f"flowc {command}: {path}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+    result = compile_file(path)
+    if result.errors or result.flow is None:
+        print_diagnostics(result, sys.stderr)
+        print(f"flowc {command}: {path} has errors; nothing drawn", file=sys.stderr)
+        return EXIT_FAILURE
+    return result.flow
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = args.format
+    out = Path(args.output) if args.output else None
+    if fmt is None:
+        fmt = _SUFFIXES.get(out.suffix.lower(), "") if out else "dot"
+        if not fmt:
+            assert out is not None
+            print(
+                f"flowc render: cannot tell the format from `{out.name}`; use --format "
+                f"({', '.join(FORMATS)})",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+    loaded = load_flow(Path(args.file), "render")
+    if isinstance(loaded, int):
+        return loaded
+    flow = loaded
+
+    mark = Highlight()
+    if args.snapshot:
+        try:
+            mark = read_snapshot(args.snapshot)
+        except SnapshotError as exc:
+            print(f"flowc render: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if args.highlight:
+        mark.current = args.highlight
+    names = {s.name for s in flow.states}
+    unknown = sorted({mark.current or ""} - names - {""})
+    if unknown:
+        print(f"flowc render: `{unknown[0]}` is not a state of {flow.name}", file=sys.stderr)
+        return EXIT_USAGE
+
+    direction = None if args.direction == "auto" else args.direction
+    data: bytes
+    if fmt == "mermaid":
+        data = to_mermaid(flow, args.labels, mark, direction=direction).encode("utf-8")
+    else:
+        graph = to_dot(flow, args.labels, mark, rankdir=direction)
+        try:
+            data = render(graph, fmt)
+        except GraphvizMissing as exc:
+            print(f"flowc render: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+    if out is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,227 @@
+"""Graphviz backend: a flow as a `graphviz.Digraph`, and rendering it with the real `dot`.
+
+Conventions (the ones a reader of state diagrams expects): a black dot points at the initial
+state; final states are double circles; choice states are diamonds; `back` edges are dashed and
+do not take part in ranking (so the forward path stays straight); rules that apply in every
+state leave from one dotted "any state" box; each state shows its title under its name.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import shutil
+from collections import defaultdict
+from collections.abc import Sequence
+
+import graphviz
+
+from flowc.compiler.emit.expr_text import expr_text
+from flowc.compiler.emit.labels import (
+    ANY_STATE,
+    Edge,
+    Highlight,
+    LabelMode,
+    edge_label,
+    edges,
+    refusals,
+)
+from flowc.runtime.model import CompiledFlow, State
+
+START = "__start__"
+FONT = "Helvetica,Arial,sans-serif"
+
+#: Output formats `dot` is asked for; `dot` itself (the source) needs no Graphviz install.
+RENDER_FORMATS = ("svg", "png", "pdf")
+
+_INK = "#37474f"
+_EDGE = "#546e7a"
+_MUTED = "#90a4ae"
+_CURRENT_FILL = "#ffca28"
+_VISITED_FILL = "#fff3c4"
+_PATH = "#e65100"
+
+
+class GraphvizMissing(RuntimeError):
+    """Graphviz's `dot` program is not installed (or not on PATH)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Graphviz's `dot` program was not found on PATH; it is needed to draw svg/png/pdf. "
+            "Install Graphviz (Debian/Ubuntu: `apt-get install graphviz`, Fedora: `dnf install "
+            "graphviz`, macOS: `brew install graphviz`), or write `-o FILE.dot` or "
+            "`--format mermaid`, which need no Graphviz."
+        )
+
+
+def to_dot(
+    flow: CompiledFlow,
+    labels: LabelMode = "events",
+    highlight: str | Highlight | None = None,
+    path: Sequence[str] | None = None,
+    *,
+    rankdir: str | None = None,
+) -> graphviz.Digraph:
+    """The flow as a Graphviz digraph.
+
+    `highlight` names the current state (or is a `Highlight` from a snapshot); `path` lists
+    states in the order an instance visited them. Both colour what they name.
+    """
+    mark = _highlight(highlight, path)
+    title = flow.title or flow.name
+    graph = graphviz.Digraph(name=flow.name)
+    graph.attr(
+        label=f"{title}\n ",
+        labelloc="t",
+        fontsize="18",
+        fontname=FONT,
+        rankdir=rankdir or layout_direction(flow),
+        nodesep="0.35",
+        ranksep="0.45",
+        newrank="true",
+    )
+    graph.attr(
+        "node",
+        fontname=FONT,
+        fontsize="11",
+        color=_INK,
+        fontcolor=_INK,
+        style="rounded,filled",
+        fillcolor="white",
+        margin="0.12,0.06",
+    )
+    graph.attr("edge", fontname=FONT, fontsize="9", color=_EDGE, fontcolor=_INK, arrowsize="0.7")
+
+    graph.node(START, label="", shape="point", width="0.16", color="black", fillcolor="black")
+    visited = mark.visited
+    for state in flow.states:
+        _state_node(graph, flow, state, labels, mark.current == state.name, state.name in visited)
+
+    arrows = edges(flow)
+    if any(e.inherited for e in arrows):
+        graph.node(
+            ANY_STATE,
+            label="any state",
+            shape="box",
+            style="rounded,dashed",
+            color=_MUTED,
+            fontcolor=_MUTED,
+            fontsize="10",
+        )
+    graph.edge(START, flow.initial, color="black")
+    taken = mark.taken(arrows)
+    for i, edge in enumerate(arrows):
+        _edge(graph, edge, labels, i in taken)
+    return graph
+
+
+def layout_direction(flow: CompiledFlow) -> str:
+    """Left to right for pipelines (long and narrow), top to bottom otherwise.
+
+    Ranks are breadth-first levels from the initial state over forward edges; a flow is a
+    pipeline when it has more levels than twice its widest level and is not so long that a
+    left-to-right drawing would be shrunk to unreadable on a page.
+    """
+    forward: dict[str, list[str]] = defaultdict(list)
+    for t in flow.transitions:
+        if t.target is not None and not t.back and t.target != t.source:
+            forward[t.source].append(t.target)
+    level = {flow.initial: 0}
+    frontier = [flow.initial]
+    while frontier:
+        following: list[str] = []
+        for name in frontier:
+            for nxt in forward[name]:
+                if nxt not in level:
+                    level[nxt] = level[name] + 1
+                    following.append(nxt)
+        frontier = following
+    if not level:
+        return "TB"
+    depth = max(level.values()) + 1
+    counts: dict[int, int] = defaultdict(int)
+    for lv in level.values():
+        counts[lv] += 1
+    width = max(counts.values())
+    return "LR" if depth > 2 * width and depth <= 12 else "TB"
+
+
+def render(graph: graphviz.Digraph, fmt: str) -> bytes:
+    """`graph` drawn by `dot` as `fmt` (svg, png, pdf); `GraphvizMissing` without Graphviz."""
+    if fmt == "dot":
+        source: str = graph.source
+        return source.encode("utf-8")
+    if shutil.which("dot") is None:
+        raise GraphvizMissing()
+    try:
+        data = graph.pipe(format=fmt)
+    except graphviz.ExecutableNotFound as exc:
+        raise GraphvizMissing() from exc
+    if not isinstance(data, bytes):  # the package is untyped; keep the promise checked
+        raise TypeError(f"graphviz returned {type(data).__name__}, not bytes")
+    return data
+
+
+# ---- pieces -------------------------------------------------------------------------------
+
+
+def _highlight(highlight: str | Highlight | None, path: Sequence[str] | None) -> Highlight:
+    mark = highlight if isinstance(highlight, Highlight) else Highlight(current=highlight)
+    if path:
+        steps = [(a, b, None) for a, b in itertools.pairwise(path)]
+        mark = Highlight(current=mark.current or path[-1], steps=[*mark.steps, *steps])
+    return mark
+
+
+def _state_node(
+    graph: graphviz.Digraph,
+    flow: CompiledFlow,
+    state: State,
+    labels: LabelMode,
+    current: bool,
+    visited: bool,
+) -> None:
+    attrs: dict[str, str] = {}
+    name = html.escape(state.name)
+    lines = [f"<b>{name}</b>"]
+    if state.title and state.kind != "choice":
+        lines.append(f'<font point-size="9">{html.escape(state.title)}</font>')
+    if labels == "full":
+        for t in refusals(flow, state.name):
+            guard = f" [{expr_text(t.guard)}]" if t.guard is not None else ""
+            text = html.escape(f"{t.event}{guard}: refuse {t.code}")
+            lines.append(f'<font point-size="8" color="{_MUTED}"><i>{text}</i></font>')
+    if state.kind == "final":
+        attrs.update(shape="doublecircle", margin="0.02", width="0.3")
+    elif state.kind == "choice":
+        attrs.update(shape="diamond", fontsize="9", margin="0.03", height="0.5")
+        lines[0] = name  # a routing node is a junction; keep it small
+    else:
+        attrs.update(shape="box")
+    if current:
+        attrs.update(fillcolor=_CURRENT_FILL, penwidth="2.2", color=_PATH)
+    elif visited:
+        attrs.update(fillcolor=_VISITED_FILL)
+    graph.node(state.name, label="<" + "<br/>".join(lines) + ">", **attrs)
+
+
+def _edge(graph: graphviz.Digraph, edge: Edge, labels: LabelMode, taken: bool) -> None:
+    t = edge.transition
+    attrs: dict[str, str] = {}
+    label = edge_label(t, labels)
+    if label:
+        attrs["label"] = _dot_text(label)
+    if t.back:
+        # Ranking ignores back edges so the forward path stays a straight line.
+        attrs.update(style="dashed", constraint="false")
+    if edge.inherited:
+        attrs.update(style="dotted", color=_MUTED)
+    if taken:
+        attrs.update(color=_PATH, penwidth="2.2", fontcolor=_PATH)
+    graph.edge(edge.source, edge.target, **attrs)
+
+
+def _dot_text(text: str) -> str:
+    """Escape for a quoted DOT string (the graphviz package quotes but keeps backslashes)."""
+    lines = [line.replace("\\", "\\\\") for line in text.split("\n")]
+    return "\\n".join(lines)

@@ -1,0 +1,182 @@
+"""What every diagram backend shows the same way: edge labels, inherited rules, highlights.
+
+Rules written outside any state are copied into every non-final state by the compiler; drawn
+copy by copy they would bury the diagram under identical arrows, so the backends draw each such
+rule once, from a pseudo-state labelled "any state".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from flowc.compiler.emit.expr_text import actions_text, expr_text
+from flowc.runtime.model import CompiledFlow, Transition, TypeRef
+
+LabelMode = Literal["none", "events", "full"]
+LABEL_MODES: tuple[LabelMode, ...] = ("none", "events", "full")
+
+_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
+
+
+def duration_text(ms: int | None) -> str:
+    """`10m` for 600000: the largest unit that divides the duration exactly, as in the source."""
+    if ms is None:
+        return "?"
+    for unit, size in _UNITS:
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def trigger_text(t: Transition) -> str:
+    """What makes the transition happen, the way the source says it."""
+    if t.kind in ("event", "reject"):
+        return t.event or "?"
+    if t.kind == "timer":
+        return f"after {duration_text(t.after_ms)}"
+    if t.kind == "else":
+        return "else"
+    return ""
+
+
+def label_parts(t: Transition, mode: LabelMode) -> list[str]:
+    """The pieces of an edge label: trigger, `[guard]`, `/ actions` (each may be absent).
+
+    `events` shows what triggers the edge; for routing edges the guard *is* the trigger, so it
+    is shown there too. `full` adds guards and actions everywhere.
+    """
+    if mode == "none":
+        return []
+    parts: list[str] = []
+    trigger = trigger_text(t)
+    if trigger:
+        parts.append(trigger)
+    show_guard = mode == "full" or t.kind == "choice"
+    if show_guard and t.guard is not None:
+        parts.append(f"[{expr_text(t.guard)}]")
+    if mode == "full" and t.actions:
+        parts.append(f"/ {actions_text(t.actions)}")
+    if mode == "full" and t.kind == "reject":
+        parts.append(f"reject {t.code}")
+    return parts
+
+
+def edge_label(t: Transition, mode: LabelMode, *, width: int = 32) -> str:
+    """One line when short, else one piece per line (Graphviz does not wrap labels itself)."""
+    parts = label_parts(t, mode)
+    joined = " ".join(parts)
+    return joined if len(joined) <= width else "\n".join(parts)
+
+
+def type_text(ref: TypeRef) -> str:
+    if ref.kind == "optional":
+        return f"{type_text(ref.item)}?" if ref.item else "?"
+    if ref.kind == "list":
+        return f"list[{type_text(ref.item) if ref.item else '?'}]"
+    if ref.kind == "map":
+        return f"map[str, {type_text(ref.item) if ref.item else '?'}]"
+    if ref.kind in ("enum", "record"):
+        return ref.name or ref.kind
+    if ref.min is not None or ref.max is not None:
+        low = _bound(ref.min)
+        high = _bound(ref.max)
+        return f"{ref.kind}({low}..{high})"
+    return ref.kind
+
+
+def _bound(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+# ---- which edges to draw ----------------------------------------------------------------------
+
+ANY_STATE = "__any__"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One arrow: `source` may be `ANY_STATE` for a rule that applies in every state."""
+
+    source: str
+    target: str
+    transition: Transition
+
+    @property
+    def inherited(self) -> bool:
+        return self.source == ANY_STATE
+
+
+def edges(flow: CompiledFlow) -> list[Edge]:
+    """Arrows to draw, in source order; refusals (no target) are not arrows."""
+    result: list[Edge] = []
+    seen_rules: set[tuple[int, int]] = set()
+    for t in sorted(flow.transitions, key=lambda t: t.index):
+        if t.target is None:
+            continue
+        if t.inherited:
+            rule = (t.line, t.column)
+            if rule in seen_rules:
+                continue
+            seen_rules.add(rule)
+            # A global `-> self` has a different target in every state: draw it on "any state".
+            target = ANY_STATE if t.target == t.source else t.target
+            result.append(Edge(ANY_STATE, target, t))
+        else:
+            result.append(Edge(t.source, t.target, t))
+    return result
+
+
+def refusals(flow: CompiledFlow, state: str) -> list[Transition]:
+    return [t for t in flow.transitions if t.source == state and t.kind == "reject"]
+
+
+# ---- highlighting -----------------------------------------------------------------------------
+
+
+@dataclass
+class Highlight:
+    """The current state and the path taken, from `--highlight` or a runtime snapshot."""
+
+    current: str | None = None
+    #: (source, target, event or None) of each step taken, oldest first.
+    steps: list[tuple[str, str, str | None]] = field(default_factory=list)
+
+    @property
+    def visited(self) -> set[str]:
+        names = {s for step in self.steps for s in step[:2]}
+        if self.current:
+            names.add(self.current)
+        return names
+
+    def taken(self, all_edges: Iterable[Edge]) -> set[int]:
+        """Indices (into `all_edges`) of the arrows the steps went along.
+
+        A step names its states (and its event when known); when several arrows join the same
+        two states, the one with the matching event is preferred, else the first.
+        """
+        listed = list(all_edges)
+        by_pair: dict[tuple[str, str], list[int]] = {}
+        for i, e in enumerate(listed):
+            if not e.inherited:
+                by_pair.setdefault((e.source, e.target), []).append(i)
+        inherited_by_target: dict[str, list[int]] = {}
+        for i, e in enumerate(listed):
+            if e.inherited:
+                inherited_by_target.setdefault(e.target, []).append(i)
+        taken: set[int] = set()
+        for source, target, event in self.steps:
+            candidates = by_pair.get((source, target)) or inherited_by_target.get(target, [])
+            if not candidates and source == target:
+                candidates = inherited_by_target.get(ANY_STATE, [])
+            if not candidates:
+                continue
+            chosen = next(
+                (i for i in candidates if event and listed[i].transition.event == event),
+                candidates[0],
+            )
+            taken.add(chosen)
+        return taken

@@ -1,0 +1,86 @@
+"""Mermaid backend: a `stateDiagram-v2` that GitHub, GitLab and most Markdown viewers draw.
+
+Mermaid has no dashed transitions, so `back` edges say so in their label; choice states are
+Mermaid's `<<choice>>` junctions; a state's title is its description line.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from flowc.compiler.emit.labels import ANY_STATE, Highlight, LabelMode, edges, label_parts
+from flowc.runtime.model import CompiledFlow
+
+#: Words Mermaid's state-diagram grammar reads as keywords; states so named get another id.
+_RESERVED = frozenset(
+    {"end", "state", "note", "direction", "class", "classdef", "style", "as", "default", "click"}
+)
+
+
+def state_id(name: str) -> str:
+    if name == ANY_STATE:
+        return "any_state"
+    return f"s_{name}" if name.lower() in _RESERVED or name == "any_state" else name
+
+
+def to_mermaid(
+    flow: CompiledFlow,
+    labels: LabelMode = "events",
+    highlight: str | Highlight | None = None,
+    path: Sequence[str] | None = None,
+    *,
+    direction: str | None = None,
+) -> str:
+    from flowc.compiler.emit.dot import layout_direction
+
+    mark = highlight if isinstance(highlight, Highlight) else Highlight(current=highlight)
+    if path:
+        steps = [(a, b, None) for a, b in itertools.pairwise(path)]
+        mark = Highlight(current=mark.current or path[-1], steps=[*mark.steps, *steps])
+
+    lines = ["---", f"title: {_text(flow.title or flow.name)}", "---", "stateDiagram-v2"]
+    lines.append(f"    direction {direction or layout_direction(flow)}")
+    for state in flow.states:
+        sid = state_id(state.name)
+        if state.kind == "choice":
+            lines.append(f"    state {sid} <<choice>>")
+            continue
+        if sid != state.name:
+            lines.append(f'    state "{_text(state.name)}" as {sid}')
+        if state.title:
+            lines.append(f"    {sid} : {_text(state.title)}")
+    arrows = edges(flow)
+    if any(e.inherited for e in arrows):
+        lines.append('    state "any state" as any_state')
+    lines.append(f"    [*] --> {state_id(flow.initial)}")
+    for edge in arrows:
+        t = edge.transition
+        parts = label_parts(t, labels)
+        if t.back:
+            parts.append("(back)")
+        label = f" : {_text(' '.join(parts))}" if parts else ""
+        lines.append(f"    {state_id(edge.source)} --> {state_id(edge.target)}{label}")
+    for state in flow.states:
+        if state.kind == "final":
+            lines.append(f"    {state_id(state.name)} --> [*]")
+
+    styled: list[str] = []
+    if mark.current and mark.current in {s.name for s in flow.states if s.kind != "choice"}:
+        styled.append("    classDef current fill:#ffca28,stroke:#e65100,stroke-width:2px")
+        styled.append(f"    class {state_id(mark.current)} current")
+    # Mermaid cannot style a transition, so the path shows as the states it went through.
+    drawable = {s.name for s in flow.states if s.kind != "choice"}
+    visited = sorted((mark.visited - {mark.current or ""}) & drawable)
+    if visited:
+        styled.append("    classDef visited fill:#fff3c4")
+        styled.append(f"    class {', '.join(state_id(n) for n in visited)} visited")
+    return "\n".join(lines + styled) + "\n"
+
+
+_ESCAPES = {"#": "#35;", ";": "#59;", '"': "#quot;", "\n": " ", ":": "#58;"}
+
+
+def _text(text: str) -> str:
+    """Mermaid reads `;` as a line end, `#…;` as an entity and `:` as a separator."""
+    return "".join(_ESCAPES.get(c, c) for c in text)

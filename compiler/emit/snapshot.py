@@ -1,0 +1,61 @@
+"""Reading what `flowc run` saved (a runtime snapshot) into what a diagram highlights.
+
+Only the parts a diagram needs are read: the current state and the steps taken. The reader
+accepts the few spellings a snapshot may use (`source`/`target` or `from`/`to`, the trigger
+as `event` or `trigger`) and ignores everything else, so it keeps working as the snapshot
+format gains fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler.emit.labels import Highlight
+
+
+class SnapshotError(ValueError):
+    """The file is not a snapshot this reader understands."""
+
+
+def read_snapshot(path: str | Path) -> Highlight:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from exc
+    return snapshot_highlight(raw)
+
+
+def snapshot_highlight(raw: Any) -> Highlight:
+    if not isinstance(raw, Mapping):
+        raise SnapshotError("a snapshot is a JSON object")
+    # Tolerate a snapshot wrapped in an envelope ({"snapshot": {...}} or {"instance": {...}}).
+    for key in ("snapshot", "instance"):
+        inner = raw.get(key)
+        if isinstance(inner, Mapping) and "state" in inner:
+            raw = inner
+            break
+    state = raw.get("state")
+    if isinstance(state, Mapping):
+        state = state.get("name")
+    if not isinstance(state, str):
+        raise SnapshotError("a snapshot needs a `state` naming the current state")
+    steps: list[tuple[str, str, str | None]] = []
+    history = raw.get("history", [])
+    if not isinstance(history, list):
+        raise SnapshotError("`history` must be a list of steps")
+    for step in history:
+        if not isinstance(step, Mapping):
+            continue
+        source = step.get("source", step.get("from"))
+        target = step.get("target", step.get("to"))
+        trigger = step.get("event", step.get("trigger"))
+        if isinstance(trigger, Mapping):
+            trigger = trigger.get("name") or trigger.get("event")
+        if isinstance(source, str) and isinstance(target, str):
+            steps.append((source, target, trigger if isinstance(trigger, str) else None))
+    return Highlight(current=state, steps=steps)

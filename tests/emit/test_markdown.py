@@ -1,0 +1,65 @@
+"""Markdown docs: every state, transition, event and context field is in the tables."""
+
+from __future__ import annotations
+
+from flowc.compiler.emit.markdown import to_markdown
+from flowc.runtime.model import CompiledFlow
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def table_rows(block: str) -> list[list[str]]:
+    rows = []
+    for line in block.splitlines():
+        if line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            rows.append(cells)
+    return rows[1:]  # without the header
+
+
+def test_page(sample: CompiledFlow) -> None:
+    text = to_markdown(sample, "review.svg", source_name="flows/review.flow")
+    assert text.startswith("# Document review\n")
+    assert "![State diagram of `review`](review.svg)" in text
+    assert "`flows/review.flow`" in text
+    states = table_rows(section(text, "States"))
+    assert [r[0] for r in states] == [f"`{s.name}`" for s in sample.states]
+    draft = states[0]
+    assert draft[1] == "Author writes" and "initial" in draft[2]
+    assert "`submit`" in draft[3] and "`cancel`" in draft[3]
+    assert 'panel: `"editor"`' in draft[5]
+    review = next(r for r in states if r[0] == "`REVIEW`")
+    assert "after 2d" in review[3] and "entry: `reminders = 0`" in review[4]
+
+    transitions = table_rows(section(text, "Transitions").split("### In every state")[0])
+    own = [t for t in sample.transitions if not t.inherited]
+    assert len(transitions) == len(own)
+    refusal = ["`DRAFT`", "`submit`", "`len(event.text) == 0`"]
+    assert transitions[0] == [*refusal, "refused: `empty_text` “Nothing to review.”", ""]
+    assert any(r[3] == "`DRAFT` (back, needs force)" for r in transitions)
+    assert any(r[1] == "routing" and r[2] == "`rounds > 3`" for r in transitions)
+    inherited = table_rows(section(text, "Transitions").split("### In every state")[1])
+    assert inherited == [["`cancel`", "", "`CANCELLED`", ""]]
+
+    events = table_rows(section(text, "Events"))
+    assert [r[0] for r in events] == ["`submit`", "`decide`", "`cancel`"]
+    assert events[1][1] == "`verdict: Verdict`, `note: str`"
+    context = table_rows(section(text, "Context"))
+    assert context[2] == ["`notes`", "`list[str]`", "`[]`"]
+    assert table_rows(section(text, "Enums")) == [["`Verdict`", "`APPROVE`, `REJECT`"]]
+
+
+def test_page_without_svg_embeds_mermaid(sample: CompiledFlow) -> None:
+    text = to_markdown(sample)
+    assert "```mermaid\n---\ntitle: Document review\n---\nstateDiagram-v2\n" in text
+
+
+def test_pipes_in_cells_are_escaped(sample: CompiledFlow) -> None:
+    flow = sample.model_copy(
+        update={
+            "states": (sample.states[0].model_copy(update={"title": "a | b"}), *sample.states[1:])
+        }
+    )
+    assert "| a \\| b |" in to_markdown(flow)
