@@ -46,9 +46,7 @@ def lint(flow: CompiledFlow, source: SourceFile) -> list[Diagnostic]:
         for rule in RULES.values():
             found.extend(rule(graph))
     kept = apply_suppressions(found, source)
-    return sorted(
-        (dataclasses.replace(d, file=source.path) for d in kept), key=Diagnostic.sort_key
-    )
+    return sorted((dataclasses.replace(d, file=source.path) for d in kept), key=Diagnostic.sort_key)
 
 
 @contextmanager
