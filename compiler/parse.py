@@ -272,7 +272,15 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
 
 #: Tokens the parser may pretend it saw, so that one mistake does not derail the rest of the
 #: statement (and report a second, spurious error). Order is preference.
-_INSERTABLE = ("ARROW", "NAME", "RPAR", "RSQB", "RBRACE", "COMMA", "INT")
+_INSERTABLE = {
+    "ARROW": "->",
+    "NAME": "_",
+    "RPAR": ")",
+    "RSQB": "]",
+    "RBRACE": "}",
+    "COMMA": ",",
+    "INT": "0",
+}
 
 
 def _repair(parser: InteractiveParser | None, token: Token) -> bool:
@@ -285,7 +293,7 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
         trial: InteractiveParser = parser.copy()  # type: ignore[no-untyped-call]
         try:
             for kind in prefix:
-                trial.feed_token(Token.new_borrow_pos(kind, "?", token))
+                trial.feed_token(Token.new_borrow_pos(kind, _INSERTABLE[kind], token))
             trial.feed_token(token)
         except UnexpectedInput:
             return None
@@ -298,7 +306,7 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
         for prefix in ((first,), *((first, second) for second in _INSERTABLE)):
             if fits(prefix) is not None:
                 for kind in prefix:
-                    parser.feed_token(Token.new_borrow_pos(kind, "?", token))
+                    parser.feed_token(Token.new_borrow_pos(kind, _INSERTABLE[kind], token))
                 parser.feed_token(token)
                 return True
     return False
