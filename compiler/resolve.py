@@ -61,14 +61,40 @@ class Symbols:
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
-    """A did-you-mean help line, or None when nothing is close."""
-    pool = list(candidates)
-    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
-    if not close:
-        lowered = {c.lower(): c for c in pool}
-        if name.lower() in lowered:
-            close = [lowered[name.lower()]]
-    return f"did you mean `{close[0]}`?" if close else None
+    """A did-you-mean help line, or None when nothing is close.
+
+    Closeness is the edit distance with transpositions (`og` is one step from `go`), allowed
+    to grow with the name's length; ties go to the candidate difflib finds most similar.
+    """
+    pool = [c for c in candidates if c != name]
+    if not pool:
+        return None
+    budget = max(1, len(name) // 3)
+    scored = [(edit_distance(name.lower(), c.lower()), c) for c in pool]
+    near = [c for d, c in scored if d <= budget and d < len(c)]
+    if not near:
+        return None
+    best = min(d for d, c in scored if c in near)
+    ties = [c for d, c in scored if d == best and c in near]
+    ranked = difflib.get_close_matches(name, ties, n=1, cutoff=0.0) or ties
+    return f"did you mean `{ranked[0]}`?"
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions, transpositions."""
+    if abs(len(a) - len(b)) > 3:
+        return abs(len(a) - len(b))
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[len(b)]
 
 
 class Resolver:

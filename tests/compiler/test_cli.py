@@ -1,0 +1,157 @@
+"""`flowc check` and `flowc compile` as a user runs them: exit codes, output, files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowc.compiler.cli import main
+from flowc.runtime import CompiledFlow, __version__
+
+GOOD = """flow good
+context { n: int = 0 }
+event go(k: int)
+initial state A { on go -> B do n = event.k }
+final state B
+"""
+BAD = "flow bad\nevent go\ninitial state A { on og -> B }\nfinal state B\n"
+WARNS = """flow warns
+context { n: int = 0 }
+event go(k: int)
+event unused
+initial state A { on go -> B do n = event.k }
+final state B
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "good.flow").write_text(GOOD)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bad.flow").write_text(BAD)
+    (tmp_path / "warns.flow").write_text(WARNS)
+    (tmp_path / "notes.txt").write_text("not a flow")
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_check_clean_file_exits_0(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "check", str(files / "good.flow"))
+    assert code == 0
+    assert out == ""
+    assert "0 errors, 0 warnings in 1 file" in err
+
+
+def test_check_directory_finds_flows_recursively_and_fails_on_errors(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "check", str(files))
+    assert code == 1
+    assert f"{files / 'sub' / 'bad.flow'}:3:22: error[E105]: unknown event `og`" in out
+    assert "help: did you mean `go`?" in out
+    assert "3 | initial state A { on og -> B }" in out
+    assert "1 error, 1 warning in 3 files" in err
+
+
+def test_warnings_pass_unless_strict(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check", str(files / "warns.flow"))
+    assert code == 0
+    assert "warning[W310]" in out
+    code, _, _ = run(capsys, "check", "--strict", str(files / "warns.flow"))
+    assert code == 1
+
+
+def test_json_format(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check", "--format", "json", str(files))
+    assert code == 1
+    report = json.loads(out)
+    by_file = {Path(f["file"]).name: f for f in report["files"]}
+    assert by_file["good.flow"] == {"file": str(files / "good.flow"), "ok": True, "diagnostics": []}
+    (diag,) = by_file["bad.flow"]["diagnostics"]
+    assert diag["code"] == "E105" and (diag["line"], diag["column"]) == (3, 22)
+    assert diag["help"] == "did you mean `go`?"
+    assert report["errors"] == 1 and report["warnings"] == 1
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "check", str(tmp_path / "nope.flow"))
+    assert code == 2
+    assert "no such file or directory" in err
+
+
+def test_directory_without_flows_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "check", str(tmp_path))
+    assert code == 2
+    assert "no .flow files" in err
+
+
+def test_bad_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--no-such-flag", "x.flow"])
+    assert exit_info.value.code == 2
+
+
+def test_compile_writes_loadable_json(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_path = files / "out" / "good.json"
+    code, _, err = run(capsys, "compile", str(files / "good.flow"), "-o", str(out_path))
+    assert code == 0
+    assert "wrote" in err
+    flow = CompiledFlow.from_json(out_path.read_text())
+    assert flow.name == "good" and flow.initial == "A"
+    assert [t.target for t in flow.transitions] == ["B"]
+
+
+def test_compile_to_stdout_is_deterministic(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, first, _ = run(capsys, "compile", str(files / "good.flow"))
+    _, second, _ = run(capsys, "compile", str(files / "good.flow"))
+    assert first == second
+    assert json.loads(first)["ir_version"] == 1
+
+
+def test_compile_refuses_a_flow_with_errors(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_path = files / "bad.json"
+    code, _, err = run(capsys, "compile", str(files / "sub" / "bad.flow"), "-o", str(out_path))
+    assert code == 1
+    assert "error[E105]" in err
+    assert not out_path.exists()
+
+
+def test_compile_strict_refuses_warnings(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(capsys, "compile", "--strict", str(files / "warns.flow"))
+    assert code == 1
+
+
+def test_console_script_version_and_help() -> None:
+    exe = Path(sys.executable).with_name("flowc")
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.strip() == f"flowc {__version__}"
+    for command in ("check", "compile"):
+        helped = subprocess.run(
+            [str(exe), command, "--help"], capture_output=True, text=True, check=True
+        )
+        assert "usage: flowc " + command in helped.stdout
+        assert "Exit status" in helped.stdout or "--strict" in helped.stdout
+
+
+def test_color_is_off_when_not_a_terminal_and_forced_on_request(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, plain, _ = run(capsys, "check", str(files / "sub" / "bad.flow"))
+    assert "\x1b[" not in plain
+    _, colored, _ = run(capsys, "check", "--color", "always", str(files / "sub" / "bad.flow"))
+    assert "\x1b[1;31merror[E105]" in colored
