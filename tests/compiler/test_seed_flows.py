@@ -132,7 +132,7 @@ def test_stage_questions_valid_transitions_are_the_seeds() -> None:
 def test_stage_questions_skip_rules() -> None:
     flow = compiled("stage_questions")
     rejects = {(t.source, t.code) for t in flow.transitions if t.kind == "reject"}
-    assert rejects == {("required", "required_empty"), ("open", "open_empty")}
+    assert rejects == {("required", "required_empty"), ("open", "open_answer_required")}
     # basic and advanced accept {} (an explicit skip) and record it.
     for stage in ("basic", "advanced"):
         [answer] = [t for t in outgoing(flow, stage) if t.event == "answer"]
