@@ -110,8 +110,8 @@ def to_dot(
         )
     graph.edge(START, flow.initial, color="black")
     taken = mark.taken(arrows)
-    for i, edge in enumerate(arrows):
-        _edge(graph, edge, labels, i in taken)
+    for group in _bundles(arrows):
+        _edge(graph, [arrows[i] for i in group], labels, any(i in taken for i in group))
     return graph
 
 
@@ -192,7 +192,12 @@ def _state_node(
             text = html.escape(f"{t.event}{guard}: refuse {t.code}")
             lines.append(f'<font point-size="8" color="{_MUTED}"><i>{text}</i></font>')
     if state.kind == "final":
-        attrs.update(shape="doublecircle", margin="0.02", width="0.3")
+        # A circle is as wide as its longest line: wrap name and title into short lines.
+        lines = ["<br/>".join(f"<b>{html.escape(p)}</b>" for p in _wrap(state.name, "_"))]
+        if state.title:
+            title = "<br/>".join(html.escape(p) for p in _wrap(state.title, " "))
+            lines.append(f'<font point-size="8">{title}</font>')
+        attrs.update(shape="doublecircle", margin="0", width="0.3", fontsize="10")
     elif state.kind == "choice":
         attrs.update(shape="diamond", fontsize="9", margin="0.03", height="0.5")
         lines[0] = name  # a routing node is a junction; keep it small
@@ -205,20 +210,55 @@ def _state_node(
     graph.node(state.name, label="<" + "<br/>".join(lines) + ">", **attrs)
 
 
-def _edge(graph: graphviz.Digraph, edge: Edge, labels: LabelMode, taken: bool) -> None:
-    t = edge.transition
+def _bundles(arrows: list[Edge]) -> list[list[int]]:
+    """Arrows grouped by the two states they join (and their style), in first-seen order.
+
+    Several rules between the same two states become one arrow with one label line per rule:
+    drawn one by one, stacked self-loops hide their own labels.
+    """
+    groups: dict[tuple[str, str, bool, bool], list[int]] = {}
+    for i, e in enumerate(arrows):
+        groups.setdefault((e.source, e.target, e.transition.back, e.inherited), []).append(i)
+    return list(groups.values())
+
+
+def _edge(graph: graphviz.Digraph, bundle: list[Edge], labels: LabelMode, taken: bool) -> None:
+    first = bundle[0]
     attrs: dict[str, str] = {}
-    label = edge_label(t, labels)
-    if label:
-        attrs["label"] = _dot_text(label)
-    if t.back:
+    lines: list[str] = []
+    for e in bundle:
+        for line in edge_label(e.transition, labels).split("\n"):
+            if line and line not in lines:
+                lines.append(line)
+    if lines:
+        attrs["label"] = _dot_text("\n".join(lines))
+    if first.transition.back:
         # Ranking ignores back edges so the forward path stays a straight line.
         attrs.update(style="dashed", constraint="false")
-    if edge.inherited:
+    if first.inherited:
         attrs.update(style="dotted", color=_MUTED)
     if taken:
         attrs.update(color=_PATH, penwidth="2.2", fontcolor=_PATH)
-    graph.edge(edge.source, edge.target, **attrs)
+    graph.edge(first.source, first.target, **attrs)
+
+
+def _wrap(text: str, separator: str, width: int = 12) -> list[str]:
+    """Greedy wrap at `separator` (kept at the end of a line for `_`, dropped for spaces)."""
+    keep = separator if separator != " " else ""
+    pieces = text.split(separator)
+    lines: list[str] = []
+    current = ""
+    for i, piece in enumerate(pieces):
+        word = piece + (keep if i < len(pieces) - 1 else "")
+        joiner = "" if keep or not current else " "
+        if current and len(current) + len(joiner) + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current += joiner + word
+    if current:
+        lines.append(current)
+    return lines
 
 
 def _dot_text(text: str) -> str:

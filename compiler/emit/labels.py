@@ -44,8 +44,9 @@ def trigger_text(t: Transition) -> str:
 def label_parts(t: Transition, mode: LabelMode) -> list[str]:
     """The pieces of an edge label: trigger, `[guard]`, `/ actions` (each may be absent).
 
-    `events` shows what triggers the edge; for routing edges the guard *is* the trigger, so it
-    is shown there too. `full` adds guards and actions everywhere.
+    `events` shows what triggers the edge; for edges without an event (routing, direct, timer)
+    the guard is part of the trigger, so it is shown there too. `full` adds guards and actions
+    everywhere.
     """
     if mode == "none":
         return []
@@ -53,7 +54,8 @@ def label_parts(t: Transition, mode: LabelMode) -> list[str]:
     trigger = trigger_text(t)
     if trigger:
         parts.append(trigger)
-    show_guard = mode == "full" or t.kind == "choice"
+    # Without an event, the guard is what decides the edge: show it even in `events` mode.
+    show_guard = mode == "full" or t.kind in ("choice", "direct", "timer")
     if show_guard and t.guard is not None:
         parts.append(f"[{expr_text(t.guard)}]")
     if mode == "full" and t.actions:

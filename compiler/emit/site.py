@@ -49,11 +49,6 @@ def svg_source_hash(svg: bytes) -> str | None:
     return m.group(1).decode() if m else None
 
 
-def without_generator(svg: bytes) -> bytes:
-    """The SVG minus the line naming the Graphviz version, for comparisons."""
-    return _GENERATOR.sub(b"", svg)
-
-
 def build(docs: list[FlowDoc], *, svg: bool = True) -> dict[str, bytes]:
     """File name -> content for every page, diagram and the index."""
     files: dict[str, bytes] = {}
@@ -93,3 +88,33 @@ def source_name(path: Path, root: Path | None = None) -> str:
         with contextlib.suppress(ValueError):
             path = path.resolve().relative_to(root.resolve())
     return path.as_posix()
+
+
+def stale_files(docs: list[FlowDoc], files: dict[str, bytes], out_dir: Path) -> list[str]:
+    """Names of `files` whose copy in `out_dir` is missing or differs.
+
+    An SVG is current when it was drawn from the same DOT source; when the Graphviz versions
+    match, its bytes must be identical too (another version may lay the same graph out
+    differently, which is not staleness).
+    """
+    svg_hashes = {f"{d.stem}.svg": dot_hash(d.flow) for d in docs}
+    stale: list[str] = []
+    for name, content in sorted(files.items()):
+        target = out_dir / name
+        if not target.is_file():
+            stale.append(name)
+            continue
+        existing = target.read_bytes()
+        if name not in svg_hashes:
+            if existing != content:
+                stale.append(name)
+        elif svg_source_hash(existing) != svg_hashes[name] or (
+            _generator(existing) == _generator(content) and existing != content
+        ):
+            stale.append(name)
+    return stale
+
+
+def _generator(svg: bytes) -> bytes:
+    m = _GENERATOR.search(svg)
+    return m.group() if m else b""
