@@ -155,3 +155,11 @@ def test_color_is_off_when_not_a_terminal_and_forced_on_request(
     assert "\x1b[" not in plain
     _, colored, _ = run(capsys, "check", "--color", "always", str(files / "sub" / "bad.flow"))
     assert "\x1b[1;31merror[E105]" in colored
+
+
+def test_readme_example_compiles_cleanly() -> None:
+    from flowc.compiler import compile_source
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    source = readme.split("```flow\n", 1)[1].split("```", 1)[0]
+    assert compile_source(source, "README.flow").diagnostics == []

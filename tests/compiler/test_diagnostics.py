@@ -186,3 +186,13 @@ def test_documented_example_reports_its_code_where_the_docs_say(
 def test_docs_have_an_example_for_most_codes() -> None:
     documented = {e[0] for e in _documented_examples()}
     assert {c for c, *_ in CASES} - documented <= {"E001", "E005", "E006"}
+
+
+def test_grammar_is_lalr_and_its_terminals_never_collide() -> None:
+    """The parser runs our own lexer; let Lark's strict mode vet the terminals themselves."""
+    from importlib import resources
+
+    from lark import Lark
+
+    grammar = resources.files("flowc.grammar").joinpath("flow.lark").read_text(encoding="utf-8")
+    Lark(grammar, parser="lalr", lexer="basic", strict=True)  # raises on any conflict
