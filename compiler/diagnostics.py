@@ -123,7 +123,11 @@ def render_text(diag: Diagnostic, line_text: str, *, color: bool = False) -> str
         f"{style(f'{diag.severity.value}[{diag.code}]', sev_color)}: {diag.message}"
     )
     lines = [header]
-    shown = line_text.expandtabs(1)
+    # Control characters (a NUL in a damaged file) would garble the terminal; each becomes one
+    # replacement character so the caret still lines up.
+    shown = "".join(
+        ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in line_text.expandtabs(1)
+    )
     if len(shown) > 200:  # a minified or generated line: show the part around the caret
         start = max(0, diag.span.column - 60)
         shown = shown[start : start + 160]

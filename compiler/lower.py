@@ -33,20 +33,32 @@ def _new(cls: type[M], **fields: Any) -> M:
 class Lowerer:
     def __init__(self, symbols: Symbols) -> None:
         self.symbols = symbols
+        #: Identical expression nodes are built once and shared (flows repeat `attempts < 3`
+        #: and friends in every state); keyed by op, value and the ids of shared children.
+        self._interned: dict[tuple[Any, ...], ir.Expr] = {}
 
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
+        op, value, args = self._expr_parts(node)
+        key = (op, type(value), value, tuple(id(a) for a in args))
+        found = self._interned.get(key)
+        if found is None:
+            found = _new(ir.Expr, op=op, value=value, args=args)
+            self._interned[key] = found
+        return found
+
+    def _expr_parts(self, node: ast.Expr) -> tuple[str, Any, tuple[ir.Expr, ...]]:
         symbols = self.symbols
         if isinstance(node, ast.Literal_):
-            return _new(ir.Expr, op="lit", value=node.value)
+            return ("lit", node.value, ())
         if isinstance(node, ast.Name):
             if node.name in symbols.context:
-                return _new(ir.Expr, op="ctx", value=node.name)
-            return _new(ir.Expr, op="lit", value=node.name)  # an enum member
+                return ("ctx", node.name, ())
+            return ("lit", node.name, ())  # an enum member
         if isinstance(node, ast.EventField):
-            return _new(ir.Expr, op="event", value=node.name)
+            return ("event", node.name, ())
         if isinstance(node, ast.StateField):
-            return _new(ir.Expr, op="state", value=node.name)
+            return ("state", node.name, ())
         if isinstance(node, ast.Attribute):
             obj = node.obj
             if (
@@ -54,23 +66,21 @@ class Lowerer:
                 and obj.name in symbols.enums
                 and obj.name not in symbols.context
             ):
-                return _new(ir.Expr, op="lit", value=node.name.name)
-            return _new(ir.Expr, op="attr", args=(self.expr(obj),), value=node.name.name)
+                return ("lit", node.name.name, ())
+            return ("attr", node.name.name, (self.expr(obj),))
         if isinstance(node, ast.Subscript):
-            return _new(ir.Expr, op="index", args=(self.expr(node.obj), self.expr(node.index)))
+            return ("index", None, (self.expr(node.obj), self.expr(node.index)))
         if isinstance(node, ast.Call):
-            return _new(
-                ir.Expr, op="call", value=node.func.name, args=tuple(map(self.expr, node.args))
-            )
+            return ("call", node.func.name, tuple(map(self.expr, node.args)))
         if isinstance(node, ast.ListLit):
-            return _new(ir.Expr, op="list", args=tuple(map(self.expr, node.items)))
+            return ("list", None, tuple(map(self.expr, node.items)))
         if isinstance(node, ast.MapLit):
             flat = tuple(self.expr(part) for entry in node.entries for part in entry)
-            return _new(ir.Expr, op="map", args=flat)
+            return ("map", None, flat)
         if isinstance(node, ast.Unary):
-            return _new(ir.Expr, op=node.op, args=(self.expr(node.operand),))
+            return (node.op, None, (self.expr(node.operand),))
         if isinstance(node, ast.Binary):
-            return _new(ir.Expr, op=node.op, args=(self.expr(node.left), self.expr(node.right)))
+            return (node.op, None, (self.expr(node.left), self.expr(node.right)))
         raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
 
     def constant(self, node: ast.Expr) -> Any:
