@@ -132,8 +132,13 @@ def edges(flow: CompiledFlow) -> list[Edge]:
     return result
 
 
-def refusals(flow: CompiledFlow, state: str) -> list[Transition]:
-    return [t for t in flow.transitions if t.source == state and t.kind == "reject"]
+def refusals(flow: CompiledFlow) -> dict[str, list[Transition]]:
+    """`reject` rules (which have no arrow) per state, in the order they are tried."""
+    found: dict[str, list[Transition]] = {}
+    for t in sorted(flow.transitions, key=lambda t: t.index):
+        if t.kind == "reject":
+            found.setdefault(t.source, []).append(t)
+    return found
 
 
 # ---- highlighting -----------------------------------------------------------------------------

@@ -66,6 +66,9 @@ def to_markdown(
     """
     template = _environment().get_template("flow.md.j2")
     own = [t for t in flow.transitions if not t.inherited]
+    by_source: dict[str, list[Transition]] = {}
+    for t in sorted(flow.transitions, key=lambda t: t.index):
+        by_source.setdefault(t.source, []).append(t)
     inherited = _unique_rules([t for t in flow.transitions if t.inherited])
     text = template.render(
         flow=flow,
@@ -73,7 +76,7 @@ def to_markdown(
         summary=_summary(flow, source_name),
         svg_path=svg_path,
         mermaid=None if svg_path else to_mermaid(flow),
-        states=[_state_row(flow, s) for s in flow.states],
+        states=[_state_row(s, by_source.get(s.name, [])) for s in flow.states],
         transitions=_transition_rows(flow, own),
         inherited=[_transition_row(t, "") for t in inherited],
         events=[
@@ -150,13 +153,12 @@ def _summary(flow: CompiledFlow, source_name: str | None) -> str:
     return line
 
 
-def _state_row(flow: CompiledFlow, state: State) -> _StateRow:
+def _state_row(state: State, mine: list[Transition]) -> _StateRow:
     kinds = []
     if state.initial:
         kinds.append("initial")
     if state.kind != "normal":
         kinds.append(state.kind)
-    mine = [t for t in flow.transitions if t.source == state.name]
     accepts: list[str] = []
     for t in mine:
         if t.kind in ("event", "reject") and t.event and f"`{t.event}`" not in accepts:

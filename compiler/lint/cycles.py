@@ -105,48 +105,44 @@ def back_edges_not_back(g: FlowGraph) -> Iterator[Diagnostic]:
         )
 
 
-#: Up to this many distinct back targets, one walk per target beats building a second graph.
-_WALKS_LIMIT = 16
+#: Up to this many distinct back targets, one walk per target beats the condensation.
+_WALKS_LIMIT = 4
 
 
 def _leads_back(g: FlowGraph, back: list[Transition]) -> Callable[[Transition], bool]:
-    forward_pairs = {(t.source, g.dest(t)) for t in g.live_transitions if not t.back}
+    forward = g.forward
     sources_of: dict[str, set[str]] = defaultdict(set)
     for t in back:
         sources_of[g.dest(t)].add(t.source)
 
     if len(sources_of) <= _WALKS_LIMIT:
         # Walk forward from each target until every state it should lead back from is seen.
-        succ = g.live.succ
+        succ = forward.succ
         ok: set[tuple[str, str]] = set()
         for target, sources in sources_of.items():
             wanted = set(sources)
             seen = {target}
             stack = [target]
             while stack and wanted:
-                node = stack.pop()
-                for nxt in succ[node]:
-                    if nxt not in seen and (node, nxt) in forward_pairs:
+                for nxt in succ[stack.pop()]:
+                    if nxt not in seen:
                         seen.add(nxt)
                         wanted.discard(nxt)
                         stack.append(nxt)
             ok.update((s, target) for s in sources - wanted)
-        return lambda t: (t.source, g.target(t)) in ok
+        return lambda t: (t.source, g.dest(t)) in ok
 
     # Many targets: one pass over the condensation of the forward graph in topological order,
     # carrying one bit per target ("this target can reach here"): linear in the graph times
     # targets / 64. networkx finds the components; the condensed DAG is walked with plain
-    # dicts because nx.condensation rebuilds every edge through its views, which dominated.
-    forward = nx.DiGraph()
-    forward.add_nodes_from(g.states)
-    forward.add_edges_from(forward_pairs)
+    # lists because nx.condensation rebuilds every edge through its views, which dominated.
     component_of: dict[str, int] = {}
     for i, members in enumerate(nx.strongly_connected_components(forward)):
         for name in members:
             component_of[name] = i
     count = len(set(component_of.values()))
     downstream: list[set[int]] = [set() for _ in range(count)]
-    for u, v in forward_pairs:
+    for u, v in forward.edges():
         cu, cv = component_of[u], component_of[v]
         if cu != cv:
             downstream[cu].add(cv)

@@ -1,8 +1,10 @@
 """The transition graph of one flow, built once and shared by every lint rule.
 
-Besides the networkx graphs, this works out which transitions can never fire (a constant
-false guard, or an earlier rule on the same trigger that always matches first): those edges
-are left out of `live`, so reachability is judged on what can really happen.
+It works out which transitions can never fire (a constant false guard, or an earlier rule on
+the same trigger that always matches first) and leaves them out, so reachability is judged on
+what can really happen. The graph is kept as one networkx `DiGraph` of the forward edges (the
+one the cycle analyses need) plus the few `back` edges beside it: building a second graph
+with them would cost as much as all the rules together on a 50,000-state flow.
 """
 
 from __future__ import annotations
@@ -50,8 +52,10 @@ class FlowGraph:
     dead: set[int] = field(init=False)
     #: Every transition that has a target and can fire, in `index` order.
     live_transitions: list[Transition] = field(init=False)
-    #: The states joined by `live_transitions` (one edge however many transitions join them).
-    live: nx.DiGraph = field(init=False)
+    #: The states joined by live transitions that are not `back` edges.
+    forward: nx.DiGraph = field(init=False)
+    #: Live `back` edges: source -> targets (not in `forward` unless also a forward edge).
+    back: dict[str, set[str]] = field(init=False)
 
     def __post_init__(self) -> None:
         flow = self.flow
@@ -72,10 +76,19 @@ class FlowGraph:
         self.live_transitions = [
             t for t in ordered if t.target is not None and t.index not in self.dead
         ]
-        live = nx.DiGraph()
-        live.add_nodes_from(self.states)
-        live.add_edges_from((t.source, self.dest(t)) for t in self.live_transitions)
-        self.live = live
+        forward = nx.DiGraph()
+        forward.add_nodes_from(self.states)
+        pairs: list[tuple[str, str]] = []
+        self.back = defaultdict(set)
+        for t in self.live_transitions:
+            target = t.target if t.target != "self" else t.source
+            assert target is not None
+            if t.back:
+                self.back[t.source].add(target)
+            else:
+                pairs.append((t.source, target))
+        forward.add_edges_from(pairs)
+        self.forward = forward
 
     # ---- facts shared by several rules ----------------------------------------------------
 
@@ -99,29 +112,49 @@ class FlowGraph:
             return True
         return t.guard is None or self.constant.get(t.index) is True
 
+    def successors(self, name: str) -> set[str]:
+        """Where the live transitions of `name` lead (itself included for self-loops)."""
+        found = set(self.forward.succ[name])
+        found.update(self.back.get(name, ()))
+        return found
+
     @cached_property
     def reachable(self) -> set[str]:
+        """States some sequence of live transitions leads to from the initial state."""
         start = self.flow.initial
-        if start not in self.live:
+        if start not in self.states:
             return set()
-        found: set[str] = nx.descendants(self.live, start)
-        found.add(start)
-        return found
+        succ = self.forward.succ
+        back = self.back
+        seen = {start}
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            for nxt in (*succ[node], *back.get(node, ())):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
 
     @cached_property
     def can_finish(self) -> set[str]:
         """States from which some final state can be reached (finals included)."""
+        before: dict[str, list[str]] = defaultdict(list)
+        for source, targets in self.back.items():
+            for target in targets:
+                before[target].append(source)
+        pred = self.forward.pred
         finals = [s.name for s in self.flow.states if s.kind == "final"]
-        result: set[str] = set(finals)
-        # One multi-source walk backwards instead of one traversal per final state.
+        seen = set(finals)
+        # One multi-source walk backwards instead of one per final state.
         stack = list(finals)
-        pred = self.live.pred
         while stack:
-            for before in pred[stack.pop()]:
-                if before not in result:
-                    result.add(before)
-                    stack.append(before)
-        return result
+            node = stack.pop()
+            for prev in (*pred[node], *before.get(node, ())):
+                if prev not in seen:
+                    seen.add(prev)
+                    stack.append(prev)
+        return seen
 
     # ---- positions ------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ def dead_ends(g: FlowGraph) -> Iterator[Diagnostic]:
     for state in g.flow.states:
         if state.kind == "final":
             continue
-        if any(v != state.name for v in g.live.successors(state.name)):
+        if g.successors(state.name) - {state.name}:
             continue
         own = g.outgoing.get(state.name, [])
         if not own:
@@ -88,7 +88,7 @@ def cannot_finish(g: FlowGraph) -> Iterator[Diagnostic]:
         name = state.name
         if name in can_finish or name not in reachable:
             continue
-        if not any(v != name for v in g.live.successors(name)):
+        if not g.successors(name) - {name}:
             continue  # W302 already says it is stuck
         yield Diagnostic.make(
             "W303",
