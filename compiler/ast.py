@@ -65,6 +65,14 @@ class StateField:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class StateMeta:
+    """`state.meta.KEY`: a meta value of the current state."""
+
+    key: str
+    span: Span
+
+
 LiteralKind = Literal["int", "float", "str", "bool", "none"]
 
 
@@ -136,6 +144,7 @@ Expr = (
     Name
     | EventField
     | StateField
+    | StateMeta
     | Literal_
     | ListLit
     | MapLit

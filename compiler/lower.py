@@ -59,6 +59,8 @@ class Lowerer:
             return ("event", node.name, ())
         if isinstance(node, ast.StateField):
             return ("state", node.name, ())
+        if isinstance(node, ast.StateMeta):
+            return ("meta", node.key, ())
         if isinstance(node, ast.Attribute):
             obj = node.obj
             if (

@@ -764,6 +764,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def state_field(self, c: list[Any]) -> Any:
         return ast.StateField(c[1].name, _span(c))
 
+    def state_meta(self, c: list[Any]) -> Any:
+        # STATE, META, name
+        return ast.StateMeta(c[2].name, _span(c))
+
     def int_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(int(str(c[0])), "int", _token_span(c[0]))
 

@@ -7,7 +7,7 @@ reported once and its subtree becomes `ANY`, so it causes no further diagnostics
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -28,6 +28,11 @@ class Scope:
     #: why `event.` is unavailable here ("in an entry action"), for the diagnostic
     no_event_reason: str = ""
     constant: bool = False  # defaults: literals and enum members only
+    #: paths (see `_path_key`) known not to be none here, e.g. right of `x != none and ...`
+    narrowed: frozenset[str] = frozenset()
+
+    def narrow(self, facts: frozenset[str]) -> Scope:
+        return self if not facts else replace(self, narrowed=self.narrowed | facts)
 
 
 Check = Callable[[list[t.Ty], list[ast.Expr], Span], t.Ty]
@@ -38,6 +43,7 @@ class TypeChecker:
         self.symbols = symbols
         self.diagnostics: list[Diagnostic] = []
         self._jinja = ImmutableSandboxedEnvironment()
+        self._meta_cache: dict[str, t.Ty] | None = None
         self._functions: dict[str, Check] = {
             "len": self._fn_len,
             "min": self._fn_minmax,
@@ -51,6 +57,7 @@ class TypeChecker:
             "upper": self._fn_str,
             "trim": self._fn_str,
             "coalesce": self._fn_coalesce,
+            "str": self._fn_to_str,
         }
         assert set(self._functions) == EXPRESSION_FUNCTIONS
 
@@ -97,6 +104,10 @@ class TypeChecker:
             scope = Scope(None, where)
         if rule.guard is not None:
             self.check_guard(rule.guard, scope)
+            # Actions run only when the guard held; the payload cannot change meanwhile, so a
+            # guard's `event.x != none` still holds for them (context fields may be reassigned).
+            facts = _non_none_facts(rule.guard)
+            scope = scope.narrow(frozenset(f for f in facts if f.startswith("event:")))
         self.check_actions(rule.actions, scope)
         if rule.reject_message is not None:
             self.check_template(rule.reject_message)
@@ -302,6 +313,10 @@ class TypeChecker:
     def infer(self, expr: ast.Expr, scope: Scope) -> t.Ty:
         method = getattr(self, "_infer_" + type(expr).__name__)
         result: t.Ty = method(expr, scope)
+        if isinstance(result, t.OptionalTy) and scope.narrowed:
+            key = _path_key(expr)
+            if key is not None and key in scope.narrowed:
+                return result.inner
         return result
 
     def _infer_Invalid(self, expr: ast.Invalid, scope: Scope) -> t.Ty:
@@ -384,6 +399,44 @@ class TypeChecker:
             "available: `state.name`, `state.title`",
         )
 
+    def _infer_StateMeta(self, expr: ast.StateMeta, scope: Scope) -> t.Ty:
+        if scope.constant:
+            return self.error("E203", "a default cannot read the state", expr.span)
+        ty = self._meta_types().get(expr.key)
+        if ty is None:
+            keys = sorted(self._meta_types())
+            return self.error(
+                "E108", f"no state has meta key `{expr.key}`", expr.span, suggest(expr.key, keys)
+            )
+        if isinstance(ty, t.AnyTy):
+            return self.error(
+                "E201",
+                f"meta key `{expr.key}` holds values of different types in different states",
+                expr.span,
+                "use one type per key, or `null` where a state has no value",
+            )
+        return ty
+
+    def _meta_types(self) -> dict[str, t.Ty]:
+        """Type of each meta key over all states; optional when some state lacks it. A key
+        whose values cannot be joined maps to ANY (reported where it is read)."""
+        if self._meta_cache is None:
+            per_key: dict[str, list[t.Ty]] = {}
+            states = list(self.symbols.states.values())
+            for state in states:
+                merged: dict[str, object] = {}
+                for block in state.metas:
+                    merged.update(block.value)
+                for key, value in merged.items():
+                    per_key.setdefault(key, []).append(_json_type(value))
+            self._meta_cache = {}
+            for key, types in per_key.items():
+                joined = t.join(types)
+                if joined is not None and len(types) < len(states):
+                    joined = t.join([joined, t.NONE])
+                self._meta_cache[key] = t.ANY if joined is None else joined
+        return self._meta_cache
+
     def _infer_ListLit(self, expr: ast.ListLit, scope: Scope) -> t.Ty:
         items = [self.infer(item, scope) for item in expr.items]
         joined = t.join(items)
@@ -416,7 +469,7 @@ class TypeChecker:
                 "E208",
                 f"cannot read `.{name.name}` of a value that may be none",
                 name.span,
-                "check it first, or give the field a default",
+                "check it first (`x != none and x.f ...`), or use `coalesce(x, fallback)`",
             )
         if isinstance(ty, t.RecordTy):
             fields = self.symbols.records.get(ty.name, {})
@@ -480,6 +533,12 @@ class TypeChecker:
 
     def _infer_Call(self, expr: ast.Call, scope: Scope) -> t.Ty:
         name = expr.func.name
+        if name == "coalesce" and len(expr.args) == 2:
+            # The fallback is checked against the value's type, so record literals work.
+            value = self.infer(expr.args[0], scope)
+            inner = value.inner if isinstance(value, t.OptionalTy) else value
+            self.expect(expr.args[1], inner, scope, code="E201", what="the `coalesce` fallback")
+            return inner
         args = [self.infer(arg, scope) for arg in expr.args]
         check = self._functions.get(name)
         if check is None:
@@ -499,6 +558,14 @@ class TypeChecker:
             )
         if any(t.is_any(a) for a in args):
             return t.ANY
+        for arg_ty, arg in zip(args, expr.args, strict=True):
+            if isinstance(arg_ty, t.OptionalTy):
+                return self.error(
+                    "E208",
+                    f"`{name}` of a value that may be none",
+                    arg.span,
+                    "check it first (`x != none and ...`), or use `coalesce(x, fallback)`",
+                )
         return check(args, list(expr.args), expr.span)
 
     def _infer_Unary(self, expr: ast.Unary, scope: Scope) -> t.Ty:
@@ -515,7 +582,12 @@ class TypeChecker:
 
     def _infer_Binary(self, expr: ast.Binary, scope: Scope) -> t.Ty:
         left = self.infer(expr.left, scope)
-        right = self.infer(expr.right, scope)
+        right_scope = scope
+        if expr.op == "and":  # `x != none and x > 1`: x is not none on the right
+            right_scope = scope.narrow(_non_none_facts(expr.left))
+        elif expr.op == "or":  # `x == none or x > 1`: x is not none on the right
+            right_scope = scope.narrow(_none_facts(expr.left))
+        right = self.infer(expr.right, right_scope)
         op = expr.op
         if t.is_any(left) or t.is_any(right):
             return t.BOOL if op in _BOOL_RESULT else t.ANY
@@ -664,6 +736,15 @@ class TypeChecker:
             )
         return inner
 
+    def _fn_to_str(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        if self._arity("str", args, span, 1) and not (isinstance(args[0], t.Prim | t.EnumTy)):
+            self.error(
+                "E201",
+                f"`str` converts a bool, number, string or enum, not `{args[0]}`",
+                exprs[0].span,
+            )
+        return t.STR
+
     # ---- templates ---------------------------------------------------------------------
     def check_template(self, text: ast.Text) -> None:
         try:
@@ -708,6 +789,61 @@ def _is_constant(expr: ast.Expr) -> bool:
     if isinstance(expr, ast.MapLit):
         return all(_is_constant(k) and _is_constant(v) for k, v in expr.entries)
     return False
+
+
+def _json_type(value: object) -> t.Ty:
+    if value is None:
+        return t.NONE
+    if isinstance(value, bool):
+        return t.BOOL
+    if isinstance(value, int):
+        return t.INT
+    if isinstance(value, float):
+        return t.FLOAT
+    if isinstance(value, str):
+        return t.STR
+    if isinstance(value, list):
+        item = t.join([_json_type(v) for v in value])
+        return t.ListTy(item if item is not None else t.ANY)
+    assert isinstance(value, dict)
+    inner = t.join([_json_type(v) for v in value.values()])
+    return t.MapTy(inner if inner is not None else t.ANY)
+
+
+def _path_key(expr: ast.Expr) -> str | None:
+    """A stable name for a value path (`ctx:x`, `event:y.z`), or None for anything else."""
+    if isinstance(expr, ast.Name):
+        return f"ctx:{expr.name}"
+    if isinstance(expr, ast.EventField):
+        return f"event:{expr.name}"
+    if isinstance(expr, ast.Attribute):
+        head = _path_key(expr.obj)
+        return None if head is None else f"{head}.{expr.name.name}"
+    return None
+
+
+def _compared_with_none(expr: ast.Expr, op: str) -> str | None:
+    if isinstance(expr, ast.Binary) and expr.op == op:
+        for value, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            if isinstance(other, ast.Literal_) and other.kind == "none":
+                return _path_key(value)
+    return None
+
+
+def _non_none_facts(expr: ast.Expr) -> frozenset[str]:
+    """Paths that are certainly not none when `expr` is true."""
+    if isinstance(expr, ast.Binary) and expr.op == "and":
+        return _non_none_facts(expr.left) | _non_none_facts(expr.right)
+    key = _compared_with_none(expr, "!=")
+    return frozenset({key}) if key else frozenset()
+
+
+def _none_facts(expr: ast.Expr) -> frozenset[str]:
+    """Paths that are certainly not none when `expr` is false."""
+    if isinstance(expr, ast.Binary) and expr.op == "or":
+        return _none_facts(expr.left) | _none_facts(expr.right)
+    key = _compared_with_none(expr, "==")
+    return frozenset({key}) if key else frozenset()
 
 
 def _as_path(expr: ast.Expr) -> tuple[ast.Ident, ...] | None:

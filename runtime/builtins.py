@@ -21,6 +21,7 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
         "upper",
         "trim",
         "coalesce",
+        "str",
     }
 )
 

@@ -56,7 +56,8 @@ class Expr(IRModel):
     """One node of a guard or action expression.
 
     `op` is one of: `lit` (value), `ctx` (value = field name), `event` (value = payload field),
-    `state` (value = `name` | `title`), `attr` (args = [obj], value = name), `index`
+    `state` (value = `name` | `title`), `meta` (value = key: the current state's meta value, none
+    when the state has no such key), `attr` (args = [obj], value = name), `index`
     (args = [obj, key]), `call` (value = function name, args), `list` (args = items), `map`
     (args = k1, v1, k2, v2, ...), `not`, `neg`, `and`, `or`, `==`, `!=`, `<`, `<=`, `>`, `>=`,
     `+`, `-`, `*`, `/`, `%`, `in`, `not in`.
@@ -70,7 +71,7 @@ class Expr(IRModel):
 class Action(IRModel):
     """`target` is a path into the context (`["stats", "hits"]` for `stats.hits`)."""
 
-    op: Literal["set", "add", "sub", "append"]
+    op: Literal["set", "add", "sub", "append", "remove"]
     target: tuple[str, ...]
     value: Expr
 
@@ -194,7 +195,12 @@ class CompiledFlow(IRModel):
         return flow
 
 
-class IRLoadError(ValueError):
+class FlowcError(Exception):
+    """Base of the exceptions flowc.runtime raises for programmer errors (a bad IR, a bad
+    snapshot, a misused API). Expected outcomes of steps are data (`Rejection`), not these."""
+
+
+class IRLoadError(FlowcError, ValueError):
     """A compiled flow that this runtime cannot load."""
 
 
