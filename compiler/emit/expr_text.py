@@ -44,9 +44,9 @@ def expr_text(expr: Expr) -> str:
 
 def action_text(action: Action) -> str:
     target = ".".join(action.target)
-    if action.op == "append":
-        return f"append({target}, {expr_text(action.value)})"
-    symbol = {"set": "=", "add": "+=", "sub": "-="}[action.op]
+    symbol = {"set": "=", "add": "+=", "sub": "-="}.get(action.op)
+    if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions
+        return f"{action.op}({target}, {expr_text(action.value)})"
     return f"{target} {symbol} {expr_text(action.value)}"
 
 
@@ -101,6 +101,8 @@ def _text(expr: Expr) -> tuple[str, int]:
         return f"event.{expr.value}", _ATOM
     if op == "state":
         return f"state.{expr.value}", _ATOM
+    if op == "meta":
+        return f"state.meta.{expr.value}", _ATOM
     if op == "attr":
         return f"{_wrap(args[0], _POSTFIX)}.{expr.value}", _POSTFIX
     if op == "index":
