@@ -65,11 +65,31 @@ def label_parts(t: Transition, mode: LabelMode) -> list[str]:
     return parts
 
 
-def edge_label(t: Transition, mode: LabelMode, *, width: int = 32) -> str:
-    """One line when short, else one piece per line (Graphviz does not wrap labels itself)."""
+def edge_label(t: Transition, mode: LabelMode, *, width: int = 32, wrap: int = 44) -> str:
+    """One line when short, else one piece per line, long pieces wrapped at spaces (Graphviz
+    does not wrap labels itself, and one long action would stretch the whole drawing)."""
     parts = label_parts(t, mode)
     joined = " ".join(parts)
-    return joined if len(joined) <= width else "\n".join(parts)
+    if len(joined) <= width:
+        return joined
+    lines: list[str] = []
+    for part in parts:
+        lines.extend(_wrap_words(part, wrap))
+    return "\n".join(lines)
+
+
+def _wrap_words(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = "  " + word  # continuation lines are indented
+        else:
+            current = f"{current} {word}" if current else word
+    if current:
+        lines.append(current)
+    return lines
 
 
 def type_text(ref: TypeRef) -> str:
