@@ -78,8 +78,9 @@ def test_render_snapshot(flow_file: Path, tmp_path: Path) -> None:
                 "state": "REVIEW",
                 "context": {},
                 "history": [
-                    {"seq": 1, "source": "DRAFT", "target": "ROUTE", "event": "submit"},
-                    {"seq": 2, "source": "ROUTE", "target": "REVIEW"},
+                    {"seq": 1, "source": None, "target": "DRAFT", "trigger": None},
+                    {"seq": 2, "source": "DRAFT", "target": "ROUTE", "trigger": "submit"},
+                    {"seq": 3, "source": "ROUTE", "target": "REVIEW", "trigger": None},
                 ],
             }
         ),
