@@ -1,0 +1,134 @@
+"""Each rule on `.flow` sources through the whole compiler, and the seed flows lint clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flowc.compiler import compile_file, compile_source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (code, source that triggers it, the same flow fixed so that it does not)
+CASES = [
+    (
+        "W301",
+        "flow d\nevent go\ninitial state A { on go -> DONE }\nstate X { on go -> DONE }\n"
+        "final state DONE\n",
+        "flow d\nevent go\ninitial state A { on go -> X }\nstate X { on go -> DONE }\n"
+        "final state DONE\n",
+    ),
+    (
+        "W302",
+        "flow d\nevent go\nevent park\ninitial state A { on go -> DONE\n on park -> P }\n"
+        "state P\nfinal state DONE\n",
+        "flow d\nevent go\nevent park\ninitial state A { on go -> DONE\n on park -> P }\n"
+        "state P { on go -> DONE }\nfinal state DONE\n",
+    ),
+    (
+        "W303",
+        "flow d\nevent go\nevent loop\ninitial state A { on go -> DONE\n on loop -> L }\n"
+        "state L { on loop -> A2 }\nstate A2 { on loop -> L }\nfinal state DONE\n",
+        "flow d\nevent go\nevent loop\ninitial state A { on go -> DONE\n on loop -> L }\n"
+        "state L { on loop -> A2 }\nstate A2 { on loop -> L\n on go -> DONE }\n"
+        "final state DONE\n",
+    ),
+    (
+        "E304",
+        "flow d\ncontext { n: int = 0 }\nevent go\ninitial state A { on go -> C1 }\n"
+        "choice state C1 { if n > 1 -> C2\n else -> DONE }\n"
+        "choice state C2 { if n > 2 -> C1\n else -> A }\nfinal state DONE\n",
+        "flow d\ncontext { n: int = 0 }\nevent go\ninitial state A { on go -> C1 }\n"
+        "choice state C1 { if n > 1 -> C2\n else -> DONE }\n"
+        "choice state C2 { if n > 2 -> A\n else -> DONE }\nfinal state DONE\n",
+    ),
+    (
+        "W305",
+        "flow d\ncontext { ok: bool = false }\nevent go\n"
+        "initial state A { on go -> DONE\n on go if ok -> B }\nstate B { on go -> DONE }\n"
+        "final state DONE\n",
+        "flow d\ncontext { ok: bool = false }\nevent go\n"
+        "initial state A { on go if ok -> B\n on go -> DONE }\nstate B { on go -> DONE }\n"
+        "final state DONE\n",
+    ),
+    (
+        "W306",
+        "flow d\ncontext { n: int = 0 }\nevent go\n"
+        "initial state A { on go if n > 1 -> DONE\n on go if n > 1 -> DONE\n on go -> A }\n"
+        "final state DONE\n",
+        "flow d\ncontext { n: int = 0 }\nevent go\n"
+        "initial state A { on go if n > 1 -> DONE\n on go if n > 2 -> DONE\n on go -> A }\n"
+        "final state DONE\n",
+    ),
+    (
+        "W307",
+        "flow d\ninitial state A { -> B\n -> C }\nstate B { -> DONE\n -> C back }\n"
+        "state C { -> DONE }\nfinal state DONE\n",
+        "flow d\ninitial state A { -> B\n -> C }\nstate B { -> DONE\n -> A back }\n"
+        "state C { -> DONE }\nfinal state DONE\n",
+    ),
+    (
+        "W308",
+        "flow d\nevent answer\ninitial state W { on answer -> DONE\n after 1d -> R }\n"
+        "state R { on answer -> DONE\n after 1h -> W }\nfinal state DONE\n",
+        "flow d\ncontext { sent: int = 0 }\nevent answer\n"
+        "initial state W { on answer -> DONE\n after 1d if sent < 3 -> R\n after 2d -> DONE }\n"
+        "state R { entry do sent += 1\n on answer -> DONE\n after 1h -> W }\nfinal state DONE\n",
+    ),
+    (
+        "W309",
+        "flow d\ncontext { n: int = 0 }\nevent go\n"
+        "initial state A { on go if n > 1 or 2 > 1 -> DONE }\nfinal state DONE\n",
+        "flow d\ncontext { n: int = 0 }\nevent go\n"
+        "initial state A { on go if n > 1 or n < 0 -> DONE\n on go -> A }\nfinal state DONE\n",
+    ),
+    (
+        "W310",
+        "flow d\nevent go\nevent stop\ninitial state A { on go -> DONE }\nfinal state DONE\n",
+        "flow d\nevent go\nevent stop\ninitial state A { on go -> DONE\n on stop -> DONE }\n"
+        "final state DONE\n",
+    ),
+    (
+        "W311",
+        "flow d\nenum Level { LOW, HIGH }\nevent go\ninitial state A { on go -> DONE }\n"
+        "final state DONE\n",
+        "flow d\nenum Level { LOW, HIGH }\nevent go(level: Level)\n"
+        "initial state A { on go -> DONE }\nfinal state DONE\n",
+    ),
+    (
+        "W312",
+        "flow d\ncontext { seen: int = 0 }\nevent go\ninitial state A { on go -> DONE }\n"
+        "final state DONE\n",
+        "flow d\ncontext { seen: int = 0 }\nevent go\n"
+        "initial state A { on go -> DONE do seen += 1 }\nfinal state DONE\n",
+    ),
+]
+
+
+def codes(source: str) -> list[str]:
+    result = compile_source(source, "case.flow")
+    unexpected = [d for d in result.diagnostics if not d.code[1:].startswith("3")]
+    assert not unexpected, unexpected
+    return [d.code for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(("code", "bad", "good"), CASES, ids=[c[0] for c in CASES])
+def test_rule_triggers_and_fix_silences_it(code: str, bad: str, good: str) -> None:
+    assert code in codes(bad)
+    assert codes(good) == []
+
+
+def test_every_graph_code_has_a_case() -> None:
+    from flowc.compiler.diagnostics import CODES
+
+    graph_codes = {c for c in CODES if c[1] == "3"}
+    assert graph_codes == {c for c, _, _ in CASES}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "flows").glob("*.flow")), ids=lambda p: p.stem)
+def test_seed_flows_pass_strict(path: Path) -> None:
+    result = compile_file(path)
+    assert result.diagnostics == [], [
+        f"{d.code} {d.span.line}: {d.message}" for d in result.diagnostics
+    ]
