@@ -205,7 +205,7 @@ def _state_node(
         lines.append(f'<font point-size="8" color="{_MUTED}"><i>{text}</i></font>')
     if state.kind == "final":
         # A circle is as wide as its longest line: wrap name and title into short lines.
-        lines = ["<br/>".join(f"<b>{html.escape(p)}</b>" for p in _wrap(state.name, "_"))]
+        lines = ["<br/>".join(f"<b>{html.escape(p)}</b>" for p in _wrap(state.name, "_", 10))]
         if state.title:
             title = "<br/>".join(html.escape(p) for p in _wrap(state.title, " "))
             lines.append(f'<font point-size="8">{title}</font>')
@@ -245,8 +245,11 @@ def _edge(graph: graphviz.Digraph, bundle: list[Edge], labels: LabelMode, taken:
     if lines:
         attrs["label"] = _dot_text("\n".join(lines))
     if first.transition.back:
-        # Ranking ignores back edges so the forward path stays a straight line.
+        # Ranking ignores back edges so the forward path stays a straight line, and their
+        # labels are placed after layout so they do not push the forward states apart.
         attrs.update(style="dashed", constraint="false")
+        if "label" in attrs:
+            attrs["xlabel"] = attrs.pop("label")
     if first.inherited:
         attrs.update(style="dotted", color=_MUTED)
     if taken:
