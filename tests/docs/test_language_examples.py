@@ -1,0 +1,116 @@
+"""The examples of the language reference compile, so the reference cannot drift from the compiler.
+
+Every fenced block tagged `flow` in docs/language.md and docs/ir.md is a complete file that must
+compile without errors (warnings are allowed: some examples show what lint says). A block tagged
+`flow-error` must be refused with at least one error. Blocks tagged `flow-fragment` are not whole
+files and are skipped.
+
+docs/ir.md also shows the full compiled JSON of one example: the `json` block that directly
+follows a `flow` block must be exactly what the compiler writes for it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from flowc.compiler import compile_source
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+LANGUAGE = DOCS / "language.md"
+IR = DOCS / "ir.md"
+
+_FENCE = re.compile(r"^```([A-Za-z0-9_-]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    file: str
+    line: int  # 1-based line of the opening fence
+    tag: str
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every fenced code block of a Markdown file, in order (fences at the start of a line)."""
+    found: list[Block] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i])
+        if opening is None:
+            i += 1
+            continue
+        start = i
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and lines[i].rstrip() != "```":
+            body.append(lines[i])
+            i += 1
+        assert i < len(lines), f"{path.name}:{start + 1}: code block is not closed"
+        found.append(Block(path.name, start + 1, opening.group(1), "\n".join(body) + "\n"))
+        i += 1
+    return found
+
+
+def _all(tag: str) -> list[Block]:
+    return [b for path in (LANGUAGE, IR) if path.exists() for b in blocks(path) if b.tag == tag]
+
+
+FLOWS = _all("flow")
+REFUSED = _all("flow-error")
+
+
+def test_the_reference_has_examples() -> None:
+    # Guards the extraction itself: a broken fence pattern must not make every test vacuous.
+    in_language = [b for b in FLOWS if b.file == LANGUAGE.name]
+    assert len(in_language) >= 15
+
+
+def test_fragments_are_few() -> None:
+    fragments = _all("flow-fragment")
+    assert len(fragments) <= 3, "make examples complete files so that they are checked"
+
+
+@pytest.mark.parametrize("block", FLOWS, ids=lambda b: b.id)
+def test_example_compiles(block: Block) -> None:
+    result = compile_source(block.text, "example.flow")
+    errors = [f"{d.code} {d.span.line}:{d.span.column} {d.message}" for d in result.errors]
+    assert not errors, f"{block.id}: the example does not compile:\n" + "\n".join(errors)
+    assert result.flow is not None
+
+
+@pytest.mark.parametrize("block", REFUSED, ids=lambda b: b.id)
+def test_refused_example_is_refused(block: Block) -> None:
+    result = compile_source(block.text, "example.flow")
+    assert result.errors, f"{block.id}: tagged flow-error but compiles without errors"
+
+
+def test_ir_excerpt_is_real_output() -> None:
+    """The JSON shown after the first `flow` block of docs/ir.md is the compiler's output."""
+    if not IR.exists():
+        pytest.skip("docs/ir.md not written yet")
+    found = blocks(IR)
+    pairs = [
+        (flow, shown)
+        for flow, shown in itertools.pairwise(found)
+        if flow.tag == "flow" and shown.tag == "json"
+    ]
+    assert pairs, "docs/ir.md should show a flow followed by its compiled JSON"
+    for flow, shown in pairs:
+        result = compile_source(flow.text, "example.flow")
+        assert result.flow is not None, f"{flow.id}: does not compile"
+        expected = json.loads(result.flow.to_json())
+        assert json.loads(shown.text) == expected, (
+            f"{shown.id}: the JSON differs from what flowc compiles; paste the output of "
+            f"`flowc compile` for the block at {flow.id}"
+        )
