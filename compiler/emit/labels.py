@@ -185,6 +185,8 @@ class Highlight:
         A step names its states (and its event when known); when several arrows join the same
         two states, the one with the matching event is preferred, else the first.
         """
+        if not self.steps:
+            return set()
         listed = list(all_edges)
         by_pair: dict[tuple[str, str], list[int]] = {}
         for i, e in enumerate(listed):
