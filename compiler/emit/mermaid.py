@@ -39,7 +39,7 @@ def to_mermaid(
         steps = [(a, b, None) for a, b in itertools.pairwise(path)]
         mark = Highlight(current=mark.current or path[-1], steps=[*mark.steps, *steps])
 
-    lines = ["---", f"title: {_text(flow.title or flow.name)}", "---", "stateDiagram-v2"]
+    lines = ["---", f"title: {escape_label(flow.title or flow.name)}", "---", "stateDiagram-v2"]
     lines.append(f"    direction {direction or layout_direction(flow)}")
     for state in flow.states:
         sid = state_id(state.name)
@@ -47,9 +47,9 @@ def to_mermaid(
             lines.append(f"    state {sid} <<choice>>")
             continue
         if sid != state.name:
-            lines.append(f'    state "{_text(state.name)}" as {sid}')
+            lines.append(f'    state "{escape_label(state.name)}" as {sid}')
         if state.title:
-            lines.append(f"    {sid} : {_text(state.title)}")
+            lines.append(f"    {sid} : {escape_label(state.title)}")
     arrows = edges(flow)
     if any(e.inherited for e in arrows):
         lines.append('    state "any state" as any_state')
@@ -59,7 +59,7 @@ def to_mermaid(
         parts = label_parts(t, labels)
         if t.back:
             parts.append("(back)")
-        label = f" : {_text(' '.join(parts))}" if parts else ""
+        label = f" : {escape_label(' '.join(parts))}" if parts else ""
         lines.append(f"    {state_id(edge.source)} --> {state_id(edge.target)}{label}")
     for state in flow.states:
         if state.kind == "final":
@@ -81,6 +81,6 @@ def to_mermaid(
 _ESCAPES = {"#": "#35;", ";": "#59;", '"': "#quot;", "\n": " ", ":": "#58;"}
 
 
-def _text(text: str) -> str:
+def escape_label(text: str) -> str:
     """Mermaid reads `;` as a line end, `#…;` as an entity and `:` as a separator."""
     return "".join(_ESCAPES.get(c, c) for c in text)

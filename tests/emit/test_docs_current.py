@@ -31,3 +31,28 @@ def test_docs_flows_is_up_to_date() -> None:
     present = {p.name for p in OUT.iterdir() if p.suffix in (".md", ".svg")}
     assert present <= expected, f"left over in docs/flows: {sorted(present - expected)}"
     assert INDEX_NAME in present
+
+
+@pytest.mark.parametrize("path", FLOWS, ids=lambda p: p.stem)
+def test_seed_diagrams_show_every_state_and_transition(path: Path) -> None:
+    from flowc.compiler.emit.labels import edge_label, edges, label_parts
+    from flowc.compiler.emit.mermaid import escape_label as mermaid_text
+    from flowc.compiler.emit.mermaid import state_id, to_mermaid
+
+    from .test_dot import svg_texts
+
+    flow = compile_file(path).flow
+    assert flow is not None
+    svg = OUT / f"{path.stem}.svg"
+    titles, texts = svg_texts(svg.read_bytes())
+    assert {s.name for s in flow.states} <= titles
+    drawn = "\n".join(texts)
+    mermaid = to_mermaid(flow, labels="full")
+    for e in edges(flow):
+        for line in edge_label(e.transition, "events").split("\n"):
+            assert line.strip() in drawn, line
+        parts = label_parts(e.transition, "full") + (["(back)"] if e.transition.back else [])
+        line = f"    {state_id(e.source)} --> {state_id(e.target)}"
+        if parts:
+            line += f" : {mermaid_text(' '.join(parts))}"
+        assert line in mermaid.splitlines(), line

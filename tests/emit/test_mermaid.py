@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flowc.compiler.emit.labels import ANY_STATE, Highlight, edges, label_parts
-from flowc.compiler.emit.mermaid import _text, state_id, to_mermaid
+from flowc.compiler.emit.mermaid import escape_label, state_id, to_mermaid
 from flowc.runtime.model import CompiledFlow, State, Transition
 
 
@@ -22,7 +22,7 @@ def test_every_state_and_transition(sample: CompiledFlow) -> None:
         if e.transition.back:
             parts.append("(back)")
         arrow = f"    {state_id(e.source)} --> {state_id(e.target)}"
-        expected = arrow + (f" : {_text(' '.join(parts))}" if parts else "")
+        expected = arrow + (f" : {escape_label(' '.join(parts))}" if parts else "")
         assert expected in lines, expected
     assert any(line.startswith(f"    {state_id(ANY_STATE)} --> CANCELLED") for line in lines)
 
