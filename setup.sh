@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up flowc on a fresh Debian/Ubuntu machine, then check every seed flow.
-#   - Debian packages: graphviz (the `dot` renderer) and python3-venv, when missing
+#   - Debian packages: graphviz (the `dot` renderer), python3-venv and postgresql, when missing
 #   - a virtual environment in .venv with flowc (editable) and its development tools
 #   - `flowc check --strict flows/` as a first real run
 # Safe to run again: every step skips what is already there.
@@ -19,6 +19,8 @@ apt_install() {
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 if ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then missing+=(python3-venv); fi
+# The PostgreSQL server binaries, for the throwaway server test.sh starts (.ci/postgres).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then missing+=(postgresql); fi
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 if [ ! -x .venv/bin/python ]; then
