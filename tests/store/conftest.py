@@ -15,8 +15,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
-from flowc.runtime.clock import FakeClock
 from flowc.runtime.store import Store, open_store
+from store.toy import Clock
 
 POSTGRES_ENV = "FLOWC_TEST_POSTGRES_URL"
 
@@ -80,12 +80,12 @@ def shared_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture
-def make_store(store_url: str, clock: FakeClock) -> Iterator[Callable[[], Store]]:
+def make_store(store_url: str, clock: Clock) -> Iterator[Callable[[], Store]]:
     """Opens stores on the parametrised URL (with the fake clock); closes them afterwards."""
     opened: list[Store] = []
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import pytest
 
-from flowc.runtime.clock import FakeClock
 from flowc.runtime.store import (
     Change,
     HistoryEntry,
@@ -19,10 +18,10 @@ from flowc.runtime.store import (
     TimerClaim,
     TimerSpec,
 )
-from store.toy import bump, counter, fire, move, refuse
+from store.toy import Clock, bump, counter, fire, move, refuse
 
 
-def test_create_then_load(store: Store, clock: FakeClock) -> None:
+def test_create_then_load(store: Store, clock: Clock) -> None:
     created = store.create(counter("a"))
     loaded = store.load("a")
     assert created == loaded
@@ -73,7 +72,7 @@ def test_create_with_history_numbers_it(store: Store) -> None:
     assert (row.seq, row.source, row.target, row.reason) == (1, None, "START", "start")
 
 
-def test_step_commits_snapshot_version_and_history(store: Store, clock: FakeClock) -> None:
+def test_step_commits_snapshot_version_and_history(store: Store, clock: Clock) -> None:
     store.create(counter("a"))
     clock.advance(5)
     out = store.step("a", bump(2, at=clock.now))
@@ -195,7 +194,7 @@ def test_flow_version_moves_with_a_migration(store: Store) -> None:
     assert (record.flow_version, record.graph_hash, record.state) == (2, "h2", "NEW")
 
 
-def test_instances_are_listed_and_filtered(store: Store, clock: FakeClock) -> None:
+def test_instances_are_listed_and_filtered(store: Store, clock: Clock) -> None:
     for name in ("a", "b", "c"):
         store.create(counter(name, flow="other" if name == "c" else "counter"))
         clock.advance(1)
@@ -299,9 +298,7 @@ def test_timers_are_stored_and_replaced(store: Store) -> None:
     assert store.timers("a") == [] and store.timers() == []
 
 
-def test_due_timers_are_claimed_once_until_the_lease_runs_out(
-    store: Store, clock: FakeClock
-) -> None:
+def test_due_timers_are_claimed_once_until_the_lease_runs_out(store: Store, clock: Clock) -> None:
     t0 = clock.now
     store.create(counter("a", timers=[TimerSpec("soon", "COUNTING", t0 + 1)]))
     store.create(counter("b", timers=[TimerSpec("late", "COUNTING", t0 + 100)]))
@@ -324,7 +321,7 @@ def test_due_timers_are_claimed_once_until_the_lease_runs_out(
     assert [c.owner for c in store.claim_due_timers("w3")] == ["w3"]
 
 
-def test_claims_respect_the_limit_and_deadline_order(store: Store, clock: FakeClock) -> None:
+def test_claims_respect_the_limit_and_deadline_order(store: Store, clock: Clock) -> None:
     for i in range(5):
         store.create(counter(f"i{i}", timers=[TimerSpec("t", "COUNTING", clock.now - i)]))
     claims = store.claim_due_timers("w", limit=3)
@@ -332,7 +329,7 @@ def test_claims_respect_the_limit_and_deadline_order(store: Store, clock: FakeCl
     assert [c.instance_id for c in store.claim_due_timers("w", limit=3)] == ["i1", "i0"]
 
 
-def test_firing_a_timer_consumes_it(store: Store, clock: FakeClock) -> None:
+def test_firing_a_timer_consumes_it(store: Store, clock: Clock) -> None:
     store.create(
         counter(
             "a",
@@ -355,7 +352,7 @@ def test_firing_a_timer_consumes_it(store: Store, clock: FakeClock) -> None:
     assert store.load("a").snapshot["fired"] == ["t1"]
 
 
-def test_a_timer_whose_state_was_left_is_dropped(store: Store, clock: FakeClock) -> None:
+def test_a_timer_whose_state_was_left_is_dropped(store: Store, clock: Clock) -> None:
     store.create(counter("a", timers=[TimerSpec("t", "COUNTING", clock.now)]))
     (claim,) = store.claim_due_timers("w")
     store.step("a", move("AWAY"))  # leaving the state disarms it, even though it was claimed
@@ -364,7 +361,7 @@ def test_a_timer_whose_state_was_left_is_dropped(store: Store, clock: FakeClock)
     assert store.claim_due_timers("w") == []
 
 
-def test_a_rearmed_timer_is_a_new_timer(store: Store, clock: FakeClock) -> None:
+def test_a_rearmed_timer_is_a_new_timer(store: Store, clock: Clock) -> None:
     store.create(counter("a", timers=[TimerSpec("t", "COUNTING", clock.now)]))
     (claim,) = store.claim_due_timers("w")
     store.step("a", bump(timers=[TimerSpec("t", "COUNTING", clock.now + 50)]))
@@ -375,7 +372,7 @@ def test_a_rearmed_timer_is_a_new_timer(store: Store, clock: FakeClock) -> None:
     assert store.step("a", fire(fresh), timer=fresh).committed
 
 
-def test_an_unchanged_timer_keeps_its_lease(store: Store, clock: FakeClock) -> None:
+def test_an_unchanged_timer_keeps_its_lease(store: Store, clock: Clock) -> None:
     keep = TimerSpec("t", "COUNTING", clock.now)
     store.create(counter("a", timers=[keep]))
     (claim,) = store.claim_due_timers("w")
@@ -384,7 +381,7 @@ def test_an_unchanged_timer_keeps_its_lease(store: Store, clock: FakeClock) -> N
     assert store.step("a", fire(claim), timer=claim).committed
 
 
-def test_a_rejected_timer_is_consumed(store: Store, clock: FakeClock) -> None:
+def test_a_rejected_timer_is_consumed(store: Store, clock: Clock) -> None:
     store.create(counter("a", timers=[TimerSpec("t", "COUNTING", clock.now)]))
     (claim,) = store.claim_due_timers("w")
     out = store.step("a", refuse("guard_failed"), timer=claim)
@@ -392,7 +389,7 @@ def test_a_rejected_timer_is_consumed(store: Store, clock: FakeClock) -> None:
     assert store.timers("a") == [] and store.load("a").version == 1
 
 
-def test_a_timer_rearming_itself_on_firing(store: Store, clock: FakeClock) -> None:
+def test_a_timer_rearming_itself_on_firing(store: Store, clock: Clock) -> None:
     store.create(counter("a", timers=[TimerSpec("tick", "COUNTING", clock.now)]))
     for _ in range(3):
         (claim,) = store.claim_due_timers("w")

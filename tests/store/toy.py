@@ -20,6 +20,20 @@ from flowc.runtime.store import (
 )
 
 
+class Clock:
+    """A clock for store tests that moves only when told (the store needs just a callable)."""
+
+    def __init__(self, start: float = 1735689600.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
 def counter(
     instance_id: str,
     *,
