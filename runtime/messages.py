@@ -14,7 +14,11 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "invalid_context": "Invalid context: {{ issue_count }} issue(s).",
     "unknown_event": "Unknown event '{{ event }}'.",
     "event_not_accepted": "Event '{{ event }}' is not accepted in state '{{ state.name }}'.",
-    "guard_failed": "No transition for '{{ event }}' in state '{{ state.name }}' has a guard that holds.",
+    "guard_failed": (
+        "{% if event %}No rule for '{{ event }}' in state '{{ state.name }}' has a guard that"
+        " holds.{% else %}The edge from '{{ from }}' to '{{ to }}' is closed: its guard does not"
+        " hold.{% endif %}"
+    ),
     "unknown_state": "Unknown state '{{ to }}'.",
     "invalid_transition": "Cannot go from '{{ from }}' to '{{ to }}'.",
     "backward_requires_force": "Going back from '{{ from }}' to '{{ to }}' needs force.",

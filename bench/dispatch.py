@@ -1,0 +1,723 @@
+"""Dispatch benchmark: the seed-004 attempt flow driven by four state machines in one run.
+
+    python bench/dispatch.py [--episodes 3000] [--instances 10000] [--quick]
+
+Contenders, each given the same 12-event episode (mode, explanation, pattern suggestions, a
+chosen pattern, two hints, code, a failed test run, retry, code, passing tests, reflection) with
+the same guards and context updates:
+
+- flowc: `flows/attempt_v2.flow` compiled to JSON and loaded with `Machine.from_json`; payload
+  validation and history are on (they cannot be turned off);
+- hand: a hand-written dict state machine, `(state, event) -> [(guard, target, action)]`, with
+  no payload validation and no history: the floor any engine is measured against;
+- transitions (pytransitions) and python-statemachine, written the way their docs suggest.
+
+Printed: events/second of each and the ratios, the memory of 10,000 idle instances (tracemalloc),
+the time to load a compiled 1,000-state / 3,000-transition flow, and flowc's cost per event on
+generated flows of growing size (it should not grow). Needs the `bench` extra
+(`pip install -e ".[bench]"`); the figures are printed, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from compile import generate  # noqa: E402  (bench/compile.py's generated flows)
+
+from flowc.compiler import compile_file, compile_source  # noqa: E402
+from flowc.runtime import Machine  # noqa: E402
+
+Payload = dict[str, Any] | None
+
+EPISODE: list[tuple[str, Payload]] = [
+    ("set_mode", {"mode": "BEGINNER"}),
+    (
+        "submit_explanation",
+        {
+            "explanation": "Find two numbers that add up to the target.",
+            "input_output_description": "a sorted list and a target -> two indexes",
+            "constraints_description": "n <= 10^5",
+            "example_walkthrough": "[1, 3, 5], 8 -> (1, 2)",
+            "wrong_approach": "every pair: too slow",
+            "assessment": {"status": "PASS", "strengths": ["clear"]},
+        },
+    ),
+    (
+        "suggest_patterns",
+        {
+            "candidates": [
+                {
+                    "pattern_id": "tp",
+                    "name": "Two pointers",
+                    "reason": "sorted",
+                    "ai_confidence": 0.8,
+                },
+                {"pattern_id": "hm", "name": "Hash map", "reason": "lookup", "ai_confidence": 0.6},
+            ]
+        },
+    ),
+    (
+        "choose_pattern",
+        {
+            "pattern_id": "tp",
+            "confidence": 4,
+            "invariant_text": "the answer lies between i and j",
+            "invariant_template_id": "between",
+            "evaluation": {"accepted": True, "match": "GOOD"},
+        },
+    ),
+    ("request_hint", None),
+    ("request_hint", None),
+    ("submit_code", {"code": "def solve(xs, t): ..."}),
+    (
+        "tests_run",
+        {
+            "results": [
+                {"input": "[1,3,5] 8", "expected": "(1, 2)", "actual": "None", "passed": False}
+            ],
+            "all_passed": False,
+        },
+    ),
+    ("retry", None),
+    ("submit_code", {"code": "def solve(xs, t): return 1, 2"}),
+    (
+        "tests_run",
+        {
+            "results": [
+                {"input": "[1,3,5] 8", "expected": "(1, 2)", "actual": "(1, 2)", "passed": True}
+            ],
+            "all_passed": True,
+        },
+    ),
+    (
+        "submit_reflection",
+        {"cues_next_time": ["sorted input: two pointers"], "invariant_summary": "i < j"},
+    ),
+]
+FINAL = "COMPLETE"
+
+
+def _blank(s: str) -> bool:
+    return s.strip() == ""
+
+
+# ---- hand-written ---------------------------------------------------------------------------
+
+
+class HandAttempt:
+    """What a careful developer writes by hand: a dict of (state, event) -> candidates."""
+
+    __slots__ = (
+        "code",
+        "hint_budget",
+        "hints_used",
+        "low_confidence",
+        "mode",
+        "plan",
+        "reflect",
+        "rung",
+        "state",
+        "understand",
+        "verify",
+    )
+
+    def __init__(self) -> None:
+        self.state = "UNDERSTAND"
+        self.mode = "BEGINNER"
+        self.rung = 1
+        self.hint_budget = 3
+        self.hints_used = 0
+        self.low_confidence = 2
+        self.understand: dict[str, Any] | None = None
+        self.plan: dict[str, Any] | None = None
+        self.code = ""
+        self.verify: dict[str, Any] | None = None
+        self.reflect: dict[str, Any] | None = None
+
+    def send(self, event: str, p: Payload = None) -> bool:
+        candidates = HAND_TABLE.get((self.state, event)) or HAND_ANY.get(event)
+        if candidates is None:
+            return False
+        for guard, target, action in candidates:
+            if guard is None or guard(self, p):
+                if target is None:
+                    return False  # a refusal rule
+                if action is not None:
+                    action(self, p)
+                self.state = target if target != "self" else self.state
+                return True
+        return False
+
+
+HandRule = tuple[
+    Callable[[HandAttempt, Any], bool] | None, str | None, Callable[[HandAttempt, Any], None] | None
+]
+
+
+def _set_understand(m: HandAttempt, p: Any) -> None:
+    m.understand = {
+        "explanation": p["explanation"],
+        "input_output_description": p.get("input_output_description", ""),
+        "constraints_description": p.get("constraints_description", ""),
+        "example_walkthrough": p.get("example_walkthrough", ""),
+        "wrong_approach": p.get("wrong_approach", ""),
+        "ai_assessment": p["assessment"],
+    }
+
+
+def _structured_missing(m: HandAttempt, p: Any) -> bool:
+    return m.mode == "BEGINNER" and (
+        _blank(p.get("input_output_description", ""))
+        or _blank(p.get("constraints_description", ""))
+        or _blank(p.get("example_walkthrough", ""))
+        or _blank(p.get("wrong_approach", ""))
+    )
+
+
+def _choose(m: HandAttempt, p: Any) -> None:
+    m.plan = dict(m.plan or {})
+    m.plan.update(
+        chosen_pattern=p["pattern_id"],
+        user_confidence=p["confidence"],
+        complexity=p.get("complexity"),
+        invariant={
+            "text": p.get("invariant_text") or "",
+            "builder_used": p.get("invariant_template_id") is not None,
+            "template_id": p.get("invariant_template_id"),
+            "template_choices": p.get("invariant_choices"),
+        },
+    )
+
+
+def _hint(m: HandAttempt, p: Any) -> None:
+    m.hints_used += 1
+
+
+def _code(m: HandAttempt, p: Any) -> None:
+    m.code = p["code"]
+
+
+def _tests(m: HandAttempt, p: Any) -> None:
+    m.verify = {**(m.verify or {}), "test_results": p["results"]}
+
+
+def _reflect(m: HandAttempt, p: Any) -> None:
+    m.reflect = {"cues_next_time": p["cues_next_time"], "invariant_summary": p["invariant_summary"]}
+
+
+def _mode(m: HandAttempt, p: Any) -> None:
+    m.mode = p["mode"]
+
+
+def _patterns(m: HandAttempt, p: Any) -> None:
+    m.plan = {**(m.plan or {}), "suggested_patterns": p["candidates"]}
+
+
+HAND_TABLE: dict[tuple[str, str], list[HandRule]] = {
+    ("UNDERSTAND", "submit_explanation"): [
+        (_structured_missing, None, None),
+        (lambda m, p: p["assessment"]["status"] == "PASS", "PLAN", _set_understand),
+        (None, "self", _set_understand),
+    ],
+    ("UNDERSTAND", "skip"): [(lambda m, p: m.mode == "EXPERT", "PLAN", None)],
+    ("PLAN", "suggest_patterns"): [(None, "self", _patterns)],
+    ("PLAN", "choose_pattern"): [
+        (
+            lambda m, p: m.mode == "BEGINNER" and p["confidence"] <= m.low_confidence,
+            "self",
+            _choose,
+        ),
+        (
+            lambda m, p: (
+                m.mode == "BEGINNER" and m.rung <= 2 and p.get("invariant_template_id") is None
+            ),
+            None,
+            None,
+        ),
+        (
+            lambda m, p: (
+                m.mode == "BEGINNER"
+                and p.get("invariant_text") is None
+                and p.get("invariant_template_id") is None
+            ),
+            None,
+            None,
+        ),
+        (lambda m, p: p["evaluation"]["accepted"], "IMPLEMENT", _choose),
+        (None, "self", _choose),
+    ],
+    ("PLAN", "skip"): [(lambda m, p: m.mode == "EXPERT", "IMPLEMENT", None)],
+    ("IMPLEMENT", "request_hint"): [
+        (lambda m, p: m.hints_used < m.hint_budget, "self", _hint),
+        (None, None, None),
+    ],
+    ("IMPLEMENT", "submit_code"): [(None, "VERIFY", _code)],
+    ("VERIFY", "tests_run"): [
+        (lambda m, p: p["all_passed"], "REFLECT", _tests),
+        (None, "self", _tests),
+    ],
+    ("VERIFY", "retry"): [(None, "IMPLEMENT", None)],
+    ("REFLECT", "submit_reflection"): [(None, FINAL, _reflect)],
+    ("REFLECT", "skip"): [(None, FINAL, None)],
+}
+HAND_ANY: dict[str, list[HandRule]] = {"set_mode": [(None, "self", _mode)]}
+
+
+# ---- transitions (pytransitions) ------------------------------------------------------------
+
+
+def transitions_factory() -> Callable[[], Any]:
+    from transitions import Machine as TMachine
+
+    def p_of(ev: Any) -> Any:
+        return ev.kwargs.get("payload")
+
+    class Model:
+        def __init__(self) -> None:
+            self.mode = "BEGINNER"
+            self.rung = 1
+            self.hint_budget = 3
+            self.hints_used = 0
+            self.low_confidence = 2
+            self.understand: Any = None
+            self.plan: Any = None
+            self.code = ""
+            self.verify: Any = None
+            self.reflect: Any = None
+
+    def structured_missing(ev: Any) -> bool:
+        return _structured_missing(ev.model, p_of(ev))
+
+    def passed(ev: Any) -> bool:
+        return bool(p_of(ev)["assessment"]["status"] == "PASS")
+
+    def low_conf(ev: Any) -> bool:
+        return bool(
+            ev.model.mode == "BEGINNER" and p_of(ev)["confidence"] <= ev.model.low_confidence
+        )
+
+    def needs_builder(ev: Any) -> bool:
+        m, p = ev.model, p_of(ev)
+        return bool(m.mode == "BEGINNER" and m.rung <= 2 and p.get("invariant_template_id") is None)
+
+    def needs_invariant(ev: Any) -> bool:
+        m, p = ev.model, p_of(ev)
+        return bool(
+            m.mode == "BEGINNER"
+            and p.get("invariant_text") is None
+            and p.get("invariant_template_id") is None
+        )
+
+    def accepted(ev: Any) -> bool:
+        return bool(p_of(ev)["evaluation"]["accepted"])
+
+    def expert(ev: Any) -> bool:
+        return bool(ev.model.mode == "EXPERT")
+
+    def hints_left(ev: Any) -> bool:
+        return bool(ev.model.hints_used < ev.model.hint_budget)
+
+    def all_passed(ev: Any) -> bool:
+        return bool(p_of(ev)["all_passed"])
+
+    def act(fn: Callable[[HandAttempt, Any], None]) -> Callable[[Any], None]:
+        return lambda ev: fn(ev.model, p_of(ev))
+
+    states = ["UNDERSTAND", "PLAN", "IMPLEMENT", "VERIFY", "REFLECT", FINAL]
+    spec = [
+        dict(
+            trigger="submit_explanation", source="UNDERSTAND", dest="PLAN",
+            conditions=[passed], unless=[structured_missing], after=[act(_set_understand)],
+        ),
+        dict(
+            trigger="submit_explanation", source="UNDERSTAND", dest=None,
+            unless=[structured_missing], after=[act(_set_understand)],
+        ),
+        dict(trigger="skip", source="UNDERSTAND", dest="PLAN", conditions=[expert]),
+        dict(trigger="suggest_patterns", source="PLAN", dest=None, after=[act(_patterns)]),
+        dict(
+            trigger="choose_pattern", source="PLAN", dest=None,
+            conditions=[low_conf], after=[act(_choose)],
+        ),
+        dict(
+            trigger="choose_pattern", source="PLAN", dest="IMPLEMENT",
+            conditions=[accepted], unless=[needs_builder, needs_invariant], after=[act(_choose)],
+        ),
+        dict(
+            trigger="choose_pattern", source="PLAN", dest=None,
+            unless=[needs_builder, needs_invariant], after=[act(_choose)],
+        ),
+        dict(trigger="skip", source="PLAN", dest="IMPLEMENT", conditions=[expert]),
+        dict(
+            trigger="request_hint", source="IMPLEMENT", dest=None,
+            conditions=[hints_left], after=[act(_hint)],
+        ),
+        dict(trigger="submit_code", source="IMPLEMENT", dest="VERIFY", after=[act(_code)]),
+        dict(
+            trigger="tests_run", source="VERIFY", dest="REFLECT",
+            conditions=[all_passed], after=[act(_tests)],
+        ),
+        dict(trigger="tests_run", source="VERIFY", dest=None, after=[act(_tests)]),
+        dict(trigger="retry", source="VERIFY", dest="IMPLEMENT"),
+        dict(trigger="submit_reflection", source="REFLECT", dest=FINAL, after=[act(_reflect)]),
+        dict(trigger="skip", source="REFLECT", dest=FINAL),
+        dict(trigger="set_mode", source=states[:-1], dest=None, after=[act(_mode)]),
+    ]  # fmt: skip
+
+    def make() -> Any:
+        model = Model()
+        TMachine(
+            model=model,
+            states=states,
+            transitions=spec,
+            initial="UNDERSTAND",
+            send_event=True,
+            auto_transitions=False,
+        )
+        return model
+
+    return make
+
+
+def transitions_send(model: Any, event: str, payload: Payload) -> bool:
+    return bool(model.trigger(event, payload=payload))
+
+
+# ---- python-statemachine --------------------------------------------------------------------
+
+
+def statemachine_factory() -> Callable[[], Any]:
+    from statemachine import State, StateMachine
+
+    class Attempt(StateMachine):  # type: ignore[misc]
+        UNDERSTAND = State(initial=True)
+        PLAN = State()
+        IMPLEMENT = State()
+        VERIFY = State()
+        REFLECT = State()
+        COMPLETE = State(final=True)
+
+        submit_explanation = UNDERSTAND.to(
+            PLAN, cond="passed", unless="structured_missing", on="set_understand"
+        ) | UNDERSTAND.to.itself(internal=True, unless="structured_missing", on="set_understand")
+        skip = (
+            UNDERSTAND.to(PLAN, cond="expert")
+            | PLAN.to(IMPLEMENT, cond="expert")
+            | REFLECT.to(COMPLETE)
+        )
+        suggest_patterns = PLAN.to.itself(internal=True, on="patterns")
+        choose_pattern = (
+            PLAN.to.itself(internal=True, cond="low_conf", on="choose")
+            | PLAN.to(
+                IMPLEMENT, cond="accepted", unless=["needs_builder", "needs_invariant"], on="choose"
+            )
+            | PLAN.to.itself(
+                internal=True, unless=["needs_builder", "needs_invariant"], on="choose"
+            )
+        )
+        request_hint = IMPLEMENT.to.itself(internal=True, cond="hints_left", on="hint")
+        submit_code = IMPLEMENT.to(VERIFY, on="take_code")
+        tests_run = VERIFY.to(REFLECT, cond="all_passed", on="tests") | VERIFY.to.itself(
+            internal=True, on="tests"
+        )
+        retry = VERIFY.to(IMPLEMENT)
+        submit_reflection = REFLECT.to(COMPLETE, on="do_reflect")
+        set_mode = (
+            UNDERSTAND.to.itself(internal=True, on="mode_set")
+            | PLAN.to.itself(internal=True, on="mode_set")
+            | IMPLEMENT.to.itself(internal=True, on="mode_set")
+            | VERIFY.to.itself(internal=True, on="mode_set")
+            | REFLECT.to.itself(internal=True, on="mode_set")
+        )
+
+        def __init__(self) -> None:
+            self.mode = "BEGINNER"
+            self.rung = 1
+            self.hint_budget = 3
+            self.hints_used = 0
+            self.low_confidence = 2
+            self.understand: Any = None
+            self.plan: Any = None
+            self.code = ""
+            self.verify: Any = None
+            self.reflect: Any = None
+            super().__init__()
+
+        def structured_missing(self, payload: Any) -> bool:
+            return _structured_missing(self, payload)  # type: ignore[arg-type]
+
+        def passed(self, payload: Any) -> bool:
+            return bool(payload["assessment"]["status"] == "PASS")
+
+        def expert(self) -> bool:
+            return self.mode == "EXPERT"
+
+        def low_conf(self, payload: Any) -> bool:
+            return bool(self.mode == "BEGINNER" and payload["confidence"] <= self.low_confidence)
+
+        def needs_builder(self, payload: Any) -> bool:
+            return bool(
+                self.mode == "BEGINNER"
+                and self.rung <= 2
+                and payload.get("invariant_template_id") is None
+            )
+
+        def needs_invariant(self, payload: Any) -> bool:
+            return bool(
+                self.mode == "BEGINNER"
+                and payload.get("invariant_text") is None
+                and payload.get("invariant_template_id") is None
+            )
+
+        def accepted(self, payload: Any) -> bool:
+            return bool(payload["evaluation"]["accepted"])
+
+        def hints_left(self) -> bool:
+            return self.hints_used < self.hint_budget
+
+        def all_passed(self, payload: Any) -> bool:
+            return bool(payload["all_passed"])
+
+        def set_understand(self, payload: Any) -> None:
+            _set_understand(self, payload)  # type: ignore[arg-type]
+
+        def patterns(self, payload: Any) -> None:
+            _patterns(self, payload)  # type: ignore[arg-type]
+
+        def choose(self, payload: Any) -> None:
+            _choose(self, payload)  # type: ignore[arg-type]
+
+        def hint(self) -> None:
+            self.hints_used += 1
+
+        def take_code(self, payload: Any) -> None:
+            self.code = payload["code"]
+
+        def tests(self, payload: Any) -> None:
+            _tests(self, payload)  # type: ignore[arg-type]
+
+        def do_reflect(self, payload: Any) -> None:
+            _reflect(self, payload)  # type: ignore[arg-type]
+
+        def mode_set(self, payload: Any) -> None:
+            self.mode = payload["mode"]
+
+    return Attempt
+
+
+def statemachine_send(sm: Any, event: str, payload: Payload) -> bool:
+    sm.send(event, payload=payload)
+    return True
+
+
+# ---- harness --------------------------------------------------------------------------------
+
+
+class Contender:
+    def __init__(
+        self,
+        name: str,
+        make: Callable[[], Any],
+        send: Callable[[Any, str, Payload], bool],
+        state: Callable[[Any], str],
+    ) -> None:
+        self.name, self.make, self.send, self.state = name, make, send, state
+
+
+def contenders() -> list[Contender]:
+    compiled = compile_file(ROOT / "flows" / "attempt_v2.flow")
+    assert compiled.flow is not None
+    machine = Machine.from_json(compiled.flow.to_json()).preload()
+
+    def flowc_send(inst: Any, event: str, payload: Payload) -> bool:
+        return bool(inst.send(event, payload).ok)
+
+    out = [
+        Contender("flowc", machine.start, flowc_send, lambda i: i.state),
+        Contender("hand", HandAttempt, lambda m, e, p: m.send(e, p), lambda m: m.state),
+    ]
+    try:
+        out.append(
+            Contender("transitions", transitions_factory(), transitions_send, lambda m: m.state)
+        )
+    except ImportError:
+        print("(transitions is not installed: pip install -e '.[bench]')")
+    try:
+        out.append(
+            Contender(
+                "python-statemachine",
+                statemachine_factory(),
+                statemachine_send,
+                lambda m: m.current_state_value,
+            )
+        )
+    except ImportError:
+        print("(python-statemachine is not installed: pip install -e '.[bench]')")
+    return out
+
+
+def check_episode(c: Contender) -> None:
+    inst = c.make()
+    for event, payload in EPISODE:
+        if not c.send(inst, event, payload):
+            raise SystemExit(f"{c.name}: {event} was refused in {c.state(inst)}")
+    if c.state(inst) != FINAL:
+        raise SystemExit(f"{c.name} ended in {c.state(inst)}, not {FINAL}")
+
+
+def events_per_second(c: Contender, episodes: int, repeat: int = 5) -> float:
+    """Best of `repeat` runs; instances are created before the clock starts."""
+    send = c.send
+    best = float("inf")
+    for _ in range(repeat):
+        instances = [c.make() for _ in range(episodes)]
+        gc.collect()
+        gc.disable()
+        t0 = time.perf_counter()
+        for inst in instances:
+            for event, payload in EPISODE:
+                send(inst, event, payload)
+        dt = time.perf_counter() - t0
+        gc.enable()
+        best = min(best, dt)
+    return episodes * len(EPISODE) / best
+
+
+def bytes_per_instance(make: Callable[[], Any], n: int) -> float:
+    make()  # first instance pays for lazily built shared structures
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    keep = [make() for _ in range(n)]
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    size = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    del keep
+    return (size - 8 * n) / n  # less the list holding them
+
+
+def load_times(states: int, repeat: int) -> dict[str, float]:
+    result = compile_source(generate(states), f"bench_{states}.flow", lint=False)
+    assert result.flow is not None
+    text = result.flow.to_json(indent=None)
+    flow = result.flow
+    out: dict[str, list[float]] = {
+        "from_json": [],
+        "from_json (no hash check)": [],
+        "Machine(CompiledFlow)": [],
+        "preload (compile all)": [],
+    }
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        Machine.from_json(text)
+        out["from_json"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        m = Machine.from_json(text, verify_hash=False)
+        out["from_json (no hash check)"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        m.preload()
+        out["preload (compile all)"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        Machine(flow)
+        out["Machine(CompiledFlow)"].append(time.perf_counter() - t0)
+    info = {k: min(v) * 1000 for k, v in out.items()}
+    info["transitions"] = len(flow.transitions)
+    info["json_bytes"] = len(text)
+    return info
+
+
+def per_event_cost(states: int, events: int) -> float:
+    """Microseconds per event on a generated flow, in the middle of it."""
+    result = compile_source(generate(states), f"bench_{states}.flow", lint=False)
+    assert result.flow is not None
+    machine = Machine.from_json(result.flow.to_json(indent=None), verify_hash=False)
+    middle = states // 2
+    inst = machine.restore(
+        {
+            "flow": machine.name,
+            "state": f"S{middle}",
+            "context": {},
+            "history": [],
+        }
+    )
+    advance = {"verdict": "PASS", "score": 0.75}
+    samples = []
+    for _ in range(5):
+        gc.disable()
+        t0 = time.perf_counter()
+        for _ in range(events // 2):
+            inst.send("advance", advance)
+            inst.send("retry")
+        samples.append((time.perf_counter() - t0) / events * 1e6)
+        gc.enable()
+        assert inst.state == f"S{middle}", inst.state
+    return min(samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--episodes", type=int, default=3000)
+    parser.add_argument("--instances", type=int, default=10000)
+    parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke test")
+    args = parser.parse_args(argv)
+    episodes = 200 if args.quick else args.episodes
+    instances = 1000 if args.quick else args.instances
+
+    print(f"Python {sys.version.split()[0]}; episode of {len(EPISODE)} events (seed 004)\n")
+    cs = contenders()
+    for c in cs:
+        check_episode(c)
+
+    print("events/second (best of 5 runs, instance creation not timed):")
+    rates: dict[str, float] = {}
+    for c in cs:
+        n = episodes if c.name in ("flowc", "hand") else max(50, episodes // 20)
+        rates[c.name] = events_per_second(c, n)
+        print(f"  {c.name:22} {rates[c.name]:>12,.0f}")
+    print("ratios:")
+    flowc = rates["flowc"]
+    print(f"  hand / flowc           {rates['hand'] / flowc:12.2f}x   (target: <= 3)")
+    if "transitions" in rates:
+        print(f"  flowc / transitions    {flowc / rates['transitions']:12.1f}x   (target: >= 10)")
+    if "python-statemachine" in rates:
+        print(
+            f"  flowc / python-statemachine {flowc / rates['python-statemachine']:7.1f}x   "
+            "(target: >= 100)"
+        )
+
+    print(f"\nmemory of {instances:,} idle instances (tracemalloc, bytes per instance):")
+    for c in cs:
+        n = instances if c.name in ("flowc", "hand") else max(100, instances // 10)
+        print(f"  {c.name:22} {bytes_per_instance(c.make, n):>12,.0f}")
+
+    print("\nloading a compiled 1,000-state flow (ms, best of 5):")
+    info = load_times(1000, 5)
+    transitions, size = info.pop("transitions"), info.pop("json_bytes")
+    print(f"  ({transitions:.0f} transitions, {size:,.0f} bytes of JSON)")
+    for k, v in info.items():
+        print(f"  {k:28} {v:8.1f}")
+
+    print("\nflowc cost per event by flow size (microseconds; should stay flat):")
+    sizes = (10, 100, 1000) if args.quick else (10, 100, 1000, 10000)
+    costs = [per_event_cost(n, 2000 if args.quick else 20000) for n in sizes]
+    for n, cost in zip(sizes, costs, strict=True):
+        print(f"  {n:>6} states   {cost:6.2f}")
+    spread = max(costs) / statistics.median(costs)
+    print(f"  largest / median: {spread:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,560 @@
+"""Guards and actions: IR expressions -> Python closures, built once per machine.
+
+Nothing here evaluates text: each IR node becomes a small closure over its children's closures,
+so evaluating a guard is a handful of Python calls. Leaves are folded into their parent where
+that saves a call (`ctx.x < 3` reads the context and compares in one closure).
+
+Every evaluator takes `(context, payload, state)`: the context dict being worked on, the
+normalised event payload (None outside events) and the current state (anything with `name`,
+`title` and `meta`). Run-time faults (division by zero, an index out of range, a missing map
+key, none where a value is needed) surface as the exceptions in `FAULTS`; the step that
+evaluates them turns any of them into an `expression_error` rejection and commits nothing.
+`describe_fault` words them.
+
+Actions never change a container in place: they copy the dicts and lists along their target
+path first (copy-on-write). That is what lets a committed context, the defaults of a machine
+and the values inside a payload be shared freely between steps and instances.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.model import IRLoadError
+from flowc.runtime.validate import Invalid, Type
+
+
+class StateLike(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def meta(self) -> Mapping[str, Any]: ...
+
+
+Evaluator = Callable[[dict[str, Any], Any, Any], Any]
+ActionBlock = Callable[[dict[str, Any], Any, Any], None]
+
+
+class ExprFault(Exception):
+    """A run-time fault with a detail worded for the `expression_error` message."""
+
+
+#: What evaluating a compiled expression may raise for a fault in the data (not in flowc).
+FAULTS: tuple[type[BaseException], ...] = (
+    ExprFault,
+    ArithmeticError,
+    LookupError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    RecursionError,
+)
+
+
+def describe_fault(exc: BaseException) -> str:
+    if isinstance(exc, ExprFault):
+        return str(exc)
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    if isinstance(exc, TypeError) and "NoneType" in str(exc):
+        return "a value is none where one is needed"
+    if isinstance(exc, RecursionError):
+        return "the value is nested too deeply"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ---- functions ------------------------------------------------------------------------------
+
+
+def _round(x: float) -> int:
+    # Half away from zero, like most people (and JavaScript for positives) expect; Python's
+    # built-in rounds half to even.
+    if not math.isfinite(x):
+        raise ExprFault(f"cannot round {x!r}")
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
+
+
+def _extreme(pick: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def fn(*args: Any) -> Any:
+        if len(args) == 1 and isinstance(args[0], list):
+            if not args[0]:
+                raise ExprFault(f"{name}() of an empty list")
+            return pick(args[0])
+        return pick(args)
+
+    return fn
+
+
+def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    return {**a, **b}
+
+
+def _to_str(x: Any) -> str:
+    # The language's spelling of values, not Python's (`true`, not `True`).
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    if x is None:
+        return "none"
+    return str(x) if not isinstance(x, float) else repr(x)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": len,
+    "min": _extreme(min, "min"),
+    "max": _extreme(max, "max"),
+    "abs": abs,
+    "round": _round,
+    "merge": _merge,
+    "keys": lambda m: list(m),
+    "values": lambda m: list(m.values()),
+    "lower": lambda s: s.lower(),
+    "upper": lambda s: s.upper(),
+    "trim": lambda s: s.strip(),
+    "str": _to_str,
+}
+# `coalesce` is compiled specially: its default is evaluated only when needed.
+assert set(FUNCTIONS) | {"coalesce"} == EXPRESSION_FUNCTIONS
+
+
+def _in(item: Any, container: Any) -> bool:
+    return item in container
+
+
+def _not_in(item: Any, container: Any) -> bool:
+    return item not in container
+
+
+def _div(a: Any, b: Any) -> Any:
+    return a / b
+
+
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": _div,
+    "%": operator.mod,
+    "in": _in,
+    "not in": _not_in,
+}
+
+
+# ---- compiler -------------------------------------------------------------------------------
+
+
+class ExprCompiler:
+    """Compiles the expressions of one machine, read in their JSON form."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Any, Evaluator]] = {}
+
+    def compile(self, node: Any) -> Evaluator:
+        if not isinstance(node, Mapping):
+            raise IRLoadError(f"an expression must be an object, got {node!r}")
+        found = self._cache.get(id(node))
+        if found is not None:
+            return found[1]
+        fn = self._build(node)
+        self._cache[id(node)] = (node, fn)  # keeps `node` alive, so its id stays unique
+        return fn
+
+    def guard(self, node: Any) -> Evaluator | None:
+        return None if node is None else self.compile(node)
+
+    def _build(self, node: Mapping[str, Any]) -> Evaluator:
+        op = node.get("op")
+        value = node.get("value")
+        args = list(node.get("args") or ())
+        if op == "lit":
+            return _const(value)
+        if op == "ctx":
+            key = _name(value, op)
+            return lambda c, e, s: c[key]
+        if op == "event":
+            key = _name(value, op)
+            return lambda c, e, s: e[key]
+        if op == "state":
+            if value == "name":
+                return lambda c, e, s: s.name
+            if value == "title":
+                return lambda c, e, s: s.title
+            raise IRLoadError(f"`state.{value}` is not readable in expressions")
+        if op == "meta":
+            key = _name(value, op)
+            return lambda c, e, s: s.meta.get(key)
+        if op in BINARY:
+            _arity(op, args, 2)
+            return self._binary(BINARY[op], args[0], args[1])
+        if op == "and":
+            _arity(op, args, 2)
+            a, b = self.compile(args[0]), self.compile(args[1])
+            return lambda c, e, s: a(c, e, s) and b(c, e, s)
+        if op == "or":
+            _arity(op, args, 2)
+            a, b = self.compile(args[0]), self.compile(args[1])
+            return lambda c, e, s: a(c, e, s) or b(c, e, s)
+        if op == "not":
+            _arity(op, args, 1)
+            a = self.compile(args[0])
+            return lambda c, e, s: not a(c, e, s)
+        if op == "neg":
+            _arity(op, args, 1)
+            a = self.compile(args[0])
+            return lambda c, e, s: -a(c, e, s)
+        if op == "attr":
+            _arity(op, args, 1)
+            return self._attr(args[0], _name(value, op))
+        if op == "index":
+            _arity(op, args, 2)
+            return self._index(self.compile(args[0]), self.compile(args[1]))
+        if op == "call":
+            return self._call(_name(value, op), args)
+        if op == "list":
+            items = tuple(self.compile(a) for a in args)
+            return lambda c, e, s: [f(c, e, s) for f in items]
+        if op == "map":
+            if len(args) % 2:
+                raise IRLoadError("a map expression needs key, value pairs")
+            pairs = tuple(
+                (self.compile(args[i]), self.compile(args[i + 1])) for i in range(0, len(args), 2)
+            )
+            return lambda c, e, s: {k(c, e, s): v(c, e, s) for k, v in pairs}
+        raise IRLoadError(f"unknown expression op {op!r}")
+
+    def _binary(
+        self, fn: Callable[[Any, Any], Any], left: Mapping[str, Any], right: Mapping[str, Any]
+    ) -> Evaluator:
+        # The shapes guards are made of, folded into one closure each.
+        lk, rk = left.get("op"), right.get("op")
+        if rk == "lit":
+            v = right.get("value")
+            if lk == "ctx":
+                k = _name(left.get("value"), "ctx")
+                return lambda c, e, s: fn(c[k], v)
+            if lk == "event":
+                k = _name(left.get("value"), "event")
+                return lambda c, e, s: fn(e[k], v)
+            a = self.compile(left)
+            return lambda c, e, s: fn(a(c, e, s), v)
+        if lk == "ctx" and rk == "ctx":
+            k1, k2 = _name(left.get("value"), "ctx"), _name(right.get("value"), "ctx")
+            return lambda c, e, s: fn(c[k1], c[k2])
+        if lk == "event" and rk == "ctx":
+            k1, k2 = _name(left.get("value"), "event"), _name(right.get("value"), "ctx")
+            return lambda c, e, s: fn(e[k1], c[k2])
+        if lk == "lit":
+            v = left.get("value")
+            b = self.compile(right)
+            return lambda c, e, s: fn(v, b(c, e, s))
+        a, b = self.compile(left), self.compile(right)
+        return lambda c, e, s: fn(a(c, e, s), b(c, e, s))
+
+    def _attr(self, obj: Mapping[str, Any], key: str) -> Evaluator:
+        def missing(o: Any) -> ExprFault:
+            if o is None:
+                return ExprFault(f"cannot read `.{key}` of none")
+            return ExprFault(f"the value has no field `{key}`")
+
+        if obj.get("op") == "event":
+            k = _name(obj.get("value"), "event")
+
+            def event_attr(c: dict[str, Any], e: Any, s: Any) -> Any:
+                o = e[k]
+                try:
+                    return o[key]
+                except (KeyError, TypeError):
+                    raise missing(o) from None
+
+            return event_attr
+        a = self.compile(obj)
+
+        def attr(c: dict[str, Any], e: Any, s: Any) -> Any:
+            o = a(c, e, s)
+            try:
+                return o[key]
+            except (KeyError, TypeError):
+                raise missing(o) from None
+
+        return attr
+
+    def _index(self, obj: Evaluator, key: Evaluator) -> Evaluator:
+        def index(c: dict[str, Any], e: Any, s: Any) -> Any:
+            o = obj(c, e, s)
+            k = key(c, e, s)
+            if type(o) is list:
+                if type(k) is not int or not 0 <= k < len(o):
+                    raise ExprFault(f"index {k!r} is out of range for a list of {len(o)} items")
+                return o[k]
+            if o is None:
+                raise ExprFault("cannot index none")
+            try:
+                return o[k]
+            except KeyError:
+                raise ExprFault(f"no key {k!r} in the map") from None
+
+        return index
+
+    def _call(self, name: str, args: Sequence[Mapping[str, Any]]) -> Evaluator:
+        if name == "coalesce":
+            _arity(name, args, 2)
+            a, b = self.compile(args[0]), self.compile(args[1])
+
+            def coalesce(c: dict[str, Any], e: Any, s: Any) -> Any:
+                v = a(c, e, s)
+                return b(c, e, s) if v is None else v
+
+            return coalesce
+        fn = FUNCTIONS.get(name)
+        if fn is None:
+            raise IRLoadError(f"unknown function {name!r}")
+        fs = tuple(self.compile(a) for a in args)
+        if len(fs) == 1:
+            f0 = fs[0]
+            return lambda c, e, s: fn(f0(c, e, s))
+        if len(fs) == 2:
+            f0, f1 = fs
+            return lambda c, e, s: fn(f0(c, e, s), f1(c, e, s))
+        return lambda c, e, s: fn(*[f(c, e, s) for f in fs])
+
+    # ---- actions ----------------------------------------------------------------------------
+    def actions(
+        self,
+        raw: Sequence[Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type] | None = None,
+    ) -> ActionBlock | None:
+        """One closure running the actions in order; None when there are none.
+
+        Within one block, a record copied by an earlier action is not copied again: the
+        compiler tracks which context paths already hold a copy made by this block (and
+        forgets one as soon as it is replaced, or read by a value that could keep a
+        reference to it), so `understand.a = ..; understand.b = ..` copies `understand` once.
+        """
+        steps = []
+        fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
+        for a in raw:
+            if not isinstance(a, Mapping):
+                raise IRLoadError(f"an action must be an object, got {a!r}")
+            path = tuple(a.get("target") or ())
+            depth = 0
+            while depth < len(path) - 1 and path[: depth + 1] in fresh:
+                depth += 1
+            steps.append(self._action(a, target_type, event_types or {}, depth))
+            for i in range(1, len(path)):
+                fresh.add(path[:i])
+            # The written path holds a value that may be shared; anything read by the value
+            # may now be referenced from elsewhere: neither may be changed in place again.
+            read = _ctx_reads(a.get("value"))
+            fresh = {q for q in fresh if q[: len(path)] != path and q[0] not in read}
+        if not steps:
+            return None
+        if len(steps) == 1:
+            return steps[0]
+        run = tuple(steps)
+
+        def block(c: dict[str, Any], e: Any, s: Any) -> None:
+            for step in run:
+                step(c, e, s)
+
+        return block
+
+    def _action(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+        fresh_depth: int,
+    ) -> ActionBlock:
+        op = raw.get("op")
+        path = tuple(raw.get("target") or ())
+        if not path or not all(isinstance(p, str) for p in path):
+            raise IRLoadError(f"an action needs a target path, got {path!r}")
+        value_node = raw.get("value")
+        value = self.compile(value_node)
+        ty = target_type(path)
+        if op in ("append", "remove"):
+            if ty.kind != "list" or ty.item is None:
+                raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
+            if op == "append":
+                item_norm = _normaliser(ty.item, path, value_node, event_types)
+                return _update(path, lambda old, v: [*old, item_norm(v)], value, fresh_depth)
+            return _update(path, _removed, value, fresh_depth)
+        norm = _normaliser(ty, path, value_node, event_types)
+        if op == "set":
+            return _set(path, value, norm, fresh_depth)
+        if op == "add":
+            return _update(path, lambda old, v: norm(old + v), value, fresh_depth)
+        if op == "sub":
+            return _update(path, lambda old, v: norm(old - v), value, fresh_depth)
+        raise IRLoadError(f"unknown action op {op!r}")
+
+
+def _ctx_reads(node: Any) -> set[str]:
+    """The context fields an expression reads."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, Mapping):
+            continue
+        if n.get("op") == "ctx" and isinstance(n.get("value"), str):
+            out.add(n["value"])
+        stack.extend(n.get("args") or ())
+    return out
+
+
+def _removed(old: list[Any], item: Any) -> list[Any]:
+    out = list(old)
+    # Removing an item that is not there is not a fault: the list stays as it is.
+    with contextlib.suppress(ValueError):
+        out.remove(item)
+    return out
+
+
+def _none_on_path(path: tuple[str, ...], upto: int) -> ExprFault:
+    return ExprFault(f"cannot set `{'.'.join(path)}`: `{'.'.join(path[:upto])}` is none")
+
+
+def _set(
+    path: tuple[str, ...], value: Evaluator, norm: Callable[[Any], Any], fresh_depth: int
+) -> ActionBlock:
+    if len(path) == 1:
+        key = path[0]
+        if norm is _identity:
+
+            def set_top(c: dict[str, Any], e: Any, s: Any) -> None:
+                c[key] = value(c, e, s)
+
+            return set_top
+
+        def set_top_normalised(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[key] = norm(value(c, e, s))
+
+        return set_top_normalised
+    if len(path) == 2:
+        head, last = path
+        if fresh_depth >= 1:
+            # `head` was copied by an earlier action of this block: change it in place.
+            def set_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
+                c[head][last] = norm(value(c, e, s))
+
+            return set_in_copy
+
+        def set_field(c: dict[str, Any], e: Any, s: Any) -> None:
+            v = norm(value(c, e, s))
+            node = c[head]
+            if node is None:
+                raise _none_on_path(path, 1)
+            node = c[head] = dict(node)
+            node[last] = v
+
+        return set_field
+    return _update(path, lambda old, v: norm(v), value, fresh_depth, read_old=False)
+
+
+def _update(
+    path: tuple[str, ...],
+    change: Callable[[Any, Any], Any],
+    value: Evaluator,
+    fresh_depth: int,
+    *,
+    read_old: bool = True,
+) -> ActionBlock:
+    """Set `path` to `change(old, value)`, copying each container on the way that this block
+    has not copied yet (copy-on-write)."""
+    if len(path) == 1:
+        key = path[0]
+
+        def update_top(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[key] = change(c[key], value(c, e, s))
+
+        return update_top
+    *parents, last = path
+
+    def update(c: dict[str, Any], e: Any, s: Any) -> None:
+        v = value(c, e, s)
+        node: Any = c
+        for i, name in enumerate(parents):
+            child = node[name]
+            if child is None:
+                raise _none_on_path(path, i + 1)
+            if i >= fresh_depth:
+                child = node[name] = dict(child)
+            node = child
+        node[last] = change(node[last] if read_old else None, v)
+
+    return update
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _normaliser(
+    ty: Type, path: Sequence[str], value: Any, event_types: Mapping[str, Type]
+) -> Callable[[Any], Any]:
+    """Values stored into records get their defaults filled in (`{"result": accepted}` into a
+    record with more fields) and ints stored into float fields become floats. Every other value
+    is stored as it is: the compiler checked its type, and a payload field of the very same
+    type was normalised when the payload was checked."""
+    if not _needs_normalising(ty):
+        return _identity
+    if isinstance(value, Mapping) and value.get("op") == "event":
+        source = event_types.get(value.get("value"))  # type: ignore[arg-type]
+        if source is ty or (ty.kind == "optional" and source is ty.item):
+            return _identity
+    check = ty.check
+    where = ".".join(path)
+
+    def normalise(v: Any) -> Any:
+        try:
+            return check(v)
+        except Invalid:
+            raise ExprFault(f"the value does not fit `{where}`") from None
+
+    return normalise
+
+
+def _needs_normalising(ty: Type) -> bool:
+    if ty.has_record or ty.kind == "float":
+        return True
+    return ty.item is not None and _needs_normalising(ty.item)
+
+
+def _const(value: Any) -> Evaluator:
+    if isinstance(value, list | dict):
+        # A literal list or map is never changed in place (copy-on-write), so sharing it is safe.
+        frozen = value
+        return lambda c, e, s: frozen
+    return lambda c, e, s: value
+
+
+def _name(value: Any, op: str) -> str:
+    if not isinstance(value, str):
+        raise IRLoadError(f"`{op}` needs a name, got {value!r}")
+    return value
+
+
+def _arity(op: str, args: Sequence[Any], n: int) -> None:
+    if len(args) != n:
+        raise IRLoadError(f"`{op}` takes {n} operand(s), got {len(args)}")
+
+
+assert {"append", "remove"} == ACTION_FUNCTIONS

@@ -1,0 +1,1037 @@
+"""`Instance`: one running flow: its state, context, history and pending timers.
+
+Every operation (`send`, `goto`, `back`, a due timer in `advance`) is one atomic step: the
+transition is chosen, then exit actions, transition actions and entry actions run on a working
+copy of the context (routing through choice states included), and only when all of it
+succeeded are state, context, history and timers replaced, in that order, with no code that can
+fail in between. A refusal or a fault returns a `Rejection` and leaves the instance exactly as
+it was.
+
+The hot path is written for speed: the dispatch table gives the candidates in one lookup, the
+payload is checked by one precompiled call, the context is copied only when an action will
+run, and history records a tuple per step (`HistoryEntry` objects are built only when asked
+for).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+from flowc.runtime import rejections as R
+from flowc.runtime.clock import Clock, to_datetime, to_seconds
+from flowc.runtime.expr import FAULTS, describe_fault
+from flowc.runtime.machine import CTransition, Requirement
+from flowc.runtime.model import IRLoadError
+from flowc.runtime.rejections import Rejection, SnapshotError, UnknownTemplate
+from flowc.runtime.templating import EventVars, wrap
+from flowc.runtime.validate import Invalid, feedback, report
+
+if TYPE_CHECKING:
+    from flowc.runtime.machine import CEvent, CState, Machine
+
+log = logging.getLogger("flowc.runtime")
+
+SNAPSHOT_FORMAT: Final = "flowc.snapshot/1"
+#: Idempotency keys remembered per instance (the oldest are forgotten first).
+KEYS_KEPT: Final = 1024
+
+_new = object.__new__
+_EMPTY: dict[str, Any] = {}
+_NO_VIA: tuple[str, ...] = ()
+
+# A history entry is a tuple, in this order.
+_SEQ: Final = 0
+_AT: Final = 1
+_KIND: Final = 2
+_SOURCE: Final = 3
+_TARGET: Final = 4
+_EVENT: Final = 5
+_PAYLOAD: Final = 6
+_REASON: Final = 7
+_VIA: Final = 8
+Entry: TypeAlias = tuple[
+    int, float, str, str | None, str, str | None, Any, str | None, tuple[str, ...]
+]
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (what hosts get: they may change it freely)."""
+    t = type(value)
+    if t is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if t is list:
+        return [copy_json(v) for v in value]
+    return value
+
+
+def copy_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: copy_json(v) for k, v in value.items()}
+
+
+class HistoryEntry:
+    """One committed step as recorded in the history. `kind` is `start`, `event`, `goto`,
+    `back` or `timer`; `source` is None for `start`; `via` lists the choice states routed
+    through; `at` is an aware UTC datetime."""
+
+    __slots__ = ("_e",)
+
+    _e: Entry
+
+    def __init__(self, entry: Entry) -> None:
+        self._e = entry
+
+    @property
+    def seq(self) -> int:
+        return self._e[_SEQ]
+
+    @property
+    def at(self) -> datetime:
+        return to_datetime(self._e[_AT])
+
+    @property
+    def timestamp(self) -> float:
+        """`at` as seconds since the epoch."""
+        return self._e[_AT]
+
+    @property
+    def kind(self) -> str:
+        return self._e[_KIND]
+
+    @property
+    def source(self) -> str | None:
+        return self._e[_SOURCE]
+
+    @property
+    def target(self) -> str:
+        return self._e[_TARGET]
+
+    @property
+    def event(self) -> str | None:
+        return self._e[_EVENT]
+
+    @property
+    def trigger(self) -> str:
+        """The event's name for event steps, else the kind (`goto`, `back`, `timer`, ...)."""
+        return self._e[_EVENT] or self._e[_KIND]
+
+    @property
+    def payload(self) -> dict[str, Any] | None:
+        p = self._e[_PAYLOAD]
+        return None if p is None else copy_json(p)
+
+    @property
+    def reason(self) -> str | None:
+        return self._e[_REASON]
+
+    @property
+    def via(self) -> tuple[str, ...]:
+        return self._e[_VIA]
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self._e
+        return {
+            "seq": e[_SEQ],
+            "at": to_datetime(e[_AT]).isoformat(),
+            "kind": e[_KIND],
+            "source": e[_SOURCE],
+            "target": e[_TARGET],
+            "event": e[_EVENT],
+            "payload": copy_json(e[_PAYLOAD]),
+            "reason": e[_REASON],
+            "via": list(e[_VIA]),
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HistoryEntry):
+            return NotImplemented
+        return self._e == other._e
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        e = self._e
+        return f"<step {e[_SEQ]} {e[_SOURCE]} -> {e[_TARGET]} ({self.trigger})>"
+
+
+class StepResult(HistoryEntry):
+    """A committed step, as returned by `send` / `goto` / `back` / `advance` and passed to
+    subscribers. `from_` / `source` is the state left, `to` / `target` the state the instance
+    is in now. `replayed` is true when an idempotency key had already been applied: nothing
+    ran this time and this is the earlier step."""
+
+    __slots__ = ("_c", "_j", "_m")
+
+    _c: dict[str, Any]
+    _j: dict[str, str]
+    _m: Machine
+
+    ok: Final = True
+    replayed: bool = False
+
+    @property
+    def from_(self) -> str | None:
+        return self._e[_SOURCE]
+
+    @property
+    def to(self) -> str:
+        return self._e[_TARGET]
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """The context right after this step."""
+        return copy_dict(self._c)
+
+    def journal(self, name: str) -> str:
+        """The entry journal `name` renders for this step (rendered once, then kept)."""
+        try:
+            cache = self._j
+        except AttributeError:  # results are made without it: most are never asked
+            cache = self._j = {}
+        text = cache.get(name)
+        if text is None:
+            text = cache[name] = render_journal(self._m, name, self._e, self._c)
+        return text
+
+    def journals(self) -> dict[str, str]:
+        """Every journal of the flow, rendered for this step."""
+        return {name: self.journal(name) for name in self._m.journals}
+
+    def unwrap(self) -> StepResult:
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out = {"ok": True, "from": out.pop("source"), "to": out.pop("target"), **out}
+        out["trigger"] = self.trigger
+        if self.replayed:
+            out["replayed"] = True
+        return out
+
+    def __repr__(self) -> str:
+        e = self._e
+        return f"StepResult({e[_SEQ]}, {e[_SOURCE]!r} -> {e[_TARGET]!r}, {self.trigger!r})"
+
+
+Outcome: TypeAlias = StepResult | Rejection
+
+
+class _ReplayedStep(StepResult):
+    __slots__ = ()
+    replayed = True
+
+
+def _result(entry: Entry, context: dict[str, Any], machine: Machine) -> StepResult:
+    r: StepResult = _new(StepResult)
+    r._e = entry
+    r._c = context
+    r._m = machine
+    return r
+
+
+def render_journal(machine: Machine, name: str, entry: Entry, context: Mapping[str, Any]) -> str:
+    """Journal `name` for one committed step. Variables: `seq`, `at` (aware datetime), `kind`,
+    `source`, `target`, `event` (prints as its name; `event.field` reads the payload),
+    `payload`, `reason`, `via`, `state` (the target: name, title, meta), `context`."""
+    source = machine.journals[name]
+    target = machine.states.get(entry[_TARGET])
+    event = entry[_EVENT]
+    payload = entry[_PAYLOAD]
+    variables = {
+        "seq": entry[_SEQ],
+        "at": to_datetime(entry[_AT]),
+        "kind": entry[_KIND],
+        "source": entry[_SOURCE],
+        "target": entry[_TARGET],
+        "event": EventVars(event, payload) if event is not None else None,
+        "payload": wrap(payload) if payload is not None else None,
+        "reason": entry[_REASON],
+        "via": list(entry[_VIA]),
+        "state": wrap(target.view()) if target is not None else None,
+        "context": wrap(context),
+    }
+    return machine.template_cache.render(source, variables)
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptedEvent:
+    """An event the instance accepts now, with the JSON Schema of its payload (for LLM tool
+    definitions and forms)."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+class Instance:
+    """A running instance of a `Machine`. Create with `machine.start(...)` or
+    `machine.restore(snapshot)`. Not thread-safe: drive one instance from one thread (or use
+    `flowc.runtime.aio.AsyncInstance`, which serialises steps with a lock)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_clock",
+        "_ctx",
+        "_history",
+        "_keys",
+        "_m",
+        "_seq",
+        "_state",
+        "_subs",
+        "_timers",
+        "id",
+    )
+
+    _m: Machine
+    _state: CState
+    _ctx: dict[str, Any]
+    _seq: int
+    _history: list[Entry]
+    _timers: tuple[tuple[float, CTransition], ...] | None
+    _keys: dict[str, int] | None
+    _subs: list[Callable[[StepResult], object]] | None
+    _clock: Clock
+    id: str | None
+
+    # ---- creation ---------------------------------------------------------------------------
+    @classmethod
+    def _blank(cls, machine: Machine, id: str | None, clock: Clock) -> Instance:
+        self: Instance = _new(cls)
+        self._m = machine
+        self._clock = clock
+        self._keys = None
+        self._subs = None
+        self._timers = None
+        self.id = id
+        return self
+
+    @classmethod
+    def _start(
+        cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
+    ) -> Instance | Rejection:
+        initial = machine.initial
+        given = context if context is not None else _EMPTY
+        try:
+            ctx: dict[str, Any] = machine.context_type.check(given)
+        except Invalid:
+            issues = report(machine.context_type, given)
+            data = feedback(issues, "Start the instance again with a corrected context.")
+            return machine.rejection(R.INVALID_CONTEXT, initial, None, None, _EMPTY, data)
+        state = initial
+        via = _NO_VIA
+        try:
+            if initial.entry is not None:
+                initial.entry(ctx, None, initial)
+            if initial.choice:
+                routed = _route(machine, initial, initial, ctx, None, None)
+                if type(routed) is Rejection:
+                    return routed
+                state, via = routed  # type: ignore[misc]
+        except FAULTS as exc:
+            return _fault(
+                machine, exc, f"the entry actions of {initial.name}", initial, None, None, ctx
+            )
+        now = clock()
+        self = cls._blank(machine, id, clock)
+        self._state = state
+        self._ctx = ctx
+        self._seq = 0
+        self._history = [(0, now, "start", None, state.name, None, None, None, via)]
+        if state.timers:
+            self._timers = _arm(state, now)
+        return self
+
+    # ---- reading ----------------------------------------------------------------------------
+    @property
+    def machine(self) -> Machine:
+        return self._m
+
+    @property
+    def state(self) -> str:
+        return self._state.name
+
+    @property
+    def title(self) -> str:
+        """The state's title (its name when it has none)."""
+        return self._state.title
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The state's `meta` (a copy)."""
+        return copy_dict(self._state.meta)
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """The context (a copy: changing it changes nothing in the instance)."""
+        return copy_dict(self._ctx)
+
+    def get(self, field: str) -> Any:
+        """One context field (a copy)."""
+        return copy_json(self._ctx[field])
+
+    @property
+    def is_final(self) -> bool:
+        return self._state.final
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last committed step (0: just started)."""
+        return self._seq
+
+    @property
+    def history(self) -> list[HistoryEntry]:
+        """Every committed step, oldest first, starting with the start itself (seq 0)."""
+        return [HistoryEntry(e) for e in self._history]
+
+    @property
+    def timers(self) -> list[dict[str, Any]]:
+        """Pending timers: `{"due": datetime, "target": state, "after_ms": ms}`, soonest first."""
+        return [
+            {
+                "due": to_datetime(due),
+                "target": t.target.name if t.target else None,
+                "after_ms": t.after_ms,
+            }
+            for due, t in self._timers or ()
+        ]
+
+    @property
+    def next_deadline(self) -> datetime | None:
+        """When the next timer is due (to schedule a wake-up), or None."""
+        return to_datetime(self._timers[0][0]) if self._timers else None
+
+    def accepted_events(self) -> list[AcceptedEvent]:
+        """The events that may be accepted now, with their payload JSON Schemas.
+
+        An event is listed when some non-`reject` rule for it could fire: rules whose guard
+        reads only the context are judged now, rules whose guard reads the payload count as
+        possible; a `reject` rule that holds now whatever the payload (e.g. an exhausted hint
+        budget) hides the event, and so does a precondition that fails now."""
+        st, c = self._state, self._ctx
+        out = []
+        for name, (ev, candidates) in st.on.items():
+            if self._may_accept(st, ev, candidates, c):
+                out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
+        return out
+
+    def _may_accept(
+        self, st: CState, ev: CEvent, candidates: tuple[CTransition, ...], c: dict[str, Any]
+    ) -> bool:
+        m = self._m
+        for req in ev.requires:
+            if not _mentions_payload(req.raw.get("guard")) and not _holds(
+                m._requirement_guard(req), c, st
+            ):
+                return False
+        for t in candidates:
+            if t.guard is not None and t.uses_event():
+                if t.kind != "reject":
+                    return True
+                continue  # may or may not refuse, depending on the payload
+            if t.guard is None or _holds(t.guard, c, st):
+                return t.kind != "reject"
+        return False
+
+    def allowed_targets(self, *, force: bool = False) -> list[str]:
+        """The states `goto` can reach now (direct edges whose guard holds). Backward edges
+        count only with `force=True`, as in `goto`."""
+        st, c = self._state, self._ctx
+        return [
+            target
+            for target, edges in st.direct.items()
+            if any(
+                (force or not t.back) and (t.guard is None or _holds(t.guard, c, st)) for t in edges
+            )
+        ]
+
+    # ---- steps ------------------------------------------------------------------------------
+    def send(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        reason: str | None = None,
+        key: str | None = None,
+    ) -> Outcome:
+        """Deliver an event. Returns the committed `StepResult`, or a `Rejection` (nothing
+        changed). With `key`, a key already applied returns the earlier step (`replayed`)."""
+        if key is not None and self._keys is not None and key in self._keys:
+            return self._replay(key)
+        st = self._state
+        found = st.on.get(event)
+        if found is None:
+            return self._not_accepted(st, event)
+        ev, candidates = found
+        try:
+            if payload:
+                p = ev.check(payload)
+            else:
+                p = ev.empty
+                if p is None:
+                    p = ev.check(_EMPTY)
+        except Invalid:
+            return self._invalid_payload(st, ev, payload)
+        c = self._ctx
+        rule: Any = None
+        try:
+            if ev.requires:
+                for req in ev.requires:
+                    rule = req
+                    if not (req.guard or self._m._requirement_guard(req))(c, p, st):
+                        return self._m.rejection(
+                            R.REQUIRE, st, event, p, c, code=req.code, template=req.message
+                        )
+            for t in candidates:
+                rule = t
+                g = t.guard
+                if g is None or g(c, p, st):
+                    break
+            else:
+                return self._m.rejection(R.GUARD_FAILED, st, event, p, c)
+        except FAULTS as exc:
+            return self._fault_in(exc, rule, st, event, p)
+        dest = t.target
+        if dest is None:  # a `reject` rule
+            return self._m.rejection(R.REJECT, st, event, p, c, code=t.code, template=t.message)
+        # What follows is `_take`, inlined for events (the step most hosts make most often)
+        # without routing; routing and the wording of faults are left to `_take`.
+        if dest.choice:
+            return self._take(st, t, p, "event", event, reason, key, None)
+        if t.mutates:
+            c = dict(c)  # the working copy; the committed context is never touched
+            try:
+                if t.internal:
+                    t.actions(c, p, st)  # type: ignore[misc]
+                else:
+                    if st.exit is not None:
+                        st.exit(c, p, st)
+                    if t.actions is not None:
+                        t.actions(c, p, st)
+                    if dest.entry is not None:
+                        dest.entry(c, p, dest)
+            except FAULTS:
+                # Run it again on the general path, which says where it failed (the actions
+                # are pure functions of context and payload: it fails the same way).
+                return self._take(st, t, p, "event", event, reason, key, None)
+        now = self._clock()
+        seq = self._seq + 1
+        entry: Entry = (seq, now, "event", st.name, dest.name, event, p, reason, _NO_VIA)
+        self._history.append(entry)
+        self._seq = seq
+        self._ctx = c
+        if not t.internal:
+            self._state = dest
+            self._timers = _arm(dest, now) if dest.timers else None
+        if key is not None:
+            self._remember(key, seq)
+        r: StepResult = _new(StepResult)
+        r._e = entry
+        r._c = c
+        r._m = self._m
+        if self._subs:
+            self._notify(r)
+        return r
+
+    def goto(
+        self,
+        target: str,
+        *,
+        force: bool = False,
+        reason: str | None = None,
+        key: str | None = None,
+    ) -> Outcome:
+        """Move to `target` along a direct edge (`-> TARGET`) of the current state: the first
+        whose guard holds. A backward edge (`back`) needs `force=True`."""
+        if key is not None and self._keys is not None and key in self._keys:
+            return self._replay(key)
+        st, c, m = self._state, self._ctx, self._m
+        if st.final:
+            return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
+        edges = st.direct.get(target)
+        data = {"from": st.name, "to": target}
+        if edges is None:
+            kind = R.INVALID_TRANSITION if target in m.states else R.UNKNOWN_STATE
+            return m.rejection(kind, st, None, None, c, data)
+        if not force and all(t.back for t in edges):
+            return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
+        chosen = None
+        rule: Any = None
+        try:
+            for t in edges:
+                if t.back and not force:
+                    continue
+                rule = t
+                if t.guard is None or t.guard(c, None, st):
+                    chosen = t
+                    break
+        except FAULTS as exc:
+            return self._fault_in(exc, rule, st, None, None)
+        if chosen is None:
+            return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+        return self._take(st, chosen, None, "goto", None, reason, key, None)
+
+    def back(
+        self, *, force: bool = False, reason: str | None = None, key: str | None = None
+    ) -> Outcome:
+        """Return to the most recent earlier state that a backward edge (`back`) of the current
+        state leads to, along that edge. Backward moves always need `force=True`: without it
+        the answer is `backward_requires_force` naming the state it would go to."""
+        if key is not None and self._keys is not None and key in self._keys:
+            return self._replay(key)
+        st, c, m = self._state, self._ctx, self._m
+        if st.final:
+            return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
+        targets = {t.target.name for t in st.back_edges if t.target is not None}
+        previous = None
+        for entry in reversed(self._history):
+            source = entry[_SOURCE]
+            if source in targets:
+                previous = source
+                break
+        if previous is None:
+            return m.rejection(R.NO_PREVIOUS_STATE, st, None, None, c, {"from": st.name})
+        data = {"from": st.name, "to": previous}
+        if not force:
+            return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
+        rule: Any = None
+        try:
+            for t in st.back_edges:
+                if t.target is None or t.target.name != previous:
+                    continue
+                rule = t
+                p: dict[str, Any] | None = None
+                if t.kind == "event":
+                    ev = m.events[t.event or ""]
+                    p = ev.empty
+                    if p is None:
+                        continue  # its event needs a payload: only `send` can take it
+                    if any(not m._requirement_guard(r)(c, p, st) for r in ev.requires):
+                        continue
+                if t.guard is None or t.guard(c, p, st):
+                    return self._take(st, t, p, "back", t.event, reason, key, None)
+        except FAULTS as exc:
+            return self._fault_in(exc, rule, st, None, None)
+        return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+
+    def advance(self, now: float | datetime | None = None) -> list[Outcome]:
+        """Fire every timer due at `now` (default: the clock's time), soonest first, each as
+        an ordinary step recorded at its deadline. A timer whose guard does not hold is
+        dropped; one whose step is refused is dropped and its rejection returned."""
+        when = self._clock() if now is None else to_seconds(now)
+        out: list[Outcome] = []
+        while self._timers:
+            due, t = self._timers[0]
+            if due > when:
+                break
+            st, c = self._state, self._ctx
+            self._timers = self._timers[1:] or None
+            try:
+                if t.guard is not None and not t.guard(c, None, st):
+                    continue
+            except FAULTS as exc:
+                out.append(self._fault_in(exc, t, st, None, None))
+                continue
+            at = max(due, self._history[-1][_AT])
+            out.append(self._take(st, t, None, "timer", None, None, None, at))
+        return out
+
+    # ---- the step ---------------------------------------------------------------------------
+    def _take(
+        self,
+        st: CState,
+        t: CTransition,
+        p: dict[str, Any] | None,
+        kind: str,
+        event: str | None,
+        reason: str | None,
+        key: str | None,
+        at: float | None,
+    ) -> Outcome:
+        c = self._ctx
+        dest = t.target
+        assert dest is not None
+        via = _NO_VIA
+        if t.mutates:
+            c = dict(c)  # the working copy; the committed context is never touched
+            phase = "actions"
+            try:
+                if t.internal:
+                    t.actions(c, p, st)  # type: ignore[misc]
+                else:
+                    if st.exit is not None:
+                        phase = "exit"
+                        st.exit(c, p, st)
+                    if t.actions is not None:
+                        phase = "actions"
+                        t.actions(c, p, st)
+                    if dest.entry is not None:
+                        phase = "entry"
+                        dest.entry(c, p, dest)
+                    if dest.choice:
+                        routed = _route(self._m, st, dest, c, p, event)
+                        if type(routed) is Rejection:
+                            return routed
+                        dest, via = routed  # type: ignore[misc]
+            except FAULTS as exc:
+                where = _phase_words(phase, st, t)
+                return _fault(self._m, exc, where, st, event, p, self._ctx)
+        # Commit: nothing below can fail.
+        now = self._clock() if at is None else at
+        seq = self._seq + 1
+        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via)
+        self._history.append(entry)
+        self._seq = seq
+        self._ctx = c
+        if not t.internal:
+            self._state = dest
+            self._timers = _arm(dest, now) if dest.timers else None
+        if key is not None:
+            self._remember(key, seq)
+        r: StepResult = _new(StepResult)
+        r._e = entry
+        r._c = c
+        r._m = self._m
+        if self._subs:
+            self._notify(r)
+        return r
+
+    # ---- refusals ---------------------------------------------------------------------------
+    def _not_accepted(self, st: CState, event: str) -> Rejection:
+        m = self._m
+        if st.final:
+            return m.rejection(R.INSTANCE_FINAL, st, event, None, self._ctx)
+        if event not in m.events:
+            return m.rejection(R.UNKNOWN_EVENT, st, event, None, self._ctx)
+        return m.rejection(R.EVENT_NOT_ACCEPTED, st, event, None, self._ctx)
+
+    def _invalid_payload(self, st: CState, ev: CEvent, payload: Any) -> Rejection:
+        given = payload if payload is not None else _EMPTY
+        issues = report(ev.type, given)
+        action = f"Send {ev.name} again with corrected data."
+        if issues.unknown:
+            action += " Unknown fields may be typos."
+        data = feedback(issues, action)
+        return self._m.rejection(R.INVALID_PAYLOAD, st, ev.name, None, self._ctx, data)
+
+    def _fault_in(
+        self, exc: BaseException, rule: Any, st: CState, event: str | None, p: Any
+    ) -> Rejection:
+        if isinstance(rule, Requirement):
+            where = f"the precondition {rule.code} of {event}"
+        elif isinstance(rule, CTransition):
+            where = f"the guard of {rule.describe()}"
+        else:
+            where = "a guard"
+        return _fault(self._m, exc, where, st, event, p, self._ctx)
+
+    # ---- idempotency, subscribers -----------------------------------------------------------
+    def _remember(self, key: str, seq: int) -> None:
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = {}
+        keys[key] = seq
+        if len(keys) > KEYS_KEPT:
+            del keys[next(iter(keys))]
+
+    def _replay(self, key: str) -> StepResult:
+        assert self._keys is not None
+        seq = self._keys[key]
+        entry = next(e for e in reversed(self._history) if e[_SEQ] == seq)
+        r: StepResult = _new(_ReplayedStep)
+        r._e = entry
+        r._c = self._ctx
+        r._m = self._m
+        return r
+
+    def subscribe(self, callback: Callable[[StepResult], object]) -> Callable[[], None]:
+        """Call `callback(step)` after every committed step (not after rejections or replays).
+        Returns a function that unsubscribes. A callback that raises is logged and skipped:
+        the step stays committed."""
+        subs = self._subs
+        if subs is None:
+            subs = self._subs = []
+        subs.append(callback)
+
+        def unsubscribe() -> None:
+            if self._subs and callback in self._subs:
+                self._subs.remove(callback)
+
+        return unsubscribe
+
+    def _notify(self, step: StepResult) -> None:
+        for cb in list(self._subs or ()):
+            try:
+                cb(step)
+            except Exception:
+                log.exception("flowc: a subscriber of %s raised", self._m.name)
+
+    # ---- templates --------------------------------------------------------------------------
+    def render(self, name: str, **extra: Any) -> str:
+        """Render the flow's `template NAME` with `context`, `state` (name, title, meta) and
+        the keyword arguments as variables."""
+        source = self._m.templates.get(name)
+        if source is None:
+            raise UnknownTemplate(name)
+        variables: dict[str, Any] = {"context": wrap(self._ctx), "state": wrap(self._state.view())}
+        variables.update({k: wrap(v) for k, v in extra.items()})
+        return self._m.template_cache.render(source, variables)
+
+    # ---- snapshots --------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Everything needed to bring the instance back, as JSON-able data: the flow's name,
+        version and hash, state, context, history, pending timers (absolute deadlines) and the
+        idempotency keys."""
+        m = self._m
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "flow": m.name,
+            "version": m.version,
+            "hash": m.hash,
+            "id": self.id,
+            "state": self._state.name,
+            "seq": self._seq,
+            "context": copy_json(self._ctx),
+            "history": [HistoryEntry(e).to_dict() for e in self._history],
+            "timers": [
+                {
+                    "due": to_datetime(due).isoformat(),
+                    "index": t.index,
+                    "source": t.source.name,
+                    "target": t.target.name if t.target else None,
+                    "after_ms": t.after_ms,
+                }
+                for due, t in self._timers or ()
+            ],
+            "keys": dict(self._keys or {}),
+        }
+
+    def snapshot_json(self) -> str:
+        return json.dumps(self.snapshot(), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def _restore(
+        cls,
+        machine: Machine,
+        snapshot: Mapping[str, Any] | str | bytes,
+        clock: Clock,
+        drop_unknown: bool,
+    ) -> Instance:
+        data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
+        if not isinstance(data, Mapping):
+            raise SnapshotError("a snapshot is a JSON object")
+        if data.get("format", SNAPSHOT_FORMAT) != SNAPSHOT_FORMAT:
+            raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
+        if data.get("flow") != machine.name:
+            raise SnapshotError(
+                f"the snapshot is of flow {data.get('flow')!r}, not {machine.name!r}"
+            )
+        state = machine.states.get(data.get("state"))  # type: ignore[arg-type]
+        if state is None:
+            raise SnapshotError(
+                f"state {data.get('state')!r} of the snapshot does not exist in "
+                f"{machine.name} version {machine.version}"
+            )
+        raw_ctx = data.get("context") or {}
+        if not isinstance(raw_ctx, Mapping):
+            raise SnapshotError("the snapshot's context is not an object")
+        if drop_unknown:
+            known = {f.name for f in machine.context_fields}
+            raw_ctx = {k: v for k, v in raw_ctx.items() if k in known}
+        try:
+            ctx = machine.context_type.check(raw_ctx)
+        except Invalid:
+            issues = report(machine.context_type, raw_ctx)
+            raise SnapshotError(
+                "the snapshot's context does not fit the flow: "
+                + json.dumps(issues.as_dict(), default=repr)
+            ) from None
+        try:
+            history: list[Entry] = [
+                (
+                    int(h["seq"]),
+                    to_seconds(h["at"]),
+                    str(h["kind"]),
+                    h.get("source"),
+                    str(h["target"]),
+                    h.get("event"),
+                    h.get("payload"),
+                    h.get("reason"),
+                    tuple(h.get("via") or ()),
+                )
+                for h in data.get("history") or ()
+            ]
+            seq = int(data.get("seq", history[-1][_SEQ] if history else 0))
+            keys = {str(k): int(v) for k, v in (data.get("keys") or {}).items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SnapshotError(f"malformed snapshot history: {exc}") from None
+        if not history:
+            # A snapshot written by a host before it kept history: start it here.
+            history = [(seq, clock(), "start", None, state.name, None, None, None, _NO_VIA)]
+        self = cls._blank(machine, data.get("id"), clock)
+        self._state = state
+        self._ctx = ctx
+        self._seq = seq
+        self._history = history
+        self._keys = keys or None
+        same_flow = bool(machine.hash) and data.get("hash") == machine.hash
+        self._timers = _restore_timers(
+            state, data.get("timers") or (), _entered(history, state.name), not same_flow
+        )
+        return self
+
+    def __repr__(self) -> str:
+        return f"<Instance {self._m.name} in {self._state.name} (seq {self._seq})>"
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+
+def _route(
+    machine: Machine,
+    st: CState,
+    node: CState,
+    c: dict[str, Any],
+    p: dict[str, Any] | None,
+    event: str | None,
+) -> tuple[CState, tuple[str, ...]] | Rejection:
+    """Route through choice states from `node` until a state that waits. Entering the same
+    choice state twice within one step is a loop, refused as `routing_loop`."""
+    seen: list[CState] = []
+    while node.choice:
+        if node in seen:
+            path = [s.name for s in seen] + [node.name]
+            return machine.rejection(
+                R.ROUTING_LOOP, st, event, p, c, {"path": path, "node": node.name}
+            )
+        seen.append(node)
+        rule: CTransition | None = None
+        try:
+            for t in node.routes:
+                rule = t
+                if t.guard is None or t.guard(c, p, node):
+                    break
+            else:
+                return machine.rejection(
+                    R.GUARD_FAILED, st, event, p, c, {"from": node.name, "to": None}
+                )
+            if node.exit is not None:
+                node.exit(c, p, node)
+            if t.actions is not None:
+                t.actions(c, p, node)
+            nxt = t.target
+            assert nxt is not None
+            if nxt.entry is not None:
+                nxt.entry(c, p, nxt)
+        except FAULTS as exc:
+            where = f"routing through {node.name}"
+            if rule is not None:
+                where += f" ({rule.describe()})"
+            return _fault(machine, exc, where, st, event, p, c)
+        node = nxt
+    return node, tuple(s.name for s in seen)
+
+
+def _fault(
+    machine: Machine,
+    exc: BaseException,
+    where: str,
+    st: CState,
+    event: str | None,
+    p: Any,
+    c: Mapping[str, Any],
+) -> Rejection:
+    if isinstance(exc, IRLoadError):
+        raise exc  # a bad IR is the programmer's problem, not a refusal
+    data = {"where": where, "detail": describe_fault(exc)}
+    return machine.rejection(R.EXPRESSION_ERROR, st, event, p, c, data)
+
+
+def _phase_words(phase: str, st: CState, t: CTransition) -> str:
+    if phase == "exit":
+        return f"the exit actions of {st.name}"
+    if phase == "entry":
+        return f"the entry actions of {t.target.name if t.target else '?'}"
+    return f"the actions of {t.describe()}"
+
+
+def _arm(state: CState, now: float) -> tuple[tuple[float, CTransition], ...]:
+    timers = [(now + t.after_ms / 1000.0, t) for t in state.timers if t.after_ms]
+    timers.sort(key=lambda x: (x[0], x[1].index))
+    return tuple(timers)
+
+
+def _entered(history: list[Entry], state: str) -> float:
+    """When the instance last entered `state` (internal `-> self` steps do not count)."""
+    for e in reversed(history):
+        if e[_TARGET] == state and e[_SOURCE] != state:
+            return e[_AT]
+    return history[-1][_AT]
+
+
+def _restore_timers(
+    state: CState, raw: Any, entered: float, arm_missing: bool
+) -> tuple[tuple[float, CTransition], ...] | None:
+    """Match the snapshot's timers to the state's timer rules: by index when the rule is the
+    same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
+    snapshot has no timer for (added since) are armed from the time the state was entered;
+    under the same flow a missing timer has fired already and stays gone."""
+    if not state.timers:
+        return None
+    found: dict[int, float] = {}
+    try:
+        for item in raw:
+            due = to_seconds(item["due"])
+            match = next(
+                (
+                    t
+                    for t in state.timers
+                    if t.index == item.get("index")
+                    and t.target is not None
+                    and t.target.name == item.get("target")
+                    and t.after_ms == item.get("after_ms")
+                ),
+                None,
+            ) or next(
+                (
+                    t
+                    for t in state.timers
+                    if t.index not in found
+                    and t.target is not None
+                    and t.target.name == item.get("target")
+                    and t.after_ms == item.get("after_ms")
+                ),
+                None,
+            )
+            if match is not None:
+                found[match.index] = due
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotError(f"malformed snapshot timers: {exc}") from None
+    timers = [
+        (found[t.index] if t.index in found else entered + (t.after_ms or 0) / 1000.0, t)
+        for t in state.timers
+        if t.index in found or arm_missing
+    ]
+    if not timers:
+        return None
+    timers.sort(key=lambda x: (x[0], x[1].index))
+    return tuple(timers)
+
+
+def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:
+    try:
+        return bool(guard(c, None, st))
+    except FAULTS as exc:
+        if isinstance(exc, IRLoadError):
+            raise
+        return False
+
+
+def _mentions_payload(node: Any) -> bool:
+    if not isinstance(node, Mapping):
+        return False
+    if node.get("op") == "event":
+        return True
+    return any(_mentions_payload(a) for a in node.get("args") or ())

@@ -1,0 +1,568 @@
+"""`Machine`: a compiled flow loaded for execution, shared by all its instances.
+
+Loading reads the IR in its JSON form (a compiled `.json` file, or `CompiledFlow.model_dump`)
+straight into runtime structures: one `CState` per state holding its dispatch table
+(event -> the event's definition and its candidate transitions in try order), its direct edges
+by target, its routing rules and timers. Finding the candidates for an event is one dict
+lookup whatever the machine's size.
+
+Guards and actions are compiled to closures on first use (a transition that is never tried is
+never compiled), which keeps loading a 1,000-state machine to parsing its JSON plus one pass
+over it. `Machine.preload()` compiles everything at once, and in doing so checks every
+expression; `flowc run` and the tests call it.
+
+The machine never changes after loading: instances share its defaults, meta and closures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flowc.runtime.clock import Clock, system_clock
+from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
+from flowc.runtime.messages import DEFAULT_MESSAGES
+from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError
+from flowc.runtime.rejections import Rejected, Rejection
+from flowc.runtime.templating import EventVars, TemplateCache, wrap
+from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_schema
+
+if TYPE_CHECKING:
+    from flowc.runtime.instance import Instance
+
+_KINDS = frozenset({"event", "direct", "choice", "else", "timer", "reject"})
+_STATE_KINDS = frozenset({"normal", "final", "choice"})
+_EMPTY: dict[str, Any] = {}
+
+
+class CTransition:
+    """One transition, ready to run. `guard` / `actions` are closures (compiled on first call)
+    or None; `target` is the target `CState` (None for `reject`); `internal` marks `-> self`
+    (no exit or entry actions, timers kept)."""
+
+    __slots__ = (
+        "actions",
+        "after_ms",
+        "back",
+        "code",
+        "event",
+        "guard",
+        "index",
+        "internal",
+        "kind",
+        "line",
+        "message",
+        "mutates",
+        "raw",
+        "source",
+        "target",
+    )
+
+    def __init__(self, raw: Mapping[str, Any], source: CState) -> None:
+        self.raw = raw
+        self.index: int = raw["index"]
+        self.kind: str = raw["kind"]
+        self.source = source
+        self.target: CState | None = None
+        self.event: str | None = raw.get("event")
+        self.back: bool = bool(raw.get("back", False))
+        self.after_ms: int | None = raw.get("after_ms")
+        self.code: str | None = raw.get("code")
+        self.message: str | None = raw.get("message")
+        self.line: int = raw.get("line", 0)
+        self.guard: Evaluator | None = None
+        self.actions: ActionBlock | None = None
+        self.internal = False
+        self.mutates = False
+
+    def describe(self) -> str:
+        what = f"on {self.event}" if self.event else self.kind
+        where = f" (line {self.line})" if self.line else ""
+        target = self.target.name if self.target is not None else "reject"
+        return f"rule #{self.index} of {self.source.name}: {what} -> {target}{where}"
+
+    def uses_event(self) -> bool:
+        """Whether the guard reads the payload (then it cannot be judged without one)."""
+        return _mentions_event(self.raw.get("guard"))
+
+
+class CState:
+    """A state, with its dispatch tables."""
+
+    __slots__ = (
+        "back_edges",
+        "choice",
+        "direct",
+        "entry",
+        "exit",
+        "final",
+        "kind",
+        "meta",
+        "name",
+        "on",
+        "raw",
+        "raw_title",
+        "routes",
+        "timers",
+        "title",
+        "transitions",
+    )
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self.name: str = raw["name"]
+        self.kind: str = raw.get("kind", "normal")
+        if self.kind not in _STATE_KINDS:
+            raise IRLoadError(f"state {self.name!r} has unknown kind {self.kind!r}")
+        self.raw_title: str | None = raw.get("title")
+        #: What `state.title` reads: the title, or the name when there is none.
+        self.title: str = self.raw_title or self.name
+        self.final: bool = self.kind == "final"
+        self.choice: bool = self.kind == "choice"
+        self.meta: Mapping[str, Any] = raw.get("meta") or _EMPTY
+        self.entry: ActionBlock | None = None
+        self.exit: ActionBlock | None = None
+        #: event name -> (its definition, its candidate transitions in try order)
+        self.on: dict[str, tuple[CEvent, tuple[CTransition, ...]]] = {}
+        #: target name -> direct edges to it, in try order
+        self.direct: dict[str, tuple[CTransition, ...]] = {}
+        self.routes: tuple[CTransition, ...] = ()
+        self.timers: tuple[CTransition, ...] = ()
+        self.back_edges: tuple[CTransition, ...] = ()
+        self.transitions: tuple[CTransition, ...] = ()
+
+    def view(self) -> dict[str, Any]:
+        """`state` as templates see it."""
+        return {"name": self.name, "title": self.title, "meta": self.meta}
+
+    def __repr__(self) -> str:
+        return f"<state {self.name}>"
+
+
+class Requirement:
+    __slots__ = ("code", "guard", "message", "raw")
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self.code: str = raw["code"]
+        self.message: str = raw["message"]
+        self.guard: Evaluator | None = None
+
+
+class CEvent:
+    """An event: its payload type (checked with one call), requirements and JSON Schema."""
+
+    __slots__ = ("_schema", "check", "empty", "fields", "name", "requires", "type")
+
+    def __init__(self, name: str, fields: tuple[Field, ...], requires: tuple[Requirement, ...]):
+        self.name = name
+        self.fields = fields
+        self.type: Type = fields_type(name, fields)
+        self.check = self.type.check
+        self.requires = requires
+        #: The normalised payload of an event sent with none, shared (never changed in place);
+        #: None when some field is required.
+        self.empty: dict[str, Any] | None = None
+        if not any(f.required for f in fields):
+            self.empty = {f.name: f.default for f in fields}
+        self._schema: dict[str, Any] | None = None
+
+    def schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            self._schema = object_schema(self.fields, title=self.name)
+        return self._schema
+
+
+class Machine:
+    """A loaded flow. Build one with `Machine.from_json`, `from_file`, `from_source` or
+    `Machine(compiled_flow)`; start instances with `start` and bring them back with `restore`.
+    """
+
+    def __init__(self, flow: CompiledFlow | Mapping[str, Any], *, clock: Clock | None = None):
+        raw = flow.model_dump(mode="json") if isinstance(flow, CompiledFlow) else flow
+        self.clock: Clock = clock or system_clock
+        try:
+            self._load(raw)
+        except IRLoadError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
+
+    # ---- constructors ---------------------------------------------------------------------
+    @classmethod
+    def from_json(
+        cls, text: str | bytes, *, verify_hash: bool = True, clock: Clock | None = None
+    ) -> Machine:
+        """Load compiled JSON (`flowc compile`'s output). Refuses another `ir_version` and,
+        unless `verify_hash=False`, a content hash that does not match (a hand-edited file)."""
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise IRLoadError(f"compiled flow is not JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise IRLoadError("compiled flow must be a JSON object")
+        _check_version(raw)
+        if verify_hash and raw.get("hash"):
+            _verify_hash(raw, text)
+        return cls(raw, clock=clock)
+
+    @classmethod
+    def from_file(
+        cls, path: str | os.PathLike[str], *, verify_hash: bool = True, clock: Clock | None = None
+    ) -> Machine:
+        """A compiled `.json` file, or a `.flow` source file (compiled first)."""
+        p = Path(path)
+        if p.suffix == ".flow":
+            return cls.from_source(p.read_bytes(), str(p), clock=clock)
+        return cls.from_json(p.read_bytes(), verify_hash=verify_hash, clock=clock)
+
+    @classmethod
+    def from_source(
+        cls, text: str | bytes, filename: str = "<input>", *, clock: Clock | None = None
+    ) -> Machine:
+        """Compile `.flow` source and load it. Imports the compiler (and Lark) on first use;
+        raises `IRLoadError` listing the errors when the source does not compile."""
+        from flowc.compiler import compile_source
+
+        result = compile_source(text, filename)
+        if result.flow is None or result.errors:
+            lines = [f"{filename} does not compile:"]
+            lines += [str(d) for d in result.errors] or ["(no flow produced)"]
+            raise IRLoadError("\n".join(lines))
+        return cls(result.flow, clock=clock)
+
+    # ---- loading ----------------------------------------------------------------------------
+    def _load(self, raw: Mapping[str, Any]) -> None:
+        _check_version(raw)
+        self.raw = raw
+        self.name: str = raw["name"]
+        self.title: str | None = raw.get("title")
+        self.version: int = raw.get("version", 1)
+        self.hash: str = raw.get("hash", "")
+        self.types = TypeSystem(
+            {e["name"]: e["members"] for e in raw.get("enums", ())},
+            {r["name"]: r["fields"] for r in raw.get("records", ())},
+        )
+        self.context_fields: tuple[Field, ...] = self.types.fields(
+            raw.get("context", ()), "context"
+        )
+        self.context_type = fields_type("context", self.context_fields)
+        self._context_by_name = {f.name: f for f in self.context_fields}
+        #: The context of a new instance before the host's values: shared, never changed.
+        self.defaults: dict[str, Any] = {
+            f.name: f.default for f in self.context_fields if not f.required
+        }
+        self.events: dict[str, CEvent] = {}
+        for ev in raw.get("events", ()):
+            name = ev["name"]
+            fields = self.types.fields(ev.get("fields", ()), f"event {name}")
+            requires = tuple(Requirement(r) for r in ev.get("requires", ()))
+            self.events[name] = CEvent(name, fields, requires)
+
+        self.states: dict[str, CState] = {}
+        for s in raw.get("states", ()):
+            state = CState(s)
+            if state.name in self.states:
+                raise IRLoadError(f"state {state.name!r} is declared twice")
+            self.states[state.name] = state
+        initial = raw["initial"]
+        if initial not in self.states:
+            raise IRLoadError(f"the initial state {initial!r} is not a state")
+        self.initial: CState = self.states[initial]
+
+        by_source: dict[str, list[CTransition]] = {}
+        for t in raw.get("transitions", ()):
+            source = self.states.get(t["source"])
+            if source is None:
+                raise IRLoadError(
+                    f"transition #{t.get('index')} leaves unknown state {t['source']!r}"
+                )
+            ct = CTransition(t, source)
+            if ct.kind not in _KINDS:
+                raise IRLoadError(f"transition #{ct.index} has unknown kind {ct.kind!r}")
+            target = t.get("target")
+            if target is not None:
+                ct.target = self.states.get(target)
+                if ct.target is None:
+                    raise IRLoadError(f"transition #{ct.index} goes to unknown state {target!r}")
+            elif ct.kind != "reject":
+                raise IRLoadError(f"transition #{ct.index} ({ct.kind}) has no target")
+            if ct.kind in ("event", "reject") and ct.event not in self.events:
+                raise IRLoadError(f"transition #{ct.index} is on unknown event {ct.event!r}")
+            if ct.kind == "timer" and not (isinstance(ct.after_ms, int) and ct.after_ms > 0):
+                raise IRLoadError(f"timer transition #{ct.index} needs after_ms > 0")
+            by_source.setdefault(source.name, []).append(ct)
+
+        self._compiler = ExprCompiler()
+        for state in self.states.values():
+            self._wire(state, sorted(by_source.get(state.name, ()), key=_by_index))
+        self._after_wiring()
+
+        self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
+        self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
+        self.templates: dict[str, str] = dict(raw.get("templates") or {})
+        self.template_cache = TemplateCache()
+
+    def _wire(self, state: CState, transitions: list[CTransition]) -> None:
+        state.transitions = tuple(transitions)
+        lazy = self._lazy_actions
+        state.entry = lazy(state, "entry")
+        state.exit = lazy(state, "exit")
+        on: dict[str, list[CTransition]] = {}
+        direct: dict[str, list[CTransition]] = {}
+        routes: list[CTransition] = []
+        timers: list[CTransition] = []
+        for t in transitions:
+            if t.raw.get("guard") is not None:
+                t.guard = self._lazy_guard(t)
+            if t.raw.get("actions"):
+                t.actions = self._lazy_transition_actions(t)
+            t.internal = t.target is state
+            kind = t.kind
+            if kind in ("event", "reject"):
+                assert t.event is not None
+                on.setdefault(t.event, []).append(t)
+            elif kind == "direct":
+                assert t.target is not None
+                direct.setdefault(t.target.name, []).append(t)
+            elif kind in ("choice", "else"):
+                routes.append(t)
+            else:
+                timers.append(t)
+        if state.final:
+            on, direct, routes, timers = {}, {}, [], []  # a final state ends the instance
+        state.on = {name: (self.events[name], tuple(ts)) for name, ts in on.items()}
+        state.direct = {name: tuple(ts) for name, ts in direct.items()}
+        state.routes = tuple(routes)
+        state.timers = tuple(timers)
+        state.back_edges = tuple(
+            t for t in transitions if t.back and t.kind in ("direct", "event") and t.target
+        )
+
+    def _after_wiring(self) -> None:
+        for state in self.states.values():
+            for t in state.transitions:
+                target = t.target
+                t.mutates = bool(
+                    t.actions
+                    or (
+                        target is not None
+                        and not t.internal
+                        and (state.exit or target.entry or target.choice)
+                    )
+                )
+
+    # Closures are compiled when first called: each lazy stub compiles the real closure,
+    # puts it where the stub was, and runs it.
+    def _lazy_guard(self, t: CTransition) -> Evaluator:
+        def first_call(c: dict[str, Any], e: Any, s: Any) -> Any:
+            fn = self._compiler.compile(t.raw["guard"])
+            t.guard = fn
+            return fn(c, e, s)
+
+        return first_call
+
+    def _lazy_transition_actions(self, t: CTransition) -> ActionBlock:
+        def first_call(c: dict[str, Any], e: Any, s: Any) -> None:
+            fn = self._compile_transition_actions(t)
+            assert fn is not None
+            t.actions = fn
+            fn(c, e, s)
+
+        return first_call
+
+    def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
+        ev = self.events.get(t.event) if t.event else None
+        event_types = {f.name: f.type for f in ev.fields} if ev is not None else None
+        return self._compiler.actions(t.raw["actions"], self.target_type, event_types)
+
+    def _lazy_actions(self, state: CState, which: str) -> ActionBlock | None:
+        if not state.raw.get(which):
+            return None
+
+        def first_call(c: dict[str, Any], e: Any, s: Any) -> None:
+            fn = self._compiler.actions(state.raw[which], self.target_type)
+            assert fn is not None
+            setattr(state, which, fn)
+            fn(c, e, s)
+
+        return first_call
+
+    def _requirement_guard(self, req: Requirement) -> Evaluator:
+        if req.guard is None:
+            req.guard = self._compiler.compile(req.raw["guard"])
+        return req.guard
+
+    def preload(self) -> Machine:
+        """Compile every guard, action and requirement now (checking each expression) instead
+        of on first use. Returns the machine."""
+        c = self._compiler
+        for state in self.states.values():
+            for which in ("entry", "exit"):
+                if state.raw.get(which):
+                    setattr(state, which, c.actions(state.raw[which], self.target_type))
+            for t in state.transitions:
+                if t.raw.get("guard") is not None:
+                    t.guard = c.compile(t.raw["guard"])
+                if t.raw.get("actions"):
+                    t.actions = self._compile_transition_actions(t)
+        for ev in self.events.values():
+            for req in ev.requires:
+                self._requirement_guard(req)
+        return self
+
+    def target_type(self, path: Sequence[str]) -> Type:
+        """The type of the context location an action writes (`stats.hits`)."""
+        f = self._context_by_name.get(path[0])
+        if f is None:
+            raise IRLoadError(f"an action writes unknown context field {path[0]!r}")
+        ty = f.type
+        for name in path[1:]:
+            if ty.kind == "optional" and ty.item is not None:
+                ty = ty.item
+            sub = (
+                next((x for x in ty.fields if x.name == name), None)
+                if ty.kind == "record"
+                else None
+            )
+            if sub is None:
+                raise IRLoadError(f"an action writes unknown field {'.'.join(path)!r}")
+            ty = sub.type
+        return ty
+
+    # ---- instances --------------------------------------------------------------------------
+    def start(
+        self,
+        context: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        clock: Clock | None = None,
+    ) -> Instance:
+        """A new instance in the initial state (routed onwards if that is a choice state).
+        `context` gives the fields without defaults and may override the others; it is checked
+        field by field. Raises `Rejected` (with `invalid_context` feedback, or the routing's
+        rejection) when the instance cannot start; `try_start` returns it instead."""
+        outcome = self.try_start(context, id=id, clock=clock)
+        if isinstance(outcome, Rejection):
+            raise Rejected(outcome)
+        return outcome
+
+    def try_start(
+        self,
+        context: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        clock: Clock | None = None,
+    ) -> Instance | Rejection:
+        from flowc.runtime.instance import Instance
+
+        return Instance._start(self, context, id, clock or self.clock)
+
+    def restore(
+        self,
+        snapshot: Mapping[str, Any] | str | bytes,
+        *,
+        clock: Clock | None = None,
+        drop_unknown: bool = False,
+    ) -> Instance:
+        """An instance from `Instance.snapshot()` output (a dict or its JSON). A snapshot of an
+        older version of the flow loads when it fits: context fields added since are filled
+        from their defaults, timers are matched to the flow's timer rules. Raises
+        `SnapshotError` for another flow, a state that no longer exists, a context field that
+        is missing without a default, or (unless `drop_unknown`) a field the flow dropped."""
+        from flowc.runtime.instance import Instance
+
+        return Instance._restore(self, snapshot, clock or self.clock, drop_unknown)
+
+    # ---- introspection ----------------------------------------------------------------------
+    def state_names(self) -> list[str]:
+        return list(self.states)
+
+    def event_schema(self, event: str) -> dict[str, Any]:
+        """The JSON Schema of an event's payload."""
+        schema: dict[str, Any] = json.loads(json.dumps(self.events[event].schema()))
+        return schema
+
+    def context_schema(self) -> dict[str, Any]:
+        return object_schema(self.context_fields, title="context")
+
+    # ---- messages ---------------------------------------------------------------------------
+    def rejection(
+        self,
+        kind: str,
+        state: CState,
+        event: str | None,
+        payload: Mapping[str, Any] | None,
+        context: Mapping[str, Any],
+        data: dict[str, Any] | None = None,
+        *,
+        code: str | None = None,
+        template: str | None = None,
+    ) -> Rejection:
+        """A rejection with its message rendered from the flow's template for `kind` (or the
+        given one, for `reject` / `require`)."""
+        data = data if data is not None else {}
+        variables: dict[str, Any] = {
+            "state": wrap(state.view()),
+            "event": EventVars(event, payload) if event is not None else None,
+            "context": wrap(dict(context)),
+            "payload": wrap(dict(payload)) if payload else {},
+            "code": code or kind,
+        }
+        for k, v in data.items():
+            variables[k] = wrap(v)
+        source = template if template is not None else self.messages.get(kind, kind)
+        message = self._render_message(source, variables, kind)
+        return Rejection(kind, code or kind, message, state.name, event, data)
+
+    def _render_message(self, source: str, variables: Mapping[str, Any], kind: str) -> str:
+        try:
+            return self.template_cache.render(source, variables).strip()
+        except Exception:
+            # A message that cannot be rendered must not hide the rejection it explains: fall
+            # back to the default text, then to the kind itself.
+            default = DEFAULT_MESSAGES.get(kind)
+            if default is not None and default != source:
+                try:
+                    return self.template_cache.render(default, variables).strip()
+                except Exception:
+                    pass
+            return kind
+
+    def __repr__(self) -> str:
+        return f"<Machine {self.name} v{self.version} ({len(self.states)} states)>"
+
+
+def _by_index(t: CTransition) -> int:
+    return t.index
+
+
+def _check_version(raw: Mapping[str, Any]) -> None:
+    version = raw.get("ir_version")
+    if version != IR_VERSION:
+        raise IRLoadError(
+            f"compiled flow has ir_version {version!r}; this runtime reads {IR_VERSION}"
+        )
+
+
+def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
+    expected = raw["hash"]
+    body = {k: v for k, v in raw.items() if k != "hash"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest() == expected:
+        return
+    # The file may spell out fields at their default values, which the canonical form leaves
+    # out: let the IR model decide (it raises IRLoadError when the hash really differs).
+    CompiledFlow.from_json(text)
+
+
+def _mentions_event(node: Any) -> bool:
+    if not isinstance(node, Mapping):
+        return False
+    if node.get("op") == "event":
+        return True
+    return any(_mentions_event(a) for a in node.get("args") or ())

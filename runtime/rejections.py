@@ -1,0 +1,141 @@
+"""Refusals as data, and the few exceptions the runtime raises.
+
+A step that is refused returns a `Rejection`: hosts switch on `code`, show `message`, and read
+the kind's own fields from `data` (`from`/`to` of an invalid transition, the field-level
+`issues` of an invalid payload, ...). Refusals are expected outcomes, so they are never raised;
+`Rejection.unwrap()` / `Outcome.unwrap()` turn one into a `Rejected` exception for hosts that
+prefer exceptions.
+
+Exceptions (`FlowcError` and its subclasses) are for programmer errors: a compiled flow that
+cannot be loaded (`IRLoadError`), a snapshot that does not fit (`SnapshotError`), an unknown
+template name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from flowc.runtime.model import FlowcError, IRLoadError
+
+#: `Rejection.kind` of a domain refusal written in the flow: `on E ... reject CODE "..."`.
+REJECT: Final = "reject"
+#: `Rejection.kind` of a failed event precondition: `event E(...) require C else CODE "..."`.
+REQUIRE: Final = "require"
+
+INVALID_PAYLOAD: Final = "invalid_payload"
+INVALID_CONTEXT: Final = "invalid_context"
+UNKNOWN_EVENT: Final = "unknown_event"
+EVENT_NOT_ACCEPTED: Final = "event_not_accepted"
+GUARD_FAILED: Final = "guard_failed"
+UNKNOWN_STATE: Final = "unknown_state"
+INVALID_TRANSITION: Final = "invalid_transition"
+BACKWARD_REQUIRES_FORCE: Final = "backward_requires_force"
+NO_PREVIOUS_STATE: Final = "no_previous_state"
+INSTANCE_FINAL: Final = "instance_final"
+ROUTING_LOOP: Final = "routing_loop"
+EXPRESSION_ERROR: Final = "expression_error"
+
+
+class Rejection:
+    """A refused step. Nothing about the instance changed.
+
+    `kind`: one of the runtime's kinds (`flowc.runtime.messages.MESSAGE_KINDS`), or `reject` /
+    `require` for refusals written in the flow. `code`: what the host reports; the kind
+    itself, or the flow's CODE for `reject` / `require`. `message`: the rendered text.
+    `state`: the instance's state when it was refused. `event`: the event's name (None for
+    `goto`, `back` and `start`). `data`: the kind's own fields (see docs/runtime.md).
+    """
+
+    __slots__ = ("code", "data", "event", "kind", "message", "state")
+
+    ok: Final = False
+
+    def __init__(
+        self,
+        kind: str,
+        code: str,
+        message: str,
+        state: str | None,
+        event: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.code = code
+        self.message = message
+        self.state = state
+        self.event = event
+        self.data: dict[str, Any] = data if data is not None else {}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    @property
+    def feedback(self) -> dict[str, Any] | None:
+        """For `invalid_payload` / `invalid_context`: the validation feedback in seed 003's
+        shape and field order (`result`, `issues`, `issue_count`, `action`); else None."""
+        if "issues" not in self.data:
+            return None
+        return {k: self.data[k] for k in ("result", "issues", "issue_count", "action")}
+
+    def to_dict(self) -> dict[str, Any]:
+        """`{"error": code, "message": ..., <kind's fields>, "kind", "state", "event"}`: the
+        shape of seed 000's `stage_error` bodies, ready for JSON."""
+        out: dict[str, Any] = {"ok": False, "error": self.code, "message": self.message}
+        out.update(self.data)
+        out["kind"] = self.kind
+        out["state"] = self.state
+        out["event"] = self.event
+        return out
+
+    def unwrap(self) -> Any:
+        raise Rejected(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rejection):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Rejection({self.code!r}, {self.message!r})"
+
+
+class Rejected(FlowcError):
+    """Raised by `unwrap()` and by `Machine.start` when starting is refused; carries the data."""
+
+    def __init__(self, rejection: Rejection) -> None:
+        super().__init__(f"{rejection.code}: {rejection.message}")
+        self.rejection = rejection
+
+
+class SnapshotError(FlowcError, ValueError):
+    """A snapshot that cannot be restored into this machine."""
+
+
+class UnknownTemplate(FlowcError, KeyError):
+    """`Instance.render(name)` for a template the flow does not declare."""
+
+
+__all__ = [
+    "BACKWARD_REQUIRES_FORCE",
+    "EVENT_NOT_ACCEPTED",
+    "EXPRESSION_ERROR",
+    "GUARD_FAILED",
+    "INSTANCE_FINAL",
+    "INVALID_CONTEXT",
+    "INVALID_PAYLOAD",
+    "INVALID_TRANSITION",
+    "NO_PREVIOUS_STATE",
+    "REJECT",
+    "REQUIRE",
+    "ROUTING_LOOP",
+    "UNKNOWN_EVENT",
+    "UNKNOWN_STATE",
+    "FlowcError",
+    "IRLoadError",
+    "Rejected",
+    "Rejection",
+    "SnapshotError",
+    "UnknownTemplate",
+]
