@@ -295,7 +295,8 @@ class StateDecl:
 
 @dataclass(frozen=True, slots=True)
 class NamedText:
-    """`message KIND "..."`, `journal NAME '''...'''` and `template NAME '''...'''`."""
+    """`message KIND "..."`, and `journal NAME` / `template NAME` with a (usually
+    triple-quoted) text."""
 
     keyword: Literal["message", "journal", "template"]
     name: Ident

@@ -107,8 +107,9 @@ class FlowLexer(Lexer):
                     depth -= 1
                 # Keep Lark's state current: the parser resumes from it after an error.
                 counter.char_pos, counter.line, counter.column = pos, end_line, end_column
-                if newlines:
-                    counter.line_start_pos = text.rfind("\n", start, pos) + 1
+                counter.line_start_pos = (
+                    text.rfind("\n", start, pos) + 1 if newlines else line_start
+                )
                 lexer_state.last_token = token
                 yield token
             if newlines:

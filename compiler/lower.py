@@ -6,7 +6,8 @@ Decisions made here, which the runtime relies on:
 - rules written outside any state are copied into every non-final, non-choice state, after the
   state's own rules (`inherited=True`), so the runtime sees one flat, ordered list per state;
 - `-> self` becomes the state's own name;
-- transition `index` is the global source order: the order the runtime tries them in.
+- transition `index` numbers transitions state by state (each state's own rules in source
+  order, then its inherited copies): within a state, the order the runtime tries them in.
 """
 
 from __future__ import annotations

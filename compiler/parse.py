@@ -8,6 +8,7 @@ never a traceback.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from flowc.compiler.source import Span
 MAX_NESTING = 100
 #: Expressions deeper than this (e.g. `1+1+...+1` ten thousand times) are refused (E005).
 MAX_EXPR_DEPTH = 200
+#: Integers must survive JSON consumers with 64-bit integers.
+_MAX_INT = 2**63 - 1
 #: After this many syntax errors a file is not worth reading further (E006).
 MAX_SYNTAX_ERRORS = 25
 
@@ -364,6 +367,8 @@ def _char_help(char: str) -> str | None:
 
 def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None:
     value = str(token)
+    if token.type == "NAME" and "SEMICOLON" in expected:
+        return "separate actions with `;`: a line break does not continue a `do` list"
     if value == "=" and "COMPARE" in expected:
         return "use `==` to compare; `=` assigns in a `do` clause"
     if token.type == "ARROW" and "NAME" in expected:
@@ -487,7 +492,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 "E007",
                 f"unknown escape `{str(token)[1 + bad : 3 + bad]}` in string",
                 Span(span.line, col, span.line, col + 2),
-                "known escapes: \\n \\t \\r \\\\ \\\" \\' \\uXXXX",
+                "known escapes: \\n \\t \\r \\0 \\\\ \\\" \\' \\uXXXX",
             )
         return value
 
@@ -560,7 +565,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.TypeExpr(c[0], (), False, _span(c), c[1], c[3], True)
 
     def bound(self, c: list[Any]) -> float:
-        number = float(str(c[1])) if c[1].type == "FLOAT" else int(str(c[1]))
+        number = self._float(c[1]) if c[1].type == "FLOAT" else self._int(c[1])
         return -number if c[0] is not None else number
 
     # ---- states and rules --------------------------------------------------------------
@@ -688,7 +693,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     def json_number(self, c: list[Any]) -> int | float:
         token: Token = c[1]
-        number: int | float = float(str(token)) if token.type == "FLOAT" else int(str(token))
+        number: int | float = self._float(token) if token.type == "FLOAT" else self._int(token)
         return -number if c[0] is not None else number
 
     def json_true(self, c: list[Any]) -> bool:
@@ -769,10 +774,34 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.StateMeta(c[2].name, _span(c))
 
     def int_lit(self, c: list[Token]) -> Any:
-        return ast.Literal_(int(str(c[0])), "int", _token_span(c[0]))
+        return ast.Literal_(self._int(c[0]), "int", _token_span(c[0]))
+
+    def _int(self, token: Token) -> int:
+        value = int(str(token))
+        if value > _MAX_INT:
+            self.report(
+                "E209",
+                "number too large",
+                _token_span(token),
+                "integers must fit in 64 bits (at most 9223372036854775807)",
+            )
+            return 0
+        return value
 
     def float_lit(self, c: list[Token]) -> Any:
-        return ast.Literal_(float(str(c[0])), "float", _token_span(c[0]))
+        return ast.Literal_(self._float(c[0]), "float", _token_span(c[0]))
+
+    def _float(self, token: Token) -> float:
+        value = float(str(token))
+        if math.isinf(value):
+            self.report(
+                "E209",
+                "number too large",
+                _token_span(token),
+                "numbers must fit a 64-bit float (about 1.8e308)",
+            )
+            return 0.0
+        return value
 
     def str_lit(self, c: list[Token]) -> Any:
         return ast.Literal_(self._string(c[0]), "str", _token_span(c[0]))
@@ -787,11 +816,11 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.Literal_(None, "none", _token_span(c[0]))
 
     def list_lit(self, c: list[Any]) -> Any:
-        items = tuple(x for x in c if x is not None)
+        items = tuple(x for x in c if x is not None and not isinstance(x, Token))
         return self._expr(ast.ListLit(items, _span(c)), *items)
 
     def map_lit(self, c: list[Any]) -> Any:
-        entries = tuple(x for x in c if x is not None)
+        entries = tuple(x for x in c if x is not None and not isinstance(x, Token))
         flat = [part for entry in entries for part in entry]
         return self._expr(ast.MapLit(entries, _span(c)), *flat)
 

@@ -56,8 +56,6 @@ class Symbols:
     messages: dict[str, ast.NamedText] = field(default_factory=dict)
     journals: dict[str, ast.NamedText] = field(default_factory=dict)
     templates: dict[str, ast.NamedText] = field(default_factory=dict)
-    #: codes declared by `reject` and `require`: a `message` may not name them (they carry text)
-    domain_codes: set[str] = field(default_factory=set)
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
@@ -239,6 +237,8 @@ class Resolver:
                 )
                 return unknown
             low, high = texpr.low, texpr.high
+            if name == "int" and any(isinstance(b, float) for b in (low, high)):
+                self.error("E204", "an `int` range needs whole-number bounds", texpr.span)
             if low is not None and high is not None and low > high:
                 self.error("E204", f"empty range: {low:g} is greater than {high:g}", texpr.span)
             return t.PRIMITIVES[name], TypeRef(kind=name, min=low, max=high)  # type: ignore[arg-type]
@@ -321,8 +321,6 @@ class Resolver:
                 continue
             params = self._fields(decl.params, f"event `{name}`")
             self.symbols.events[name] = EventInfo(decl, params)
-            for req in decl.requires:
-                self.symbols.domain_codes.add(req.code.name)
 
     # ---- states ------------------------------------------------------------------------
     def _collect_states(self, decls: tuple[ast.Decl, ...]) -> None:
@@ -334,9 +332,6 @@ class Resolver:
             if not isinstance(decl, ast.StateDecl):
                 continue
             name = decl.name.name
-            if name == "self":
-                self.error("E103", "`self` cannot name a state", decl.name.span)
-                continue
             if name in self.symbols.states:
                 first = self.symbols.states[name].name.span.line
                 self.error(
@@ -348,6 +343,7 @@ class Resolver:
                 continue
             self.symbols.states[name] = decl
             self._check_modifiers(decl)
+            self._check_meta_keys(decl)
             if decl.has("initial"):
                 initials.append(decl)
         if len(initials) > 1:
@@ -375,6 +371,20 @@ class Resolver:
                 first_state.name.span,
                 f"mark the state the flow starts in: `initial state {first_state.name.name}`",
             )
+
+    def _check_meta_keys(self, decl: ast.StateDecl) -> None:
+        # Within one block the parser reports duplicates; here, across a state's blocks.
+        seen: set[str] = set()
+        for block in decl.metas:
+            repeated = seen & block.value.keys()
+            for key in sorted(repeated):
+                self.error(
+                    "E121",
+                    f"meta key `{key}` is already set in an earlier `meta` block",
+                    block.span,
+                    "merge the blocks, or drop one of the values",
+                )
+            seen |= block.value.keys()
 
     def _check_modifiers(self, decl: ast.StateDecl) -> None:
         seen: set[str] = set()
@@ -515,8 +525,6 @@ class Resolver:
                 target.span,
                 suggest(target.name, self.symbols.states),
             )
-        if rule.reject_code is not None:
-            self.symbols.domain_codes.add(rule.reject_code.name)
 
 
 def resolve(module: ast.Module) -> tuple[Symbols, list[Diagnostic]]:

@@ -6,6 +6,7 @@ reported once and its subtree becomes `ANY`, so it causes no further diagnostics
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -132,6 +133,31 @@ class TypeChecker:
                 Scope(None, "in a default value", constant=True),
                 code="E203",
                 what=f"default of `{info.name}`",
+            )
+            self._check_default_in_range(info, default)
+
+    def _check_default_in_range(self, info: FieldInfo, default: ast.Expr) -> None:
+        ref = info.ref.item if info.ref.kind == "optional" and info.ref.item else info.ref
+        if ref.min is None and ref.max is None:
+            return
+        value: float | None = None
+        if isinstance(default, ast.Literal_) and isinstance(default.value, int | float):
+            value = default.value
+        elif (
+            isinstance(default, ast.Unary)
+            and isinstance(default.operand, ast.Literal_)
+            and isinstance(default.operand.value, int | float)
+        ):
+            value = -default.operand.value
+        if value is None or isinstance(value, bool):
+            return
+        low = -math.inf if ref.min is None else ref.min
+        high = math.inf if ref.max is None else ref.max
+        if not low <= value <= high:
+            self.error(
+                "E203",
+                f"default of `{info.name}` is outside its range {_range_text(ref.min, ref.max)}",
+                default.span,
             )
 
     # ---- guards, actions ---------------------------------------------------------------
@@ -260,6 +286,13 @@ class TypeChecker:
             return
         if isinstance(expected, t.OptionalTy) and isinstance(expr, ast.MapLit):
             self.expect(expr, expected.inner, scope, code=code, what=what)
+            return
+        if isinstance(expected, t.MapTy) and isinstance(expr, ast.MapLit):
+            for key, value in expr.entries:
+                key_ty = self.infer(key, scope)
+                if key_ty != t.STR and not t.is_any(key_ty):
+                    self.error("E201", f"map keys must be `str`, found `{key_ty}`", key.span)
+                self.expect(value, expected.value, scope, code=code, what=f"a value of {what}")
             return
         if isinstance(expected, t.ListTy) and isinstance(expr, ast.ListLit):
             for item in expr.items:
@@ -558,6 +591,14 @@ class TypeChecker:
             )
         if any(t.is_any(a) for a in args):
             return t.ANY
+        low, high = _ARITY[name]
+        if not low <= len(args) <= high:
+            wanted = str(low) if low == high else f"at least {low}"
+            return self.error(
+                "E118",
+                f"`{name}` takes {wanted} argument{'s' * (high != 1)}, got {len(args)}",
+                expr.span,
+            )
         for arg_ty, arg in zip(args, expr.args, strict=True):
             if isinstance(arg_ty, t.OptionalTy):
                 return self.error(
@@ -763,6 +804,23 @@ class TypeChecker:
             )
 
 
+#: (fewest, most) arguments of each expression function.
+_ARITY: dict[str, tuple[int, int]] = {
+    "len": (1, 1),
+    "min": (2, 99),
+    "max": (2, 99),
+    "abs": (1, 1),
+    "round": (1, 1),
+    "merge": (2, 2),
+    "keys": (1, 1),
+    "values": (1, 1),
+    "lower": (1, 1),
+    "upper": (1, 1),
+    "trim": (1, 1),
+    "coalesce": (2, 2),
+    "str": (1, 1),
+}
+
 _LITERAL_TYPES: dict[str, t.Ty] = {
     "int": t.INT,
     "float": t.FLOAT,
@@ -791,6 +849,13 @@ def _is_constant(expr: ast.Expr) -> bool:
     return False
 
 
+def _range_text(low: float | None, high: float | None) -> str:
+    def show(x: float | None) -> str:
+        return "" if x is None else f"{x:g}"
+
+    return f"{show(low)}..{show(high)}"
+
+
 def _json_type(value: object) -> t.Ty:
     if value is None:
         return t.NONE
@@ -816,6 +881,8 @@ def _path_key(expr: ast.Expr) -> str | None:
         return f"ctx:{expr.name}"
     if isinstance(expr, ast.EventField):
         return f"event:{expr.name}"
+    if isinstance(expr, ast.StateMeta):
+        return f"meta:{expr.key}"
     if isinstance(expr, ast.Attribute):
         head = _path_key(expr.obj)
         return None if head is None else f"{head}.{expr.name.name}"

@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 #: Bumped on any change a loader written for the previous version could misread.
 IR_VERSION = 1
@@ -181,15 +181,23 @@ class CompiledFlow(IRModel):
     @classmethod
     def from_json(cls, text: str | bytes) -> CompiledFlow:
         """Load compiled JSON; refuses other IR versions and a hash that does not match."""
-        raw: Any = json.loads(text)
+        try:
+            raw: Any = json.loads(text)
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+            raise IRLoadError(f"compiled flow is not valid JSON: {exc}") from exc
         if not isinstance(raw, dict):
             raise IRLoadError("compiled flow must be a JSON object")
         version = raw.get("ir_version")
-        if version != IR_VERSION:
+        if type(version) is not int or version != IR_VERSION:
             raise IRLoadError(
                 f"compiled flow has ir_version {version!r}; this runtime reads {IR_VERSION}"
             )
-        flow = cls.model_validate(raw)
+        try:
+            flow = cls.model_validate(raw)
+        except ValidationError as exc:
+            raise IRLoadError(
+                f"compiled flow does not match IR version {IR_VERSION}: {exc}"
+            ) from exc
         if flow.hash and flow.hash != flow.compute_hash():
             raise IRLoadError("compiled flow's content hash does not match: it was edited by hand")
         return flow

@@ -39,19 +39,31 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E110", "flow demo\ninitial state A\ninitial state B\n", 3, 1),
     ("E111", "flow demo\ninitial state A\nfinal choice state B\n", 3, 20),
     ("E112", "flow demo\ninitial state A { else -> A }\n", 2, 19),
-    ("E113", "flow demo\nevent go\ninitial state A { on go -> B }\nfinal state B { on go -> A }\n",
-     4, 17),
+    (
+        "E113",
+        "flow demo\nevent go\ninitial state A { on go -> B }\nfinal state B { on go -> A }\n",
+        4,
+        17,
+    ),
     ("E114", 'flow demo\nmessage invalid_transtion "x"\ninitial state A\n', 2, 9),
-    ("E115", "flow demo\nenum X { A1, B1 }\nenum Y { A1 }\ncontext { x: X = A1 }\n"
-     "initial state S\n", 4, 18),
-    ("E116", BASE.replace("initial state A {", "initial state A {\n  entry do n = event.k"),
-     5, 16),
+    (
+        "E115",
+        "flow demo\nenum X { A1, B1 }\nenum Y { A1 }\ncontext { x: X = A1 }\ninitial state S\n",
+        4,
+        18,
+    ),
+    ("E116", BASE.replace("initial state A {", "initial state A {\n  entry do n = event.k"), 5, 16),
     ("E117", BASE.replace("on go -> B", "on go if sqrt(n) > 1 -> B"), 4, 28),
     ("E118", BASE.replace("on go -> B", "on go if len(n, n) > 1 -> B"), 4, 28),
-    ("E119", "flow demo\ncontext { n: int = 0 }\ninitial choice state A { if n > 1 -> B }\n"
-     "final state B\n", 3, 22),
+    (
+        "E119",
+        "flow demo\ncontext { n: int = 0 }\ninitial choice state A { if n > 1 -> B }\n"
+        "final state B\n",
+        3,
+        22,
+    ),
     ("E120", "flow demo\ninitial state A { after 0s -> B }\nfinal state B\n", 2, 25),
-    ("E121", 'flow demo\ninitial state A { meta { k: 1, k: 2 } }\n', 2, 32),
+    ("E121", "flow demo\ninitial state A { meta { k: 1, k: 2 } }\n", 2, 32),
     ("E201", BASE.replace("on go -> B", 'on go if n + "x" == 1 -> B'), 4, 28),
     ("E202", BASE.replace("n = event.k", 'n = "x"'), 4, 37),
     ("E203", 'flow demo\ncontext { n: int = "zero" }\ninitial state A\n', 2, 20),
@@ -59,8 +71,13 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E205", BASE.replace("on go -> B", "on go if n -> B"), 4, 28),
     ("E206", 'flow demo\njournal log "{{ source "\ninitial state A\n', 2, 13),
     ("E207", "flow demo\nversion 0\ninitial state A\n", 2, 1),
-    ("E208", BASE.replace("n: int = 0", "n: int?").replace("on go -> B", "on go if n > 1 -> B"),
-     4, 28),
+    ("E209", "flow demo\ncontext { x: float = 1.0e999 }\ninitial state A\n", 2, 22),
+    (
+        "E208",
+        BASE.replace("n: int = 0", "n: int?").replace("on go -> B", "on go if n > 1 -> B"),
+        4,
+        28,
+    ),
 ]
 
 
@@ -99,7 +116,7 @@ def test_base_flow_is_clean() -> None:
 def test_all_errors_of_a_file_are_reported_sorted() -> None:
     source = (
         "flow demo\n"
-        "context { n: int = \"x\" }\n"
+        'context { n: int = "x" }\n'
         "event go\n"
         "initial state A { on og -> B }\n"
         "state B { on go -> Q }\n"
@@ -132,8 +149,9 @@ def test_syntax_error_says_what_was_expected_in_words() -> None:
 
 
 def test_missing_token_at_line_end_points_at_the_line_end() -> None:
-    (diag,) = compile_source("flow demo\nevent go\ninitial state A {\n  on go ->\n}\n",
-                             "x.flow").diagnostics
+    (diag,) = compile_source(
+        "flow demo\nevent go\ninitial state A {\n  on go ->\n}\n", "x.flow"
+    ).diagnostics
     assert (diag.span.line, diag.span.column) == (4, 11)
     assert "at the end of this line" in diag.message
 
@@ -196,3 +214,11 @@ def test_grammar_is_lalr_and_its_terminals_never_collide() -> None:
 
     grammar = resources.files("flowc.grammar").joinpath("flow.lark").read_text(encoding="utf-8")
     Lark(grammar, parser="lalr", lexer="basic", strict=True)  # raises on any conflict
+
+
+def test_columns_stay_right_after_recovering_from_an_error() -> None:
+    source = "flow demo\nevent go\ninitial state A {\n  # note\n  on go -> A do n = 1\n  m = 2\n}\n"
+    found = codes_at(source)
+    assert found and all(col <= len(source.splitlines()[ln - 1]) + 1 for _, ln, col in found)
+    # the missing `;` between the two actions is noticed at the end of line 5
+    assert found[0][:2] == ("E003", 5)

@@ -54,7 +54,7 @@ def test_without_a_check_optional_values_are_refused(rule: str) -> None:
 def test_coalesce_takes_a_record_literal_fallback() -> None:
     assert check('on e -> B do last = coalesce(event.ib, {"template_id": "t"}).template_id') == []
     errors = check('on e -> B do last = coalesce(event.ib, {"template": "t"}).template_id')
-    assert [c for c, _ in errors] == ["E108", "E201"]
+    assert [c for c, _ in errors] == ["E201", "E108"]  # missing `template_id`, then the typo
 
 
 def test_state_meta_is_typed_from_every_state() -> None:
@@ -105,3 +105,43 @@ def test_identical_expressions_are_shared_in_the_ir() -> None:
     assert result.flow is not None
     first, second = result.flow.transitions
     assert first.guard is second.guard
+
+
+def test_state_meta_narrows_like_other_paths() -> None:
+    assert check("on e if state.meta.tools != none and len(state.meta.tools) > 0 -> B") == []
+
+
+def test_wrong_argument_count_is_reported_before_optional_arguments() -> None:
+    assert [c for c, _ in check("on e if coalesce(event.x) > 1 -> B")] == ["E118"]
+
+
+def test_maps_of_records_take_record_literals() -> None:
+    source = (
+        "flow t\ntype R { a: int }\n"
+        'context { m: map[str, R] = {"k": {"a": 1}}, r: R = {} }\n'
+        "initial state A\n"
+    )
+    errors = compile_source(source, "t.flow").errors
+    # only the empty record is wrong, and it is reported where it is written
+    assert [(d.code, d.span.line, d.span.column) for d in errors] == [("E203", 3, 52)]
+
+
+@pytest.mark.parametrize(
+    ("field", "code"),
+    [("n: int(1..5) = 10", "E203"), ("n: int(1..5) = -1", "E203"), ("n: int(1.5..3) = 2", "E204")],
+)
+def test_defaults_respect_ranges(field: str, code: str) -> None:
+    source = f"flow t\ncontext {{ {field} }}\ninitial state A\n"
+    assert [d.code for d in compile_source(source, "t.flow").errors] == [code]
+
+
+def test_meta_keys_repeated_across_blocks_are_refused() -> None:
+    source = "flow t\ninitial state A {\n  meta { k: 1 }\n  meta { k: 2 }\n}\n"
+    errors = compile_source(source, "t.flow").errors
+    assert [(d.code, d.span.line) for d in errors] == [("E121", 4)]
+
+
+@pytest.mark.parametrize("literal", ["1.0e999", "99999999999999999999"])
+def test_numbers_that_do_not_fit_are_refused(literal: str) -> None:
+    source = f"flow t\ncontext {{ n: float = {literal} }}\ninitial state A\n"
+    assert [d.code for d in compile_source(source, "t.flow").errors] == ["E209"]
