@@ -2,4 +2,4 @@
 and sets `handler` (a function taking the parsed args and returning the exit code)."""
 
 #: Order shown in `flowc --help`.
-COMMAND_MODULES: tuple[str, ...] = ("check", "compile", "render", "docs")
+COMMAND_MODULES: tuple[str, ...] = ("check", "compile", "render", "docs", "run")

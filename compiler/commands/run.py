@@ -1,0 +1,433 @@
+"""`flowc run FLOW`: drive an instance of a flow from the command line.
+
+FLOW is a `.flow` file (compiled first) or a compiled `.json`. With `--events FILE.jsonl` each
+line is one operation and each outcome is printed as one JSON line; without it, and with a
+terminal, an interactive prompt shows the state, the accepted events and their fields, with
+completion. `--snapshot FILE` resumes from FILE when it exists and saves the instance to it at
+the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected, Rejection
+from flowc.runtime.clock import Clock, to_seconds
+from flowc.runtime.instance import Outcome, StepResult
+from flowc.runtime.journal import JournalFile
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+EVENTS_HELP = """\
+one JSON object a line (blank lines and lines starting with # are skipped):
+  {"event": "submit", "payload": {...}, "reason": "...", "key": "..."}
+  {"goto": "STATE", "force": false, "reason": "..."}
+  {"back": true, "force": true}
+  {"advance": 600}            move the clock on 600 s and fire due timers
+"""
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "run",
+        help="run an instance of a flow: events from a file, or an interactive prompt",
+        description=(
+            "Start (or resume) an instance of FLOW and drive it. FLOW is a .flow file or a "
+            "compiled .json. Each outcome is printed as a JSON line. Exit status: 0 when every "
+            "operation was accepted, 1 on a rejection (the first one, unless --keep-going) or "
+            "when FLOW has errors, 2 for usage errors."
+        ),
+        epilog=EVENTS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("flow", metavar="FLOW", help="a .flow file or a compiled .json")
+    parser.add_argument(
+        "--context", metavar="JSON", help="the start context, a JSON object (new instances only)"
+    )
+    parser.add_argument(
+        "--events", metavar="FILE", help="operations to apply, JSON lines ('-': standard input)"
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="go on after a rejection (the exit status is still 1)",
+    )
+    parser.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="resume from FILE if it exists; save the instance to FILE at the end",
+    )
+    parser.add_argument(
+        "--journal",
+        metavar="NAME=FILE",
+        action="append",
+        default=[],
+        help="append journal NAME to FILE (once per step, also across resumed runs)",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="TIME",
+        help="run on a simulated clock starting at TIME (ISO 8601 or epoch seconds); "
+        "`advance` then moves it",
+    )
+    parser.set_defaults(handler=run)
+
+
+class _Usage(Exception):
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except _Usage as exc:
+        print(f"flowc run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace) -> int:
+    path = Path(args.flow)
+    if not path.is_file():
+        raise _Usage(f"no such file: {path}")
+    clock: Clock | None = None
+    fake: FakeClock | None = None
+    if args.now:
+        try:
+            fake = FakeClock(to_seconds(_number_or_text(args.now)))
+        except (TypeError, ValueError) as exc:
+            raise _Usage(f"--now: not a time: {args.now!r}") from exc
+        clock = fake
+    machine = _load(path, clock)
+    if machine is None:
+        return EXIT_FAILURE
+    journals = []
+    for spec in args.journal:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or not file:
+            raise _Usage(f"--journal takes NAME=FILE, got {spec!r}")
+        if name not in machine.journals:
+            known = ", ".join(machine.journals) or "none"
+            raise _Usage(f"flow {machine.name} has no journal {name!r} (journals: {known})")
+        journals.append((name, file))
+
+    out = sys.stdout
+    snapshot = Path(args.snapshot) if args.snapshot else None
+    if snapshot is not None and snapshot.exists():
+        if args.context:
+            raise _Usage("--context starts a new instance; the snapshot already has one")
+        try:
+            instance = machine.restore(snapshot.read_text(encoding="utf-8"), clock=clock)
+        except (FlowcError, ValueError) as exc:
+            print(f"flowc run: cannot resume from {snapshot}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+    else:
+        context = _parse_context(args.context)
+        try:
+            instance = machine.start(context, clock=clock)
+        except Rejected as exc:
+            _emit(out, exc.rejection.to_dict())
+            return EXIT_FAILURE
+        _emit(out, {"ok": True, "kind": "start", "to": instance.state, "seq": 0})
+    for name, file in journals:
+        JournalFile.attach(instance, name, file)
+
+    try:
+        if args.events is not None:
+            code = _run_lines(instance, _open_lines(args.events), out, args.keep_going, fake)
+        elif sys.stdin.isatty():
+            code = Prompt(instance, fake).loop()
+        else:
+            code = _run_lines(instance, sys.stdin, out, args.keep_going, fake)
+    finally:
+        if snapshot is not None:
+            snapshot.parent.mkdir(parents=True, exist_ok=True)
+            snapshot.write_text(instance.snapshot_json() + "\n", encoding="utf-8")
+    return code
+
+
+def _load(path: Path, clock: Clock | None) -> Machine | None:
+    if path.suffix == ".flow":
+        from flowc.compiler.driver import compile_file, print_diagnostics
+
+        result = compile_file(path)
+        if result.errors or result.flow is None:
+            print_diagnostics(result, sys.stderr)
+            print(f"flowc run: {path}: not compiled", file=sys.stderr)
+            return None
+        return Machine(result.flow, clock=clock).preload()
+    try:
+        return Machine.from_json(path.read_bytes(), clock=clock).preload()
+    except FlowcError as exc:
+        print(f"flowc run: {path}: {exc}", file=sys.stderr)
+        return None
+
+
+def _number_or_text(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _parse_context(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise _Usage(f"--context is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise _Usage("--context must be a JSON object")
+    return value
+
+
+def _open_lines(source: str) -> Iterable[str]:
+    if source == "-":
+        return sys.stdin
+    p = Path(source)
+    if not p.is_file():
+        raise _Usage(f"no such events file: {p}")
+    return p.read_text(encoding="utf-8").splitlines()
+
+
+def _emit(out: TextIO, data: dict[str, Any]) -> None:
+    out.write(json.dumps(data, ensure_ascii=False, default=repr) + "\n")
+    out.flush()
+
+
+def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> list[Outcome]:
+    """One operation of an events file. Raises ValueError for a malformed one."""
+    reason = op.get("reason")
+    key = op.get("key")
+    force = bool(op.get("force", False))
+    if "event" in op:
+        payload = op.get("payload")
+        if payload is not None and not isinstance(payload, dict):
+            raise ValueError("`payload` must be an object")
+        return [instance.send(str(op["event"]), payload, reason=reason, key=key)]
+    if "goto" in op:
+        return [instance.goto(str(op["goto"]), force=force, reason=reason, key=key)]
+    if "back" in op:
+        return [instance.back(force=force, reason=reason, key=key)]
+    if "advance" in op:
+        seconds = float(op["advance"])
+        if seconds < 0:
+            raise ValueError("`advance` cannot go back in time")
+        if fake is not None:
+            fake.advance(seconds)
+            return instance.advance()
+        return instance.advance(instance.machine.clock() + seconds)
+    raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
+
+
+def _run_lines(
+    instance: Instance,
+    lines: Iterable[str],
+    out: TextIO,
+    keep_going: bool,
+    fake: FakeClock | None,
+) -> int:
+    code = EXIT_OK
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        try:
+            op = json.loads(text)
+            if not isinstance(op, dict):
+                raise ValueError("a line must be a JSON object")
+            outcomes = apply(instance, op, fake)
+        except ValueError as exc:
+            print(f"flowc run: events line {number}: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        for outcome in outcomes:
+            _emit(out, _describe(outcome, instance))
+            if not outcome.ok:
+                code = EXIT_FAILURE
+                if not keep_going:
+                    return code
+    return code
+
+
+def _describe(outcome: Outcome, instance: Instance) -> dict[str, Any]:
+    data = outcome.to_dict()
+    if isinstance(outcome, StepResult):
+        data["final"] = instance.is_final
+    return data
+
+
+# ---- interactive ----------------------------------------------------------------------------
+
+
+class Prompt:
+    """The interactive prompt: one operation a line, completion with Tab."""
+
+    COMMANDS = ("goto", "back", "advance", "context", "history", "snapshot", "help", "quit")
+
+    def __init__(self, instance: Instance, fake: FakeClock | None) -> None:
+        self.instance = instance
+        self.fake = fake
+        self.rejected = False
+
+    def loop(self) -> int:
+        try:
+            import readline
+        except ImportError:  # pragma: no cover - Windows without pyreadline
+            readline = None  # type: ignore[assignment]
+        if readline is not None:
+            readline.set_completer(self.complete)
+            readline.set_completer_delims(" \t")
+            readline.parse_and_bind("tab: complete")
+        self.show()
+        while True:
+            try:
+                line = input(f"{self.instance.state}> ")
+            except EOFError:
+                print()
+                break
+            if line.strip() in ("quit", "exit"):
+                break
+            for text in self.handle(line):
+                print(text)
+            if line.strip():
+                self.show()
+        return EXIT_FAILURE if self.rejected else EXIT_OK
+
+    def show(self) -> None:
+        for text in self.status():
+            print(text)
+
+    def status(self) -> Iterator[str]:
+        inst = self.instance
+        head = f"state {inst.state}"
+        if inst.title != inst.state:
+            head += f" ({inst.title})"
+        if inst.is_final:
+            yield head + ": final, the instance has ended"
+            return
+        yield head
+        for ev in inst.accepted_events():
+            props = ev.schema.get("properties", {})
+            required = set(ev.schema.get("required", []))
+            fields = ", ".join(
+                f"{n}{'' if n in required else '?'}: {_type_words(s)}" for n, s in props.items()
+            )
+            yield f"  on {ev.name}({fields})"
+        for target in inst.allowed_targets(force=True):
+            back = "" if target in inst.allowed_targets() else " (back: needs force)"
+            yield f"  goto {target}{back}"
+        if inst.next_deadline is not None:
+            yield f"  next timer due {inst.next_deadline.isoformat()}"
+
+    def handle(self, line: str) -> list[str]:
+        text = line.strip()
+        if not text:
+            return []
+        word, _, rest = text.partition(" ")
+        rest = rest.strip()
+        try:
+            if word == "help":
+                return [
+                    "EVENT {json payload} | EVENT field=value ... | goto STATE [force] | "
+                    "back [force] | advance SECONDS | context | history | snapshot | quit"
+                ]
+            if word == "context":
+                return [json.dumps(self.instance.context, indent=2, ensure_ascii=False)]
+            if word == "history":
+                return [json.dumps(h.to_dict(), ensure_ascii=False) for h in self.instance.history]
+            if word == "snapshot":
+                return [json.dumps(self.instance.snapshot(), indent=2, ensure_ascii=False)]
+            if word == "goto":
+                parts = rest.split()
+                if not parts:
+                    return ["goto needs a state"]
+                op: dict[str, Any] = {"goto": parts[0], "force": "force" in parts[1:]}
+            elif word == "back":
+                op = {"back": True, "force": "force" in rest.split()}
+            elif word == "advance":
+                op = {"advance": float(rest or 0)}
+            else:
+                op = {"event": word, "payload": _payload(rest)}
+            outcomes = apply(self.instance, op, self.fake)
+        except ValueError as exc:
+            return [f"error: {exc}"]
+        lines = []
+        for outcome in outcomes:
+            if isinstance(outcome, Rejection):
+                self.rejected = True
+                lines.append(f"rejected [{outcome.code}]: {outcome.message}")
+                feedback = outcome.feedback
+                if feedback is not None:
+                    lines.append(json.dumps(feedback["issues"], ensure_ascii=False, default=repr))
+            else:
+                via = f" via {', '.join(outcome.via)}" if outcome.via else ""
+                lines.append(f"ok: {outcome.source} -> {outcome.target}{via} (step {outcome.seq})")
+        return lines or ["(nothing was due)"]
+
+    def complete(self, text: str, index: int) -> str | None:
+        import readline
+
+        line = readline.get_line_buffer()
+        options = self.candidates(line[: readline.get_endidx()], text)
+        return options[index] if index < len(options) else None
+
+    def candidates(self, before: str, text: str) -> list[str]:
+        """Completions for the word being typed (`text`), given the line up to the cursor."""
+        words = before.split()
+        first = len(words) == 0 or (len(words) == 1 and not before.endswith(" "))
+        inst = self.instance
+        if first:
+            names = [e.name for e in inst.accepted_events()] + list(self.COMMANDS)
+        elif words[0] == "goto":
+            names = [*inst.allowed_targets(force=True), "force"]
+        elif words[0] == "back":
+            names = ["force"]
+        else:
+            event = next((e for e in inst.accepted_events() if e.name == words[0]), None)
+            props = event.schema.get("properties", {}) if event else {}
+            names = [f"{n}=" for n in props]
+        return sorted(n for n in names if n.startswith(text))
+
+
+def _payload(text: str) -> dict[str, Any] | None:
+    """`{json}` or `field=value ...` (each value JSON if it parses, else a string)."""
+    if not text:
+        return None
+    if text.startswith("{"):
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError("a payload must be a JSON object")
+        return value
+    out: dict[str, Any] = {}
+    for part in shlex.split(text):
+        name, sep, raw = part.partition("=")
+        if not sep:
+            raise ValueError(f"expected field=value, got {part!r}")
+        try:
+            out[name] = json.loads(raw)
+        except ValueError:
+            out[name] = raw
+    return out
+
+
+def _type_words(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(schema["enum"])
+    if "anyOf" in schema:
+        return " | ".join(_type_words(s) for s in schema["anyOf"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list[{_type_words(schema.get('items', {}))}]"
+    if kind == "object" and "additionalProperties" in schema and schema.get("title") is None:
+        extra = schema["additionalProperties"]
+        if isinstance(extra, dict):
+            return f"map[{_type_words(extra)}]"
+    if kind == "object" and schema.get("title"):
+        return str(schema["title"])
+    return str(kind)
