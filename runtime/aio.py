@@ -79,8 +79,8 @@ class AsyncInstance:
     def allowed_targets(self, *, force: bool = False) -> list[str]:
         return self.instance.allowed_targets(force=force)
 
-    def render(self, name: str, **extra: Any) -> str:
-        return self.instance.render(name, **extra)
+    def render(self, template: str, /, **extra: Any) -> str:
+        return self.instance.render(template, **extra)
 
     def snapshot(self) -> dict[str, Any]:
         return self.instance.snapshot()

@@ -769,12 +769,12 @@ class Instance:
                 log.exception("flowc: a subscriber of %s raised", self._m.name)
 
     # ---- templates --------------------------------------------------------------------------
-    def render(self, name: str, **extra: Any) -> str:
+    def render(self, template: str, /, **extra: Any) -> str:
         """Render the flow's `template NAME` with `context`, `state` (name, title, meta) and
         the keyword arguments as variables."""
-        source = self._m.templates.get(name)
+        source = self._m.templates.get(template)
         if source is None:
-            raise UnknownTemplate(name)
+            raise UnknownTemplate(template)
         variables: dict[str, Any] = {"context": wrap(self._ctx), "state": wrap(self._state.view())}
         variables.update({k: wrap(v) for k, v in extra.items()})
         return self._m.template_cache.render(source, variables)

@@ -7,7 +7,8 @@ template used on every step is compiled once.
 
 Values reach templates wrapped so that `record.field` means the field even when it is called
 `items`, `keys` or `values` (on a plain dict Jinja would find the dict's method first), and so
-that `event` prints as the event's name while `event.field` reads its payload.
+that `event` prints as the event's name while `event.field` reads its payload. A value that is
+none prints as nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from typing import Any
 from jinja2 import Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-_ENV = ImmutableSandboxedEnvironment()
+
+def _finalize(value: Any) -> Any:
+    # `{{ reason }}` of a step without one prints nothing rather than "None".
+    return "" if value is None else value
+
+
+_ENV = ImmutableSandboxedEnvironment(finalize=_finalize)
 
 
 class Record(dict[str, Any]):

@@ -454,8 +454,14 @@ def report(t: Type, value: Any, path: str = "", issues: Issues | None = None) ->
         return issues
     if kind == "optional":
         assert t.item is not None
-        if value is not None:
-            report(t.item, value, path, issues)
+        if value is None:
+            return issues
+        if t.item.kind in ("record", "list", "map", "optional"):
+            return report(t.item, value, path, issues)
+        try:
+            t.item.check(value)
+        except Invalid:
+            _invalid(issues, path, value, t, _problem(t.item, value))
         return issues
     if kind == "list":
         assert t.item is not None

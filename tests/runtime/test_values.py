@@ -1,0 +1,234 @@
+"""Payload validation (seed 003's feedback shape), JSON Schemas, and expression semantics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flowc.runtime import Instance, Machine, Rejection
+
+from .conftest import frozen, machine
+
+FLOW = """
+flow shapes
+
+enum Color { RED, GREEN }
+
+type Scope {
+  target_word_count: int
+  notes: list[str] = []
+}
+
+type Dream {
+  audience: str
+  scope: Scope
+  color: Color = RED
+  rating: int(1..5)? = none
+}
+
+context {
+  dreams: list[Dream] = []
+  total: float = 0
+  last: Dream? = none
+  x: int = 7
+  y: int = 2
+  out: str = ""
+  nums: list[int] = []
+  m: map[str, int] = {}
+  f: float = 0
+}
+
+event submit(dream: Dream, weight: float = 1)
+event calc(a: int, b: int)
+event text(s: str)
+event tick
+
+initial state S {
+  on submit -> self do append(dreams, event.dream); total += event.weight; last = event.dream
+  on calc -> self do
+    x = event.a % event.b;
+    f = event.a / event.b;
+    y = round(event.a / event.b);
+    nums = [min(event.a, event.b), max(event.a, event.b), abs(0 - event.a)];
+    out = str(event.a) + "," + str(f) + "," + str(event.a > event.b)
+  on text -> self do
+    out = upper(trim(event.s)) + lower(event.s);
+    m = merge(m, {event.s: len(event.s)});
+    nums = [len(keys(m)), len(values(m))]
+  on tick if coalesce(last, {"audience": "?", "scope": {"target_word_count": 0}}).audience == "?"
+    -> self do out = "nobody"
+  on tick -> self do
+    out = coalesce(last, {"audience": "?", "scope": {"target_word_count": 0}}).audience
+}
+"""
+
+
+@pytest.fixture
+def m() -> Machine:
+    return machine(FLOW)
+
+
+@pytest.fixture
+def inst(m: Machine) -> Instance:
+    return m.start()
+
+
+def test_feedback_has_seed_003_shape(inst: Instance) -> None:
+    before = frozen(inst)
+    r = inst.send(
+        "submit",
+        {
+            "dream": {"audience": 3, "scope": {}, "color": "BLUE", "passages": 1},
+            "word_count": 5,
+        },
+    )
+    assert isinstance(r, Rejection) and r.code == "invalid_payload"
+    fb = r.feedback
+    assert fb is not None and list(fb) == ["result", "issues", "issue_count", "action"]
+    assert fb["result"] == "validation_failed"
+    assert fb["issues"]["invalid"] == [
+        {
+            "field": "dream.audience",
+            "provided": 3,
+            "problem": "expected a string, got an integer",
+            "requirement": "a string",
+        },
+        {
+            "field": "dream.color",
+            "provided": "BLUE",
+            "problem": "'BLUE' is not one of the allowed values",
+            "requirement": "one of GREEN, RED",
+        },
+    ]
+    assert fb["issues"]["missing"] == [
+        {"field": "dream.scope.target_word_count", "requirement": "an integer"}
+    ]
+    assert fb["issues"]["unknown"] == ["dream.passages", "word_count"]
+    assert fb["issue_count"] == 5
+    assert fb["action"] == "Send submit again with corrected data. Unknown fields may be typos."
+    assert r.message == "Invalid payload for 'submit': 5 issue(s)."
+    assert frozen(inst) == before
+
+
+def test_ranges_lists_and_none(inst: Instance) -> None:
+    r = inst.send(
+        "submit",
+        {
+            "dream": {
+                "audience": "a",
+                "scope": {"target_word_count": 1, "notes": ["ok", 2]},
+                "rating": 9,
+            }
+        },
+    )
+    assert isinstance(r, Rejection)
+    invalid = {i["field"]: i for i in r.data["issues"]["invalid"]}
+    assert invalid["dream.rating"]["problem"] == "9 is above the maximum 5"
+    assert invalid["dream.rating"]["requirement"] == "an integer from 1 to 5, or null"
+    assert invalid["dream.scope.notes[1]"]["requirement"] == "a string"
+    missing = inst.send("submit", None)
+    assert isinstance(missing, Rejection)
+    assert missing.data["issues"]["missing"] == [
+        {"field": "dream", "requirement": "a Dream object (audience, scope, color, rating)"}
+    ]
+    not_object = inst.send("submit", {"dream": [1]})
+    assert isinstance(not_object, Rejection)
+    assert not_object.data["issues"]["invalid"][0]["problem"] == "expected an object, got a list"
+    boolean = inst.send("calc", {"a": True, "b": 1})
+    assert isinstance(boolean, Rejection)  # a bool is not an int
+
+
+def test_values_are_normalised(inst: Instance) -> None:
+    r = inst.send(
+        "submit", {"dream": {"audience": "a", "scope": {"target_word_count": 2.0}}, "weight": 2}
+    )
+    assert r.ok
+    [dream] = inst.context["dreams"]
+    assert dream == {
+        "audience": "a",
+        "scope": {"target_word_count": 2, "notes": []},
+        "color": "RED",
+        "rating": None,
+    }
+    assert type(dream["scope"]["target_word_count"]) is int
+    assert inst.context["total"] == 2.0 and type(inst.context["total"]) is float
+
+
+def test_event_schemas(m: Machine, inst: Instance) -> None:
+    [submit] = [e for e in inst.accepted_events() if e.name == "submit"]
+    schema = submit.schema
+    assert schema["required"] == ["dream"] and schema["additionalProperties"] is False
+    assert schema["properties"]["weight"] == {"type": "number", "default": 1.0}
+    dream = schema["properties"]["dream"]
+    assert dream["required"] == ["audience", "scope"]
+    assert dream["properties"]["color"] == {
+        "type": "string",
+        "enum": ["GREEN", "RED"],
+        "default": "RED",
+    }
+    assert dream["properties"]["rating"]["anyOf"] == [
+        {"type": "integer", "minimum": 1, "maximum": 5},
+        {"type": "null"},
+    ]
+    assert dream["properties"]["scope"]["properties"]["notes"]["items"] == {"type": "string"}
+    schema["required"].append("mutated")
+    assert m.event_schema("submit")["required"] == ["dream"]  # hosts get copies
+
+
+def test_arithmetic_and_functions(inst: Instance) -> None:
+    assert inst.send("calc", {"a": 7, "b": 2}).ok
+    ctx = inst.context
+    assert (ctx["x"], ctx["f"], ctx["y"], ctx["nums"]) == (1, 3.5, 4, [2, 7, 7])
+    assert ctx["out"] == "7,3.5,true"
+    assert inst.send("calc", {"a": -7, "b": 2}).ok
+    # Python's modulo (sign of the divisor); rounding half away from zero.
+    assert (inst.context["x"], inst.context["y"]) == (1, -4)
+    zero = inst.send("calc", {"a": 1, "b": 0})
+    assert isinstance(zero, Rejection) and zero.data["detail"] == "division by zero"
+    assert inst.send("text", {"s": " Hi "}).ok
+    assert inst.context["out"] == "HI hi "
+    assert inst.context["m"] == {" Hi ": 4} and inst.context["nums"] == [1, 1]
+
+
+def test_coalesce_with_a_record_fallback(inst: Instance) -> None:
+    inst.send("tick")
+    assert inst.context["out"] == "nobody"
+    inst.send("submit", {"dream": {"audience": "kids", "scope": {"target_word_count": 1}}})
+    inst.send("tick")
+    assert inst.context["out"] == "kids"
+
+
+EXPR_CASES: list[tuple[str, Any]] = [
+    ("1 + 2 * 3", 7),
+    ("(1 + 2) * 3", 9),
+    ("7 / 2", 3.5),
+    ("-7 % 3", 2),
+    ("round(2.5) + round(-2.5)", 0),
+    ("round(0.49)", 0),
+    ('"ab" in "cab"', True),
+    ('"k" in {"k": 1}', True),
+    ("3 not in [1, 2]", True),
+    ("true or 1 / 0 == 1", True),
+    ("false and 1 / 0 == 1", False),
+    ("max(1, 2.5)", 2.5),
+    ('len("héllo")', 5),
+    ("[1, 2] + [3]", [1, 2, 3]),
+    ("str(1.5) + str(false)", "1.5false"),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), EXPR_CASES, ids=[c[0] for c in EXPR_CASES])
+def test_expression(expr: str, expected: Any) -> None:
+    kind = {bool: "bool", int: "int", float: "float", str: "str", list: "list[int]"}[type(expected)]
+    m = machine(
+        f"""
+flow e
+context {{ out: {kind}? = none }}
+event go
+initial state S {{ on go -> self do out = {expr} }}
+"""
+    )
+    inst = m.start()
+    assert inst.send("go").ok
+    assert inst.context["out"] == expected
