@@ -55,7 +55,7 @@ class MemoryStore:
             graph_hash=new.graph_hash,
             state=new.state,
             version=1,
-            seq=len(new.history),
+            seq=new.last_seq,
             snapshot=copy_json(new.snapshot),
             created_at=now,
             updated_at=now,
@@ -65,7 +65,7 @@ class MemoryStore:
             HistoryRow(
                 new.id, i, e.at, e.source, e.target, e.trigger, copy_json(e.payload), e.reason
             )
-            for i, e in enumerate(new.history, start=1)
+            for i, e in enumerate(new.history, start=new.first_seq)
         ]
         _, write = plan_timers([], new.timers)
         slot.timers = {
@@ -188,10 +188,10 @@ class MemoryStore:
         return [_copy_record(r) for r in records[offset : offset + limit]]
 
     def history(
-        self, instance_id: str, *, after: int = 0, limit: int | None = None
+        self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
         with self._lock:
-            rows = [r for r in self._slot(instance_id).history if r.seq > after]
+            rows = [r for r in self._slot(instance_id).history if after is None or r.seq > after]
         rows = rows if limit is None else rows[:limit]
         return [replace(r, payload=copy_json(r.payload)) for r in rows]
 

@@ -183,7 +183,7 @@ class PostgresStore:
             graph_hash=new.graph_hash,
             state=new.state,
             version=1,
-            seq=len(new.history),
+            seq=new.last_seq,
             snapshot=copy_json(new.snapshot),
             created_at=now,
             updated_at=now,
@@ -207,7 +207,7 @@ class PostgresStore:
                         now,
                     ),
                 )
-                _insert_history(conn, new.id, 0, new.history)
+                _insert_history(conn, new.id, new.first_seq - 1, new.history)
                 _insert_timers(conn, new.id, timers)
         except psycopg.errors.UniqueViolation:
             raise InstanceExists(new.id) from None
@@ -363,7 +363,7 @@ class PostgresStore:
         return [_record(r) for r in rows]
 
     def history(
-        self, instance_id: str, *, after: int = 0, limit: int | None = None
+        self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -377,7 +377,7 @@ class PostgresStore:
             rows = conn.execute(
                 "SELECT instance_id, seq, at, source, target, trigger, payload, reason "
                 "FROM flowc_history WHERE instance_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (instance_id, after, limit),
+                (instance_id, -1 if after is None else after, limit),
             ).fetchall()
         return [HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows]
 

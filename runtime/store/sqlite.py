@@ -193,7 +193,7 @@ class SQLiteStore:
             graph_hash=new.graph_hash,
             state=new.state,
             version=1,
-            seq=len(new.history),
+            seq=new.last_seq,
             snapshot=json.loads(dumps(new.snapshot)),
             created_at=now,
             updated_at=now,
@@ -218,7 +218,7 @@ class SQLiteStore:
                 )
             except sqlite3.IntegrityError:
                 raise InstanceExists(new.id) from None
-            _insert_history(conn, new.id, 0, new.history)
+            _insert_history(conn, new.id, new.first_seq - 1, new.history)
             _insert_timers(conn, new.id, timers)
         return record
 
@@ -372,7 +372,7 @@ class SQLiteStore:
         return [_record(r) for r in rows]
 
     def history(
-        self, instance_id: str, *, after: int = 0, limit: int | None = None
+        self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
         conn = self._conn()
         # One read transaction, so "no such instance" and the rows come from the same moment.
@@ -388,7 +388,7 @@ class SQLiteStore:
             rows = conn.execute(
                 "SELECT instance_id, seq, at, source, target, trigger, payload, reason "
                 "FROM flowc_history WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (instance_id, after, -1 if limit is None else limit),
+                (instance_id, -1 if after is None else after, -1 if limit is None else limit),
             ).fetchall()
         finally:
             conn.execute("COMMIT")

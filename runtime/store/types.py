@@ -188,7 +188,8 @@ class TimerClaim:
 
 @dataclass(frozen=True, slots=True)
 class NewInstance:
-    """What `Store.create` writes: version 1, and `history` numbered from 1."""
+    """What `Store.create` writes: version 1, and `history` numbered from `first_seq` (an engine
+    that numbers its start entry 0 keeps its own numbers)."""
 
     id: str
     flow: str
@@ -199,6 +200,11 @@ class NewInstance:
     history: Sequence[HistoryEntry] = ()
     timers: Sequence[TimerSpec] = ()
     at: float | None = None
+    first_seq: int = 1
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.history) - 1
 
 
 @runtime_checkable
@@ -242,9 +248,9 @@ class Store(Protocol):
         ...
 
     def history(
-        self, instance_id: str, *, after: int = 0, limit: int | None = None
+        self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
-        """History rows with `seq > after`, in order."""
+        """History rows in order; with `after`, only those with `seq > after`."""
         ...
 
     def timers(self, instance_id: str | None = None) -> list[TimerRow]:

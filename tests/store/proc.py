@@ -1,5 +1,9 @@
 """Child processes for the multi-process store tests (run as a script, one role per process).
 
+With `engine-` before the role (engine-increment, ...) the steps are the real engine's, through
+`DurableFlows` (flows from store/flows.py: `tally` for increments, `timed` for timers); without,
+a counter stands in for the engine (store/toy.py).
+
     proc.py increment URL N KEYPREFIX ID...   N increment steps spread over the instances, each
                                               with key KEYPREFIX-i; prints a summary line
     proc.py stream URL ID N                   N keyed increments on one instance, printing
@@ -15,13 +19,28 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flowc.runtime.store import open_store
+from flowc.runtime.store import StepFn, StepOutcome, Store, TimerClaim, open_store
+from flowc.runtime.store.durable import DurableFlows, DurableOutcome
 from flowc.runtime.store.worker import TimerWorker
+from store.flows import TALLY_V1, TIMED, machine
 from store.toy import bump, fire
+
+ENGINE = False
+
+
+def durable(store: Store) -> DurableFlows:
+    return DurableFlows(store, [machine(TALLY_V1), machine(TIMED)])
+
+
+def send_inc(store: Store, target: str, key: str) -> StepOutcome | DurableOutcome:
+    if ENGINE:
+        return durable(store).send(target, "inc", key=key)
+    return store.step(target, bump(1), key=key)
 
 
 def increment(url: str, n: int, prefix: str, ids: list[str]) -> None:
@@ -34,7 +53,7 @@ def increment(url: str, n: int, prefix: str, ids: list[str]) -> None:
         target = rng.choice(ids)
         key = f"{prefix}-{i}"
         while True:
-            out = store.step(target, bump(1), key=key)
+            out = send_inc(store, target, key)
             statuses[out.status] = statuses.get(out.status, 0) + 1
             if out.status != "conflict":
                 break
@@ -48,7 +67,8 @@ def stream(url: str, instance_id: str, n: int) -> None:
     store = open_store(url)
     for i in range(n):
         key = f"e{i}"
-        out = store.step(instance_id, bump(1), key=key, max_attempts=1000)
+        while (out := send_inc(store, instance_id, key)).status == "conflict":
+            pass
         assert out.status in {"committed", "replayed"}, out
         print(json.dumps({"ack": key}), flush=True)
     store.close()
@@ -57,9 +77,10 @@ def stream(url: str, instance_id: str, n: int) -> None:
 def worker(url: str, seconds: float) -> None:
     store = open_store(url)
     fired: list[list[str]] = []
+    firing: Callable[[TimerClaim], StepFn] = durable(store).fire if ENGINE else fire
     w = TimerWorker(
         store,
-        fire,
+        firing,
         batch=10,
         lease=5.0,
         poll=0.05,
@@ -71,7 +92,11 @@ def worker(url: str, seconds: float) -> None:
 
 
 def main(argv: list[str]) -> None:
+    global ENGINE
     role, url = argv[0], argv[1]
+    if role.startswith("engine-"):
+        ENGINE = True
+        role = role.removeprefix("engine-")
     if role == "increment":
         increment(url, int(argv[2]), argv[3], argv[4:])
     elif role == "stream":

@@ -1,0 +1,399 @@
+"""Durable instances: the engine's steps run through a `Store`, one transaction each.
+
+`DurableFlows(store, machines)` is what a host (or `flowc run --store`, `flowc instances`,
+`flowc worker`) holds. Each operation loads the instance's record, restores the engine's
+`Instance` from the stored snapshot (migrating it first when its flow has a newer version),
+runs the operation, and hands the store a `Change` (new snapshot, the new history rows, the
+complete set of pending timers) or a `Reject`; the store commits it only if nobody else wrote
+in between, else it runs the operation again on the fresh record.
+
+The engine's own snapshot format is stored (restorable by `Machine.restore` without flowc's
+store), except for its idempotency keys, which the store keeps without the engine's cap, and
+its history, cut down to what restoring needs (`compact_history`; every step is in the store's
+history rows).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flowc.runtime.clock import Clock, system_clock, to_seconds
+from flowc.runtime.instance import Instance, Outcome, StepResult
+from flowc.runtime.machine import Machine
+from flowc.runtime.messages import DEFAULT_MESSAGES
+from flowc.runtime.rejections import Rejection, SnapshotError
+from flowc.runtime.store.migrate import Migration, migrate_snapshot
+from flowc.runtime.store.types import (
+    DEFAULT_MAX_ATTEMPTS,
+    Change,
+    HistoryEntry,
+    InstanceRecord,
+    Json,
+    NewInstance,
+    Reject,
+    StepFn,
+    StepOutcome,
+    StepStatus,
+    Store,
+    TimerClaim,
+    TimerSpec,
+)
+from flowc.runtime.store.worker import TimerWorker
+
+
+class UnknownFlow(LookupError):
+    """An instance of a flow (or flow version) that was not given to `DurableFlows`."""
+
+
+@dataclass(frozen=True, slots=True)
+class DurableOutcome:
+    """What a durable operation did. `data` is JSON: `StepResult.to_dict()` of a committed step
+    (also when `replayed`, where it is the first outcome), `Rejection.to_dict()` of a refusal
+    or a `conflict`. `result` is the engine's object when this call ran the step (None when
+    replayed); `record` the stored record after the call (None when replayed)."""
+
+    status: StepStatus
+    instance_id: str
+    data: dict[str, Json]
+    result: StepResult | Rejection | list[Outcome] | None = None
+    record: InstanceRecord | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.data.get("ok"))
+
+    @property
+    def replayed(self) -> bool:
+        return self.status == "replayed"
+
+
+class FlowRegistry:
+    """The machines a host runs, by flow name and version (the newest version of a name is
+    where its instances go when they next step, if `upgrade`)."""
+
+    def __init__(self, machines: Iterable[Machine] = ()) -> None:
+        self._by_name: dict[str, dict[int, Machine]] = {}
+        self._by_hash: dict[str, Machine] = {}
+        for machine in machines:
+            self.add(machine)
+
+    def add(self, machine: Machine) -> None:
+        versions = self._by_name.setdefault(machine.name, {})
+        if machine.version in versions and versions[machine.version].hash != machine.hash:
+            raise ValueError(
+                f"two different graphs claim to be {machine.name} version {machine.version}"
+            )
+        versions[machine.version] = machine
+        if machine.hash:
+            self._by_hash[machine.hash] = machine
+
+    def latest(self, name: str) -> Machine:
+        versions = self._by_name.get(name)
+        if not versions:
+            raise UnknownFlow(f"no flow named {name!r} is loaded")
+        return versions[max(versions)]
+
+    def exact(self, name: str, version: int, graph_hash: str) -> Machine | None:
+        machine = self._by_hash.get(graph_hash) if graph_hash else None
+        if machine is not None and machine.name == name:
+            return machine
+        return None
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_name.values())
+
+
+class DurableFlows:
+    """Instances of the registered flows, kept in `store`.
+
+    - `upgrade=True`: an instance whose flow has a newer registered version moves to it on its
+      next step (through `migrations` when states were removed); with `upgrade=False` it stays
+      on the exact graph it started under, which must then be registered.
+    - `migrations`: state and context mappings between versions (see `migrate.py`); a flow's
+      compiled IR may carry its own in future (docs/persistence.md).
+    - `compact`: keep only the history entries restoring needs in the stored snapshot
+      (`compact_history`); the store's history rows always have every step. An `Instance`
+      from `load` then shows that compact history.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        machines: FlowRegistry | Iterable[Machine],
+        *,
+        clock: Clock = system_clock,
+        upgrade: bool = True,
+        migrations: Sequence[Migration] = (),
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        compact: bool = True,
+    ) -> None:
+        self.store = store
+        self.compact = compact
+        self.flows = machines if isinstance(machines, FlowRegistry) else FlowRegistry(machines)
+        self.clock = clock
+        self.upgrade = upgrade
+        self.migrations = tuple(migrations)
+        self.max_attempts = max_attempts
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(
+        self,
+        flow: str,
+        context: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+    ) -> DurableOutcome:
+        """Start an instance of the newest registered version of `flow` and store it. A
+        refused start (`invalid_context`, ...) stores nothing. `InstanceExists` if `id` is
+        taken."""
+        machine = self.flows.latest(flow)
+        instance_id = id or uuid.uuid4().hex
+        started = machine.try_start(context, id=instance_id, clock=self.clock)
+        if isinstance(started, Rejection):
+            return DurableOutcome("rejected", instance_id, started.to_dict(), started)
+        snapshot = _stored_snapshot(started)
+        record = self.store.create(
+            NewInstance(
+                id=instance_id,
+                flow=machine.name,
+                flow_version=machine.version,
+                graph_hash=machine.hash,
+                state=started.state,
+                snapshot=snapshot,
+                history=[_history_entry(h) for h in snapshot["history"]],
+                timers=_timers(snapshot),
+                first_seq=int(snapshot["history"][0]["seq"]) if snapshot["history"] else 1,
+            )
+        )
+        data = {"ok": True, "id": instance_id, "state": started.state, "seq": started.seq}
+        return DurableOutcome("committed", instance_id, data, None, record)
+
+    def load(self, instance_id: str) -> Instance:
+        """The instance as stored, restored (and migrated, as its next step would be). Changing
+        it changes nothing stored: steps go through `send`, `goto`, `back`."""
+        instance, _ = self._restore(self.store.load(instance_id))
+        return instance
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def send(
+        self,
+        instance_id: str,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        reason: str | None = None,
+    ) -> DurableOutcome:
+        return self._step(
+            instance_id, lambda i: i.send(event, payload, reason=reason), key=key, event=event
+        )
+
+    def goto(
+        self,
+        instance_id: str,
+        target: str,
+        *,
+        force: bool = False,
+        key: str | None = None,
+        reason: str | None = None,
+    ) -> DurableOutcome:
+        return self._step(
+            instance_id, lambda i: i.goto(target, force=force, reason=reason), key=key
+        )
+
+    def back(
+        self,
+        instance_id: str,
+        *,
+        force: bool = False,
+        key: str | None = None,
+        reason: str | None = None,
+    ) -> DurableOutcome:
+        return self._step(instance_id, lambda i: i.back(force=force, reason=reason), key=key)
+
+    def _step(
+        self,
+        instance_id: str,
+        op: Callable[[Instance], Outcome],
+        *,
+        key: str | None,
+        event: str | None = None,
+    ) -> DurableOutcome:
+        ran: list[Outcome] = []
+
+        def fn(record: InstanceRecord) -> Change | Reject:
+            instance, migrated = self._restore(record)
+            outcome = op(instance)
+            ran.append(outcome)
+            if isinstance(outcome, Rejection):
+                return Reject(outcome.to_dict())
+            return self._change(record, instance, migrated, outcome.to_dict())
+
+        out = self.store.step(instance_id, fn, key=key, max_attempts=self.max_attempts)
+        return self._outcome(instance_id, out, ran[-1] if ran else None, event)
+
+    # -- timers -------------------------------------------------------------------------------
+
+    def fire(self, claim: TimerClaim) -> StepFn:
+        """The step that fires a claimed timer: every timer of the instance due at the
+        claim's deadline fires, soonest first (so an earlier one that leaves the state
+        disarms this one, as it would have in memory). Always commits, so that a timer whose
+        guard failed is gone from the snapshot too."""
+
+        def fn(record: InstanceRecord) -> Change:
+            instance, migrated = self._restore(record)
+            outcomes = instance.advance(claim.deadline)
+            data: dict[str, Json] = {
+                "ok": all(not isinstance(o, Rejection) for o in outcomes),
+                "timer": claim.timer_id,
+                "steps": [o.to_dict() for o in outcomes],
+            }
+            return self._change(record, instance, migrated, data)
+
+        return fn
+
+    def worker(self, **options: Any) -> TimerWorker:
+        """A `TimerWorker` firing this store's timers through these flows."""
+        return TimerWorker(self.store, self.fire, clock=self.clock, **options)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _machine(self, record: InstanceRecord) -> Machine:
+        exact = self.flows.exact(record.flow, record.flow_version, record.graph_hash)
+        if self.upgrade:
+            latest = self.flows.latest(record.flow)
+            if latest.version < record.flow_version:
+                raise UnknownFlow(
+                    f"instance {record.id} runs {record.flow} version {record.flow_version}, "
+                    f"newer than any loaded ({latest.version})"
+                )
+            return exact if exact is not None and exact.version == latest.version else latest
+        if exact is None:
+            raise UnknownFlow(
+                f"instance {record.id} runs {record.flow} version {record.flow_version} "
+                f"({record.graph_hash}), which is not loaded"
+            )
+        return exact
+
+    def _restore(self, record: InstanceRecord) -> tuple[Instance, bool]:
+        machine = self._machine(record)
+        snapshot: Mapping[str, Any] = record.snapshot
+        migrated = machine.hash != record.graph_hash
+        if migrated:
+            snapshot = migrate_snapshot(snapshot, machine, self.migrations)
+        instance = machine.restore(snapshot, clock=self.clock)
+        return instance, migrated
+
+    def _change(
+        self, record: InstanceRecord, instance: Instance, migrated: bool, data: dict[str, Json]
+    ) -> Change:
+        snapshot = _stored_snapshot(instance)
+        new_rows = [_history_entry(h) for h in snapshot["history"] if int(h["seq"]) > record.seq]
+        if self.compact:
+            snapshot["history"] = compact_history(snapshot["history"])
+        machine = instance.machine
+        return Change(
+            snapshot=snapshot,
+            state=instance.state,
+            outcome=data,
+            history=new_rows,
+            timers=_timers(snapshot),
+            flow_version=machine.version if migrated else None,
+            graph_hash=machine.hash if migrated else None,
+        )
+
+    def _outcome(
+        self,
+        instance_id: str,
+        out: StepOutcome,
+        ran: Outcome | None,
+        event: str | None,
+    ) -> DurableOutcome:
+        data: dict[str, Json] = dict(out.outcome) if isinstance(out.outcome, dict) else {}
+        if out.status == "replayed":
+            data["replayed"] = True
+            return DurableOutcome("replayed", instance_id, data)
+        if out.status == "conflict":
+            state = out.record.state if out.record is not None else None
+            rejection = Rejection(
+                "conflict",
+                "conflict",
+                DEFAULT_MESSAGES["conflict"],
+                state,
+                event,
+                {"attempts": out.attempts},
+            )
+            return DurableOutcome(
+                "conflict", instance_id, rejection.to_dict(), rejection, out.record
+            )
+        return DurableOutcome(out.status, instance_id, data, ran, out.record)
+
+
+def _stored_snapshot(instance: Instance) -> dict[str, Any]:
+    snapshot = instance.snapshot()
+    snapshot["keys"] = {}  # the store keeps the keys
+    return snapshot
+
+
+def compact_history(history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The entries of a snapshot's history that restoring needs, oldest first: the first and
+    the last, and for every state the last entry leaving it and the last entering it.
+
+    The full history is in the store's history rows; keeping all of it in the snapshot too
+    would make every step cost time in proportion to the instance's age. What the engine
+    reads from a restored history is the most recent entry with a given source (`back`), the
+    last entry into the current state (timers under a changed flow) and the last entry's
+    time; the most recent entry with a source in a set is the latest of the last entries of
+    each member, so these answers are the same on the compact history."""
+    if len(history) <= 2:
+        return list(history)
+    keep = {0, len(history) - 1}
+    last_source: dict[Any, int] = {}
+    last_target: dict[Any, int] = {}
+    for i, entry in enumerate(history):
+        last_source[entry.get("source")] = i
+        last_target[entry.get("target")] = i
+    keep.update(last_source.values())
+    keep.update(last_target.values())
+    return [history[i] for i in sorted(keep)]
+
+
+def _history_entry(h: Mapping[str, Any]) -> HistoryEntry:
+    return HistoryEntry(
+        at=to_seconds(h["at"]),
+        source=h.get("source"),
+        target=h.get("target"),
+        trigger=h.get("event") or h.get("kind"),
+        payload=h.get("payload"),
+        reason=h.get("reason"),
+    )
+
+
+def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
+    return [
+        TimerSpec(
+            timer_id=str(t["index"]),
+            state=str(t.get("source") or snapshot["state"]),
+            deadline=to_seconds(t["due"]),
+            data={k: t.get(k) for k in ("index", "target", "after_ms")},
+        )
+        for t in snapshot.get("timers") or ()
+    ]
+
+
+__all__ = [
+    "DurableFlows",
+    "DurableOutcome",
+    "FlowRegistry",
+    "SnapshotError",
+    "UnknownFlow",
+    "compact_history",
+]

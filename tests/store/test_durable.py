@@ -1,0 +1,182 @@
+"""The engine's steps through a store (`DurableFlows`), on every backend."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from flowc.runtime.rejections import SnapshotError
+from flowc.runtime.store import InstanceNotFound, Store
+from flowc.runtime.store.durable import DurableFlows, UnknownFlow, compact_history
+from flowc.runtime.store.migrate import Migration, migrate_snapshot
+from store.flows import REVIEW, TALLY_V1, TALLY_V2, TIMED, machine
+from store.toy import Clock
+
+
+def flows(store: Store, clock: Clock, *sources: str, **options: object) -> DurableFlows:
+    return DurableFlows(store, [machine(s) for s in sources], clock=clock, **options)  # type: ignore[arg-type]
+
+
+def test_start_send_and_history(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, TALLY_V1)
+    started = d.start("tally", id="t1")
+    assert started.status == "committed" and started.data["state"] == "OPEN"
+    record = store.load("t1")
+    assert (record.flow, record.flow_version, record.graph_hash) == (
+        "tally",
+        1,
+        machine(TALLY_V1).hash,
+    )
+    assert record.seq == 0 and [r.seq for r in store.history("t1")] == [0]
+    clock.advance(3)
+    out = d.send("t1", "inc", key="k1")
+    assert out.status == "committed" and out.ok
+    assert out.data["seq"] == 1 and out.data["trigger"] == "inc"
+    assert d.load("t1").context["count"] == 1
+    rows = store.history("t1")
+    assert [(r.seq, r.source, r.target, r.trigger) for r in rows] == [
+        (0, None, "OPEN", "start"),
+        (1, "OPEN", "OPEN", "inc"),
+    ]
+    assert rows[1].at == clock.now
+    assert store.load("t1").seq == 1 == d.load("t1").seq
+
+
+def test_replayed_key_returns_the_first_outcome(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, TALLY_V1)
+    d.start("tally", id="t")
+    first = d.send("t", "inc", key="k")
+    again = d.send("t", "inc", key="k")
+    assert again.status == "replayed" and again.replayed and again.ok
+    assert {k: v for k, v in again.data.items() if k != "replayed"} == first.data
+    assert d.load("t").context["count"] == 1
+
+
+def test_rejection_is_data_and_stores_nothing(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, TALLY_V1)
+    d.start("tally", id="t")
+    out = d.send("t", "nope")
+    assert out.status == "rejected" and not out.ok
+    assert out.data["error"] == "unknown_event"
+    assert store.load("t").version == 1
+    d.send("t", "close")
+    out = d.send("t", "inc")
+    assert out.data["error"] == "instance_final"
+
+
+def test_unknown_instance_and_flow(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, TALLY_V1)
+    with pytest.raises(InstanceNotFound):
+        d.send("missing", "inc")
+    with pytest.raises(UnknownFlow):
+        d.start("other")
+
+
+def test_timer_armed_fired_by_worker_and_dropped_on_exit(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, TIMED)
+    d.start("timed", id="a")
+    d.start("timed", id="b")
+    d.send("a", "go")
+    d.send("b", "go")
+    (timer,) = store.timers("a")
+    assert timer.deadline == pytest.approx(clock.now + 0.5)
+    assert timer.state == "WAITING" and timer.data["target"] == "RANG"
+    d.send("b", "stop")  # leaving WAITING disarms b's timer
+    assert store.timers("b") == []
+    worker = d.worker(owner="w")
+    assert worker.run_once() == 0, "not due yet"
+    clock.advance(1)
+    assert worker.run_once() == 1
+    assert worker.stats.committed == 1
+    a = d.load("a")
+    assert (a.state, a.context["pings"]) == ("RANG", 1)
+    assert store.load("a").state == "RANG" and store.timers() == []
+    last = store.history("a")[-1]
+    assert (last.source, last.target, last.trigger) == ("WAITING", "RANG", "timer")
+    assert last.at == pytest.approx(timer.deadline), "a timer step is recorded at its deadline"
+    assert worker.run_once() == 0
+    # Re-entering the state arms a fresh timer.
+    d.send("a", "go")
+    assert len(store.timers("a")) == 1
+
+
+def test_migration_to_a_newer_version(store: Store, clock: Clock) -> None:
+    old = flows(store, clock, TALLY_V1)
+    old.start("tally", id="t")
+    old.send("t", "inc")
+    # v2 renamed OPEN: without a migration the instance cannot move.
+    strict = flows(store, clock, TALLY_V1, TALLY_V2)
+    with pytest.raises(SnapshotError, match="OPEN"):
+        strict.send("t", "inc")
+    assert store.load("t").flow_version == 1
+    mapping = Migration("tally", 1, states={"OPEN": "COUNTING"})
+    new = flows(store, clock, TALLY_V1, TALLY_V2, migrations=[mapping])
+    out = new.send("t", "inc")
+    assert out.committed if hasattr(out, "committed") else out.status == "committed"
+    record = store.load("t")
+    assert (record.flow_version, record.graph_hash, record.state) == (
+        2,
+        machine(TALLY_V2).hash,
+        "COUNTING",
+    )
+    inst = new.load("t")
+    assert inst.context == {"count": 2, "label": "new"}, "the new field got its default"
+    # Pinned hosts keep running the exact graph an instance started under.
+    old.start("tally", id="pinned")
+    pinned = flows(store, clock, TALLY_V1, TALLY_V2, upgrade=False)
+    pinned.send("pinned", "inc")
+    assert store.load("pinned").flow_version == 1
+
+
+def test_migrate_snapshot_chains_and_refuses_unmapped_states() -> None:
+    v2 = machine(TALLY_V2)
+    snap = machine(TALLY_V1).start().snapshot()
+    snap["context"]["old"] = 5
+    rules = [
+        Migration.from_dict(
+            {"flow": "tally", "from_version": 1, "states": {"OPEN": "COUNTING"}, "drop": ["old"]}
+        )
+    ]
+    out = migrate_snapshot(snap, v2, rules)
+    assert out["state"] == "COUNTING" and "old" not in out["context"]
+    assert v2.restore(out).state == "COUNTING"
+    with pytest.raises(SnapshotError, match="no migration"):
+        migrate_snapshot(snap, v2, [])
+    assert Migration.from_dict(rules[0].to_dict()) == rules[0]
+
+
+def test_compact_history_answers_back_like_the_full_one(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, REVIEW)
+    d.start("review", id="r")
+    memory = machine(REVIEW).start(clock=clock)
+    rng = random.Random(3)
+    for i in range(120):
+        op = rng.choice(["submit", "approve", "back", "goto-REVIEW", "goto-DRAFT"])
+        clock.advance(1)
+        if op in {"submit", "approve"}:
+            durable_out, memory_out = d.send("r", op), memory.send(op)
+        elif op == "back":
+            durable_out, memory_out = d.back("r", force=True), memory.back(force=True)
+        else:
+            target = op.split("-")[1]
+            durable_out = d.goto("r", target, force=True)
+            memory_out = memory.goto(target, force=True)
+        assert durable_out.data == memory_out.to_dict(), (i, op)
+        if memory.is_final:
+            break
+    stored = store.load("r")
+    assert stored.state == memory.state
+    assert len(stored.snapshot["history"]) < len(memory.history)
+    assert [r.seq for r in store.history("r")] == [h.seq for h in memory.history]
+
+
+def test_compact_history_keeps_first_last_and_each_states_last_moves() -> None:
+    rows = [
+        {"seq": 0, "source": None, "target": "A"},
+        {"seq": 1, "source": "A", "target": "B"},
+        {"seq": 2, "source": "B", "target": "A"},
+        {"seq": 3, "source": "A", "target": "B"},
+        {"seq": 4, "source": "B", "target": "B"},
+    ]
+    assert [h["seq"] for h in compact_history(rows)] == [0, 2, 3, 4]
