@@ -2,4 +2,12 @@
 and sets `handler` (a function taking the parsed args and returning the exit code)."""
 
 #: Order shown in `flowc --help`.
-COMMAND_MODULES: tuple[str, ...] = ("check", "compile", "render", "docs", "run")
+COMMAND_MODULES: tuple[str, ...] = (
+    "check",
+    "compile",
+    "render",
+    "docs",
+    "run",
+    "instances",
+    "worker",
+)

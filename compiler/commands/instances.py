@@ -1,0 +1,351 @@
+"""`flowc instances`: look at and drive the instances kept in a store.
+
+    flowc instances list [--flow NAME] [--state STATE]
+    flowc instances show ID
+    flowc instances history ID
+    flowc instances start FLOW_NAME [--context JSON] [--id ID] --flow PATH
+    flowc instances send ID EVENT [JSON] [--key KEY] --flow PATH
+    flowc instances goto ID STATE [--force] --flow PATH
+    flowc instances back ID [--force] --flow PATH
+
+`--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). Commands that
+step an instance need its flow: `--flow` takes .flow or compiled .json files, or directories
+of them, and may be repeated (every version an instance may run under).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from flowc.runtime import FlowcError, Machine
+from flowc.runtime.store import (
+    InstanceExists,
+    InstanceNotFound,
+    InstanceRecord,
+    Store,
+    StoreError,
+    StoreURLError,
+    open_store,
+)
+from flowc.runtime.store.durable import DurableFlows, DurableOutcome, UnknownFlow
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+DEFAULT_STORE = "sqlite:///flowc.db"
+
+
+class UsageError(Exception):
+    pass
+
+
+def store_url(given: str | None) -> str:
+    """--store, else $FLOWC_STORE, else a flowc.db file in the current directory."""
+    return given or os.environ.get("FLOWC_STORE") or DEFAULT_STORE
+
+
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="sqlite:///PATH (three slashes before a relative path, four before an absolute "
+        "one), postgresql://USER@HOST:PORT/DB or memory: "
+        f"(default: $FLOWC_STORE, else {DEFAULT_STORE})",
+    )
+
+
+def add_flow_option(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--flow",
+        metavar="PATH",
+        action="append",
+        default=[],
+        required=required,
+        help="a .flow or compiled .json file, or a directory of them; repeat for several "
+        "flows or versions",
+    )
+
+
+def load_machines(paths: Iterable[str]) -> list[Machine]:
+    """Machines from files and directories (a directory: its *.flow and *.json files)."""
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.suffix in {".flow", ".json"}))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"no such file or directory: {path}")
+    if not files:
+        raise UsageError("--flow names no .flow or .json file")
+    machines: list[Machine] = []
+    for file in files:
+        try:
+            machines.append(Machine.from_file(file))
+        except (FlowcError, OSError, ValueError) as exc:
+            raise UsageError(f"{file}: {exc}") from None
+    return machines
+
+
+@contextmanager
+def opened(url: str) -> Iterator[Store]:
+    store = open_store(url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "instances",
+        help="list, inspect and drive the instances kept in a store",
+        description=(
+            "Look at and drive flow instances kept in a store (docs/persistence.md). Every "
+            "step is one transaction. Outcomes are printed as JSON. Exit status: 0 when the "
+            "step was accepted, 1 when it was rejected or the instance does not exist, 2 for "
+            "usage errors."
+        ),
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    p = actions.add_parser("list", help="instances, most recently changed first")
+    add_store_option(p)
+    p.add_argument("--flow-name", dest="flow_name", metavar="NAME", help="only this flow")
+    p.add_argument("--state", metavar="STATE", help="only instances in STATE")
+    p.add_argument("--limit", type=int, default=100, metavar="N", help="at most N (default 100)")
+    p.add_argument("--json", action="store_true", help="one JSON object a line")
+    p.set_defaults(handler=run_list)
+
+    p = actions.add_parser("show", help="one instance: record, context, pending timers")
+    add_store_option(p)
+    p.add_argument("id", metavar="ID")
+    p.set_defaults(handler=run_show)
+
+    p = actions.add_parser("history", help="an instance's committed steps, oldest first")
+    add_store_option(p)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="one JSON object a line")
+    p.set_defaults(handler=run_history)
+
+    p = actions.add_parser("start", help="start an instance of a flow and store it")
+    add_store_option(p)
+    add_flow_option(p, required=True)
+    p.add_argument("name", metavar="FLOW_NAME", help="the flow's name (as in `flow NAME`)")
+    p.add_argument("--context", metavar="JSON", help="the start context, a JSON object")
+    p.add_argument("--id", metavar="ID", help="the instance id (default: a random one)")
+    p.set_defaults(handler=run_start)
+
+    p = actions.add_parser("send", help="deliver an event to an instance")
+    add_store_option(p)
+    add_flow_option(p, required=True)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("event", metavar="EVENT")
+    p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
+    p.add_argument("--key", metavar="KEY", help="idempotency key: resending it changes nothing")
+    p.add_argument("--reason", metavar="TEXT", help="recorded in the history")
+    p.set_defaults(handler=run_send)
+
+    p = actions.add_parser("goto", help="move an instance along a direct edge")
+    add_store_option(p)
+    add_flow_option(p, required=True)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("target", metavar="STATE")
+    p.add_argument("--force", action="store_true", help="allow a backward edge")
+    p.add_argument("--key", metavar="KEY")
+    p.add_argument("--reason", metavar="TEXT")
+    p.set_defaults(handler=run_goto)
+
+    p = actions.add_parser("back", help="return an instance along a backward edge")
+    add_store_option(p)
+    add_flow_option(p, required=True)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--force", action="store_true", help="backward moves need it")
+    p.add_argument("--key", metavar="KEY")
+    p.add_argument("--reason", metavar="TEXT")
+    p.set_defaults(handler=run_back)
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+def _guarded(args: argparse.Namespace, body: Any) -> int:
+    """Runs `body(store)` and turns the expected failures into messages and exit codes."""
+    try:
+        with opened(store_url(args.store)) as store:
+            code: int = body(store)
+            return code
+    except (UsageError, StoreURLError, UnknownFlow) as exc:
+        print(f"flowc instances: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except InstanceNotFound as exc:
+        print(f"flowc instances: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except (InstanceExists, StoreError, FlowcError) as exc:
+        print(f"flowc instances: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def run_list(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        records = store.instances(flow=args.flow_name, state=args.state, limit=args.limit)
+        if args.json:
+            for r in records:
+                print(json.dumps(_summary(r), ensure_ascii=False))
+            return EXIT_OK
+        rows = [
+            (r.id, r.flow, str(r.flow_version), r.state, str(r.seq), _time(r.updated_at))
+            for r in records
+        ]
+        _table(("ID", "FLOW", "VERSION", "STATE", "SEQ", "UPDATED"), rows)
+        return EXIT_OK
+
+    return _guarded(args, body)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        record = store.load(args.id)
+        data = _summary(record)
+        snapshot = record.snapshot
+        data["context"] = snapshot.get("context", snapshot)
+        data["timers"] = [
+            {
+                "timer": t.timer_id,
+                "state": t.state,
+                "due": _time(t.deadline),
+                "data": t.data,
+                "lease_owner": t.lease_owner,
+            }
+            for t in store.timers(args.id)
+        ]
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return EXIT_OK
+
+    return _guarded(args, body)
+
+
+def run_history(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        rows = store.history(args.id)
+        if args.json:
+            for r in rows:
+                item = {
+                    "seq": r.seq,
+                    "at": _time(r.at),
+                    "source": r.source,
+                    "target": r.target,
+                    "trigger": r.trigger,
+                    "payload": r.payload,
+                    "reason": r.reason,
+                }
+                print(json.dumps(item, ensure_ascii=False))
+            return EXIT_OK
+        table = [
+            (
+                str(r.seq),
+                _time(r.at),
+                r.source or "",
+                r.target or "",
+                r.trigger or "",
+                "" if r.payload is None else json.dumps(r.payload, ensure_ascii=False),
+                r.reason or "",
+            )
+            for r in rows
+        ]
+        _table(("SEQ", "AT", "FROM", "TO", "TRIGGER", "PAYLOAD", "REASON"), table)
+        return EXIT_OK
+
+    return _guarded(args, body)
+
+
+def run_start(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        context = _json_object(args.context, "--context")
+        flows = DurableFlows(store, load_machines(args.flow))
+        return _print_outcome(flows.start(args.name, context, id=args.id))
+
+    return _guarded(args, body)
+
+
+def run_send(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        payload = _json_object(args.payload, "the payload")
+        flows = DurableFlows(store, load_machines(args.flow))
+        out = flows.send(args.id, args.event, payload, key=args.key, reason=args.reason)
+        return _print_outcome(out)
+
+    return _guarded(args, body)
+
+
+def run_goto(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        flows = DurableFlows(store, load_machines(args.flow))
+        out = flows.goto(args.id, args.target, force=args.force, key=args.key, reason=args.reason)
+        return _print_outcome(out)
+
+    return _guarded(args, body)
+
+
+def run_back(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        flows = DurableFlows(store, load_machines(args.flow))
+        out = flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
+        return _print_outcome(out)
+
+    return _guarded(args, body)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _print_outcome(out: DurableOutcome) -> int:
+    data = dict(out.data)
+    data.setdefault("id", out.instance_id)
+    data["status"] = out.status
+    print(json.dumps(data, ensure_ascii=False))
+    return EXIT_OK if out.ok else EXIT_FAILURE
+
+
+def _json_object(text: str | None, what: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be a JSON object")
+    return value
+
+
+def _summary(record: InstanceRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "flow": record.flow,
+        "flow_version": record.flow_version,
+        "graph_hash": record.graph_hash,
+        "state": record.state,
+        "version": record.version,
+        "seq": record.seq,
+        "created_at": _time(record.created_at),
+        "updated_at": _time(record.updated_at),
+    }
+
+
+def _time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    for line in (header, *rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())

@@ -1,0 +1,125 @@
+"""`flowc worker --store URL --flow PATH`: fire due timers of stored instances.
+
+Any number of workers may run against one store, on one host or many: each due timer is leased
+to one worker and fires once, as an ordinary step of its instance (docs/persistence.md). One
+JSON line is printed per fired timer; SIGINT or SIGTERM stops the worker after the step in
+hand, and it prints its counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from flowc.compiler.commands.instances import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_flow_option,
+    add_store_option,
+    load_machines,
+    opened,
+    store_url,
+)
+from flowc.runtime.store import StepOutcome, StoreError, StoreURLError, TimerClaim
+from flowc.runtime.store.durable import DurableFlows
+from flowc.runtime.store.worker import default_owner
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "worker",
+        help="fire the due timers of stored instances (run one or several)",
+        description=(
+            "Poll the store for due timers (`after` transitions of stored instances), claim "
+            "them with a lease and fire each as an ordinary step. Several workers may share a "
+            "store: each timer fires once. A timer armed in a state its instance has left is "
+            "dropped. Stops on SIGINT/SIGTERM, after --for seconds, or with --once after one "
+            "pass."
+        ),
+    )
+    add_store_option(parser)
+    add_flow_option(parser, required=True)
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="the longest sleep between two looks at the store (default 1)",
+    )
+    parser.add_argument(
+        "--lease",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a claimed timer stays ours; a dead worker's timers come back after it "
+        "(default 30)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=50, metavar="N", help="timers claimed at a time (default 50)"
+    )
+    parser.add_argument("--owner", metavar="NAME", help="the name leases are taken under")
+    parser.add_argument("--once", action="store_true", help="fire what is due now, then stop")
+    parser.add_argument(
+        "--for", dest="seconds", type=float, metavar="SECONDS", help="stop after SECONDS"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the final counts")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.poll <= 0 or args.lease <= 0 or args.batch <= 0:
+        print("flowc worker: --poll, --lease and --batch must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        machines = load_machines(args.flow)
+        with opened(store_url(args.store)) as store:
+            flows = DurableFlows(store, machines)
+
+            def report(claim: TimerClaim, outcome: StepOutcome) -> None:
+                if not args.quiet:
+                    line = {
+                        "id": claim.instance_id,
+                        "timer": claim.timer_id,
+                        "state": claim.state,
+                        "status": outcome.status,
+                    }
+                    print(json.dumps(line), flush=True)
+
+            worker = flows.worker(
+                owner=args.owner or default_owner(),
+                batch=args.batch,
+                lease=args.lease,
+                poll=args.poll,
+                on_outcome=report,
+            )
+            if args.once:
+                while worker.run_once() >= worker.batch:
+                    pass
+            else:
+                stop = threading.Event()
+
+                def on_signal(signum: int, frame: FrameType | None) -> None:
+                    stop.set()
+
+                previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    worker.run(stop=stop, max_seconds=args.seconds)
+                finally:
+                    for s, handler in previous.items():
+                        signal.signal(s, handler)
+            stats = worker.stats
+            print(json.dumps({"worker": worker.owner, **vars(stats)}), file=sys.stderr)
+            return EXIT_FAILURE if stats.errors else EXIT_OK
+    except (UsageError, StoreURLError) as exc:
+        print(f"flowc worker: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except StoreError as exc:
+        print(f"flowc worker: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
