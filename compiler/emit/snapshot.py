@@ -2,12 +2,14 @@
 
 Only the parts a diagram needs are read: the current state and the steps taken. The reader
 accepts the few spellings a snapshot may use (`source`/`target` or `from`/`to`, the trigger
-as `event` or `trigger`) and ignores everything else, so it keeps working as the snapshot
+as `event` or `trigger`, the choice states a step routed through as `via`) and ignores
+everything else, so it keeps working as the snapshot
 format gains fields.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,6 +58,15 @@ def snapshot_highlight(raw: Any) -> Highlight:
         trigger = step.get("event", step.get("trigger"))
         if isinstance(trigger, Mapping):
             trigger = trigger.get("name") or trigger.get("event")
-        if isinstance(source, str) and isinstance(target, str):
-            steps.append((source, target, trigger if isinstance(trigger, str) else None))
+        if not (isinstance(source, str) and isinstance(target, str)):
+            continue  # the row that started the instance has no source
+        # A step that routed through choice states lists them in `via`: draw every hop.
+        via = step.get("via")
+        hops = (
+            [source, *(v for v in via if isinstance(v, str))] if isinstance(via, list) else [source]
+        )
+        hops.append(target)
+        event = trigger if isinstance(trigger, str) else None
+        for i, (a, b) in enumerate(itertools.pairwise(hops)):
+            steps.append((a, b, event if i == 0 else None))
     return Highlight(current=state, steps=steps)

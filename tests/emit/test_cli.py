@@ -143,3 +143,28 @@ def test_docs_out_dir_and_check(flow_file: Path, tmp_path: Path) -> None:
 def test_docs_usage_errors(flow_file: Path) -> None:
     assert main(["docs", str(flow_file), str(flow_file), "-o", "x.md"]) == 2
     assert main(["docs", str(flow_file), "--check"]) == 2
+
+
+def test_render_a_snapshot_saved_by_flowc_run(flow_file: Path, tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text(
+        '{"event": "submit", "payload": {"text": "draft"}}\n'
+        '{"event": "decide", "payload": {"verdict": "REJECT", "note": "redo"}}\n'
+        '{"event": "submit", "payload": {"text": "again"}}\n',
+        encoding="utf-8",
+    )
+    snapshot = tmp_path / "run.json"
+    run = ["run", str(flow_file), "--events", str(events), "--snapshot", str(snapshot)]
+    assert main(run) == 0
+    out = tmp_path / "run.dot"
+    assert main(["render", str(flow_file), "--snapshot", str(snapshot), "-o", str(out)]) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+
+    def line(text: str) -> str:
+        return next(x for x in lines if text in x)
+
+    assert "#ffca28" in line("REVIEW [")  # where the instance is now
+    # DRAFT -> REVIEW went through the choice state ROUTE: both hops are drawn as taken.
+    for edge in ("DRAFT -> ROUTE", "ROUTE -> REVIEW", "REVIEW -> DRAFT"):
+        assert "penwidth" in line(edge), edge
+    assert "penwidth" not in line("ROUTE -> ESCALATED")
