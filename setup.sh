@@ -27,7 +27,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q --upgrade pip setuptools wheel
 .venv/bin/python -m pip install -q -e ".[dev]"
 
 echo "setup: flowc $(.venv/bin/flowc --version | cut -d' ' -f2) installed; checking the seed flows"

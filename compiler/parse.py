@@ -605,7 +605,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     def arrow(self, c: list[Any]) -> Any:
         # ARROW, target, do_clause|None, BACK|None
-        return ("arrow", c[1], c[2] or (), c[3] is not None)
+        # the ARROW token stays: it starts the span of a direct rule
+        return ("arrow", c[0], c[1], c[2] or (), c[3] is not None)
 
     def reject(self, c: list[Any]) -> Any:
         return ("reject", c[1], c[2])
@@ -637,7 +638,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             return ast.Rule(
                 kind, event, guard_expr, None, (), False, after, outcome[1], outcome[2], span
             )
-        _, target, actions, back = outcome
+        _, _arrow, target, actions, back = outcome
         return ast.Rule(kind, event, guard_expr, target, actions, back, after, None, None, span)
 
     def on_rule(self, c: list[Any]) -> ast.Rule:
