@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from flowc.runtime.clock import Clock, system_clock
+from flowc.runtime.clock import Clock
 from flowc.runtime.instance import AcceptedEvent, HistoryEntry, Instance, Outcome, StepResult
 from flowc.runtime.machine import Machine
 
@@ -145,9 +145,9 @@ class AsyncInstance:
         self, *, stop: asyncio.Event | None = None, clock: Clock | None = None
     ) -> None:
         """Sleep until the next timer is due and fire it, until the instance is final or `stop`
-        is set. Uses the system clock unless given another (a test's fake clock needs a test
-        that moves it)."""
-        now = clock or system_clock
+        is set. Time is read from `clock`, by default the instance's own (with a `FakeClock`,
+        something else must move it on while this waits)."""
+        now = clock or self.instance.clock
         while not self.instance.is_final and not (stop is not None and stop.is_set()):
             deadline = self.instance.next_deadline
             delay = 3600.0 if deadline is None else max(0.0, deadline.timestamp() - now())

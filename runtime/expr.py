@@ -116,11 +116,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "abs": abs,
     "round": _round,
     "merge": _merge,
-    "keys": lambda m: list(m),
+    "keys": list,
     "values": lambda m: list(m.values()),
-    "lower": lambda s: s.lower(),
-    "upper": lambda s: s.upper(),
-    "trim": lambda s: s.strip(),
+    "lower": str.lower,
+    "upper": str.upper,
+    "trim": str.strip,
     "str": _to_str,
 }
 # `coalesce` is compiled specially: its default is evaluated only when needed.
@@ -326,6 +326,13 @@ class ExprCompiler:
             raise IRLoadError(f"unknown function {name!r}")
         fs = tuple(self.compile(a) for a in args)
         if len(fs) == 1:
+            leaf = _leaf(args[0])
+            if leaf is not None and leaf[0] == "event":
+                k = leaf[1]
+                return lambda c, e, s: fn(e[k])
+            if leaf is not None and leaf[0] == "ctx":
+                k = leaf[1]
+                return lambda c, e, s: fn(c[k])
             f0 = fs[0]
             return lambda c, e, s: fn(f0(c, e, s))
         if len(fs) == 2:
@@ -398,6 +405,10 @@ class ExprCompiler:
             return _update(path, _removed, value, fresh_depth)
         norm = _normaliser(ty, path, value_node, event_types)
         if op == "set":
+            if norm is _identity and len(path) <= 2:
+                leaf = _leaf(value_node)
+                if leaf is not None:
+                    return _set_leaf(path, leaf, fresh_depth)
             return _set(path, value, norm, fresh_depth)
         if op == "add":
             return _update(path, lambda old, v: norm(old + v), value, fresh_depth)
@@ -467,6 +478,84 @@ def _set(
 
         return set_field
     return _update(path, lambda old, v: norm(v), value, fresh_depth, read_old=False)
+
+
+def _set_leaf(path: tuple[str, ...], leaf: tuple[str, Any], fresh_depth: int) -> ActionBlock:
+    """`x = event.y`, `x.f = y`, `x = 3`: the most common actions, each one closure."""
+    kind, k = leaf
+    if len(path) == 1:
+        key = path[0]
+        if kind == "event":
+
+            def set_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
+                c[key] = e[k]
+
+            return set_from_event
+        if kind == "ctx":
+
+            def set_from_ctx(c: dict[str, Any], e: Any, s: Any) -> None:
+                c[key] = c[k]
+
+            return set_from_ctx
+
+        def set_const(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[key] = k
+
+        return set_const
+    head, last = path
+    read: Callable[[dict[str, Any], Any], Any]
+    if kind == "event":
+        read = _event_reader(k)
+    elif kind == "ctx":
+        read = _ctx_reader(k)
+    else:
+        read = _const_reader(k)
+    if fresh_depth >= 1:
+        if kind == "event":
+
+            def set_event_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
+                c[head][last] = e[k]
+
+            return set_event_in_copy
+
+        def set_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[head][last] = read(c, e)
+
+        return set_in_copy
+
+    def set_field(c: dict[str, Any], e: Any, s: Any) -> None:
+        v = read(c, e)
+        node = c[head]
+        if node is None:
+            raise _none_on_path(path, 1)
+        node = c[head] = dict(node)
+        node[last] = v
+
+    return set_field
+
+
+def _event_reader(k: str) -> Callable[[dict[str, Any], Any], Any]:
+    return lambda c, e: e[k]
+
+
+def _ctx_reader(k: str) -> Callable[[dict[str, Any], Any], Any]:
+    return lambda c, e: c[k]
+
+
+def _const_reader(v: Any) -> Callable[[dict[str, Any], Any], Any]:
+    return lambda c, e: v
+
+
+def _leaf(node: Any) -> tuple[str, Any] | None:
+    """`("event", name)`, `("ctx", name)` or `("lit", value)` for a leaf node, else None."""
+    if not isinstance(node, Mapping):
+        return None
+    op = node.get("op")
+    if op in ("event", "ctx") and isinstance(node.get("value"), str):
+        return op, node["value"]
+    if op == "lit":
+        return op, node.get("value")
+    return None
 
 
 def _update(

@@ -350,6 +350,11 @@ class Instance:
         return self._m
 
     @property
+    def clock(self) -> Clock:
+        """Where this instance reads the time."""
+        return self._clock
+
+    @property
     def state(self) -> str:
         return self._state.name
 
@@ -857,7 +862,7 @@ class Instance:
                     h.get("source"),
                     str(h["target"]),
                     h.get("event"),
-                    h.get("payload"),
+                    copy_json(h.get("payload")),
                     h.get("reason"),
                     tuple(h.get("via") or ()),
                 )

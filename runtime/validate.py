@@ -233,7 +233,10 @@ class TypeSystem:
                 t.check = _bounded(_check_int, t.min, t.max)
         elif kind == "float":
             t.min, t.max = ref.get("min"), ref.get("max")
-            t.check = _bounded(_check_float, t.min, t.max)
+            if t.min is None and t.max is None:
+                t.check = _check_float
+            else:
+                t.check = _bounded(_check_float, t.min, t.max)
         elif kind == "str":
             t.simple = str
             t.check = _check_str
@@ -306,7 +309,7 @@ def _check_int(x: Any) -> Any:
 def _check_float(x: Any) -> Any:
     t = type(x)
     if t is float:
-        if math.isfinite(x):
+        if x - x == 0.0:  # false for nan and the infinities, without a call
             return x
         raise _INVALID
     if t is int or (isinstance(x, int | float) and t is not bool):
