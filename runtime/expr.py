@@ -139,6 +139,74 @@ def _div(a: Any, b: Any) -> Any:
     return a / b
 
 
+Leaf = tuple[str, Any] | None
+
+
+def _comparison(
+    ctx_lit: Callable[[str, Any], Evaluator],
+    event_lit: Callable[[str, Any], Evaluator],
+    ctx_ctx: Callable[[str, str], Evaluator],
+    event_ctx: Callable[[str, str], Evaluator],
+) -> Callable[[Leaf, Leaf], Evaluator | None]:
+    """One operator's closures for the leaf shapes guards are made of, with the operator
+    written inline (no call to `operator.eq` and friends)."""
+
+    def fold(left: Leaf, right: Leaf) -> Evaluator | None:
+        if left is None or right is None:
+            return None
+        (lk, lv), (rk, rv) = left, right
+        if rk == "lit" and lk == "ctx":
+            return ctx_lit(lv, rv)
+        if rk == "lit" and lk == "event":
+            return event_lit(lv, rv)
+        if rk == "ctx" and lk == "ctx":
+            return ctx_ctx(lv, rv)
+        if rk == "ctx" and lk == "event":
+            return event_ctx(lv, rv)
+        return None
+
+    return fold
+
+
+_COMPARE: dict[Callable[[Any, Any], Any], Callable[[Leaf, Leaf], Evaluator | None]] = {
+    operator.eq: _comparison(
+        lambda k, v: lambda c, e, s: c[k] == v,
+        lambda k, v: lambda c, e, s: e[k] == v,
+        lambda k, j: lambda c, e, s: c[k] == c[j],
+        lambda k, j: lambda c, e, s: e[k] == c[j],
+    ),
+    operator.ne: _comparison(
+        lambda k, v: lambda c, e, s: c[k] != v,
+        lambda k, v: lambda c, e, s: e[k] != v,
+        lambda k, j: lambda c, e, s: c[k] != c[j],
+        lambda k, j: lambda c, e, s: e[k] != c[j],
+    ),
+    operator.lt: _comparison(
+        lambda k, v: lambda c, e, s: c[k] < v,
+        lambda k, v: lambda c, e, s: e[k] < v,
+        lambda k, j: lambda c, e, s: c[k] < c[j],
+        lambda k, j: lambda c, e, s: e[k] < c[j],
+    ),
+    operator.le: _comparison(
+        lambda k, v: lambda c, e, s: c[k] <= v,
+        lambda k, v: lambda c, e, s: e[k] <= v,
+        lambda k, j: lambda c, e, s: c[k] <= c[j],
+        lambda k, j: lambda c, e, s: e[k] <= c[j],
+    ),
+    operator.gt: _comparison(
+        lambda k, v: lambda c, e, s: c[k] > v,
+        lambda k, v: lambda c, e, s: e[k] > v,
+        lambda k, j: lambda c, e, s: c[k] > c[j],
+        lambda k, j: lambda c, e, s: e[k] > c[j],
+    ),
+    operator.ge: _comparison(
+        lambda k, v: lambda c, e, s: c[k] >= v,
+        lambda k, v: lambda c, e, s: e[k] >= v,
+        lambda k, j: lambda c, e, s: c[k] >= c[j],
+        lambda k, j: lambda c, e, s: e[k] >= c[j],
+    ),
+}
+
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -232,6 +300,14 @@ class ExprCompiler:
         if op == "map":
             if len(args) % 2:
                 raise IRLoadError("a map expression needs key, value pairs")
+            keys = [_leaf(args[i]) for i in range(0, len(args), 2)]
+            if all(k is not None and k[0] == "lit" for k in keys):
+                # Record literals: constant keys, evaluated values.
+                fixed = tuple(
+                    (args[i].get("value"), self.compile(args[i + 1]))
+                    for i in range(0, len(args), 2)
+                )
+                return lambda c, e, s: {k: v(c, e, s) for k, v in fixed}
             pairs = tuple(
                 (self.compile(args[i]), self.compile(args[i + 1])) for i in range(0, len(args), 2)
             )
@@ -243,6 +319,11 @@ class ExprCompiler:
     ) -> Evaluator:
         # The shapes guards are made of, folded into one closure each.
         lk, rk = left.get("op"), right.get("op")
+        compare = _COMPARE.get(fn)
+        if compare is not None:
+            folded = compare(_leaf(left), _leaf(right))
+            if folded is not None:
+                return folded
         if rk == "lit":
             v = right.get("value")
             if lk == "ctx":
@@ -522,6 +603,17 @@ def _set_leaf(path: tuple[str, ...], leaf: tuple[str, Any], fresh_depth: int) ->
             c[head][last] = read(c, e)
 
         return set_in_copy
+
+    if kind == "event":
+
+        def set_field_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
+            node = c[head]
+            if node is None:
+                raise _none_on_path(path, 1)
+            node = c[head] = dict(node)
+            node[last] = e[k]
+
+        return set_field_from_event
 
     def set_field(c: dict[str, Any], e: Any, s: Any) -> None:
         v = read(c, e)

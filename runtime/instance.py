@@ -466,10 +466,10 @@ class Instance:
         if key is not None and self._keys is not None and key in self._keys:
             return self._replay(key)
         st = self._state
-        found = st.on.get(event)
-        if found is None:
+        try:
+            ev, candidates = st.on[event]
+        except (KeyError, TypeError):
             return self._not_accepted(st, event)
-        ev, candidates = found
         try:
             if payload:
                 p = ev.check(payload)
