@@ -47,12 +47,13 @@ from flowc.runtime.store.types import (
 
 #: Query parameters `open_store` reads itself; the rest of a PostgreSQL URL goes to libpq.
 _SQLITE_OPTIONS = {"busy_timeout", "synchronous"}
-_POSTGRES_OPTIONS = {"pool_min", "pool_max"}
+_POSTGRES_OPTIONS = {"pool_min", "pool_max", "lock_on_retry"}
 
 
 def open_store(url: str, *, clock: Callable[[], float] = time.time) -> Store:
     """The store a URL names (see the module docstring). Options ride in the query string:
-    `sqlite:///x.db?busy_timeout=5000&synchronous=FULL`, `postgresql://...?pool_max=20`."""
+    `sqlite:///x.db?busy_timeout=5000&synchronous=FULL`,
+    `postgresql://...?pool_max=20&lock_on_retry=false`."""
     url = url.strip()
     if not url:
         raise StoreURLError("empty store URL")
@@ -138,7 +139,17 @@ def _open_postgres(url: str, clock: Callable[[], float]) -> Store:
         pool_max = int(ours.get("pool_max", "10"))
     except ValueError:
         raise StoreURLError(f"{url!r}: pool_min and pool_max must be integers") from None
-    return PostgresStore(conninfo, min_size=pool_min, max_size=pool_max, clock=clock, url=url)
+    lock = ours.get("lock_on_retry", "true").lower()
+    if lock not in {"true", "false", "1", "0", "on", "off"}:
+        raise StoreURLError(f"{url!r}: lock_on_retry must be true or false")
+    return PostgresStore(
+        conninfo,
+        min_size=pool_min,
+        max_size=pool_max,
+        clock=clock,
+        url=url,
+        lock_on_retry=lock in {"true", "1", "on"},
+    )
 
 
 __all__ = [

@@ -4,8 +4,9 @@ Steps are optimistic: the record is read without a lock, the step function runs,
 `UPDATE ... WHERE id = %s AND version = %s` decides. At READ COMMITTED an UPDATE that meets a row
 another transaction is changing waits for it and then re-checks the condition on the new row, so
 exactly one of two racing steps matches; the loser rolls back (nothing of it was written), reads
-again and retries. Due timers are claimed with `FOR UPDATE SKIP LOCKED`, so concurrent workers
-take disjoint rows without waiting on each other, and leased, so a dead worker's claims come back.
+again and retries, by default holding the row lock this time (`lock_on_retry`). Due timers are
+claimed with `FOR UPDATE SKIP LOCKED`, so concurrent workers take disjoint rows without waiting
+on each other, and leased, so a dead worker's claims come back.
 
 psycopg is imported here only, and this module only when a PostgreSQL URL is opened.
 """
@@ -108,7 +109,11 @@ _RETRYABLE = (
     psycopg.errors.SerializationFailure,
     psycopg.errors.DeadlockDetected,
     psycopg.errors.UniqueViolation,
+    psycopg.errors.LockNotAvailable,
 )
+
+#: How long a retrying step waits for the row lock before it counts as one more lost race.
+LOCK_TIMEOUT = "5s"
 
 
 class _LostRace(Exception):
@@ -121,7 +126,12 @@ class _LostRace(Exception):
 
 class PostgresStore:
     """`PostgresStore(conninfo)`; `min_size`/`max_size` size the connection pool (one
-    connection per concurrent step; a step function that itself steps needs two)."""
+    connection per concurrent step; a step function that itself steps needs two).
+
+    `lock_on_retry` (default on): a step that lost the optimistic race retries holding the
+    instance's row lock (`SELECT ... FOR UPDATE`, waiting at most LOCK_TIMEOUT), so writers
+    that pile onto one hot instance queue up instead of invalidating each other's work again
+    and again. Off, every attempt is optimistic."""
 
     def __init__(
         self,
@@ -131,9 +141,11 @@ class PostgresStore:
         max_size: int = 10,
         clock: Callable[[], float] = time.time,
         url: str | None = None,
+        lock_on_retry: bool = True,
     ) -> None:
         self.url = url if url is not None else conninfo
         self._clock = clock
+        self._lock_on_retry = lock_on_retry
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -233,14 +245,16 @@ class PostgresStore:
     ) -> StepOutcome:
         record: InstanceRecord | None = None
         for attempt in range(1, max_attempts + 1):
+            lock = self._lock_on_retry and attempt > 1
             try:
                 with self._pool.connection() as conn, conn.transaction():
-                    return self._step_once(conn, instance_id, fn, key, timer, attempt)
+                    return self._step_once(conn, instance_id, fn, key, timer, attempt, lock)
             except _LostRace as lost:
                 record = lost.record
             except _RETRYABLE:
                 pass
-            time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+            if not self._lock_on_retry:
+                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
         state = record.state if record is not None else None
         return StepOutcome(
             "conflict", conflict_outcome(state, max_attempts), record, (), max_attempts
@@ -254,7 +268,17 @@ class PostgresStore:
         key: str | None,
         timer: TimerClaim | None,
         attempt: int,
+        lock: bool,
     ) -> StepOutcome:
+        if lock:
+            # Lock first, so that the key check below sees whatever the lock holder committed.
+            conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            row = conn.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM flowc_instances WHERE id = %s FOR UPDATE",
+                (instance_id,),
+            ).fetchone()
+            if row is None:
+                raise InstanceNotFound(instance_id)
         if key is not None:
             found = conn.execute(
                 "SELECT outcome FROM flowc_keys WHERE instance_id = %s AND key = %s",
@@ -262,9 +286,10 @@ class PostgresStore:
             ).fetchone()
             if found is not None:
                 return StepOutcome("replayed", found[0], attempts=attempt)
-        row = conn.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM flowc_instances WHERE id = %s", (instance_id,)
-        ).fetchone()
+        if not lock:
+            row = conn.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM flowc_instances WHERE id = %s", (instance_id,)
+            ).fetchone()
         if row is None:
             raise InstanceNotFound(instance_id)
         record = _record(row)

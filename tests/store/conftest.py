@@ -79,6 +79,14 @@ def shared_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+def optimistic(url: str) -> str:
+    """The URL with every attempt optimistic (PostgreSQL retries holding the row lock unless
+    told otherwise; the other backends have no such option)."""
+    if not url.startswith("postgresql"):
+        return url
+    return url + ("&" if "?" in url else "?") + "lock_on_retry=false"
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()

@@ -17,7 +17,9 @@ from flowc.runtime.store import (
     Store,
     TimerClaim,
     TimerSpec,
+    open_store,
 )
+from store.conftest import optimistic
 from store.toy import Clock, bump, counter, fire, move, refuse
 
 
@@ -251,9 +253,10 @@ def test_racing_threads_lose_no_increment(make_store: Callable[[], Store]) -> No
     assert [r.seq for r in first.history("a")] == list(range(1, committed + 1))
 
 
-def test_lost_race_is_retried_then_reported(store: Store, store_url: str) -> None:
+def test_lost_race_is_retried_then_reported(store_url: str, clock: Clock) -> None:
     if store_url.startswith("sqlite"):
         pytest.skip("SQLite steps hold the write lock from read to commit: no step interleaves")
+    store = open_store(optimistic(store_url), clock=clock)
     store.create(counter("a"))
     calls = 0
 
@@ -279,6 +282,24 @@ def test_lost_race_is_retried_then_reported(store: Store, store_url: str) -> Non
     assert out.outcome["message"]
     assert store.load("a").snapshot["count"] == 41, "only the meddler's steps landed"
     assert store.step("a", bump(1), key="k").status == "committed", "a conflict keeps no key"
+    store.close()
+
+
+def test_a_retry_sees_the_key_its_rival_committed(store: Store) -> None:
+    store.create(counter("a"))
+    calls = 0
+
+    def rival_with_same_key(record: InstanceRecord) -> Change:
+        # The same keyed request, sent twice at once: the rival lands first.
+        nonlocal calls
+        calls += 1
+        if calls == 1 and not store.url.startswith("sqlite"):
+            assert store.step("a", bump(1), key="k").committed
+        return bump(1)(record)
+
+    out = store.step("a", rival_with_same_key, key="k")
+    assert out.status == ("committed" if store.url.startswith("sqlite") else "replayed")
+    assert store.load("a").snapshot["count"] == 1
 
 
 # -- timers --------------------------------------------------------------------------------------

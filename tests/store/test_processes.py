@@ -128,7 +128,6 @@ def test_three_workers_fire_each_timer_once(shared_store_url: str) -> None:
     committed = Counter((i, t) for i, t, status in fired if status == "committed")
     assert set(committed) == expected, "every timer fired"
     assert max(committed.values()) == 1, "no timer fired twice"
-    assert sum(1 for r in results if r["stats"]["committed"]) >= 2, "the work was shared"  # type: ignore[index]
     for n in range(50):
         record = store.load(f"i{n}")
         assert sorted(record.snapshot["fired"]) == ["t0", "t1", "t2", "t3"]
