@@ -95,6 +95,19 @@ def test_from_json_checks_version_and_hash() -> None:
         Machine.from_json("{nope")
 
 
+def test_compact_canonical_json_verifies_without_reserialising() -> None:
+    from flowc.compiler import compile_source
+
+    flow = compile_source(FLOW, "gate.flow").flow
+    assert flow is not None
+    compact = flow.to_json(indent=None)
+    assert Machine.from_json(compact).hash == flow.hash
+    edited = compact.replace('"Open gate"', '"Opened gate"')
+    with pytest.raises(IRLoadError, match="hash"):
+        Machine.from_json(edited)
+    assert Machine.from_json(edited.encode(), verify_hash=False).start().title == "Opened gate"
+
+
 def test_bad_graphs_are_refused_at_load() -> None:
     good = json.loads(compiled_json())
     good.pop("hash")
