@@ -141,6 +141,16 @@ class DurableFlows:
         self.migrations = tuple(migrations)
         self.max_attempts = max_attempts
 
+    def close(self) -> None:
+        """Close the store (its connections)."""
+        self.store.close()
+
+    def __enter__(self) -> DurableFlows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(
@@ -337,6 +347,17 @@ class DurableFlows:
         return DurableOutcome(out.status, instance_id, data, ran, out.record)
 
 
+def open_durable(
+    url: str, machines: FlowRegistry | Iterable[Machine], **options: Any
+) -> DurableFlows:
+    """`DurableFlows` on the store `url` names (`open_store`); closing it closes the store:
+    `with open_durable("sqlite:///flows.db", [machine]) as flows: flows.send(...)`."""
+    from flowc.runtime.store import open_store
+
+    clock = options.get("clock", system_clock)
+    return DurableFlows(open_store(url, clock=clock), machines, **options)
+
+
 def _stored_snapshot(instance: Instance) -> dict[str, Any]:
     snapshot = instance.snapshot()
     snapshot["keys"] = {}  # the store keeps the keys
@@ -396,4 +417,5 @@ __all__ = [
     "SnapshotError",
     "UnknownFlow",
     "compact_history",
+    "open_durable",
 ]

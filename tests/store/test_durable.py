@@ -8,7 +8,7 @@ import pytest
 
 from flowc.runtime.rejections import SnapshotError
 from flowc.runtime.store import InstanceNotFound, Store
-from flowc.runtime.store.durable import DurableFlows, UnknownFlow, compact_history
+from flowc.runtime.store.durable import DurableFlows, UnknownFlow, compact_history, open_durable
 from flowc.runtime.store.migrate import Migration, migrate_snapshot
 from store.flows import REVIEW, TALLY_V1, TALLY_V2, TIMED, machine
 from store.toy import Clock
@@ -180,3 +180,12 @@ def test_compact_history_keeps_first_last_and_each_states_last_moves() -> None:
         {"seq": 4, "source": "B", "target": "B"},
     ]
     assert [h["seq"] for h in compact_history(rows)] == [0, 2, 3, 4]
+
+
+def test_open_durable_owns_its_store(store_url: str) -> None:
+    with open_durable(store_url, [machine(TALLY_V1)]) as d:
+        d.start("tally", id="x")
+        assert d.send("x", "inc", key="k").status == "committed"
+    with open_durable(store_url, [machine(TALLY_V1)]) as d:
+        assert d.send("x", "inc", key="k").status == "replayed"
+        assert d.load("x").context["count"] == 1
