@@ -117,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
         journals.append((name, file))
 
     out = sys.stdout
+    lines = _open_lines(args.events) if args.events is not None else None
+    interactive = lines is None and sys.stdin.isatty()
     snapshot = Path(args.snapshot) if args.snapshot else None
     if snapshot is not None and snapshot.exists():
         if args.context:
@@ -133,14 +135,17 @@ def _run(args: argparse.Namespace) -> int:
         except Rejected as exc:
             _emit(out, exc.rejection.to_dict())
             return EXIT_FAILURE
-        _emit(out, {"ok": True, "kind": "start", "to": instance.state, "seq": 0})
+        if interactive:
+            print(f"started {machine.name} version {machine.version}")
+        else:
+            _emit(out, {"ok": True, "kind": "start", "to": instance.state, "seq": 0})
     for name, file in journals:
         JournalFile.attach(instance, name, file)
 
     try:
-        if args.events is not None:
-            code = _run_lines(instance, _open_lines(args.events), out, args.keep_going, fake)
-        elif sys.stdin.isatty():
+        if lines is not None:
+            code = _run_lines(instance, lines, out, args.keep_going, fake)
+        elif interactive:
             code = Prompt(instance, fake).loop()
         else:
             code = _run_lines(instance, sys.stdin, out, args.keep_going, fake)

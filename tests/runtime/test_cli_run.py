@@ -111,6 +111,10 @@ def test_snapshot_resumes_and_journal_is_written_once(
     assert journal.read_text(encoding="utf-8") == text
     # --context cannot be combined with a snapshot to resume.
     assert main(["run", RFP, "--context", "{}", "--events", second, *common]) == 2
+    # A usage error leaves the snapshot alone.
+    kept = snap.read_text(encoding="utf-8")
+    assert main(["run", RFP, "--events", str(tmp_path / "missing.jsonl"), *common]) == 2
+    assert snap.read_text(encoding="utf-8") == kept
 
 
 def test_timers_advance_on_the_simulated_clock(
