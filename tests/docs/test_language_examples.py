@@ -114,3 +114,12 @@ def test_ir_excerpt_is_real_output() -> None:
             f"{shown.id}: the JSON differs from what flowc compiles; paste the output of "
             f"`flowc compile` for the block at {flow.id}"
         )
+
+
+def test_message_kinds_table_lists_exactly_the_runtime_kinds() -> None:
+    from flowc.runtime.messages import MESSAGE_KINDS
+
+    text = (Path(__file__).parents[2] / "docs" / "language.md").read_text(encoding="utf-8")
+    section = text.split("### `message KIND", 1)[1].split("\n### ", 1)[0]
+    kinds = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+    assert kinds == set(MESSAGE_KINDS)
