@@ -112,6 +112,9 @@ _RETRYABLE = (
     psycopg.errors.LockNotAvailable,
 )
 
+#: The channel a step notifies when it arms a timer, so that sleeping workers look again.
+CHANNEL = "flowc_timers"
+
 #: How long a retrying step waits for the row lock before it counts as one more lost race.
 LOCK_TIMEOUT = "5s"
 
@@ -146,6 +149,8 @@ class PostgresStore:
         self.url = url if url is not None else conninfo
         self._clock = clock
         self._lock_on_retry = lock_on_retry
+        self._conninfo = conninfo
+        self._listener: psycopg.Connection[TupleRow] | None = None
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -221,6 +226,8 @@ class PostgresStore:
                 )
                 _insert_history(conn, new.id, new.first_seq - 1, new.history)
                 _insert_timers(conn, new.id, timers)
+                if timers:
+                    _notify(conn)
         except psycopg.errors.UniqueViolation:
             raise InstanceExists(new.id) from None
         return record
@@ -360,6 +367,8 @@ class PostgresStore:
                     (record.id, delete),
                 )
             _insert_timers(conn, record.id, write)
+            if write:
+                _notify(conn)
         outcome = copy_json(result.outcome)
         if key is not None:
             conn.execute(
@@ -470,7 +479,28 @@ class PostgresStore:
             cur = conn.execute("DELETE FROM flowc_instances WHERE id = %s", (instance_id,))
             return cur.rowcount > 0
 
+    def wait_for_timers(self, timeout: float) -> bool:
+        """Sleep up to `timeout` seconds, waking early when any process arms a timer
+        (LISTEN/NOTIFY). True if woken. Only a hint: workers poll regardless, and a listening
+        connection that fails just makes this a plain sleep until it is opened again."""
+        try:
+            if self._listener is None or self._listener.closed:
+                self._listener = psycopg.connect(self._conninfo, autocommit=True)
+                self._listener.execute(f"LISTEN {CHANNEL}")
+            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                return True
+            return False
+        except psycopg.Error:
+            if self._listener is not None:
+                self._listener.close()
+            self._listener = None
+            time.sleep(timeout)
+            return False
+
     def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         self._pool.close()
 
 
@@ -491,6 +521,11 @@ def _record(row: Sequence[Any]) -> InstanceRecord:
 
 def _timer_row(row: Sequence[Any]) -> TimerRow:
     return TimerRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+
+
+def _notify(conn: psycopg.Connection[TupleRow]) -> None:
+    # Delivered at commit, and only then: a rolled-back step wakes nobody.
+    conn.execute(f"NOTIFY {CHANNEL}")
 
 
 def _json(value: Json) -> Jsonb | None:

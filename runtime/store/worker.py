@@ -4,7 +4,8 @@ Engine-independent: what firing a timer means is the `fire` callback's business 
 step function for one claim). Any number of workers may share a store; the store's leases and
 the step transaction make each timer fire once (see docs/persistence.md). Polling is what
 guarantees progress: a worker sleeps until the earliest deadline or `poll` seconds, whichever
-comes first, so a timer armed by another process is seen within `poll`.
+comes first, so a timer armed by another process is seen within `poll`; a store with a
+`wait_for_timers(timeout)` method (PostgreSQL) wakes the worker sooner when one is armed.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class TimerWorker:
         poll: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_outcome: Callable[[TimerClaim, StepOutcome], None] | None = None,
+        listen: bool = True,
     ) -> None:
         if lease <= 0 or poll <= 0 or batch <= 0:
             raise ValueError("lease, poll and batch must be positive")
@@ -68,6 +70,7 @@ class TimerWorker:
         self.poll = poll
         self.clock = clock
         self.on_outcome = on_outcome
+        self.listen = listen
         self.stats = WorkerStats()
 
     def run_once(self) -> int:
@@ -134,5 +137,13 @@ class TimerWorker:
                 continue  # more may be due right now
             if until_idle and not self.store.timers():
                 break
-            stop.wait(self.sleep_time())
+            delay = self.sleep_time()
+            # A store that can wake us when a timer is armed (PostgreSQL's LISTEN/NOTIFY) is
+            # asked to; the sleep is bounded by `poll` either way, so polling still guarantees
+            # progress if a notification is lost.
+            wait = getattr(self.store, "wait_for_timers", None)
+            if wait is not None and self.listen:
+                wait(delay)
+            else:
+                stop.wait(delay)
         return self.stats
