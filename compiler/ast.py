@@ -304,6 +304,35 @@ class NamedText:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class MigrateMapping:
+    """`state OLD -> NEW` or `field OLD -> NEW` inside `migrate from N { ... }`."""
+
+    kind: Literal["state", "field"]
+    old: Ident
+    new: Ident
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MigrateDrop:
+    """`drop a, b`: context fields of the old version this one no longer has."""
+
+    names: tuple[Ident, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MigrateDecl:
+    """`migrate from N { ... }`: how an instance of version N of this flow becomes one of this
+    version."""
+
+    from_version: int
+    version_span: Span
+    items: tuple[MigrateMapping | MigrateDrop, ...]
+    span: Span
+
+
 Decl = (
     FlowDecl
     | VersionDecl
@@ -314,6 +343,7 @@ Decl = (
     | StateDecl
     | Rule
     | NamedText
+    | MigrateDecl
 )
 
 

@@ -51,6 +51,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E119": (Severity.ERROR, "choice state without `else`"),
     "E120": (Severity.ERROR, "invalid duration"),
     "E121": (Severity.ERROR, "invalid meta"),
+    "E122": (Severity.ERROR, "invalid migration"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),

@@ -185,8 +185,30 @@ class Lowerer:
                 _new(ir.Journal, name=k, template=v.text.value) for k, v in symbols.journals.items()
             ),
             templates={k: v.text.value for k, v in symbols.templates.items()},
+            migrations=tuple(
+                self.migration(symbols.migrations[n]) for n in sorted(symbols.migrations)
+            ),
         )
         return flow.with_hash()
+
+    def migration(self, decl: ast.MigrateDecl) -> ir.Migration:
+        states: dict[str, str] = {}
+        rename: dict[str, str] = {}
+        drop: list[str] = []
+        for item in decl.items:
+            if isinstance(item, ast.MigrateDrop):
+                drop.extend(n.name for n in item.names)
+            elif item.kind == "state":
+                states[item.old.name] = item.new.name
+            else:
+                rename[item.old.name] = item.new.name
+        return _new(
+            ir.Migration,
+            from_version=decl.from_version,
+            states=states,
+            rename=rename,
+            drop=tuple(sorted(drop)),
+        )
 
     def state(self, decl: ast.StateDecl) -> ir.State:
         kind = "final" if decl.has("final") else "choice" if decl.has("choice") else "normal"

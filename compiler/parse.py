@@ -67,6 +67,10 @@ _SOFT_KEYWORDS = frozenset(
         "TEMPLATE",
         "REQUIRE",
         "BACK",
+        "MIGRATE",
+        "FROM",
+        "FIELD",
+        "DROP",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -545,6 +549,21 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     def template_decl(self, c: list[Any]) -> ast.NamedText:
         return self.named_text("template", c)
+
+    # ---- migrations --------------------------------------------------------------------
+    def migrate_decl(self, c: list[Any]) -> ast.MigrateDecl:
+        # MIGRATE, FROM, INT, item*
+        items = tuple(i for i in c[3:] if i is not None)
+        return ast.MigrateDecl(self._int(c[2]), _token_span(c[2]), items, _span(c))
+
+    def migrate_state(self, c: list[Any]) -> ast.MigrateMapping:
+        return ast.MigrateMapping("state", c[1], c[3], _span(c))
+
+    def migrate_field(self, c: list[Any]) -> ast.MigrateMapping:
+        return ast.MigrateMapping("field", c[1], c[3], _span(c))
+
+    def migrate_drop(self, c: list[Any]) -> ast.MigrateDrop:
+        return ast.MigrateDrop(tuple(n for n in c[1:] if isinstance(n, ast.Ident)), _span(c))
 
     # ---- types -------------------------------------------------------------------------
     def type_expr(self, c: list[Any]) -> ast.TypeExpr:

@@ -56,6 +56,8 @@ class Symbols:
     messages: dict[str, ast.NamedText] = field(default_factory=dict)
     journals: dict[str, ast.NamedText] = field(default_factory=dict)
     templates: dict[str, ast.NamedText] = field(default_factory=dict)
+    #: `migrate from N` blocks by N
+    migrations: dict[int, ast.MigrateDecl] = field(default_factory=dict)
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
@@ -115,6 +117,7 @@ class Resolver:
         self._collect_states(decls)
         self._collect_texts(decls)
         self._check_rules()
+        self._check_migrations(decls)
         return self.symbols
 
     # ---- header ------------------------------------------------------------------------
@@ -525,6 +528,85 @@ class Resolver:
                 target.span,
                 suggest(target.name, self.symbols.states),
             )
+
+    # ---- migrations --------------------------------------------------------------------
+    def _check_migrations(self, decls: tuple[ast.Decl, ...]) -> None:
+        version = self.symbols.version.number if self.symbols.version else 1
+        for decl in decls:
+            if not isinstance(decl, ast.MigrateDecl):
+                continue
+            number = decl.from_version
+            if number in self.symbols.migrations:
+                first = self.symbols.migrations[number]
+                self.error(
+                    "E102",
+                    f"`migrate from {number}` is declared twice",
+                    decl.version_span,
+                    f"first declared on line {first.span.line}; merge the two blocks",
+                )
+                continue
+            if not 1 <= number < version:
+                self.error(
+                    "E207",
+                    f"`migrate from {number}` in a flow at version {version}: a migration "
+                    "comes from an earlier version",
+                    decl.version_span,
+                    f"raise this flow's version to `version {number + 1}` or more"
+                    if number >= version
+                    else "versions start at 1",
+                )
+            self.symbols.migrations[number] = decl
+            self._check_migration_items(decl)
+
+    def _check_migration_items(self, decl: ast.MigrateDecl) -> None:
+        states: dict[str, ast.Ident] = {}
+        fields: dict[str, ast.Ident] = {}
+        context = self.symbols.context
+        for item in decl.items:
+            if isinstance(item, ast.MigrateMapping) and item.kind == "state":
+                if item.new.name not in self.symbols.states:
+                    self.error(
+                        "E104",
+                        f"unknown state `{item.new.name}`",
+                        item.new.span,
+                        suggest(item.new.name, self.symbols.states)
+                        or "a migration maps an old state to a state of this version",
+                    )
+                self._once(states, item.old, "state", "maps")
+                continue
+            if isinstance(item, ast.MigrateMapping):
+                if item.new.name not in context:
+                    self.error(
+                        "E108",
+                        f"unknown context field `{item.new.name}`",
+                        item.new.span,
+                        suggest(item.new.name, context)
+                        or "a renamed field must be a context field of this version",
+                    )
+                self._once(fields, item.old, "field", "renames or drops")
+                continue
+            for name in item.names:
+                if name.name in context:
+                    self.error(
+                        "E122",
+                        f"`drop {name.name}`, but `{name.name}` is a context field of this version",
+                        name.span,
+                        "drop only fields the flow no longer has; an instance keeps the values "
+                        "of fields that still exist",
+                    )
+                self._once(fields, name, "field", "renames or drops")
+
+    def _once(self, seen: dict[str, ast.Ident], old: ast.Ident, what: str, verb: str) -> None:
+        first = seen.get(old.name)
+        if first is None:
+            seen[old.name] = old
+            return
+        self.error(
+            "E122",
+            f"this migration {verb} {what} `{old.name}` twice",
+            old.span,
+            f"first on line {first.span.line}",
+        )
 
 
 def resolve(module: ast.Module) -> tuple[Symbols, list[Diagnostic]]:

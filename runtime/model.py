@@ -138,6 +138,17 @@ class Journal(IRModel):
     template: str
 
 
+class Migration(IRModel):
+    """`migrate from N { ... }`: how an instance of version `from_version` of this flow becomes
+    one of this version. `states` maps old state names to states of this version, `rename` old
+    context field names to fields of this version; `drop` lists old fields to forget."""
+
+    from_version: int
+    states: dict[str, str] = Field(default_factory=dict)
+    rename: dict[str, str] = Field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+
+
 class CompiledFlow(IRModel):
     ir_version: int = IR_VERSION
     name: str
@@ -153,6 +164,8 @@ class CompiledFlow(IRModel):
     messages: dict[str, str] = Field(default_factory=dict)
     journals: tuple[Journal, ...] = ()
     templates: dict[str, str] = Field(default_factory=dict)
+    #: One per `migrate from N` block, by `from_version`.
+    migrations: tuple[Migration, ...] = ()
     #: sha256 of the canonical JSON of everything else; filled by `with_hash`.
     hash: str = ""
 

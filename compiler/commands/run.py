@@ -21,6 +21,7 @@ from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected, Re
 from flowc.runtime.clock import Clock, to_seconds
 from flowc.runtime.instance import Outcome, StepResult
 from flowc.runtime.journal import JournalFile
+from flowc.runtime.store.migrate import migrate_snapshot
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -124,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.context:
             raise _Usage("--context starts a new instance; the snapshot already has one")
         try:
-            instance = machine.restore(snapshot.read_text(encoding="utf-8"), clock=clock)
+            instance = machine.restore(_upgraded(machine, snapshot), clock=clock)
         except (FlowcError, ValueError) as exc:
             print(f"flowc run: cannot resume from {snapshot}: {exc}", file=sys.stderr)
             return EXIT_FAILURE
@@ -436,3 +437,15 @@ def _type_words(schema: dict[str, Any]) -> str:
     if kind == "object" and schema.get("title"):
         return str(schema["title"])
     return str(kind)
+
+
+def _upgraded(machine: Machine, path: Path) -> dict[str, Any]:
+    """The snapshot in `path`, moved to `machine`'s version through the flow's own `migrate
+    from N` blocks when it was written under an older one."""
+    data: Any = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("a snapshot is a JSON object")
+    version = data.get("version")
+    if type(version) is int and version < machine.version:
+        return migrate_snapshot(data, machine, ())
+    return data

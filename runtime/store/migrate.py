@@ -10,14 +10,16 @@ the flow dropped. A `Migration` says what to do instead, as data:
      "rename": {"hints": "hints_used"},          # old context field -> new field
      "drop": ["scratch"]}                         # old context fields to forget
 
-This is the shape proposed for the IR (`CompiledFlow.migrations`, one entry per `migrate from
-N { ... }` block of the source; docs/persistence.md). Until the IR carries it, hosts pass
-migrations to `DurableFlows(migrations=...)`, built with `Migration(...)` or
-`Migration.from_dict(...)`.
+A flow declares its own migrations in its source (`migrate from N { ... }`, compiled into the
+IR's `migrations`): each maps instances of version N straight to the version that declares it,
+so the compiler can check every target. A host may also pass `Migration`s to
+`DurableFlows(migrations=...)` (built with `Migration(...)` or `Migration.from_dict(...)`), for
+flows compiled without them.
 
-Migrations chain: a snapshot of version 1 restored under version 3 goes through the migration
-from 1, then the one from 2 (each one's mapping applied to the result of the previous). A
-version with no declared migration maps nothing.
+Which mappings apply to a snapshot of version v restored under version w > v: the flow's own
+`migrate from v` block when it has one; otherwise the host's migrations chained (the one from
+v, then the one from v+1, ... each applied to the result of the previous; a version with none
+maps nothing).
 """
 
 from __future__ import annotations
@@ -61,6 +63,15 @@ class Migration:
         }
 
 
+def declared_migrations(machine: Machine) -> dict[int, Migration]:
+    """The flow's own `migrate from N` blocks (the IR's `migrations`), by N."""
+    out: dict[int, Migration] = {}
+    for data in machine.raw.get("migrations") or ():
+        migration = Migration.from_dict({"flow": machine.name, **data})
+        out[migration.from_version] = migration
+    return out
+
+
 def migrate_snapshot(
     snapshot: Mapping[str, Any], machine: Machine, migrations: Sequence[Migration]
 ) -> dict[str, Any]:
@@ -78,13 +89,18 @@ def migrate_snapshot(
             f"the snapshot is of {machine.name} version {old_version}, newer than "
             f"{machine.version}: a flow is never downgraded"
         )
-    steps = sorted(
-        (
-            m
-            for m in migrations
-            if m.flow == machine.name and old_version <= m.from_version < machine.version
-        ),
-        key=lambda m: m.from_version,
+    own = declared_migrations(machine).get(old_version)
+    steps = (
+        [own]
+        if own is not None
+        else sorted(
+            (
+                m
+                for m in migrations
+                if m.flow == machine.name and old_version <= m.from_version < machine.version
+            ),
+            key=lambda m: m.from_version,
+        )
     )
     state = str(snapshot.get("state"))
     context = dict(snapshot.get("context") or {})
@@ -98,7 +114,8 @@ def migrate_snapshot(
     if state not in machine.states:
         raise SnapshotError(
             f"state {state!r} of the stored instance does not exist in {machine.name} version "
-            f"{machine.version}, and no migration from version {old_version} maps it"
+            f"{machine.version}, and no migration from version {old_version} maps it "
+            f"(declare one in the flow: `migrate from {old_version} {{ state {state} -> ... }}`)"
         )
     out = dict(snapshot)
     out["state"] = state

@@ -64,6 +64,13 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ),
     ("E120", "flow demo\ninitial state A { after 0s -> B }\nfinal state B\n", 2, 25),
     ("E121", "flow demo\ninitial state A { meta { k: 1, k: 2 } }\n", 2, 32),
+    (
+        "E122",
+        "flow demo\nversion 2\nmigrate from 1 { drop n }\ncontext { n: int = 0 }\n"
+        "initial state A\n",
+        3,
+        23,
+    ),
     ("E201", BASE.replace("on go -> B", 'on go if n + "x" == 1 -> B'), 4, 28),
     ("E202", BASE.replace("n = event.k", 'n = "x"'), 4, 37),
     ("E203", 'flow demo\ncontext { n: int = "zero" }\ninitial state A\n', 2, 20),

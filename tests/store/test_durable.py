@@ -189,3 +189,26 @@ def test_open_durable_owns_its_store(store_url: str) -> None:
     with open_durable(store_url, [machine(TALLY_V1)]) as d:
         assert d.send("x", "inc", key="k").status == "replayed"
         assert d.load("x").context["count"] == 1
+
+
+TALLY_V2_DECLARED = TALLY_V2.replace(
+    "version 2\n", "version 2\nmigrate from 1 { state OPEN -> COUNTING }\n"
+)
+
+
+def test_a_flow_declared_migration_needs_nothing_from_the_host(store: Store, clock: Clock) -> None:
+    old = flows(store, clock, TALLY_V1)
+    old.start("tally", id="t")
+    old.send("t", "inc")
+    new = flows(store, clock, TALLY_V1, TALLY_V2_DECLARED)
+    assert new.send("t", "inc").status == "committed"
+    record = store.load("t")
+    assert (record.flow_version, record.state) == (2, "COUNTING")
+    assert new.load("t").context == {"count": 2, "label": "new"}
+
+
+def test_the_flow_own_block_wins_over_the_host_chain() -> None:
+    v2 = machine(TALLY_V2_DECLARED)
+    snap = machine(TALLY_V1).start().snapshot()
+    host = [Migration("tally", 1, states={"OPEN": "CLOSED"})]
+    assert migrate_snapshot(snap, v2, host)["state"] == "COUNTING"
