@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -253,10 +256,18 @@ def test_racing_threads_lose_no_increment(make_store: Callable[[], Store]) -> No
     assert [r.seq for r in first.history("a")] == list(range(1, committed + 1))
 
 
-def test_lost_race_is_retried_then_reported(store_url: str, clock: Clock) -> None:
-    if store_url.startswith("sqlite"):
-        pytest.skip("SQLite steps hold the write lock from read to commit: no step interleaves")
-    store = open_store(optimistic(store_url), clock=clock)
+@pytest.fixture(params=["memory", "postgres"])
+def racing_url(request: pytest.FixtureRequest) -> str:
+    """Backends where a rival can commit between a step's read and its write. (A SQLite step
+    holds the write lock from read to commit; its lost race is a lock not had in time, below.)"""
+    if request.param == "memory":
+        return f"memory://{uuid.uuid4().hex}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def test_lost_race_is_retried_then_reported(racing_url: str, clock: Clock) -> None:
+    store = open_store(optimistic(racing_url), clock=clock)
     store.create(counter("a"))
     calls = 0
 
@@ -282,6 +293,34 @@ def test_lost_race_is_retried_then_reported(store_url: str, clock: Clock) -> Non
     assert out.outcome["message"]
     assert store.load("a").snapshot["count"] == 41, "only the meddler's steps landed"
     assert store.step("a", bump(1), key="k").status == "committed", "a conflict keeps no key"
+    store.close()
+
+
+def test_sqlite_lock_not_had_in_time_is_retried_then_reported(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "flows.db"
+    store = open_store(f"sqlite:///{path}?busy_timeout=50", clock=clock)
+    store.create(counter("a"))
+    rival = sqlite3.connect(path, isolation_level=None)
+    calls = 0
+
+    def counted(record: InstanceRecord) -> Change:
+        nonlocal calls
+        calls += 1
+        return bump(1)(record)
+
+    rival.execute("BEGIN IMMEDIATE")  # another process holds the write lock throughout
+    try:
+        out = store.step("a", counted, max_attempts=3, key="k")
+    finally:
+        rival.execute("ROLLBACK")
+    assert out.status == "conflict" and out.attempts == 3
+    assert out.outcome["error"] == "conflict" and out.outcome["message"]
+    assert calls == 0, "a step never reads before it holds the lock"
+    assert store.load("a").snapshot["count"] == 0 and store.load("a").seq == 0
+    # Once the lock is free the same key goes through: a conflict keeps no key.
+    out = store.step("a", counted, key="k")
+    assert (out.status, out.attempts, calls) == ("committed", 1, 1)
+    rival.close()
     store.close()
 
 
