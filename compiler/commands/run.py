@@ -4,7 +4,8 @@ FLOW is a `.flow` file (compiled first) or a compiled `.json`. With `--events FI
 line is one operation and each outcome is printed as one JSON line; without it, and with a
 terminal, an interactive prompt shows the state, the accepted events and their fields, with
 completion. `--snapshot FILE` resumes from FILE when it exists and saves the instance to it at
-the end.
+the end. `--store URL` keeps the instance in a store instead (`--id` resumes one): every
+operation is then one committed transaction, exactly as a host's `DurableFlows` would run it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ import shlex
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected, Rejection
-from flowc.runtime.clock import Clock, to_seconds
+from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
+from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.instance import Outcome, StepResult
 from flowc.runtime.journal import JournalFile
 from flowc.runtime.store.migrate import migrate_snapshot
+
+if TYPE_CHECKING:
+    from flowc.runtime.store import StepOutcome, Store, TimerClaim
+    from flowc.runtime.store.durable import DurableFlows
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -63,6 +68,17 @@ def register(sub: Any) -> None:
         "--snapshot",
         metavar="FILE",
         help="resume from FILE if it exists; save the instance to FILE at the end",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep the instance in a store (sqlite:///PATH, postgresql://..., memory:); "
+        "each operation is one transaction",
+    )
+    parser.add_argument(
+        "--id",
+        metavar="ID",
+        help="with --store: resume instance ID if it exists, else start it under this id",
     )
     parser.add_argument(
         "--journal",
@@ -120,6 +136,12 @@ def _run(args: argparse.Namespace) -> int:
     out = sys.stdout
     lines = _open_lines(args.events) if args.events is not None else None
     interactive = lines is None and sys.stdin.isatty()
+    if args.store is not None:
+        if args.snapshot or journals:
+            raise _Usage("--store keeps the instance in the store: no --snapshot or --journal")
+        return _run_stored(args, machine, fake, lines, interactive, out)
+    if args.id is not None:
+        raise _Usage("--id names an instance in a store: give --store too")
     snapshot = Path(args.snapshot) if args.snapshot else None
     if snapshot is not None and snapshot.exists():
         if args.context:
@@ -143,18 +165,171 @@ def _run(args: argparse.Namespace) -> int:
     for name, file in journals:
         JournalFile.attach(instance, name, file)
 
+    driver = LocalDriver(instance, fake)
     try:
-        if lines is not None:
-            code = _run_lines(instance, lines, out, args.keep_going, fake)
-        elif interactive:
-            code = Prompt(instance, fake).loop()
-        else:
-            code = _run_lines(instance, sys.stdin, out, args.keep_going, fake)
+        return _drive(driver, lines, interactive, out, args.keep_going)
     finally:
         if snapshot is not None:
             snapshot.parent.mkdir(parents=True, exist_ok=True)
             snapshot.write_text(instance.snapshot_json() + "\n", encoding="utf-8")
-    return code
+
+
+def _drive(
+    driver: Driver, lines: Iterable[str] | None, interactive: bool, out: TextIO, keep_going: bool
+) -> int:
+    if lines is not None:
+        return _run_lines(driver, lines, out, keep_going)
+    if interactive:
+        return Prompt(driver).loop()
+    return _run_lines(driver, sys.stdin, out, keep_going)
+
+
+def _run_stored(
+    args: argparse.Namespace,
+    machine: Machine,
+    fake: FakeClock | None,
+    lines: Iterable[str] | None,
+    interactive: bool,
+    out: TextIO,
+) -> int:
+    from flowc.runtime.store import InstanceExists, StoreError, StoreURLError, open_store
+    from flowc.runtime.store.durable import DurableFlows, UnknownFlow
+
+    clock: Clock = fake if fake is not None else system_clock
+    try:
+        store = open_store(args.store, clock=clock)
+    except StoreURLError as exc:
+        raise _Usage(str(exc)) from exc
+    except StoreError as exc:
+        print(f"flowc run: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    with DurableFlows(store, [machine], clock=clock) as durable:
+        instance_id = args.id
+        try:
+            if instance_id is not None and _stored(store, instance_id):
+                if args.context:
+                    raise _Usage(f"--context starts a new instance; {instance_id} exists")
+                durable.load(instance_id)  # fails now, not on the first event, if it cannot run
+                if interactive:
+                    print(f"resumed {instance_id} in the store")
+            else:
+                started = durable.start(machine.name, _parse_context(args.context), id=instance_id)
+                if not started.ok:
+                    _emit(out, started.data)
+                    return EXIT_FAILURE
+                instance_id = started.instance_id
+                if interactive:
+                    print(f"started {machine.name} version {machine.version} as {instance_id}")
+                else:
+                    _emit(
+                        out,
+                        {
+                            "kind": "start",
+                            "id": instance_id,
+                            "to": started.data["state"],
+                            "ok": True,
+                            "seq": started.data["seq"],
+                        },
+                    )
+            return _drive(
+                StoredDriver(durable, instance_id, fake), lines, interactive, out, args.keep_going
+            )
+        except (UnknownFlow, FlowcError, InstanceExists) as exc:
+            print(f"flowc run: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+
+
+def _stored(store: Store, instance_id: str) -> bool:
+    from flowc.runtime.store import InstanceNotFound
+
+    try:
+        store.load(instance_id)
+    except InstanceNotFound:
+        return False
+    return True
+
+
+class Driver(Protocol):
+    """Where operations go: an instance in memory, or one kept in a store."""
+
+    @property
+    def instance(self) -> Instance:
+        """The instance as it is now (for the prompt's status and completion)."""
+        ...
+
+    def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
+        """Run one operation; its outcomes as JSON objects. ValueError for a malformed one."""
+        ...
+
+
+class LocalDriver:
+    def __init__(self, instance: Instance, fake: FakeClock | None) -> None:
+        self._instance = instance
+        self.fake = fake
+
+    @property
+    def instance(self) -> Instance:
+        return self._instance
+
+    def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
+        return [_describe(o, self._instance) for o in apply(self._instance, op, self.fake)]
+
+
+class StoredDriver:
+    """Each operation is one transaction on the store; the instance is read back from it."""
+
+    def __init__(self, durable: DurableFlows, instance_id: str, fake: FakeClock | None) -> None:
+        self.durable = durable
+        self.id = instance_id
+        self.fake = fake
+
+    @property
+    def instance(self) -> Instance:
+        return self.durable.load(self.id)
+
+    def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
+        reason = op.get("reason")
+        key = op.get("key")
+        force = bool(op.get("force", False))
+        if "event" in op:
+            payload = op.get("payload")
+            if payload is not None and not isinstance(payload, dict):
+                raise ValueError("`payload` must be an object")
+            out = self.durable.send(self.id, str(op["event"]), payload, key=key, reason=reason)
+        elif "goto" in op:
+            out = self.durable.goto(self.id, str(op["goto"]), force=force, key=key, reason=reason)
+        elif "back" in op:
+            out = self.durable.back(self.id, force=force, key=key, reason=reason)
+        elif "advance" in op:
+            return self._advance(float(op["advance"]))
+        else:
+            raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
+        data = dict(out.data)
+        if out.status in ("replayed", "conflict"):
+            data["status"] = out.status
+        if data.get("ok"):
+            data["final"] = self.instance.is_final
+        return [data]
+
+    def _advance(self, seconds: float) -> list[dict[str, Any]]:
+        if seconds < 0:
+            raise ValueError("`advance` cannot go back in time")
+        if self.fake is None:
+            raise ValueError(
+                "`advance` on a stored instance needs --now (on the real clock, `flowc worker` "
+                "fires its timers)"
+            )
+        self.fake.advance(seconds)
+        fired: list[dict[str, Any]] = []
+
+        def collect(claim: TimerClaim, outcome: StepOutcome) -> None:
+            if claim.instance_id == self.id and isinstance(outcome.outcome, dict):
+                fired.extend(s for s in outcome.outcome.get("steps") or () if isinstance(s, dict))
+
+        worker = self.durable.worker(on_outcome=collect)
+        while worker.run_once():
+            pass
+        return fired
 
 
 def _load(path: Path, clock: Clock | None) -> Machine | None:
@@ -232,13 +407,7 @@ def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> lis
     raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
 
 
-def _run_lines(
-    instance: Instance,
-    lines: Iterable[str],
-    out: TextIO,
-    keep_going: bool,
-    fake: FakeClock | None,
-) -> int:
+def _run_lines(driver: Driver, lines: Iterable[str], out: TextIO, keep_going: bool) -> int:
     code = EXIT_OK
     for number, line in enumerate(lines, 1):
         text = line.strip()
@@ -248,13 +417,13 @@ def _run_lines(
             op = json.loads(text)
             if not isinstance(op, dict):
                 raise ValueError("a line must be a JSON object")
-            outcomes = apply(instance, op, fake)
+            outcomes = driver.apply(op)
         except ValueError as exc:
             print(f"flowc run: events line {number}: {exc}", file=sys.stderr)
             return EXIT_FAILURE
         for outcome in outcomes:
-            _emit(out, _describe(outcome, instance))
-            if not outcome.ok:
+            _emit(out, outcome)
+            if not outcome.get("ok"):
                 code = EXIT_FAILURE
                 if not keep_going:
                     return code
@@ -276,10 +445,13 @@ class Prompt:
 
     COMMANDS = ("goto", "back", "advance", "context", "history", "snapshot", "help", "quit")
 
-    def __init__(self, instance: Instance, fake: FakeClock | None) -> None:
-        self.instance = instance
-        self.fake = fake
+    def __init__(self, target: Driver | Instance, fake: FakeClock | None = None) -> None:
+        self.driver = LocalDriver(target, fake) if isinstance(target, Instance) else target
         self.rejected = False
+
+    @property
+    def instance(self) -> Instance:
+        return self.driver.instance
 
     def loop(self) -> int:
         try:
@@ -360,20 +532,22 @@ class Prompt:
                 op = {"advance": float(rest or 0)}
             else:
                 op = {"event": word, "payload": _payload(rest)}
-            outcomes = apply(self.instance, op, self.fake)
+            outcomes = self.driver.apply(op)
         except ValueError as exc:
             return [f"error: {exc}"]
         lines = []
         for outcome in outcomes:
-            if isinstance(outcome, Rejection):
+            if not outcome.get("ok"):
                 self.rejected = True
-                lines.append(f"rejected [{outcome.code}]: {outcome.message}")
-                feedback = outcome.feedback
-                if feedback is not None:
-                    lines.append(json.dumps(feedback["issues"], ensure_ascii=False, default=repr))
+                lines.append(f"rejected [{outcome.get('error')}]: {outcome.get('message')}")
+                if "issues" in outcome:
+                    lines.append(json.dumps(outcome["issues"], ensure_ascii=False, default=repr))
             else:
-                via = f" via {', '.join(outcome.via)}" if outcome.via else ""
-                lines.append(f"ok: {outcome.source} -> {outcome.target}{via} (step {outcome.seq})")
+                via = f" via {', '.join(outcome['via'])}" if outcome.get("via") else ""
+                again = " (replayed)" if outcome.get("status") == "replayed" else ""
+                lines.append(
+                    f"ok: {outcome['from']} -> {outcome['to']}{via} (step {outcome['seq']}){again}"
+                )
         return lines or ["(nothing was due)"]
 
     def complete(self, text: str, index: int) -> str | None:

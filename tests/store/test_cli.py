@@ -92,3 +92,103 @@ def test_worker_fires_due_timers(
 def test_bad_store_url_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = flowc(capsys, "instances", "list", "--store", "mysql://x")
     assert code == 2 and "unknown store URL" in err
+
+
+def events_file(path: Path, *ops: dict[str, object]) -> str:
+    path.write_text("".join(json.dumps(op) + "\n" for op in ops), encoding="utf-8")
+    return str(path)
+
+
+def test_run_keeps_its_instance_in_the_store(
+    shared_store_url: str, flow_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tally = str(Path(flow_dir) / "tally.flow")
+    s = ("--store", shared_store_url)
+    first = events_file(tmp_path / "a.jsonl", {"event": "inc", "key": "k1"}, {"event": "inc"})
+    code, out, _ = flowc(capsys, "run", tally, *s, "--id", "r1", "--events", first)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, lines
+    assert lines[0] == {"kind": "start", "id": "r1", "to": "OPEN", "ok": True, "seq": 0}
+    assert [(d["seq"], d["final"]) for d in lines[1:]] == [(1, False), (2, False)]
+    # A second run resumes the stored instance; a key already applied replays, changing nothing.
+    again = events_file(
+        tmp_path / "b.jsonl", {"event": "inc", "key": "k1"}, {"event": "close"}, {"event": "inc"}
+    )
+    code, out, _ = flowc(capsys, "run", tally, *s, "--id", "r1", "--events", again)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 1, "the last event is refused: the instance has ended"
+    assert (lines[0]["status"], lines[0]["seq"]) == ("replayed", 1)
+    assert (lines[1]["to"], lines[1]["final"]) == ("CLOSED", True)
+    assert lines[2]["ok"] is False
+    code, out, _ = flowc(capsys, "instances", "history", "r1", "--json", *s)
+    assert [json.loads(line)["trigger"] for line in out.splitlines()] == [
+        "start",
+        "inc",
+        "inc",
+        "close",
+    ]
+    # Without --id a new instance is started under a fresh id, printed on the start line.
+    code, out, _ = flowc(capsys, "run", tally, *s, "--events", first)
+    assert code == 0 and json.loads(out.splitlines()[0])["id"] != "r1"
+
+
+def test_run_on_a_store_with_a_simulated_clock_fires_timers(
+    flow_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    timed = str(Path(flow_dir) / "timed.flow")
+    s = ("--store", f"sqlite:///{tmp_path / 'flows.db'}", "--now", "2026-01-01T00:00:00Z")
+    ops = events_file(tmp_path / "t.jsonl", {"event": "go"}, {"advance": 0.2}, {"advance": 1})
+    code, out, _ = flowc(capsys, "run", timed, *s, "--id", "w", "--events", ops)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, lines
+    assert [(d.get("from"), d.get("to")) for d in lines[1:]] == [
+        ("IDLE", "WAITING"),
+        ("WAITING", "RANG"),
+    ], "nothing due after 0.2 s; the 500 ms timer after 1.2 s"
+    code, out, _ = flowc(capsys, "instances", "show", "w", "--store", s[1])
+    assert json.loads(out)["context"] == {"pings": 1}
+
+
+def test_run_store_usage_errors(
+    flow_dir: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tally = str(Path(flow_dir) / "tally.flow")
+    timed = str(Path(flow_dir) / "timed.flow")
+    url = f"sqlite:///{tmp_path / 'flows.db'}"
+    ops = events_file(tmp_path / "e.jsonl", {"event": "go"}, {"advance": 1})
+    snap = str(tmp_path / "s.json")
+    assert flowc(capsys, "run", tally, "--store", url, "--snapshot", snap)[0] == 2
+    assert flowc(capsys, "run", tally, "--id", "x", "--events", ops)[0] == 2
+    assert flowc(capsys, "run", tally, "--store", "mysql://x", "--events", ops)[0] == 2
+    code, _, err = flowc(capsys, "run", timed, "--store", url, "--events", ops)
+    assert code == 1 and "needs --now" in err
+    # An instance of another flow is not driven by this one.
+    code, _, _ = flowc(capsys, "run", tally, "--store", url, "--id", "t", "--events", ops)
+    code, _, err = flowc(capsys, "run", timed, "--store", url, "--id", "t", "--events", ops)
+    assert code == 1 and "tally" in err
+
+
+def test_the_prompt_drives_a_stored_instance(tmp_path: Path) -> None:
+    from flowc.compiler.commands.run import Prompt, StoredDriver
+    from flowc.runtime.store.durable import open_durable
+    from store.flows import machine
+
+    with open_durable(f"sqlite:///{tmp_path / 'f.db'}", [machine(TALLY_V1)]) as durable:
+        durable.start("tally", id="p")
+        prompt = Prompt(StoredDriver(durable, "p", None))
+        assert prompt.handle("inc") == ["ok: OPEN -> OPEN (step 1)"]
+        assert prompt.instance.context == {"count": 1}, "read back from the store"
+        assert durable.store.load("p").seq == 1
+        assert prompt.handle("bogus")[0].startswith("rejected [unknown_event]")
+        assert prompt.candidates("", "") == [
+            "advance",
+            "back",
+            "close",
+            "context",
+            "goto",
+            "help",
+            "history",
+            "inc",
+            "quit",
+            "snapshot",
+        ]
