@@ -17,7 +17,7 @@ It differs from Lark's lexers in three deliberate ways:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from lark import Token
@@ -67,9 +67,30 @@ class FlowLexer(Lexer):
 
     def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
         counter = lexer_state.line_ctr
-        text: str = lexer_state.text.text
+        scan = self.scan(
+            lexer_state.text.text, counter.char_pos, counter.line, counter.line_start_pos
+        )
+        while True:
+            try:
+                token = next(scan)
+            except StopIteration as done:
+                counter.char_pos, counter.line, counter.line_start_pos = done.value
+                return
+            # Keep Lark's state current: the parser resumes from it after an error.
+            end_pos = token.end_pos or 0
+            end_column = token.end_column or 1
+            counter.char_pos, counter.column = end_pos, end_column
+            counter.line = token.end_line or counter.line
+            counter.line_start_pos = end_pos - end_column + 1
+            lexer_state.last_token = token
+            yield token
+
+    def scan(
+        self, text: str, pos: int = 0, line: int = 1, line_start: int = 0
+    ) -> Generator[Token, None, tuple[int, int, int]]:
+        """The tokens of `text` from `pos`; returns where it stopped (position, line, start of
+        that line). The fast parse reads this directly; `lex` adds Lark's bookkeeping."""
         end = len(text)
-        pos, line, line_start = counter.char_pos, counter.line, counter.line_start_pos
         match_at = self.pattern.match
         keywords = self.keywords
         depth = 0
@@ -87,15 +108,15 @@ class FlowLexer(Lexer):
             kind = match.lastgroup
             value = match.group()
             start, pos = pos, match.end()
-            column = start - line_start + 1
             newlines = value.count("\n")
-            if newlines:
-                end_line = line + newlines
-                end_column = pos - (text.rfind("\n", start, pos) + 1) + 1
-            else:
-                end_line, end_column = line, column + len(value)
             if kind != _IGNORED:
                 assert kind is not None
+                column = start - line_start + 1
+                if newlines:
+                    end_line = line + newlines
+                    end_column = pos - (text.rfind("\n", start, pos) + 1) + 1
+                else:
+                    end_line, end_column = line, column + len(value)
                 if kind == "NAME":
                     kind = keywords.get(value, "NAME")
                 token = Token(kind, value, start, line, column, end_line, end_column, pos)
@@ -105,14 +126,8 @@ class FlowLexer(Lexer):
                         raise NestingTooDeep(token)
                 elif kind in _CLOSING and depth:
                     depth -= 1
-                # Keep Lark's state current: the parser resumes from it after an error.
-                counter.char_pos, counter.line, counter.column = pos, end_line, end_column
-                counter.line_start_pos = (
-                    text.rfind("\n", start, pos) + 1 if newlines else line_start
-                )
-                lexer_state.last_token = token
                 yield token
             if newlines:
-                line = end_line
+                line += newlines
                 line_start = text.rfind("\n", start, pos) + 1
-        counter.char_pos, counter.line, counter.line_start_pos = pos, line, line_start
+        return pos, line, line_start

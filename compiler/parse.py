@@ -19,6 +19,8 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
+from lark.parse_tree_builder import ExpandSingleChild
+from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_interactive_parser import InteractiveParser
 
 from flowc.compiler import ast
@@ -229,6 +231,10 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
         report("E002", f"unexpected character {shown}", Span.point(line, column), _char_help(char))
 
     parser = flow_parser()
+    with _PARSE_LOCK:
+        fast = _fast_parse(parser, text, file)
+    if fast is not None:
+        return fast
     try:
         with _PARSE_LOCK:
             _BUILDER.begin(report)
@@ -275,6 +281,122 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
         # A tree built around skipped tokens is only good for more confusion.
         return ParseResult(module, _sorted(diagnostics))
     return ParseResult(module, diagnostics)
+
+
+class _Reduce:
+    """One grammar rule as the fast driver applies it."""
+
+    __slots__ = ("callback", "origin", "passthrough", "size")
+
+    def __init__(self, size: int, callback: Callable[[list[Any]], Any], origin: str) -> None:
+        self.size = size
+        self.callback = callback
+        self.origin = origin
+        #: A one-child `?rule` alternative: Lark's callback hands the child back unchanged.
+        self.passthrough = size == 1 and isinstance(callback, ExpandSingleChild)
+
+
+@dataclass(frozen=True)
+class _Table:
+    states: dict[int, dict[str, tuple[bool, Any]]]
+    start: int
+    end: int
+
+
+@cache
+def _fast_table(parser: Lark) -> _Table:
+    """Lark's own LALR table, with each reduce's size, callback and result symbol looked up
+    once: Lark's loop hashes and compares grammar objects and tokens on every reduce, which is
+    most of its per-token cost."""
+    inner = parser.parser.parser.parser
+    table = inner.parse_table
+    callbacks = inner.callbacks
+    reduces: dict[int, _Reduce] = {}
+    states: dict[int, dict[str, tuple[bool, Any]]] = {}
+    for state, row in table.states.items():
+        out: dict[str, tuple[bool, Any]] = {}
+        for symbol, (action, arg) in row.items():
+            if action is Shift:
+                out[str(symbol)] = (True, arg)
+            else:
+                found = reduces.get(id(arg))
+                if found is None:
+                    found = _Reduce(len(arg.expansion), callbacks[arg], str(arg.origin.name))
+                    reduces[id(arg)] = found
+                out[str(symbol)] = (False, found)
+        states[state] = out
+    return _Table(states, table.start_states["start"], table.end_states["start"])
+
+
+def _fast_parse(parser: Lark, text: str, file: str) -> ParseResult | None:
+    """Parse a file without syntax errors with a tight LALR loop over Lark's table and Lark's
+    callbacks (so the same AST, node for node). None at the first sign of trouble (a syntax
+    error, a bad character, brackets too deep): the caller then parses again with Lark's own
+    parser, whose error recovery reports everything. Callers hold `_PARSE_LOCK`."""
+    table = _fast_table(parser)
+    states = table.states
+    diagnostics: list[Diagnostic] = []
+
+    def report(code: str, message: str, span: Span, help: str | None = None) -> None:
+        diagnostics.append(Diagnostic(code, message, span, file, help, CODES[code][0]))
+
+    def bad_character(char: str, line: int, column: int) -> None:
+        raise _Abandon
+
+    lexer = _lexer(parser)
+    _BUILDER.begin(report)
+    lexer.on_bad_character = bad_character
+    state_stack = [table.start]
+    value_stack: list[Any] = []
+    try:
+        for token in lexer.scan(text):
+            kind = token.type
+            while True:
+                entry = states[state_stack[-1]].get(kind)
+                if entry is None:
+                    return None
+                if entry[0]:
+                    state_stack.append(entry[1])
+                    value_stack.append(token)
+                    break
+                rule = entry[1]
+                if rule.passthrough:  # most reduces: `?expr: or_test` and the like
+                    state_stack[-1] = states[state_stack[-2]][rule.origin][1]
+                    continue
+                _reduce(rule, state_stack, value_stack, states)
+        while True:
+            entry = states[state_stack[-1]].get("$END")
+            if entry is None or entry[0]:
+                return None
+            _reduce(entry[1], state_stack, value_stack, states)
+            if state_stack[-1] == table.end:
+                break
+    except (_Abandon, NestingTooDeep):
+        return None
+    module = value_stack[-1]
+    assert isinstance(module, ast.Module)
+    return ParseResult(module, _sorted(diagnostics))
+
+
+def _reduce(
+    rule: _Reduce,
+    state_stack: list[int],
+    value_stack: list[Any],
+    states: dict[int, dict[str, tuple[bool, Any]]],
+) -> None:
+    size = rule.size
+    if size:
+        children = value_stack[-size:]
+        del state_stack[-size:]
+        del value_stack[-size:]
+    else:
+        children = []
+    value_stack.append(rule.callback(children))
+    state_stack.append(states[state_stack[-1]][rule.origin][1])
+
+
+class _Abandon(Exception):
+    """The fast parse met something only the full parser reports well."""
 
 
 #: Tokens the parser may pretend it saw, so that one mistake does not derail the rest of the
@@ -416,24 +538,44 @@ def _is_hex(text: str) -> bool:
     return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
-def _bounds(item: Any) -> tuple[Span, Span] | None:
-    """The first and last positioned thing inside a callback's children, if any."""
+def _first_span(item: Any) -> Span | None:
+    """The span of the first positioned thing inside a callback's children, if any."""
     if isinstance(item, Token):
-        token_span = _token_span(item)
-        return token_span, token_span
+        return _token_span(item)
     span = getattr(item, "span", None)
     if isinstance(span, Span):
-        return span, span
+        return span
     if isinstance(item, list | tuple):
-        first = last = None
         for part in item:
-            found = _bounds(part)
+            found = _first_span(part)
             if found is not None:
-                first = first or found[0]
-                last = found[1]
-        if first is not None and last is not None:
-            return first, last
+                return found
     return None
+
+
+def _last_span(item: Any) -> Span | None:
+    """The span of the last positioned thing inside a callback's children, if any."""
+    if isinstance(item, Token):
+        return _token_span(item)
+    span = getattr(item, "span", None)
+    if isinstance(span, Span):
+        return span
+    if isinstance(item, list | tuple):
+        for part in reversed(item):
+            found = _last_span(part)
+            if found is not None:
+                return found
+    return None
+
+
+def _bounds(item: Any) -> tuple[Span, Span] | None:
+    """The first and last positioned thing inside a callback's children, if any."""
+    first = _first_span(item)
+    if first is None:
+        return None
+    last = _last_span(item)
+    assert last is not None
+    return first, last
 
 
 def _span(children: Any) -> Span:
