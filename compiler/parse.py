@@ -538,31 +538,17 @@ def _is_hex(text: str) -> bool:
     return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
-def _first_span(item: Any) -> Span | None:
-    """The span of the first positioned thing inside a callback's children, if any."""
+def _edge_span(item: Any, last: bool) -> Span | None:
+    """The span of the first (or last) positioned thing inside a callback's children, if any;
+    scanning from that end, so a long list is not walked for one span."""
     if isinstance(item, Token):
         return _token_span(item)
     span = getattr(item, "span", None)
     if isinstance(span, Span):
         return span
     if isinstance(item, list | tuple):
-        for part in item:
-            found = _first_span(part)
-            if found is not None:
-                return found
-    return None
-
-
-def _last_span(item: Any) -> Span | None:
-    """The span of the last positioned thing inside a callback's children, if any."""
-    if isinstance(item, Token):
-        return _token_span(item)
-    span = getattr(item, "span", None)
-    if isinstance(span, Span):
-        return span
-    if isinstance(item, list | tuple):
-        for part in reversed(item):
-            found = _last_span(part)
+        for part in reversed(item) if last else item:
+            found = _edge_span(part, last)
             if found is not None:
                 return found
     return None
@@ -570,10 +556,10 @@ def _last_span(item: Any) -> Span | None:
 
 def _bounds(item: Any) -> tuple[Span, Span] | None:
     """The first and last positioned thing inside a callback's children, if any."""
-    first = _first_span(item)
+    first = _edge_span(item, last=False)
     if first is None:
         return None
-    last = _last_span(item)
+    last = _edge_span(item, last=True)
     assert last is not None
     return first, last
 
