@@ -435,22 +435,8 @@ class ExprCompiler:
         forgets one as soon as it is replaced, or read by a value that could keep a
         reference to it), so `understand.a = ..; understand.b = ..` copies `understand` once.
         """
-        steps = []
-        fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
-        for a in raw:
-            if not isinstance(a, Mapping):
-                raise IRLoadError(f"an action must be an object, got {a!r}")
-            path = tuple(a.get("target") or ())
-            depth = 0
-            while depth < len(path) - 1 and path[: depth + 1] in fresh:
-                depth += 1
-            steps.append(self._action(a, target_type, event_types or {}, depth))
-            for i in range(1, len(path)):
-                fresh.add(path[:i])
-            # The written path holds a value that may be shared; anything read by the value
-            # may now be referenced from elsewhere: neither may be changed in place again.
-            read = _ctx_reads(a.get("value"))
-            fresh = {q for q in fresh if q[: len(path)] != path and q[0] not in read}
+        types = event_types or {}
+        steps = [self._action(a, target_type, types, depth) for a, depth in action_plan(raw)]
         if not steps:
             return None
         if len(steps) == 1:
@@ -496,6 +482,29 @@ class ExprCompiler:
         if op == "sub":
             return _update(path, lambda old, v: norm(old - v), value, fresh_depth)
         raise IRLoadError(f"unknown action op {op!r}")
+
+
+def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
+    """Each action of a block with its fresh depth: how many leading containers of its target
+    path an earlier action of the same block has already copied (and so may be changed in
+    place)."""
+    plan = []
+    fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
+    for a in raw:
+        if not isinstance(a, Mapping):
+            raise IRLoadError(f"an action must be an object, got {a!r}")
+        path = tuple(a.get("target") or ())
+        depth = 0
+        while depth < len(path) - 1 and path[: depth + 1] in fresh:
+            depth += 1
+        plan.append((a, depth))
+        for i in range(1, len(path)):
+            fresh.add(path[:i])
+        # The written path holds a value that may be shared; anything read by the value
+        # may now be referenced from elsewhere: neither may be changed in place again.
+        read = _ctx_reads(a.get("value"))
+        fresh = {q for q in fresh if q[: len(path)] != path and q[0] not in read}
+    return plan
 
 
 def _ctx_reads(node: Any) -> set[str]:

@@ -465,6 +465,17 @@ class Instance:
         changed). With `key`, a key already applied returns the earlier step (`replayed`)."""
         if key is not None and self._keys is not None and key in self._keys:
             return self._replay(key)
+        try:
+            dispatch = self._state.fast[event]
+        except (KeyError, TypeError):
+            dispatch = self._m._dispatch(self._state, event)
+        return dispatch(self, payload, reason, key)
+
+    def _send_slow(
+        self, event: str, payload: Mapping[str, Any] | None, reason: str | None, key: str | None
+    ) -> Outcome:
+        """`send` on the general path: what a generated dispatch function (codegen.py) hands
+        over whenever the step is not a plain accepted one, and what it must agree with."""
         st = self._state
         try:
             ev, candidates = st.on[event]

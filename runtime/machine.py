@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flowc.runtime.clock import Clock, system_clock
+from flowc.runtime.codegen import Dispatch, Generator, general
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError
@@ -100,6 +101,7 @@ class CState:
         "direct",
         "entry",
         "exit",
+        "fast",
         "final",
         "kind",
         "meta",
@@ -129,6 +131,8 @@ class CState:
         self.exit: ActionBlock | None = None
         #: event name -> (its definition, its candidate transitions in try order)
         self.on: dict[str, tuple[CEvent, tuple[CTransition, ...]]] = {}
+        #: event name -> its generated dispatch function (codegen.py), written on first send
+        self.fast: dict[str, Dispatch] = {}
         #: target name -> direct edges to it, in try order
         self.direct: dict[str, tuple[CTransition, ...]] = {}
         self.routes: tuple[CTransition, ...] = ()
@@ -311,6 +315,7 @@ class Machine:
             by_source.setdefault(source.name, []).append(ct)
 
         self._compiler = ExprCompiler()
+        self._generator: Generator | None = None
         for state in self.states.values():
             self._wire(state, sorted(by_source.get(state.name, ()), key=_by_index))
         self._after_wiring()
@@ -404,6 +409,22 @@ class Machine:
             fn(c, e, s)
 
         return first_call
+
+    def _dispatch(self, state: CState, event: str) -> Dispatch:
+        """What `Instance.send` calls for `event` in `state` when `state.fast` has nothing yet:
+        the generated function, written now and kept; the general path for an event the state
+        has no rule for (not kept: hosts may send any name)."""
+        try:
+            known = event in state.on
+        except TypeError:
+            known = False
+        if not known:
+            return general(event)
+        gen = self._generator
+        if gen is None:
+            gen = self._generator = Generator(self)
+        fn = state.fast[event] = gen.dispatch(state, event)
+        return fn
 
     def _requirement_guard(self, req: Requirement) -> Evaluator:
         if req.guard is None:

@@ -1,0 +1,505 @@
+"""Generated dispatch: one Python function per (state, event), compiled on first use.
+
+`Instance.send` spends most of its time in small calls: the payload check of each nested
+record, a closure per guard and per action, the loop over the candidates. For each (state,
+event) pair actually sent, this module writes one function that does all of it inline: the
+payload check of the event's fields, the preconditions, the guards of the candidates in order
+as Python expressions, the winning transition's exit / own / entry actions on a working copy
+of the context, and the commit (history entry, state, timers, idempotency key, subscribers).
+
+Only the accepted step is written out. Whatever else may happen (an invalid payload, a failed
+precondition, a `reject` rule, no guard holding, a run-time fault, a choice state to route
+through) hands the call to `Instance._send_slow`, the general path, which starts over from the
+unchanged instance and words the rejection; guards, actions and checks are pure functions of
+context and payload, so it reaches the same verdict. The generated code therefore only has to
+agree with the closures of `flowc.runtime.expr` on accepted steps, and to fault whenever they
+fault.
+
+No text of the flow ever becomes code: every value taken from the flow (names, strings,
+numbers, literals, types, the closures used for rarer expression shapes) is bound in the
+function's namespace under a generated name (`_k0`, `_k1`, ...); the source itself is built from
+this module's templates and those names only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flowc.runtime.expr import (
+    BINARY,
+    FAULTS,
+    FUNCTIONS,
+    ExprFault,
+    action_plan,
+)
+from flowc.runtime.expr import _identity as identity
+from flowc.runtime.expr import _normaliser as normaliser
+from flowc.runtime.model import IRLoadError
+from flowc.runtime.validate import Invalid, Type
+from flowc.runtime.validate import _check_float as check_float
+from flowc.runtime.validate import _check_int as check_int
+
+if TYPE_CHECKING:
+    from flowc.runtime.instance import Instance, Outcome
+    from flowc.runtime.machine import CEvent, CState, CTransition, Machine
+
+#: What a generated dispatch function is called with: the instance, the payload as sent, the
+#: reason and the idempotency key.
+Dispatch = Callable[["Instance", Any, "str | None", "str | None"], "Outcome"]
+
+_OPERATORS: dict[str, str] = {
+    "==": "==",
+    "!=": "!=",
+    "<": "<",
+    "<=": "<=",
+    ">": ">",
+    ">=": ">=",
+    "+": "+",
+    "-": "-",
+    "*": "*",
+    "/": "/",
+    "%": "%",
+    "in": "in",
+    "not in": "not in",
+}
+assert set(_OPERATORS) == set(BINARY)
+
+
+class _Unsupported(Exception):
+    """A shape the generator leaves to the closures."""
+
+
+def _index(o: Any, k: Any) -> Any:
+    # The closures' rule for `a[i]`: a list index must be an int within range (no negative
+    # indexes); any failure is a fault.
+    if type(o) is list:
+        if type(k) is not int or not 0 <= k < len(o):
+            raise ExprFault("index out of range")
+        return o[k]
+    if o is None:
+        raise ExprFault("cannot index none")
+    return o[k]
+
+
+def _none_on_path() -> ExprFault:
+    return ExprFault("none on the path of a set")
+
+
+class Generator:
+    """The generated code of one machine: one namespace of constants and functions, shared by
+    every function written for it (so records referenced from several events are checked by
+    one function)."""
+
+    def __init__(self, machine: Machine) -> None:
+        from flowc.runtime.instance import Instance, StepResult
+        from flowc.runtime.instance import _arm as arm
+
+        self.m = machine
+        self.ns: dict[str, Any] = {
+            "_Invalid": Invalid,
+            "_INVALID": Invalid(),
+            "_FAULTS_OR_INVALID": (*FAULTS, Invalid),
+            "_slow": Instance._send_slow,
+            "_new": object.__new__,
+            "_SR": StepResult,
+            "_M": machine,
+            "_arm": arm,
+            "_index": _index,
+            "_none": _none_on_path,
+            "_NO_VIA": (),
+            "_EVENT": "event",
+        }
+        self._consts: dict[Any, str] = {}
+        self._records: dict[int, str] = {}
+        self._n = 0
+        #: name -> source of every function written so far
+        self.sources: dict[str, str] = {}
+
+    # ---- names ------------------------------------------------------------------------------
+    def _fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def const(self, value: Any) -> str:
+        """The name under which `value` is bound (equal hashable values share one)."""
+        # Strings, ints and booleans are shared by value; anything else by identity (a list or
+        # map literal is bound as the very object, as the closures do; 0.0 == -0.0).
+        key: Any = (type(value), value) if type(value) in (str, int, bool) else id(value)
+        found = self._consts.get(key)
+        if found is not None:
+            return found
+        name = self._fresh("_k")
+        self.ns[name] = value  # which also keeps the object alive, so its id stays its own
+        self._consts[key] = name
+        return name
+
+    def _define(self, name: str, lines: list[str], where: str) -> Any:
+        source = "\n".join(lines) + "\n"
+        self.sources[name] = source  # for tests and for reading in a debugger
+        code = compile(source, f"<flowc {where}>", "exec")
+        exec(code, self.ns)
+        return self.ns[name]
+
+    # ---- payload checks ---------------------------------------------------------------------
+    def record(self, t: Type) -> str:
+        """The name of the generated check of record type `t` (written on first need)."""
+        found = self._records.get(id(t))
+        if found is not None:
+            return found
+        names = [f.name for f in t.fields]
+        if len(set(names)) != len(names):
+            name = self.const(t.check)  # a hand-edited IR: keep the general check
+            self._records[id(t)] = name
+            return name
+        name = self._fresh("_r")
+        self._records[id(t)] = name  # before its body: records may contain themselves
+        generic = self.const(t.check)
+        lines = [
+            f"def {name}(x):",
+            "    if type(x) is not dict:",
+            f"        return {generic}(x)",
+            "    try:",
+            *self.record_body(t, "x", "out", "        "),
+            "    except KeyError:",
+            "        raise _INVALID from None",
+            "    return out",
+        ]
+        self._define(name, lines, f"check of {t.name}")
+        return name
+
+    def record_body(self, t: Type, src: str, dst: str, ind: str) -> list[str]:
+        """Lines checking dict `src` as record `t` into a new dict `dst`; a missing required
+        field raises KeyError, anything else wrong `Invalid`."""
+        lines: list[str] = []
+        out: list[str] = []
+        required = sum(1 for f in t.fields if f.required)
+        has_optional = required != len(t.fields)
+        if has_optional:
+            lines.append(f"{ind}n = {self.const(required)}")
+        for f in t.fields:
+            k = self.const(f.name)
+            v = self._fresh("v")
+            out.append(f"{k}: {v}")
+            if f.required:
+                lines.append(f"{ind}{v} = {src}[{k}]")
+                lines += self.value(f.type, v, ind)
+            else:
+                lines.append(f"{ind}if {k} in {src}:")
+                lines.append(f"{ind}    {v} = {src}[{k}]")
+                lines += self.value(f.type, v, ind + "    ")
+                lines.append(f"{ind}    n += 1")
+                lines.append(f"{ind}else:")
+                lines.append(f"{ind}    {v} = {self.const(f.default)}")
+        count = "n" if has_optional else self.const(required)
+        lines.append(f"{ind}if len({src}) != {count}:")
+        lines.append(f"{ind}    raise _INVALID")
+        lines.append(f"{ind}{dst} = {{{', '.join(out)}}}")
+        return lines
+
+    def value(self, t: Type, v: str, ind: str) -> list[str]:
+        """Lines normalising `v` in place as a value of `t`, or raising `Invalid`; the same
+        verdicts and values as `t.check` (validate.py)."""
+        kind = t.kind
+        if t.simple in (str, int, bool):
+            # `t.check` for these (and optionals of them) passes values of exactly that type
+            # as they are; everything else goes through it.
+            check = self.const(t.check)
+            return [
+                f"{ind}if type({v}) is not {self.const(t.simple)}:",
+                f"{ind}    {v} = {check}({v})",
+            ]
+        if kind == "record":
+            return [f"{ind}{v} = {self.record(t)}({v})"]
+        if kind == "enum":
+            members = self.const(t.members)
+            return [
+                f"{ind}if type({v}) is not str or {v} not in {members}:",
+                f"{ind}    raise _INVALID",
+            ]
+        if kind == "float" and t.min is None and t.max is None:
+            return [
+                f"{ind}if type({v}) is not float or {v} - {v} != 0.0:",
+                f"{ind}    {v} = {self.const(check_float)}({v})",
+            ]
+        if kind == "int" and t.check is not check_int:
+            lines = [
+                f"{ind}if type({v}) is not int:",
+                f"{ind}    {v} = {self.const(check_int)}({v})",
+            ]
+            if t.min is not None:
+                lines += [f"{ind}if {v} < {self.const(t.min)}:", f"{ind}    raise _INVALID"]
+            if t.max is not None:
+                lines += [f"{ind}if {v} > {self.const(t.max)}:", f"{ind}    raise _INVALID"]
+            return lines
+        if kind == "optional" and t.item is not None:
+            return [f"{ind}if {v} is not None:", *self.value(t.item, v, ind + "    ")]
+        if kind == "list" and t.item is not None:
+            # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
+            item, i, out = t.item, self._fresh("i"), self._fresh("o")
+            generic = self.const(t.check)
+            if item.simple in (str, int, bool):
+                # Copy, then look: items of the one right type are kept as they are.
+                return [
+                    f"{ind}if type({v}) is list:",
+                    f"{ind}    {v} = {v}.copy()",
+                    f"{ind}    for {i} in {v}:",
+                    f"{ind}        if type({i}) is not {self.const(item.simple)}:",
+                    f"{ind}            {v} = {generic}({v})",
+                    f"{ind}            break",
+                    f"{ind}else:",
+                    f"{ind}    {v} = {generic}({v})",
+                ]
+            each = self.record(item) if item.kind == "record" else self.const(item.check)
+            return [
+                f"{ind}if type({v}) is list:",
+                f"{ind}    {out} = []",
+                f"{ind}    for {i} in {v}:",
+                f"{ind}        {out}.append({each}({i}))",
+                f"{ind}    {v} = {out}",
+                f"{ind}else:",
+                f"{ind}    {v} = {generic}({v})",
+            ]
+        return [f"{ind}{v} = {self.const(t.check)}({v})"]
+
+    # ---- expressions ------------------------------------------------------------------------
+    def expr(self, node: Any, s: str) -> str:
+        """A Python expression with the value of IR expression `node` (already compiled, and
+        so checked, by the machine's ExprCompiler); `s` names the state it is evaluated in."""
+        if not isinstance(node, Mapping):
+            raise _Unsupported
+        op = node.get("op")
+        value = node.get("value")
+        args = list(node.get("args") or ())
+        if op == "lit":
+            return self.const(value)
+        if op == "ctx" and isinstance(value, str):
+            return f"c[{self.const(value)}]"
+        if op == "event" and isinstance(value, str):
+            return f"p[{self.const(value)}]"
+        if op in _OPERATORS and len(args) == 2:
+            a, b = self.expr(args[0], s), self.expr(args[1], s)
+            return f"({a} {_OPERATORS[op]} {b})"
+        if op in ("and", "or") and len(args) == 2:
+            return f"({self.expr(args[0], s)} {op} {self.expr(args[1], s)})"
+        if op == "not" and len(args) == 1:
+            return f"(not {self.expr(args[0], s)})"
+        if op == "neg" and len(args) == 1:
+            return f"(-{self.expr(args[0], s)})"
+        if op == "attr" and len(args) == 1 and isinstance(value, str):
+            return f"{self.expr(args[0], s)}[{self.const(value)}]"
+        if op == "index" and len(args) == 2:
+            return f"_index({self.expr(args[0], s)}, {self.expr(args[1], s)})"
+        if op == "list":
+            return "[" + "".join(f"{self.expr(a, s)}, " for a in args) + "]"
+        if op == "map" and len(args) % 2 == 0:
+            pairs = [
+                f"{self.expr(args[i], s)}: {self.expr(args[i + 1], s)}"
+                for i in range(0, len(args), 2)
+            ]
+            return "{" + ", ".join(pairs) + "}"
+        if op == "call" and value == "coalesce" and len(args) == 2:
+            w = self._fresh("w")
+            a, b = self.expr(args[0], s), self.expr(args[1], s)
+            return f"({b} if ({w} := {a}) is None else {w})"
+        if op == "call" and isinstance(value, str) and value != "coalesce":
+            fn = FUNCTIONS.get(value)
+            if fn is None:
+                raise _Unsupported
+            return f"{self.const(fn)}({', '.join(self.expr(a, s) for a in args)})"
+        # `state.name`, `meta.x` and anything unusual: the closure, called with the state.
+        return f"{self.const(self.m._compiler.compile(node))}(c, p, {s})"
+
+    # ---- actions ----------------------------------------------------------------------------
+    def actions(
+        self, raw: Sequence[Any] | None, s: str, event_types: Mapping[str, Type], ind: str
+    ) -> list[str]:
+        """Lines running an action block on `c` (the working copy), as `ExprCompiler.actions`
+        would: the same copy-on-write, the same normalising of stored values."""
+        if not raw:
+            return []
+        m = self.m
+        m._compiler.actions(raw, m.target_type, event_types)  # checks the block (IRLoadError)
+        lines: list[str] = []
+        for a, depth in action_plan(raw):
+            try:
+                lines += self._action(a, depth, s, event_types, ind)
+            except _Unsupported:
+                step = m._compiler._action(a, m.target_type, event_types, depth)
+                lines.append(f"{ind}{self.const(step)}(c, p, {s})")
+        return lines
+
+    def _action(
+        self, a: Mapping[str, Any], depth: int, s: str, event_types: Mapping[str, Type], ind: str
+    ) -> list[str]:
+        op = a.get("op")
+        path = tuple(a.get("target") or ())
+        value_node = a.get("value")
+        ty = self.m.target_type(path)
+        if op == "append":
+            if len(path) != 1 or ty.item is None:
+                raise _Unsupported
+            norm = normaliser(ty.item, path, value_node, event_types)
+            k = self.const(path[0])
+            v = self.expr(value_node, s)
+            item = "_v" if norm is identity else f"{self.const(norm)}(_v)"
+            return [f"{ind}_o = c[{k}]", f"{ind}_v = {v}", f"{ind}c[{k}] = [*_o, {item}]"]
+        if op not in ("set", "add", "sub"):
+            raise _Unsupported
+        norm = normaliser(ty, path, value_node, event_types)
+        v = self.expr(value_node, s)
+
+        def normalised(x: str) -> str:
+            if norm is identity:
+                return x
+            if ty.kind == "record":
+                # The generated check: it raises `Invalid` where the normaliser raises a fault,
+                # and both send the step to the general path.
+                return f"{self.record(ty)}({x})"
+            return f"{self.const(norm)}({x})"
+
+        if op in ("add", "sub"):
+            if len(path) != 1:
+                raise _Unsupported
+            k = self.const(path[0])
+            sign = "+" if op == "add" else "-"
+            return [f"{ind}c[{k}] = {normalised(f'c[{k}] {sign} {v}')}"]
+        if len(path) == 1:
+            return [f"{ind}c[{self.const(path[0])}] = {normalised(v)}"]
+        if len(path) != 2:
+            raise _Unsupported
+        head, last = self.const(path[0]), self.const(path[1])
+        if depth >= 1:  # `head` was copied by an earlier action of this block
+            return [f"{ind}_v = {normalised(v)}", f"{ind}c[{head}][{last}] = _v"]
+        return [
+            f"{ind}_v = {normalised(v)}",
+            f"{ind}_n = c[{head}]",
+            f"{ind}if _n is None:",
+            f"{ind}    raise _none()",
+            f"{ind}_n = c[{head}] = dict(_n)",
+            f"{ind}_n[{last}] = _v",
+        ]
+
+    # ---- dispatch ---------------------------------------------------------------------------
+    def dispatch(self, st: CState, event: str) -> Dispatch:
+        """The function `Instance.send` calls for `event` in `st`."""
+        ev, candidates = st.on[event]
+        try:
+            return self._dispatch(st, ev, candidates)
+        except IRLoadError:
+            # A broken expression: the general path reports it when (and only if) it is
+            # reached, as it always has.
+            return general(event)
+
+    def _dispatch(self, st: CState, ev: CEvent, candidates: tuple[CTransition, ...]) -> Dispatch:
+        m = self.m
+        name = self._fresh("_d")
+        s = self.const(st)
+        evname = self.const(ev.name)
+        slow = f"return _slow(inst, {evname}, payload, reason, key)"
+        lines = [f"def {name}(inst, payload, reason, key):"]
+        # 1. the payload
+        lines += ["    if payload:"]
+        if len(set(f.name for f in ev.fields)) == len(ev.fields):
+            lines += [
+                "        if type(payload) is dict:",
+                "            try:",
+                *self.record_body(ev.type, "payload", "p", "                "),
+                "            except (_Invalid, KeyError):",
+                f"                {slow}",
+                "        else:",
+                "            try:",
+                f"                p = {self.const(ev.check)}(payload)",
+                "            except _Invalid:",
+                f"                {slow}",
+            ]
+        else:
+            lines += [
+                "        try:",
+                f"            p = {self.const(ev.check)}(payload)",
+                "        except _Invalid:",
+                f"            {slow}",
+            ]
+        lines += ["    else:"]
+        if ev.empty is None:
+            lines += [f"        {slow}"]
+        else:
+            lines += [f"        p = {self.const(ev.empty)}"]
+        lines += ["    c = inst._ctx", "    try:"]
+        # 2. preconditions
+        for req in ev.requires:
+            m._requirement_guard(req)  # checks it (IRLoadError)
+            lines += [f"        if not {self.expr(req.raw['guard'], s)}:", f"            {slow}"]
+        # 3. the candidates, in order
+        event_types = {f.name: f.type for f in ev.fields}
+        kw = "if"
+        internal_only = True
+        closed = False
+        for t in candidates:
+            guard = t.raw.get("guard")
+            if guard is not None:
+                m._compiler.compile(guard)  # checks it (IRLoadError)
+                lines.append(f"        {kw} {self.expr(guard, s)}:")
+                kw = "elif"
+            else:
+                lines.append("        else:" if kw == "elif" else "        if True:")
+                closed = True
+            body = "            "
+            dest = t.target
+            if dest is None or dest.choice:
+                lines.append(f"{body}{slow}")  # a refusal, or routing: the general path
+            else:
+                if t.mutates:
+                    lines.append(f"{body}c = dict(c)")
+                    if not t.internal:
+                        lines += self.actions(st.raw.get("exit"), s, {}, body)
+                    lines += self.actions(t.raw.get("actions"), s, event_types, body)
+                    if not t.internal:
+                        lines += self.actions(dest.raw.get("entry"), self.const(dest), {}, body)
+                else:
+                    lines.append(f"{body}pass")
+                lines.append(f"{body}d = {self.const(dest)}")
+                internal_only = internal_only and t.internal
+            if closed:
+                break
+        if not closed:
+            lines += ["        else:", f"            {slow}"]
+        lines += ["    except _FAULTS_OR_INVALID:", f"        {slow}"]
+        # 4. commit: nothing below can fail
+        lines += [
+            "    now = inst._clock()",
+            "    seq = inst._seq + 1",
+            f"    entry = (seq, now, _EVENT, {self.const(st.name)}, d.name, {evname}, p, reason,"
+            " _NO_VIA)",
+            "    inst._history.append(entry)",
+            "    inst._seq = seq",
+            "    inst._ctx = c",
+        ]
+        if not internal_only:
+            lines += [
+                f"    if d is not {s}:",
+                "        inst._state = d",
+                "        inst._timers = _arm(d, now) if d.timers else None",
+            ]
+        lines += [
+            "    if key is not None:",
+            "        inst._remember(key, seq)",
+            "    r = _new(_SR)",
+            "    r._e = entry",
+            "    r._c = c",
+            "    r._m = _M",
+            "    if inst._subs:",
+            "        inst._notify(r)",
+            "    return r",
+        ]
+        fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
+        return fn
+
+
+def general(event: str) -> Dispatch:
+    """A dispatch function that takes the general path every time."""
+
+    def dispatch(inst: Instance, payload: Any, reason: str | None, key: str | None) -> Outcome:
+        return inst._send_slow(event, payload, reason, key)
+
+    return dispatch

@@ -1,0 +1,241 @@
+"""The generated dispatch functions (runtime/codegen.py) against the general path.
+
+`Instance.send` runs a function generated per (state, event) and hands anything but a plain
+accepted step to `Instance._send_slow`. These tests drive twin machines, one with the
+generated functions and one held to the general path, through the same operations and
+require the same outcomes and the same instances after every step (values compared with
+their types: `1` and `1.0` differ). They also check that no text of the flow ends up in the
+generated source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flowc.runtime import FakeClock, Instance, Machine
+from flowc.runtime.codegen import general
+
+from .conftest import machine
+from .test_properties import ATTEMPT_OPS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLOW = """
+flow gen "Generated"
+
+enum Color { red, green }
+
+type Inner {
+  label: str
+  weight: float = 1.0
+  tags: list[str] = []
+}
+
+type Outer {
+  inner: Inner
+  items: list[Inner] = []
+  extra: map[str, int]? = none
+  level: int(0..9) = 0
+}
+
+context {
+  n: int = 0
+  total: float = 0.0
+  names: list[str] = []
+  color: Color = red
+  outer: Outer = {"inner": {"label": "x"}}
+  last: str? = none
+  ratio: float = 0.0
+  seen: list[int] = []
+}
+
+event put(outer: Outer, color: Color = green, note: str? = none)
+event add(k: int, f: float = 0.5)
+  require event.k != 13 else unlucky "not {{ event.k }}"
+event divide(by: int)
+event pick(i: int, names: list[str])
+event go
+event tick
+
+initial state A "First" {
+  meta { limit: 3 }
+  exit do n += 100
+  on put if event.outer.inner.label == "stop" reject stopped "stopped"
+  on put if event.color == red and coalesce(event.note, "") != "" -> B do
+    outer = event.outer;
+    outer.level = 3;
+    last = event.note
+  on put -> self do outer.inner = event.outer.inner; color = event.color
+  on add if event.k > 0 and not (event.k in seen) -> self do
+    n += event.k; total = total + event.f; append(seen, event.k)
+  on add if -event.k > 5 -> self do n -= 1; remove(seen, 1)
+  on divide -> self do ratio = n / event.by; n = n % event.by
+  on pick if names[event.i] != "" or len(event.names) > 2 -> self do
+    names = event.names; last = upper(trim(event.names[0])) + str(event.i)
+  on pick -> self do names += event.names
+  on go if state.name == "A" -> R
+  on tick -> B
+}
+
+choice state R {
+  entry do n += 1
+  if n > 2 -> B
+  else -> C
+}
+
+state B "Second" {
+  entry do outer.inner.label = "entered"; total = 2
+  after 5s -> C
+  on go -> C do outer = {"inner": {"label": coalesce(last, "none")}}
+  on tick -> A
+}
+
+final state C
+"""
+
+
+def twins(source: str | None = None, raw: dict[str, Any] | None = None) -> tuple[Machine, Machine]:
+    """The same flow twice: generated dispatch, and the general path only."""
+    if raw is None:
+        assert source is not None
+        raw = dict(machine(source).raw)
+    fast = Machine(raw, clock=FakeClock()).preload()
+    slow = Machine(raw, clock=FakeClock()).preload()
+    slow._dispatch = lambda state, event: general(event)  # type: ignore[method-assign]
+    return fast, slow
+
+
+def seen(inst: Instance) -> str:
+    return json.dumps(inst.snapshot(), sort_keys=True)
+
+
+def same(outcome_a: Any, outcome_b: Any) -> None:
+    assert json.dumps(outcome_a.to_dict(), sort_keys=True, default=repr) == json.dumps(
+        outcome_b.to_dict(), sort_keys=True, default=repr
+    )
+
+
+class StrSub(str):
+    pass
+
+
+GEN_OPS: list[tuple[str, Any]] = [
+    ("put", {"outer": {"inner": {"label": "a"}}}),
+    ("put", {"outer": {"inner": {"label": "stop"}}}),
+    ("put", {"outer": {"inner": {"label": "a", "weight": 2}}, "color": "red", "note": "hi"}),
+    ("put", {"outer": {"inner": {"label": "a", "weight": True}}}),
+    ("put", {"outer": {"inner": {"label": "a", "weight": float("nan")}}}),
+    ("put", {"outer": {"inner": {"label": "a", "tags": ["x", StrSub("y")]}}}),
+    ("put", {"outer": {"inner": {"label": "a", "tags": ("x", "y")}}}),
+    ("put", {"outer": {"inner": {"label": "a", "tags": ["x", 1]}}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "items": [{"label": "b"}, {"label": 3}]}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "items": [{"label": "b", "tags": []}]}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "extra": {"k": 1.0}, "level": 9}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "level": 10}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "level": 2.0}}),
+    ("put", {"outer": {"inner": {"label": "a"}}, "colour": "red"}),
+    ("put", {"outer": {"inner": {}}}),
+    ("put", {"outer": {"inner": {"label": "a"}}, "color": "blue"}),
+    ("put", {"outer": None}),
+    ("put", None),
+    ("add", {"k": 1}),
+    ("add", {"k": 2, "f": 2}),
+    ("add", {"k": 13}),
+    ("add", {"k": -7}),
+    ("add", {"k": 1.5}),
+    ("add", {"k": 3.0, "f": float("inf")}),
+    ("add", {"k": True}),
+    ("divide", {"by": 0}),
+    ("divide", {"by": 3}),
+    ("divide", {"by": -2}),
+    ("pick", {"i": 0, "names": ["  ann "]}),
+    ("pick", {"i": 5, "names": ["a", "b", "c"]}),
+    ("pick", {"i": -1, "names": ["a"]}),
+    ("pick", {"i": 0, "names": []}),
+    ("go", None),
+    ("go", {}),
+    ("go", {"x": 1}),
+    ("go", [1]),
+    ("tick", None),
+    ("nope", None),
+]
+
+
+def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, Any]], ctx: Any) -> None:
+    fast, slow = fast_m.start(ctx), slow_m.start(ctx)
+    for event, payload in ops:
+        before = seen(fast)
+        a, b = fast.send(event, payload, reason="r"), slow.send(event, payload, reason="r")
+        same(a, b)
+        assert seen(fast) == seen(slow), (event, payload)
+        assert fast.context == slow.context
+        if not a.ok:
+            assert seen(fast) == before
+        else:
+            assert a.context == b.context
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(GEN_OPS), max_size=20))
+def test_generated_dispatch_agrees_with_the_general_path(ops: list[tuple[Any, Any]]) -> None:
+    run_twins(*GEN, ops, None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([op for kind, op in ATTEMPT_OPS if kind == "send"]), max_size=25))
+def test_attempt_flow_agrees_with_the_general_path(ops: list[tuple[Any, Any]]) -> None:
+    run_twins(*ATTEMPT, ops, None)
+
+
+def test_the_bench_episode_agrees() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from dispatch import EPISODE
+
+    run_twins(*ATTEMPT, [(e, p) for e, p in EPISODE], None)
+
+
+def test_payloads_are_copies_and_keys_replay() -> None:
+    fast = GEN[0].start()
+    payload = {"outer": {"inner": {"label": "a", "tags": ["t"]}}}
+    step = fast.send("put", payload, key="k1")
+    assert step.ok
+    payload["outer"]["inner"]["tags"].append("changed")  # type: ignore[index]
+    assert fast.context["outer"]["inner"]["tags"] == ["t"]
+    again = fast.send("put", {"outer": {"inner": {"label": "b"}}}, key="k1")
+    assert again.replayed and again.seq == step.seq
+
+
+def test_no_flow_text_in_the_generated_source() -> None:
+    hostile = FLOW.replace('"stop"', "\"__import__('os').system('false')\"")
+    m = machine(hostile)
+    inst = m.start()
+    for event, payload in GEN_OPS:
+        inst.send(event, payload)
+    gen = m._generator
+    assert gen is not None and gen.sources
+    for source in gen.sources.values():
+        assert "'" not in source and '"' not in source, source  # no string literal at all
+        for word in ("outer", "inner", "label", "put", "divide", "First", "limit"):
+            assert word not in source
+
+
+ATTEMPT = twins(raw=dict(Machine.from_file(ROOT / "flows" / "attempt_v2.flow").raw))
+GEN = twins(FLOW)
+
+
+@pytest.mark.parametrize("name", ["collab_skills", "rfp_workspace", "stage_questions"])
+def test_seed_flows_load_and_generate(name: str) -> None:
+    m = Machine.from_file(ROOT / "flows" / f"{name}.flow").preload()
+    gen_count = 0
+    for state in m.states.values():
+        for event in state.on:
+            m._dispatch(state, event)
+            gen_count += 1
+    assert gen_count == sum(len(s.fast) for s in m.states.values())
