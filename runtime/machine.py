@@ -20,9 +20,12 @@ import gc
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import from_json
 
 from flowc.runtime.clock import Clock, system_clock
 from flowc.runtime.codegen import Dispatch, Generator, general
@@ -92,10 +95,19 @@ class CTransition:
         return _mentions_event(self.raw.get("guard"))
 
 
+#: What a state gets when it is first used (`Machine._wire_now`), not when loaded.
+_WIRED = frozenset(
+    {"back_edges", "direct", "entry", "exit", "fast", "on", "routes", "timers", "transitions"}
+)
+
+
 class CState:
-    """A state, with its dispatch tables."""
+    """A state, with its dispatch tables. These (the attributes in `_WIRED`) are built when
+    the state is first used, so loading a large flow pays only for checking its transitions;
+    which state is used first makes no difference to what any of them holds."""
 
     __slots__ = (
+        "_loader",
         "back_edges",
         "choice",
         "direct",
@@ -127,18 +139,29 @@ class CState:
         self.final: bool = self.kind == "final"
         self.choice: bool = self.kind == "choice"
         self.meta: Mapping[str, Any] = raw.get("meta") or _EMPTY
-        self.entry: ActionBlock | None = None
-        self.exit: ActionBlock | None = None
-        #: event name -> (its definition, its candidate transitions in try order)
-        self.on: dict[str, tuple[CEvent, tuple[CTransition, ...]]] = {}
-        #: event name -> its generated dispatch function (codegen.py), written on first send
-        self.fast: dict[str, Dispatch] = {}
-        #: target name -> direct edges to it, in try order
-        self.direct: dict[str, tuple[CTransition, ...]] = {}
-        self.routes: tuple[CTransition, ...] = ()
-        self.timers: tuple[CTransition, ...] = ()
-        self.back_edges: tuple[CTransition, ...] = ()
-        self.transitions: tuple[CTransition, ...] = ()
+        #: The machine that wires this state on first use; None once wired.
+        self._loader: Machine | None = None
+
+    entry: ActionBlock | None
+    exit: ActionBlock | None
+    #: event name -> (its definition, its candidate transitions in try order)
+    on: dict[str, tuple[CEvent, tuple[CTransition, ...]]]
+    #: event name -> its generated dispatch function (codegen.py), written on first send
+    fast: dict[str, Dispatch]
+    #: target name -> direct edges to it, in try order
+    direct: dict[str, tuple[CTransition, ...]]
+    routes: tuple[CTransition, ...]
+    timers: tuple[CTransition, ...]
+    back_edges: tuple[CTransition, ...]
+    transitions: tuple[CTransition, ...]
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for a slot not set yet: the wired attributes of a state not used so far.
+        loader = self._loader
+        if loader is None or name not in _WIRED:
+            raise AttributeError(name)
+        loader._wire_now(self)
+        return object.__getattribute__(self, name)
 
     def view(self) -> dict[str, Any]:
         """`state` as templates see it."""
@@ -214,7 +237,7 @@ class Machine:
         paused = gc.isenabled()
         gc.disable()  # see __init__
         try:
-            raw = json.loads(text)
+            raw = _parse_json(text)
         except ValueError as exc:
             raise IRLoadError(f"compiled flow is not JSON: {exc}") from exc
         finally:
@@ -291,34 +314,43 @@ class Machine:
             raise IRLoadError(f"the initial state {initial!r} is not a state")
         self.initial: CState = self.states[initial]
 
-        by_source: dict[str, list[CTransition]] = {}
+        # Every transition is checked now; the runtime structures of a state are built when
+        # it is first used (`_wire_now`).
+        states, events = self.states, self.events
+        by_source: dict[str, list[Mapping[str, Any]]] = {}
         for t in raw.get("transitions", ()):
-            source = self.states.get(t["source"])
-            if source is None:
+            source = t["source"]
+            if source not in states:
                 raise IRLoadError(
                     f"transition #{t.get('index')} leaves unknown state {t['source']!r}"
                 )
-            ct = CTransition(t, source)
-            if ct.kind not in _KINDS:
-                raise IRLoadError(f"transition #{ct.index} has unknown kind {ct.kind!r}")
+            index, kind = t["index"], t["kind"]
+            if kind not in _KINDS:
+                raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
             target = t.get("target")
             if target is not None:
-                ct.target = self.states.get(target)
-                if ct.target is None:
-                    raise IRLoadError(f"transition #{ct.index} goes to unknown state {target!r}")
-            elif ct.kind != "reject":
-                raise IRLoadError(f"transition #{ct.index} ({ct.kind}) has no target")
-            if ct.kind in ("event", "reject") and ct.event not in self.events:
-                raise IRLoadError(f"transition #{ct.index} is on unknown event {ct.event!r}")
-            if ct.kind == "timer" and not (isinstance(ct.after_ms, int) and ct.after_ms > 0):
-                raise IRLoadError(f"timer transition #{ct.index} needs after_ms > 0")
-            by_source.setdefault(source.name, []).append(ct)
+                if target not in states:
+                    raise IRLoadError(f"transition #{index} goes to unknown state {target!r}")
+            elif kind != "reject":
+                raise IRLoadError(f"transition #{index} ({kind}) has no target")
+            if kind in ("event", "reject") and t.get("event") not in events:
+                raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
+            if kind == "timer":
+                after_ms = t.get("after_ms")
+                if not (isinstance(after_ms, int) and after_ms > 0):
+                    raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
+            group = by_source.get(source)
+            if group is None:
+                by_source[source] = [t]
+            else:
+                group.append(t)
+        self._unwired = by_source
+        self._wiring = threading.Lock()
 
         self._compiler = ExprCompiler()
         self._generator: Generator | None = None
-        for state in self.states.values():
-            self._wire(state, sorted(by_source.get(state.name, ()), key=_by_index))
-        self._after_wiring()
+        for state in states.values():
+            state._loader = self
 
         self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
         self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
@@ -327,6 +359,7 @@ class Machine:
 
     def _wire(self, state: CState, transitions: list[CTransition]) -> None:
         state.transitions = tuple(transitions)
+        state.fast = {}
         lazy = self._lazy_actions
         state.entry = lazy(state, "entry")
         state.exit = lazy(state, "exit")
@@ -361,18 +394,37 @@ class Machine:
             t for t in transitions if t.back and t.kind in ("direct", "event") and t.target
         )
 
-    def _after_wiring(self) -> None:
-        for state in self.states.values():
-            for t in state.transitions:
+    def _wire_now(self, state: CState) -> None:
+        """Build the runtime structures of `state` (on its first use)."""
+        with self._wiring:
+            if state._loader is None:
+                return  # another thread was first
+            try:
+                transitions = []
+                for raw_t in self._unwired.get(state.name, ()):
+                    ct = CTransition(raw_t, state)
+                    target = raw_t.get("target")
+                    if target is not None:
+                        ct.target = self.states[target]
+                    transitions.append(ct)
+                transitions.sort(key=_by_index)
+                self._wire(state, transitions)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
+            for t in transitions:
                 target = t.target
+                # Read from the IR, not from `target`'s wired attributes: wiring one state
+                # never wires another.
                 t.mutates = bool(
                     t.actions
                     or (
                         target is not None
                         and not t.internal
-                        and (state.exit or target.entry or target.choice)
+                        and (state.raw.get("exit") or target.raw.get("entry") or target.choice)
                     )
                 )
+            self._unwired.pop(state.name, None)
+            state._loader = None
 
     # Closures are compiled when first called: each lazy stub compiles the real closure,
     # puts it where the stub was, and runs it.
@@ -436,6 +488,8 @@ class Machine:
         of on first use. Returns the machine."""
         c = self._compiler
         for state in self.states.values():
+            if state._loader is not None:
+                self._wire_now(state)
             for which in ("entry", "exit"):
                 if state.raw.get(which):
                     setattr(state, which, c.actions(state.raw[which], self.target_type))
@@ -569,6 +623,16 @@ class Machine:
 
     def __repr__(self) -> str:
         return f"<Machine {self.name} v{self.version} ({len(self.states)} states)>"
+
+
+def _parse_json(text: str | bytes) -> Any:
+    # pydantic-core's parser (a dependency already) is faster than the json module on large
+    # files; it refuses a few inputs the json module reads (a byte order mark, UTF-16 bytes,
+    # lone surrogates), which go to the json module, so what loads is unchanged.
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def _by_index(t: CTransition) -> int:

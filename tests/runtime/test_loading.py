@@ -1,0 +1,82 @@
+"""Loading: states are wired on first use, and whichever is used first, the machine behaves
+the same; the JSON is read by pydantic-core's parser with the json module as the fallback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from flowc.runtime import IRLoadError, Machine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def attempt_json() -> str:
+    m = Machine.from_file(ROOT / "flows" / "attempt_v2.flow")
+    return json.dumps(dict(m.raw), separators=(",", ":"))
+
+
+def test_states_are_wired_on_first_use() -> None:
+    m = Machine.from_json(attempt_json())
+    assert all(s._loader is m for s in m.states.values())
+    inst = m.start()
+    assert m.states["UNDERSTAND"]._loader is None  # used by the start
+    assert m.states["VERIFY"]._loader is m
+    assert inst.send("set_mode", {"mode": "EXPERT"}).ok
+    assert inst.send("skip").ok and inst.send("skip").ok
+    assert inst.state == "IMPLEMENT"
+    assert [e.name for e in inst.accepted_events()] == [
+        e.name
+        for e in Machine.from_json(attempt_json())
+        .preload()
+        .restore(inst.snapshot())
+        .accepted_events()
+    ]
+
+
+def test_wiring_order_makes_no_difference() -> None:
+    def shape(m: Machine) -> list[tuple[str, list[tuple[int, bool, bool]], list[str]]]:
+        return [
+            (
+                s.name,
+                [(t.index, t.internal, t.mutates) for t in s.transitions],
+                sorted(s.on),
+            )
+            for s in m.states.values()
+        ]
+
+    forward = Machine.from_json(attempt_json())
+    backward = Machine.from_json(attempt_json())
+    for s in reversed(list(backward.states.values())):
+        _ = s.timers
+    assert shape(forward) == shape(backward) == shape(Machine.from_json(attempt_json()).preload())
+
+
+def test_threads_wiring_one_state_get_one_set_of_transitions() -> None:
+    m = Machine.from_json(attempt_json())
+    seen: list[object] = []
+    threads = [threading.Thread(target=lambda: seen.append(m.states["PLAN"].on)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(x) for x in seen}) == 1
+
+
+def test_bad_transitions_are_still_refused_at_load() -> None:
+    raw = json.loads(attempt_json())
+    raw.pop("hash")
+    raw["transitions"][0]["target"] = "NOWHERE"
+    with pytest.raises(IRLoadError, match="unknown state 'NOWHERE'"):
+        Machine(raw)
+
+
+def test_json_the_fast_parser_refuses_still_loads() -> None:
+    text = attempt_json()
+    for data in (b"\xef\xbb\xbf" + text.encode(), text.encode("utf-16")):
+        assert Machine.from_json(data).name == "attempt_v2"
+    with pytest.raises(IRLoadError, match="not JSON"):
+        Machine.from_json(text + " x")
