@@ -168,36 +168,42 @@ class Generator:
         self._define(name, lines, f"check of {t.name}")
         return name
 
-    def record_body(self, t: Type, src: str, dst: str, ind: str) -> list[str]:
+    def record_body(
+        self, t: Type, src: str, dst: str, ind: str, inlined: tuple[int, ...] = ()
+    ) -> list[str]:
         """Lines checking dict `src` as record `t` into a new dict `dst`; a missing required
-        field raises KeyError, anything else wrong `Invalid`."""
+        field raises KeyError, anything else wrong `Invalid`. `inlined`: the records whose
+        checks these lines are already inside (records nested in them are written inline
+        too, a few levels deep, which saves a call per nested record)."""
         lines: list[str] = []
         out: list[str] = []
-        required = sum(1 for f in t.fields if f.required)
-        has_optional = required != len(t.fields)
+        inlined = (*inlined, id(t))
+        has_optional = any(not f.required for f in t.fields)
+        # Counting the absent fields, as validate.py does: most payloads give most fields.
+        n = self._fresh("n")
         if has_optional:
-            lines.append(f"{ind}n = {self.const(required)}")
+            lines.append(f"{ind}{n} = {self.const(len(t.fields))}")
         for f in t.fields:
             k = self.const(f.name)
             v = self._fresh("v")
             out.append(f"{k}: {v}")
             if f.required:
                 lines.append(f"{ind}{v} = {src}[{k}]")
-                lines += self.value(f.type, v, ind)
+                lines += self.value(f.type, v, ind, inlined)
             else:
                 lines.append(f"{ind}if {k} in {src}:")
                 lines.append(f"{ind}    {v} = {src}[{k}]")
-                lines += self.value(f.type, v, ind + "    ")
-                lines.append(f"{ind}    n += 1")
+                lines += self.value(f.type, v, ind + "    ", inlined)
                 lines.append(f"{ind}else:")
                 lines.append(f"{ind}    {v} = {self.const(f.default)}")
-        count = "n" if has_optional else self.const(required)
+                lines.append(f"{ind}    {n} -= 1")
+        count = n if has_optional else self.const(len(t.fields))
         lines.append(f"{ind}if len({src}) != {count}:")
         lines.append(f"{ind}    raise _INVALID")
         lines.append(f"{ind}{dst} = {{{', '.join(out)}}}")
         return lines
 
-    def value(self, t: Type, v: str, ind: str) -> list[str]:
+    def value(self, t: Type, v: str, ind: str, inlined: tuple[int, ...] = ()) -> list[str]:
         """Lines normalising `v` in place as a value of `t`, or raising `Invalid`; the same
         verdicts and values as `t.check` (validate.py)."""
         kind = t.kind
@@ -210,6 +216,13 @@ class Generator:
                 f"{ind}    {v} = {check}({v})",
             ]
         if kind == "record":
+            if self._inlinable(t, inlined):
+                return [
+                    f"{ind}if type({v}) is dict:",
+                    *self.record_body(t, v, v, ind + "    ", inlined),
+                    f"{ind}else:",
+                    f"{ind}    {v} = {self.const(t.check)}({v})",
+                ]
             return [f"{ind}{v} = {self.record(t)}({v})"]
         if kind == "enum":
             members = self.const(t.members)
@@ -233,7 +246,7 @@ class Generator:
                 lines += [f"{ind}if {v} > {self.const(t.max)}:", f"{ind}    raise _INVALID"]
             return lines
         if kind == "optional" and t.item is not None:
-            return [f"{ind}if {v} is not None:", *self.value(t.item, v, ind + "    ")]
+            return [f"{ind}if {v} is not None:", *self.value(t.item, v, ind + "    ", inlined)]
         if kind == "list" and t.item is not None:
             # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
             item, i, out = t.item, self._fresh("i"), self._fresh("o")
@@ -250,17 +263,32 @@ class Generator:
                     f"{ind}else:",
                     f"{ind}    {v} = {generic}({v})",
                 ]
-            each = self.record(item) if item.kind == "record" else self.const(item.check)
+            if item.kind == "record" and self._inlinable(item, inlined):
+                each = [
+                    f"{ind}        if type({i}) is dict:",
+                    *self.record_body(item, i, i, ind + "            ", inlined),
+                    f"{ind}        else:",
+                    f"{ind}            {i} = {self.const(item.check)}({i})",
+                    f"{ind}        {out}.append({i})",
+                ]
+            else:
+                fn = self.record(item) if item.kind == "record" else self.const(item.check)
+                each = [f"{ind}        {out}.append({fn}({i}))"]
             return [
                 f"{ind}if type({v}) is list:",
                 f"{ind}    {out} = []",
                 f"{ind}    for {i} in {v}:",
-                f"{ind}        {out}.append({each}({i}))",
+                *each,
                 f"{ind}    {v} = {out}",
                 f"{ind}else:",
                 f"{ind}    {v} = {generic}({v})",
             ]
         return [f"{ind}{v} = {self.const(t.check)}({v})"]
+
+    @staticmethod
+    def _inlinable(t: Type, inlined: tuple[int, ...]) -> bool:
+        names = [f.name for f in t.fields]
+        return id(t) not in inlined and len(inlined) < 3 and len(set(names)) == len(names)
 
     # ---- expressions ------------------------------------------------------------------------
     def expr(self, node: Any, s: str) -> str:
@@ -349,35 +377,34 @@ class Generator:
         norm = normaliser(ty, path, value_node, event_types)
         v = self.expr(value_node, s)
 
-        def normalised(x: str) -> str:
+        # A value that needs normalising goes through the generated check of its type: it
+        # raises `Invalid` where the normaliser raises a fault, and both send the step to the
+        # general path.
+        def store(x: str, into: str) -> list[str]:
             if norm is identity:
-                return x
-            if ty.kind == "record":
-                # The generated check: it raises `Invalid` where the normaliser raises a fault,
-                # and both send the step to the general path.
-                return f"{self.record(ty)}({x})"
-            return f"{self.const(norm)}({x})"
+                return [f"{ind}{into} = {x}"]
+            return [f"{ind}_v = {x}", *self.value(ty, "_v", ind), f"{ind}{into} = _v"]
 
         if op in ("add", "sub"):
             if len(path) != 1:
                 raise _Unsupported
             k = self.const(path[0])
             sign = "+" if op == "add" else "-"
-            return [f"{ind}c[{k}] = {normalised(f'c[{k}] {sign} {v}')}"]
+            return store(f"c[{k}] {sign} {v}", f"c[{k}]")
         if len(path) == 1:
-            return [f"{ind}c[{self.const(path[0])}] = {normalised(v)}"]
+            return store(v, f"c[{self.const(path[0])}]")
         if len(path) != 2:
             raise _Unsupported
         head, last = self.const(path[0]), self.const(path[1])
         if depth >= 1:  # `head` was copied by an earlier action of this block
-            return [f"{ind}_v = {normalised(v)}", f"{ind}c[{head}][{last}] = _v"]
+            return store(v, f"c[{head}][{last}]")
         return [
-            f"{ind}_v = {normalised(v)}",
+            *store(v, "_w"),
             f"{ind}_n = c[{head}]",
             f"{ind}if _n is None:",
             f"{ind}    raise _none()",
             f"{ind}_n = c[{head}] = dict(_n)",
-            f"{ind}_n[{last}] = _v",
+            f"{ind}_n[{last}] = _w",
         ]
 
     # ---- dispatch ---------------------------------------------------------------------------
@@ -433,8 +460,10 @@ class Generator:
         # 3. the candidates, in order
         event_types = {f.name: f.type for f in ev.fields}
         kw = "if"
-        internal_only = True
         closed = False
+        accepting: list[CTransition] = []
+        which = self._fresh("b")  # the accepting branch taken, when there are several
+        many = sum(1 for t in candidates if t.target is not None and not t.target.choice) > 1
         for t in candidates:
             guard = t.raw.get("guard")
             if guard is not None:
@@ -450,50 +479,65 @@ class Generator:
                 lines.append(f"{body}{slow}")  # a refusal, or routing: the general path
             else:
                 if t.mutates:
-                    lines.append(f"{body}c = dict(c)")
+                    lines.append(f"{body}c = c.copy()")
                     if not t.internal:
                         lines += self.actions(st.raw.get("exit"), s, {}, body)
                     lines += self.actions(t.raw.get("actions"), s, event_types, body)
                     if not t.internal:
                         lines += self.actions(dest.raw.get("entry"), self.const(dest), {}, body)
-                else:
+                if many:
+                    lines.append(f"{body}{which} = {self.const(len(accepting))}")
+                elif not t.mutates:
                     lines.append(f"{body}pass")
-                lines.append(f"{body}d = {self.const(dest)}")
-                internal_only = internal_only and t.internal
+                accepting.append(t)
             if closed:
                 break
         if not closed:
             lines += ["        else:", f"            {slow}"]
         lines += ["    except _FAULTS_OR_INVALID:", f"        {slow}"]
-        # 4. commit: nothing below can fail
-        lines += [
-            "    now = inst._clock()",
-            "    seq = inst._seq + 1",
-            f"    entry = (seq, now, _EVENT, {self.const(st.name)}, d.name, {evname}, p, reason,"
-            " _NO_VIA)",
-            "    inst._history.append(entry)",
-            "    inst._seq = seq",
-            "    inst._ctx = c",
-        ]
-        if not internal_only:
-            lines += [
-                f"    if d is not {s}:",
-                "        inst._state = d",
-                "        inst._timers = _arm(d, now) if d.timers else None",
-            ]
-        lines += [
-            "    if key is not None:",
-            "        inst._remember(key, seq)",
-            "    r = _new(_SR)",
-            "    r._e = entry",
-            "    r._c = c",
-            "    r._m = _M",
-            "    if inst._subs:",
-            "        inst._notify(r)",
-            "    return r",
-        ]
+        # 4. commit, written out for each accepting branch: nothing below can fail
+        for i, t in enumerate(accepting):
+            ind = "    "
+            if many:
+                last = i == len(accepting) - 1
+                lines.append("    else:" if last else f"    {'el' if i else ''}if {which} == {i}:")
+                ind = "        "
+            lines += self._commit(st, t, evname, ind)
+        if not accepting:
+            lines.append(f"    {slow}")
         fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
         return fn
+
+    def _commit(self, st: CState, t: CTransition, evname: str, ind: str) -> list[str]:
+        dest = t.target
+        assert dest is not None
+        lines = [
+            "now = inst._clock()",
+            "seq = inst._seq + 1",
+            f"entry = (seq, now, _EVENT, {self.const(st.name)}, {self.const(dest.name)}, "
+            f"{evname}, p, reason, _NO_VIA)",
+            "inst._history.append(entry)",
+            "inst._seq = seq",
+            "inst._ctx = c",
+        ]
+        if not t.internal:
+            lines.append(f"inst._state = {self.const(dest)}")
+            if dest.timers:
+                lines.append(f"inst._timers = _arm({self.const(dest)}, now)")
+            else:
+                lines.append("inst._timers = None")
+        lines += [
+            "if key is not None:",
+            "    inst._remember(key, seq)",
+            "r = _new(_SR)",
+            "r._e = entry",
+            "r._c = c",
+            "r._m = _M",
+            "if inst._subs:",
+            "    inst._notify(r)",
+            "return r",
+        ]
+        return [ind + line for line in lines]
 
 
 def general(event: str) -> Dispatch:

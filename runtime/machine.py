@@ -487,20 +487,26 @@ class Machine:
         """Compile every guard, action and requirement now (checking each expression) instead
         of on first use. Returns the machine."""
         c = self._compiler
-        for state in self.states.values():
-            if state._loader is not None:
-                self._wire_now(state)
-            for which in ("entry", "exit"):
-                if state.raw.get(which):
-                    setattr(state, which, c.actions(state.raw[which], self.target_type))
-            for t in state.transitions:
-                if t.raw.get("guard") is not None:
-                    t.guard = c.compile(t.raw["guard"])
-                if t.raw.get("actions"):
-                    t.actions = self._compile_transition_actions(t)
-        for ev in self.events.values():
-            for req in ev.requires:
-                self._requirement_guard(req)
+        paused = gc.isenabled()
+        gc.disable()  # see __init__: thousands of closures, all as long-lived as the machine
+        try:
+            for state in self.states.values():
+                if state._loader is not None:
+                    self._wire_now(state)
+                for which in ("entry", "exit"):
+                    if state.raw.get(which):
+                        setattr(state, which, c.actions(state.raw[which], self.target_type))
+                for t in state.transitions:
+                    if t.raw.get("guard") is not None:
+                        t.guard = c.compile(t.raw["guard"])
+                    if t.raw.get("actions"):
+                        t.actions = self._compile_transition_actions(t)
+            for ev in self.events.values():
+                for req in ev.requires:
+                    self._requirement_guard(req)
+        finally:
+            if paused:
+                gc.enable()
         return self
 
     def target_type(self, path: Sequence[str]) -> Type:
