@@ -7,10 +7,11 @@ succeeded are state, context, history and timers replaced, in that order, with n
 fail in between. A refusal or a fault returns a `Rejection` and leaves the instance exactly as
 it was.
 
-The hot path is written for speed: the dispatch table gives the candidates in one lookup, the
-payload is checked by one precompiled call, the context is copied only when an action will
-run, and history records a tuple per step (`HistoryEntry` objects are built only when asked
-for).
+The hot path is written for speed: `send` makes one lookup for the function generated for the
+event in the current state (codegen.py), which checks the payload, picks the rule and commits
+an accepted step inline, and hands everything else to `_send_slow`, the general path. The
+context is copied only when an action will run, and history records a tuple per step
+(`HistoryEntry` objects are built only when asked for).
 """
 
 from __future__ import annotations

@@ -6,10 +6,12 @@ straight into runtime structures: one `CState` per state holding its dispatch ta
 by target, its routing rules and timers. Finding the candidates for an event is one dict
 lookup whatever the machine's size.
 
-Guards and actions are compiled to closures on first use (a transition that is never tried is
-never compiled), which keeps loading a 1,000-state machine to parsing its JSON plus one pass
-over it. `Machine.preload()` compiles everything at once, and in doing so checks every
-expression; `flowc run` and the tests call it.
+Loading checks every transition (states, kinds, events, timers) but builds a state's tables
+only when the state is first used, and guards and actions are compiled to closures on first
+use (a transition that is never tried is never compiled): loading a 1,000-state machine is
+parsing its JSON plus one pass over its transitions. `Machine.preload()` builds and compiles
+everything at once, and in doing so checks every expression; `flowc run` and the tests call
+it. `Instance.send` runs a function generated per (state, event) on first use (codegen.py).
 
 The machine never changes after loading: instances share its defaults, meta and closures.
 """
@@ -349,6 +351,7 @@ class Machine:
 
         self._compiler = ExprCompiler()
         self._generator: Generator | None = None
+        self._generating = threading.Lock()
         for state in states.values():
             state._loader = self
 
@@ -472,10 +475,14 @@ class Machine:
             known = False
         if not known:
             return general(event)
-        gen = self._generator
-        if gen is None:
-            gen = self._generator = Generator(self)
-        fn = state.fast[event] = gen.dispatch(state, event)
+        # One thread at a time: the generated functions share one namespace and its names.
+        with self._generating:
+            fn = state.fast.get(event)
+            if fn is None:
+                gen = self._generator
+                if gen is None:
+                    gen = self._generator = Generator(self)
+                fn = state.fast[event] = gen.dispatch(state, event)
         return fn
 
     def _requirement_guard(self, req: Requirement) -> Evaluator:

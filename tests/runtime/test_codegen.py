@@ -10,6 +10,7 @@ generated source."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,12 @@ def twins(source: str | None = None, raw: dict[str, Any] | None = None) -> tuple
 
 def seen(inst: Instance) -> str:
     return json.dumps(inst.snapshot(), sort_keys=True)
+
+
+def without_id(inst: Instance) -> str:
+    snapshot = inst.snapshot()
+    snapshot.pop("id", None)
+    return json.dumps(snapshot, sort_keys=True)
 
 
 def same(outcome_a: Any, outcome_b: Any) -> None:
@@ -239,3 +246,30 @@ def test_seed_flows_load_and_generate(name: str) -> None:
             m._dispatch(state, event)
             gen_count += 1
     assert gen_count == sum(len(s.fast) for s in m.states.values())
+
+
+def test_threads_generating_at_once_agree() -> None:
+    raw = dict(GEN[0].raw)
+    fast = Machine(raw, clock=FakeClock())
+    ops = [op for op in GEN_OPS if op[0] in ("put", "add", "divide", "pick")]
+    results: dict[int, list[str]] = {}
+
+    def drive(n: int) -> None:
+        inst = fast.start()
+        out = []
+        for event, payload in ops[n % 3 :: 3] * 3:
+            out.append(json.dumps(inst.send(event, payload).ok))
+        out.append(without_id(inst))
+        results[n] = out
+
+    threads = [threading.Thread(target=drive, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    slow = GEN[1]
+    for n, out in results.items():
+        inst = slow.start()
+        expected = [json.dumps(inst.send(e, p).ok) for e, p in ops[n % 3 :: 3] * 3]
+        assert out[:-1] == expected
+        assert out[-1] == without_id(inst)
