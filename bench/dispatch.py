@@ -390,8 +390,8 @@ def transitions_factory() -> Callable[[], Any]:
     return make
 
 
-def transitions_send(model: Any, event: str, payload: Payload) -> bool:
-    return bool(model.trigger(event, payload=payload))
+def transitions_send(model: Any, event: str, payload: Payload) -> Any:
+    return model.trigger(event, payload=payload)
 
 
 # ---- python-statemachine --------------------------------------------------------------------
@@ -517,7 +517,7 @@ def statemachine_factory() -> Callable[[], Any]:
 
 
 def statemachine_send(sm: Any, event: str, payload: Payload) -> bool:
-    sm.send(event, payload=payload)
+    sm.send(event, payload=payload)  # raises when refused
     return True
 
 
@@ -529,7 +529,7 @@ class Contender:
         self,
         name: str,
         make: Callable[[], Any],
-        send: Callable[[Any, str, Payload], bool],
+        send: Callable[[Any, str, Payload], Any],
         state: Callable[[Any], str],
     ) -> None:
         self.name, self.make, self.send, self.state = name, make, send, state
@@ -540,8 +540,10 @@ def contenders() -> list[Contender]:
     assert compiled.flow is not None
     machine = Machine.from_json(compiled.flow.to_json()).preload()
 
-    def flowc_send(inst: Any, event: str, payload: Payload) -> bool:
-        return bool(inst.send(event, payload).ok)
+    # Every contender is called the same way, a lambda around its own send, and its own result
+    # returned: check_episode reads the outcome (flowc's `ok`, the others' truth).
+    def flowc_send(inst: Any, event: str, payload: Payload) -> Any:
+        return inst.send(event, payload)
 
     out = [
         Contender("flowc", machine.start, flowc_send, lambda i: i.state),
@@ -570,7 +572,8 @@ def contenders() -> list[Contender]:
 def check_episode(c: Contender) -> None:
     inst = c.make()
     for event, payload in EPISODE:
-        if not c.send(inst, event, payload):
+        outcome = c.send(inst, event, payload)
+        if not getattr(outcome, "ok", outcome):
             raise SystemExit(f"{c.name}: {event} was refused in {c.state(inst)}")
     if c.state(inst) != FINAL:
         raise SystemExit(f"{c.name} ended in {c.state(inst)}, not {FINAL}")

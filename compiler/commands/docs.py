@@ -1,5 +1,6 @@
 """`flowc docs FILE...`: Markdown documentation (state and transition tables, events, context,
-the diagram) from Jinja2 templates."""
+types, migrations from older versions, messages and journals, the diagram) from Jinja2
+templates."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import jinja2
 from flowc.compiler.emit.expr_text import actions_text, expr_text, literal_text
 from flowc.compiler.emit.labels import duration_text, type_text
 from flowc.compiler.emit.mermaid import to_mermaid
-from flowc.runtime.model import Action, CompiledFlow, FieldDef, State, Transition
+from flowc.runtime.model import Action, CompiledFlow, FieldDef, Migration, State, Transition
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,14 @@ class _Named:
     default: str = ""
     members: str = ""
     fields: str = ""
+
+
+@dataclass(frozen=True)
+class _MigrationRow:
+    from_version: int
+    states: str
+    fields: str
+    dropped: str
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,7 @@ def to_markdown(
         records=[
             _Named(r.name, fields=", ".join(_field_text(f) for f in r.fields)) for r in flow.records
         ],
+        migrations=[_migration_row(m) for m in sorted(flow.migrations, key=_from_version)],
         texts=[
             *(_Text("message", k, v) for k, v in sorted(flow.messages.items())),
             *(_Text("journal", j.name, j.template) for j in flow.journals),
@@ -102,6 +111,22 @@ def to_markdown(
         ],
     )
     return text.rstrip("\n") + "\n"
+
+
+def _from_version(m: Migration) -> int:
+    return m.from_version
+
+
+def _migration_row(m: Migration) -> _MigrationRow:
+    def arrows(mapping: dict[str, str]) -> str:
+        return ", ".join(f"`{old}` → `{new}`" for old, new in sorted(mapping.items()))
+
+    return _MigrationRow(
+        from_version=m.from_version,
+        states=arrows(m.states),
+        fields=arrows(m.rename),
+        dropped=", ".join(f"`{name}`" for name in m.drop),
+    )
 
 
 @cache

@@ -63,3 +63,31 @@ def test_pipes_in_cells_are_escaped(sample: CompiledFlow) -> None:
         }
     )
     assert "| a \\| b |" in to_markdown(flow)
+
+
+def test_migrations_get_a_table_and_flows_without_them_none(sample: CompiledFlow) -> None:
+    from flowc.compiler import compile_source
+
+    source = """\
+flow tally
+version 3
+migrate from 2 { drop scratch }
+migrate from 1 {
+  state OPEN -> COUNTING
+  field count -> total
+  drop scratch, label
+}
+context { total: int = 0 }
+event inc
+initial state COUNTING { on inc -> self do total += 1 }
+"""
+    result = compile_source(source, "tally.flow")
+    assert result.flow is not None, result.diagnostics
+    text = to_markdown(result.flow)
+    block = section(text, "Migrations")
+    assert "restored under version 3" in block
+    assert table_rows(block) == [
+        ["1", "`OPEN` → `COUNTING`", "`count` → `total`", "`label`, `scratch`"],
+        ["2", "", "", "`scratch`"],
+    ]
+    assert "## Migrations" not in to_markdown(sample)
