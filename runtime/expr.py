@@ -704,12 +704,8 @@ def _normaliser(
     record with more fields) and ints stored into float fields become floats. Every other value
     is stored as it is: the compiler checked its type, and a payload field of the very same
     type was normalised when the payload was checked."""
-    if not _needs_normalising(ty):
+    if _already_normal(ty, value, event_types):
         return _identity
-    if isinstance(value, Mapping) and value.get("op") == "event":
-        source = event_types.get(value.get("value"))  # type: ignore[arg-type]
-        if source is ty or (ty.kind == "optional" and source is ty.item):
-            return _identity
     check = ty.check
     where = ".".join(path)
 
@@ -720,6 +716,38 @@ def _normaliser(
             raise ExprFault(f"the value does not fit `{where}`") from None
 
     return normalise
+
+
+def _already_normal(ty: Type, value: Any, event_types: Mapping[str, Type]) -> bool:
+    """Whether every value `value` can evaluate to is already normal for `ty`, so storing it
+    needs no check: a type that never needs normalising, a payload field of the very same type
+    (normalised with the payload), a float literal for a float, or a record literal naming every
+    field of its record in order, each value itself already normal (the literal builds a fresh
+    dict, in the order the record check would)."""
+    if not _needs_normalising(ty):
+        return True
+    if not isinstance(value, Mapping):
+        return False
+    op = value.get("op")
+    if op == "event":
+        source = event_types.get(value.get("value"))  # type: ignore[arg-type]
+        return source is ty or (ty.kind == "optional" and source is ty.item)
+    if op == "lit":
+        return ty.kind == "float" and type(value.get("value")) is float
+    if op != "map":
+        return False
+    record = ty.item if ty.kind == "optional" else ty
+    if record is None or record.kind != "record":
+        return False
+    args = value.get("args") or ()
+    keys, values = args[0::2], args[1::2]
+    names = [
+        k.get("value") if isinstance(k, Mapping) and k.get("op") == "lit" else None for k in keys
+    ]
+    if len(values) != len(keys) or names != [f.name for f in record.fields]:
+        return False
+    fields = zip(record.fields, values, strict=True)
+    return all(_already_normal(f.type, v, event_types) for f, v in fields)
 
 
 def _needs_normalising(ty: Type) -> bool:

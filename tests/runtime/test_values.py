@@ -232,3 +232,40 @@ initial state S {{ on go -> self do out = {expr} }}
     inst = m.start()
     assert inst.send("go").ok
     assert inst.context["out"] == expected
+
+
+RECORD_LITERALS = """
+flow literals
+
+type Point { x: float, y: float, label: str = "" }
+
+context { p: Point? = none, q: Point? = none }
+
+event put(x: float, y: float, label: str)
+event put_ints(x: int)
+
+initial state S {
+  on put -> self do
+    p = {"x": event.x, "y": event.y, "label": event.label};
+    q = {"label": event.label, "y": event.y, "x": event.x}
+  on put_ints -> self do
+    p = {"x": event.x, "y": 2};
+    q = {"x": 1.5, "y": 2.5, "label": "lit"}
+}
+"""
+
+
+@pytest.mark.parametrize("path", ["generated", "general"])
+def test_record_literals_store_normal_records(path: str) -> None:
+    # A complete literal in field order is stored as built; any other literal goes through
+    # the record's check (defaults filled, ints made floats, fields in the record's order).
+    inst = machine(RECORD_LITERALS).start()
+    send = inst.send if path == "generated" else lambda e, p: inst._send_slow(e, p, None, None)
+    assert send("put", {"x": 1, "y": 2.5, "label": "a"}).ok
+    p, q = inst.context["p"], inst.context["q"]
+    assert p == q == {"x": 1.0, "y": 2.5, "label": "a"}
+    assert list(q) == ["x", "y", "label"] and type(p["x"]) is float
+    assert send("put_ints", {"x": 3}).ok
+    p, q = inst.context["p"], inst.context["q"]
+    assert p == {"x": 3.0, "y": 2.0, "label": ""} and type(p["y"]) is float
+    assert q == {"x": 1.5, "y": 2.5, "label": "lit"}
