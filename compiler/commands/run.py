@@ -137,9 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     lines = _open_lines(args.events) if args.events is not None else None
     interactive = lines is None and sys.stdin.isatty()
     if args.store is not None:
-        if args.snapshot or journals:
-            raise _Usage("--store keeps the instance in the store: no --snapshot or --journal")
-        return _run_stored(args, machine, fake, lines, interactive, out)
+        if args.snapshot:
+            raise _Usage("--store keeps the instance in the store: no --snapshot")
+        return _run_stored(args, machine, fake, lines, interactive, out, journals)
     if args.id is not None:
         raise _Usage("--id names an instance in a store: give --store too")
     snapshot = Path(args.snapshot) if args.snapshot else None
@@ -191,6 +191,7 @@ def _run_stored(
     lines: Iterable[str] | None,
     interactive: bool,
     out: TextIO,
+    journals: list[tuple[str, str]],
 ) -> int:
     from flowc.runtime.store import InstanceExists, StoreError, StoreURLError, open_store
     from flowc.runtime.store.durable import DurableFlows, UnknownFlow
@@ -231,12 +232,26 @@ def _run_stored(
                             "seq": started.data["seq"],
                         },
                     )
+            for name, file in journals:
+                _journal_to_file(durable, instance_id, name, file)
             return _drive(
                 StoredDriver(durable, instance_id, fake), lines, interactive, out, args.keep_going
             )
         except (UnknownFlow, FlowcError, InstanceExists) as exc:
             print(f"flowc run: {exc}", file=sys.stderr)
             return EXIT_FAILURE
+
+
+def _journal_to_file(durable: DurableFlows, instance_id: str, name: str, file: str) -> None:
+    """Append journal `name` of the steps this run commits on `instance_id` to `file`. The
+    file's `.seq` companion keeps each entry written once, also across runs and replays."""
+    sink = JournalFile(name, file, instance_id=instance_id)
+
+    def write(committed_on: str, step: StepResult) -> None:
+        if committed_on == instance_id:
+            sink.write(step)
+
+    durable.subscribe(write)
 
 
 def _stored(store: Store, instance_id: str) -> bool:

@@ -43,6 +43,9 @@ from flowc.runtime.store.types import (
 )
 from flowc.runtime.store.worker import TimerWorker
 
+#: `DurableFlows.subscribe` callbacks: the instance's id and the step committed.
+StepSubscriber = Callable[[str, StepResult], None]
+
 
 class UnknownFlow(LookupError):
     """An instance of a flow (or flow version) that was not given to `DurableFlows`."""
@@ -115,8 +118,8 @@ class DurableFlows:
     - `upgrade=True`: an instance whose flow has a newer registered version moves to it on its
       next step (through `migrations` when states were removed); with `upgrade=False` it stays
       on the exact graph it started under, which must then be registered.
-    - `migrations`: state and context mappings between versions (see `migrate.py`); a flow's
-      compiled IR may carry its own in future (docs/persistence.md).
+    - `migrations`: state and context mappings between versions (see `migrate.py`), for
+      versions a flow's own `migrate from N` blocks do not cover (docs/persistence.md).
     - `compact`: keep only the history entries restoring needs in the stored snapshot
       (`compact_history`); the store's history rows always have every step. An `Instance`
       from `load` then shows that compact history.
@@ -140,6 +143,27 @@ class DurableFlows:
         self.upgrade = upgrade
         self.migrations = tuple(migrations)
         self.max_attempts = max_attempts
+        self._subscribers: list[StepSubscriber] = []
+
+    def subscribe(self, fn: StepSubscriber) -> Callable[[], None]:
+        """Call `fn(instance_id, step)` for every step this object commits: sends, go-tos and
+        backs, and the timer steps its `worker()` fires. Called after the transaction commits
+        (never for a refusal, a replay or a lost race), in the committing thread; a process
+        that dies in between misses the call, so sinks that must not lose steps are idempotent
+        and catch up from the store's history. Returns a function that unsubscribes."""
+        self._subscribers.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+        return unsubscribe
+
+    def _deliver(self, instance_id: str, outcomes: Iterable[Outcome | None]) -> None:
+        for outcome in outcomes:
+            if isinstance(outcome, StepResult):
+                for fn in list(self._subscribers):
+                    fn(instance_id, outcome)
 
     def close(self) -> None:
         """Close the store (its connections)."""
@@ -248,19 +272,25 @@ class DurableFlows:
             return self._change(record, instance, migrated, outcome.to_dict())
 
         out = self.store.step(instance_id, fn, key=key, max_attempts=self.max_attempts)
-        return self._outcome(instance_id, out, ran[-1] if ran else None, event)
+        last = ran[-1] if ran else None
+        if out.status == "committed" and self._subscribers:
+            self._deliver(instance_id, [last])
+        return self._outcome(instance_id, out, last, event)
 
     # -- timers -------------------------------------------------------------------------------
 
-    def fire(self, claim: TimerClaim) -> StepFn:
+    def fire(self, claim: TimerClaim, ran: list[list[Outcome]] | None = None) -> StepFn:
         """The step that fires a claimed timer: every timer of the instance due at the
         claim's deadline fires, soonest first (so an earlier one that leaves the state
         disarms this one, as it would have in memory). Always commits, so that a timer whose
-        guard failed is gone from the snapshot too."""
+        guard failed is gone from the snapshot too. `ran`, when given, gets the outcomes of
+        each run of the step (the last is what was committed)."""
 
         def fn(record: InstanceRecord) -> Change:
             instance, migrated = self._restore(record)
             outcomes = instance.advance(claim.deadline)
+            if ran is not None:
+                ran.append(outcomes)
             data: dict[str, Json] = {
                 "ok": all(not isinstance(o, Rejection) for o in outcomes),
                 "timer": claim.timer_id,
@@ -271,8 +301,25 @@ class DurableFlows:
         return fn
 
     def worker(self, **options: Any) -> TimerWorker:
-        """A `TimerWorker` firing this store's timers through these flows."""
-        return TimerWorker(self.store, self.fire, clock=self.clock, **options)
+        """A `TimerWorker` firing this store's timers through these flows; the steps it
+        commits reach this object's subscribers, then its `on_outcome`."""
+        on_outcome: Callable[[TimerClaim, StepOutcome], None] | None = options.pop(
+            "on_outcome", None
+        )
+        runs: dict[tuple[str, str], list[list[Outcome]]] = {}
+
+        def fire(claim: TimerClaim) -> StepFn:
+            ran = runs[(claim.instance_id, claim.timer_id)] = []
+            return self.fire(claim, ran)
+
+        def delivered(claim: TimerClaim, outcome: StepOutcome) -> None:
+            ran = runs.pop((claim.instance_id, claim.timer_id), None)
+            if outcome.status == "committed" and ran:
+                self._deliver(claim.instance_id, ran[-1])
+            if on_outcome is not None:
+                on_outcome(claim, outcome)
+
+        return TimerWorker(self.store, fire, clock=self.clock, on_outcome=delivered, **options)
 
     # -- helpers ------------------------------------------------------------------------------
 

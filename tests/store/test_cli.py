@@ -192,3 +192,33 @@ def test_the_prompt_drives_a_stored_instance(tmp_path: Path) -> None:
             "quit",
             "snapshot",
         ]
+
+
+JOURNALLED = """\
+flow jot
+version 1
+context { count: int = 0 }
+event inc
+initial state OPEN { on inc -> self do count += 1 }
+journal steps "{{ seq }}: {{ context.count }}"
+"""
+
+
+def test_run_on_a_store_appends_journals_once_per_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "jot.flow"
+    flow.write_text(JOURNALLED, encoding="utf-8")
+    log = tmp_path / "steps.log"
+    s = ("--store", f"sqlite:///{tmp_path / 'flows.db'}", "--journal", f"steps={log}")
+    ops = events_file(tmp_path / "a.jsonl", {"event": "inc", "key": "k1"}, {"event": "inc"})
+    code, out, _ = flowc(capsys, "run", str(flow), *s, "--id", "j", "--events", ops)
+    assert code == 0, out
+    assert log.read_text(encoding="utf-8") == "1: 1\n2: 2\n"
+    # Resumed: the replayed key writes nothing, the new step its one entry.
+    again = events_file(tmp_path / "b.jsonl", {"event": "inc", "key": "k1"}, {"event": "inc"})
+    code, out, _ = flowc(capsys, "run", str(flow), *s, "--id", "j", "--events", again)
+    assert code == 0, out
+    assert log.read_text(encoding="utf-8") == "1: 1\n2: 2\n3: 3\n"
+    code, _, err = flowc(capsys, "run", str(flow), *s[:2], "--journal", "nope=x", "--events", ops)
+    assert code == 2 and "no journal 'nope'" in err

@@ -212,3 +212,22 @@ def test_the_flow_own_block_wins_over_the_host_chain() -> None:
     snap = machine(TALLY_V1).start().snapshot()
     host = [Migration("tally", 1, states={"OPEN": "CLOSED"})]
     assert migrate_snapshot(snap, v2, host)["state"] == "COUNTING"
+
+
+def test_subscribers_get_committed_steps_only(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, TIMED)
+    seen: list[tuple[str, int, str | None, str]] = []
+    unsubscribe = d.subscribe(lambda iid, step: seen.append((iid, step.seq, step.from_, step.to)))
+    outcomes: list[str] = []
+    d.start("timed", id="a")
+    d.send("a", "go", key="k")
+    d.send("a", "go", key="k")  # replayed: nothing ran
+    d.send("a", "nope")  # refused
+    clock.advance(1)
+    worker = d.worker(owner="w", on_outcome=lambda claim, out: outcomes.append(out.status))
+    assert worker.run_once() == 1
+    assert outcomes == ["committed"], "the host's own on_outcome still hears of the timer"
+    assert seen == [("a", 1, "IDLE", "WAITING"), ("a", 2, "WAITING", "RANG")]
+    unsubscribe()
+    d.send("a", "go")
+    assert len(seen) == 2
