@@ -367,7 +367,7 @@ class Generator:
         if op == "append":
             if len(path) != 1 or ty.item is None:
                 raise _Unsupported
-            norm = normaliser(ty.item, path, value_node, event_types)
+            norm = normaliser(ty.item, path, value_node, event_types, item=True)
             k = self.const(path[0])
             v = self.expr(value_node, s)
             item = "_v" if norm is identity else f"{self.const(norm)}(_v)"

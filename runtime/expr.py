@@ -19,6 +19,7 @@ and the values inside a payload be shared freely between steps and instances.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
@@ -467,7 +468,7 @@ class ExprCompiler:
             if ty.kind != "list" or ty.item is None:
                 raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
             if op == "append":
-                item_norm = _normaliser(ty.item, path, value_node, event_types)
+                item_norm = _normaliser(ty.item, path, value_node, event_types, item=True)
                 return _update(path, lambda old, v: [*old, item_norm(v)], value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
         norm = _normaliser(ty, path, value_node, event_types)
@@ -698,24 +699,37 @@ def _identity(v: Any) -> Any:
 
 
 def _normaliser(
-    ty: Type, path: Sequence[str], value: Any, event_types: Mapping[str, Type]
+    ty: Type,
+    path: Sequence[str],
+    value: Any,
+    event_types: Mapping[str, Type],
+    *,
+    item: bool = False,
 ) -> Callable[[Any], Any]:
     """Values stored into records get their defaults filled in (`{"result": accepted}` into a
-    record with more fields) and ints stored into float fields become floats. Every other value
-    is stored as it is: the compiler checked its type, and a payload field of the very same
-    type was normalised when the payload was checked."""
+    record with more fields), ints stored into float fields become floats, and values stored
+    into ranged fields are checked against the range (a fault otherwise). Every other value is
+    stored as it is: the compiler checked its type, and a payload field of the very same type
+    was normalised when the payload was checked."""
     if _already_normal(ty, value, event_types):
         return _identity
     check = ty.check
-    where = ".".join(path)
+    where = f"an item of `{'.'.join(path)}`" if item else f"`{'.'.join(path)}`"
+    needs = ty.requirement()
 
     def normalise(v: Any) -> Any:
         try:
             return check(v)
         except Invalid:
-            raise ExprFault(f"the value does not fit `{where}`") from None
+            shown = _short_repr(v)
+            raise ExprFault(f"{where} takes {needs}; the actions computed {shown}") from None
 
     return normalise
+
+
+def _short_repr(value: Any) -> str:
+    text = json.dumps(value, default=repr, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _already_normal(ty: Type, value: Any, event_types: Mapping[str, Type]) -> bool:
@@ -751,7 +765,9 @@ def _already_normal(ty: Type, value: Any, event_types: Mapping[str, Type]) -> bo
 
 
 def _needs_normalising(ty: Type) -> bool:
-    if ty.has_record or ty.kind == "float":
+    # A range (`int(1..5)`) is not something the compiler can prove of a computed value, so a
+    # value stored into one is checked like a payload field is.
+    if ty.has_record or ty.kind == "float" or ty.min is not None or ty.max is not None:
         return True
     return ty.item is not None and _needs_normalising(ty.item)
 

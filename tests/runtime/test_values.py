@@ -269,3 +269,32 @@ def test_record_literals_store_normal_records(path: str) -> None:
     p, q = inst.context["p"], inst.context["q"]
     assert p == {"x": 3.0, "y": 2.0, "label": ""} and type(p["y"]) is float
     assert q == {"x": 1.5, "y": 2.5, "label": "lit"}
+
+
+RANGES = """
+flow ranged
+context { level: int(1..5) = 1, marks: list[int(0..9)] = [] }
+event set_level(n: int)
+event mark(n: int)
+initial state S {
+  on set_level -> self do level = event.n
+  on mark -> self do append(marks, event.n)
+}
+"""
+
+
+@pytest.mark.parametrize("path", ["generated", "general"])
+def test_values_computed_into_ranged_fields_are_checked(path: str) -> None:
+    # The compiler cannot prove a computed int lies in `1..5`: the step is refused as a fault
+    # and the instance keeps its context.
+    inst = machine(RANGES).start()
+    send = inst.send if path == "generated" else lambda e, p: inst._send_slow(e, p, None, None)
+    assert send("set_level", {"n": 4}).ok and inst.context["level"] == 4
+    refused = send("set_level", {"n": 99})
+    assert isinstance(refused, Rejection) and refused.kind == "expression_error"
+    assert refused.data["detail"] == "`level` takes an integer from 1 to 5; the actions computed 99"
+    assert inst.context["level"] == 4 and inst.seq == 1
+    refused = send("mark", {"n": 10})
+    assert isinstance(refused, Rejection)
+    assert refused.data["detail"].startswith("an item of `marks` takes an integer from 0 to 9")
+    assert send("mark", {"n": 9}).ok and inst.context["marks"] == [9]
