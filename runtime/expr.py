@@ -747,7 +747,13 @@ def _already_normal(ty: Type, value: Any, event_types: Mapping[str, Type]) -> bo
         source = event_types.get(value.get("value"))  # type: ignore[arg-type]
         return source is ty or (ty.kind == "optional" and source is ty.item)
     if op == "lit":
-        return ty.kind == "float" and type(value.get("value")) is float
+        # A float literal fits a float field as it is, unless the field has a range to check.
+        return (
+            ty.kind == "float"
+            and ty.min is None
+            and ty.max is None
+            and type(value.get("value")) is float
+        )
     if op != "map":
         return False
     record = ty.item if ty.kind == "optional" else ty

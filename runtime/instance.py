@@ -881,8 +881,11 @@ class Instance:
                 for h in data.get("history") or ()
             ]
             seq = int(data.get("seq", history[-1][_SEQ] if history else 0))
-            keys = {str(k): int(v) for k, v in (data.get("keys") or {}).items()}
-        except (KeyError, TypeError, ValueError) as exc:
+            # Oldest first, as they were applied: the cap evicts from the front, and JSON
+            # writers (ours included, with sort_keys) do not keep the order.
+            applied = sorted((int(v), str(k)) for k, v in (data.get("keys") or {}).items())
+            keys = {k: v for v, k in applied}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed snapshot history: {exc}") from None
         if not history:
             # A snapshot written by a host before it kept history: start it here.

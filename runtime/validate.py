@@ -20,6 +20,7 @@ in the feedback shape of seed 003 (ADR-007):
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -313,7 +314,10 @@ def _check_float(x: Any) -> Any:
             return x
         raise _INVALID
     if t is int or (isinstance(x, int | float) and t is not bool):
-        return _check_float(float(x))
+        try:
+            return _check_float(float(x))
+        except OverflowError:  # an int past the largest float
+            raise _INVALID from None
     raise _INVALID
 
 
@@ -503,6 +507,9 @@ def _invalid(issues: Issues, path: str, value: Any, t: Type, problem: str) -> No
     )
 
 
+_LARGEST_FLOAT = sys.float_info.max
+
+
 def _problem(t: Type, value: Any) -> str:
     kind = t.kind
     got = _json_kind(value)
@@ -513,7 +520,9 @@ def _problem(t: Type, value: Any) -> str:
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"expected {'an integer' if kind == 'int' else 'a number'}, got {got}"
-        if kind == "int" and not float(value).is_integer():
+        if isinstance(value, int) and kind == "float" and abs(value) > _LARGEST_FLOAT:
+            return "the number is too large"
+        if kind == "int" and isinstance(value, float) and not value.is_integer():
             return f"{value!r} is not a whole number"
         if isinstance(value, float) and not math.isfinite(value):
             return f"{value!r} is not a finite number"

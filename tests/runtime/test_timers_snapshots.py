@@ -195,3 +195,22 @@ def test_a_failing_subscriber_does_not_undo_the_step(m: Machine) -> None:
 
     inst.subscribe(boom)
     assert inst.send("poke").ok and inst.context["nudges"] == 1
+
+
+def test_keys_keep_their_age_through_snapshot_json() -> None:
+    from flowc.runtime.instance import KEYS_KEPT
+
+    m = Machine.from_source(
+        "flow k\ncontext { n: int = 0 }\nevent inc\ninitial state A { on inc -> self do n += 1 }",
+        "k.flow",
+    )
+    inst = m.start()
+    # Keys that sort alphabetically in the reverse order of their age.
+    for k in range(KEYS_KEPT):
+        inst.send("inc", key=f"req-{9999 - k:04d}")
+    restored = m.restore(inst.snapshot_json())
+    restored.send("inc", key="new")  # evicts the oldest key, req-9999
+    newest = restored.send("inc", key=f"req-{9999 - (KEYS_KEPT - 1):04d}")
+    assert isinstance(newest, StepResult) and newest.replayed
+    assert not restored.send("inc", key="req-9999").replayed  # type: ignore[union-attr]
+    assert restored.context["n"] == KEYS_KEPT + 2

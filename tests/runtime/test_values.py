@@ -298,3 +298,38 @@ def test_values_computed_into_ranged_fields_are_checked(path: str) -> None:
     assert isinstance(refused, Rejection)
     assert refused.data["detail"].startswith("an item of `marks` takes an integer from 0 to 9")
     assert send("mark", {"n": 9}).ok and inst.context["marks"] == [9]
+
+
+FLOAT_RANGES = """
+flow franged
+type R { w: float(0..1) = 0.0, label: str = "" }
+context { p: float(0..1) = 0.0, r: R = {} }
+event go
+event setr
+event big(v: float)
+initial state A {
+  on go -> self do p = 5.0
+  on setr -> self do r = {"w": 7.5, "label": "x"}
+  on big -> self
+}
+"""
+
+
+@pytest.mark.parametrize("path", ["generated", "general"])
+def test_float_literals_into_ranged_fields_are_checked(path: str) -> None:
+    inst = machine(FLOAT_RANGES).start()
+    send = inst.send if path == "generated" else lambda e, p: inst._send_slow(e, p, None, None)
+    for event in ("go", "setr"):
+        refused = send(event, None)
+        assert isinstance(refused, Rejection) and refused.kind == "expression_error", event
+    assert inst.context == {"p": 0.0, "r": {"w": 0.0, "label": ""}} and inst.seq == 0
+
+
+def test_numbers_past_the_largest_float_are_invalid_not_a_crash() -> None:
+    m = machine(FLOAT_RANGES)
+    inst = m.start()
+    refused = inst.send("big", {"v": 10**309})
+    assert isinstance(refused, Rejection) and refused.kind == "invalid_payload"
+    assert refused.data["issues"]["invalid"][0]["problem"] == "the number is too large"
+    started = m.try_start({"p": 10**400})
+    assert isinstance(started, Rejection) and started.kind == "invalid_context"
