@@ -524,8 +524,20 @@ def unescape(body: str) -> tuple[str, int | None]:
             out.append(_ESCAPES[nxt])
             i += 2
         elif nxt == "u" and _is_hex(body[i + 2 : i + 6]):
-            out.append(chr(int(body[i + 2 : i + 6], 16)))
+            code = int(body[i + 2 : i + 6], 16)
             i += 6
+            if 0xD800 <= code <= 0xDFFF:
+                # UTF-16 surrogates, as JSON writes characters past U+FFFF: a high one and a
+                # low one make one character; alone, neither is text.
+                low = body[i + 2 : i + 6] if body[i : i + 2] == "\\u" else ""
+                if code <= 0xDBFF and _is_hex(low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                    code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                    i += 6
+                else:
+                    if bad is None:
+                        bad = i - 6
+                    continue
+            out.append(chr(code))
         else:
             if bad is None:
                 bad = i
@@ -620,9 +632,18 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         if bad is not None:
             span = _token_span(token)
             col = span.column + 1 + bad
+            escape = str(token)[1 + bad : 3 + bad]
+            if escape == "\\u" and _is_hex(str(token)[3 + bad : 7 + bad]):
+                self.report(
+                    "E007",
+                    f"`{str(token)[1 + bad : 7 + bad]}` is half of a UTF-16 surrogate pair",
+                    Span(span.line, col, span.line, col + 6),
+                    "write the character itself, or both halves (`\\ud83d\\ude00`)",
+                )
+                return value
             self.report(
                 "E007",
-                f"unknown escape `{str(token)[1 + bad : 3 + bad]}` in string",
+                f"unknown escape `{escape}` in string",
                 Span(span.line, col, span.line, col + 2),
                 "known escapes: \\n \\t \\r \\0 \\\\ \\\" \\' \\uXXXX",
             )

@@ -22,6 +22,10 @@ from flowc.runtime.model import TypeRef
 RuleSite = tuple[ast.Rule, "ast.StateDecl | None"]
 
 
+#: The longest `after` a timer may wait, in milliseconds (E120).
+MAX_TIMER_MS = 36_500 * 86_400_000
+
+
 @dataclass
 class FieldInfo:
     decl: ast.FieldDecl
@@ -502,6 +506,14 @@ class Resolver:
                     "a timer must wait longer than zero",
                     rule.after.span,
                     "write e.g. `after 30s -> X`",
+                )
+            elif rule.after is not None and rule.after.milliseconds > MAX_TIMER_MS:
+                # Deadlines are absolute times: past a few thousand years they no longer fit
+                # a date, and no workflow waits a century.
+                self.error(
+                    "E120",
+                    "a timer may wait at most 36500d (about 100 years)",
+                    rule.after.span,
                 )
         if is_choice and seen_else is None and not state.has("final"):
             self.error(

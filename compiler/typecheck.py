@@ -7,7 +7,7 @@ reported once and its subtree becomes `ANY`, so it causes no further diagnostics
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import jinja2
@@ -19,6 +19,7 @@ from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.resolve import EventInfo, FieldInfo, Symbols, suggest
 from flowc.compiler.source import Span
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.model import TypeRef
 
 
 @dataclass(frozen=True)
@@ -137,28 +138,47 @@ class TypeChecker:
             self._check_default_in_range(info, default)
 
     def _check_default_in_range(self, info: FieldInfo, default: ast.Expr) -> None:
-        ref = info.ref.item if info.ref.kind == "optional" and info.ref.item else info.ref
-        if ref.min is None and ref.max is None:
-            return
-        value: float | None = None
-        if isinstance(default, ast.Literal_) and isinstance(default.value, int | float):
-            value = default.value
-        elif (
-            isinstance(default, ast.Unary)
-            and isinstance(default.operand, ast.Literal_)
-            and isinstance(default.operand.value, int | float)
-        ):
-            value = -default.operand.value
-        if value is None or isinstance(value, bool):
-            return
-        low = -math.inf if ref.min is None else ref.min
-        high = math.inf if ref.max is None else ref.max
-        if not low <= value <= high:
-            self.error(
-                "E203",
-                f"default of `{info.name}` is outside its range {_range_text(ref.min, ref.max)}",
-                default.span,
-            )
+        """Every number in the default within the range of where it goes, however deep in
+        lists, maps and record literals (the runtime refuses to load a flow whose default
+        does not fit its type)."""
+        for value, span, ref in self._numbers_in(default, info.ref):
+            low = -math.inf if ref.min is None else ref.min
+            high = math.inf if ref.max is None else ref.max
+            if not low <= value <= high:
+                where = f"default of `{info.name}`"
+                if span != default.span:
+                    where = f"a value in the {where}"
+                self.error(
+                    "E203", f"{where} is outside its range {_range_text(ref.min, ref.max)}", span
+                )
+
+    def _numbers_in(self, expr: ast.Expr, ref: TypeRef) -> Iterator[tuple[float, Span, TypeRef]]:
+        """The numbers of a constant `expr` whose place in `ref` has a range."""
+        if ref.kind == "optional" and ref.item is not None:
+            ref = ref.item
+        if ref.kind in ("int", "float"):
+            if ref.min is None and ref.max is None:
+                return
+            sign, literal = 1, expr
+            if isinstance(expr, ast.Unary) and isinstance(expr.operand, ast.Literal_):
+                sign, literal = -1, expr.operand
+            if isinstance(literal, ast.Literal_):
+                value = literal.value
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    yield sign * value, expr.span, ref
+        elif ref.kind == "list" and ref.item is not None and isinstance(expr, ast.ListLit):
+            for item in expr.items:
+                yield from self._numbers_in(item, ref.item)
+        elif ref.kind == "map" and ref.item is not None and isinstance(expr, ast.MapLit):
+            for _, entry in expr.entries:
+                yield from self._numbers_in(entry, ref.item)
+        elif ref.kind == "record" and ref.name and isinstance(expr, ast.MapLit):
+            fields = self.symbols.records.get(ref.name, {})
+            for key, entry in expr.entries:
+                if isinstance(key, ast.Literal_) and isinstance(key.value, str):
+                    found = fields.get(key.value)
+                    if found is not None:
+                        yield from self._numbers_in(entry, found.ref)
 
     # ---- guards, actions ---------------------------------------------------------------
     def check_guard(self, expr: ast.Expr, scope: Scope) -> None:
@@ -789,7 +809,7 @@ class TypeChecker:
     # ---- templates ---------------------------------------------------------------------
     def check_template(self, text: ast.Text) -> None:
         try:
-            self._jinja.parse(text.value)
+            self._jinja.compile(text.value)  # compiling also finds unknown filters and tests
         except jinja2.TemplateSyntaxError as exc:
             line = text.span.line + max(0, (exc.lineno or 1) - 1)
             if text.span.end_line > text.span.line and (exc.lineno or 1) >= 1:

@@ -356,7 +356,12 @@ def _load(path: Path, clock: Clock | None) -> Machine | None:
             print_diagnostics(result, sys.stderr)
             print(f"flowc run: {path}: not compiled", file=sys.stderr)
             return None
-        return Machine(result.flow, clock=clock).preload()
+        try:
+            return Machine(result.flow, clock=clock).preload()
+        except FlowcError as exc:
+            # The compiler passed something the runtime refuses: a compiler bug, said plainly.
+            print(f"flowc run: {path}: the runtime cannot load this flow: {exc}", file=sys.stderr)
+            return None
     try:
         return Machine.from_json(path.read_bytes(), clock=clock).preload()
     except FlowcError as exc:

@@ -73,6 +73,9 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ),
     ("E201", BASE.replace("on go -> B", 'on go if n + "x" == 1 -> B'), 4, 28),
     ("E202", BASE.replace("n = event.k", 'n = "x"'), 4, 37),
+    ("E007", 'flow demo "\\ud800"\ninitial state A\n', 1, 12),
+    ("E120", "flow demo\ninitial state A { after 36501d -> B }\nfinal state B\n", 2, 25),
+    ("E206", 'flow demo\ninitial state A\njournal j "{{ seq|nosuchfilter }}"\n', 3, 11),
     ("E203", 'flow demo\ncontext { n: int = "zero" }\ninitial state A\n', 2, 20),
     ("E204", "flow demo\ncontext { n: list[int, int] = [] }\ninitial state A\n", 2, 14),
     ("E205", BASE.replace("on go -> B", "on go if n -> B"), 4, 28),
@@ -229,3 +232,9 @@ def test_columns_stay_right_after_recovering_from_an_error() -> None:
     assert found and all(col <= len(source.splitlines()[ln - 1]) + 1 for _, ln, col in found)
     # the missing `;` between the two actions is noticed at the end of line 5
     assert found[0][:2] == ("E003", 5)
+
+
+def test_a_surrogate_pair_escape_is_one_character() -> None:
+    result = compile_source('flow demo "\\ud83d\\ude00 \\u00e9"\ninitial state A\n', "d.flow")
+    assert result.flow is not None and not result.errors
+    assert result.flow.title == "\U0001f600 \u00e9"

@@ -145,3 +145,32 @@ def test_meta_keys_repeated_across_blocks_are_refused() -> None:
 def test_numbers_that_do_not_fit_are_refused(literal: str) -> None:
     source = f"flow t\ncontext {{ n: float = {literal} }}\ninitial state A\n"
     assert [d.code for d in compile_source(source, "t.flow").errors] == ["E209"]
+
+
+def test_numbers_deep_in_defaults_must_fit_their_ranges() -> None:
+    source = (
+        "flow t\n"
+        "type R { c: int(1..5) = 1 }\n"
+        "context {\n"
+        "  ok: list[int(1..5)] = [1, 5]\n"
+        "  b: list[int(1..5)] = [1, 9]\n"
+        '  m: map[str, int(..0)] = {"x": 3}\n'
+        '  r: R = {"c": 10}\n'
+        "  o: list[float(1..)]? = [0.5]\n"
+        "  n: int(-5..-1) = -3\n"
+        "  k: int(-5..-1) = -7\n"
+        "}\n"
+        "event go(p: list[int(1..3)] = [5])\n"
+        "initial state S { on go -> F }\n"
+        "final state F\n"
+    )
+    result = compile_source(source, "t.flow")
+    found = [(d.code, d.span.line, d.span.column, d.message) for d in result.errors]
+    assert found == [
+        ("E203", 5, 28, "a value in the default of `b` is outside its range 1..5"),
+        ("E203", 6, 33, "a value in the default of `m` is outside its range ..0"),
+        ("E203", 7, 16, "a value in the default of `r` is outside its range 1..5"),
+        ("E203", 8, 27, "a value in the default of `o` is outside its range 1.."),
+        ("E203", 10, 20, "default of `k` is outside its range -5..-1"),
+        ("E203", 12, 32, "a value in the default of `p` is outside its range 1..3"),
+    ]
