@@ -633,20 +633,14 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             span = _token_span(token)
             col = span.column + 1 + bad
             escape = str(token)[1 + bad : 3 + bad]
+            message = f"unknown escape `{escape}` in string"
+            width = 2
+            help = "known escapes: \\n \\t \\r \\0 \\\\ \\\" \\' \\uXXXX"
             if escape == "\\u" and _is_hex(str(token)[3 + bad : 7 + bad]):
-                self.report(
-                    "E007",
-                    f"`{str(token)[1 + bad : 7 + bad]}` is half of a UTF-16 surrogate pair",
-                    Span(span.line, col, span.line, col + 6),
-                    "write the character itself, or both halves (`\\ud83d\\ude00`)",
-                )
-                return value
-            self.report(
-                "E007",
-                f"unknown escape `{escape}` in string",
-                Span(span.line, col, span.line, col + 2),
-                "known escapes: \\n \\t \\r \\0 \\\\ \\\" \\' \\uXXXX",
-            )
+                message = f"`{str(token)[1 + bad : 7 + bad]}` is half of a UTF-16 surrogate pair"
+                width = 6
+                help = "write the character itself, or both halves (`\\ud83d\\ude00`)"
+            self.report("E007", message, Span(span.line, col, span.line, col + width), help)
         return value
 
     # ---- declarations ------------------------------------------------------------------
