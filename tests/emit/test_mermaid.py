@@ -56,3 +56,22 @@ def test_reserved_names_get_another_id() -> None:
     text = to_mermaid(flow)
     assert 'state "end" as s_end' in text
     assert "start --> s_end" in text
+
+
+def test_renamed_states_never_take_another_state_s_id() -> None:
+    from flowc.compiler import compile_source
+
+    source = (
+        "flow t\nevent go\n"
+        "initial state s_end { on go -> end }\n"
+        "state end { on go -> s_s_end }\n"
+        "state s_s_end { on go -> DONE }\n"
+        "final state DONE\n"
+    )
+    result = compile_source(source, "t.flow")
+    assert result.flow is not None
+    text = to_mermaid(result.flow)
+    assert 'state "end" as s_s_s_end' in text
+    assert "    s_end --> s_s_s_end : go" in text
+    assert "    s_s_s_end --> s_s_end : go" in text
+    assert "    s_s_end --> DONE : go" in text
