@@ -464,7 +464,8 @@ class TypeChecker:
         if isinstance(ty, t.AnyTy):
             return self.error(
                 "E201",
-                f"meta key `{expr.key}` holds values of different types in different states",
+                f"meta key `{expr.key}` holds values of different types (in different states, "
+                "or in one list or map)",
                 expr.span,
                 "use one type per key, or `null` where a state has no value",
             )
@@ -474,7 +475,7 @@ class TypeChecker:
         """Type of each meta key over all states; optional when some state lacks it. A key
         whose values cannot be joined maps to ANY (reported where it is read)."""
         if self._meta_cache is None:
-            per_key: dict[str, list[t.Ty]] = {}
+            per_key: dict[str, list[t.Ty | None]] = {}
             states = list(self.symbols.states.values())
             for state in states:
                 merged: dict[str, object] = {}
@@ -483,8 +484,9 @@ class TypeChecker:
                 for key, value in merged.items():
                     per_key.setdefault(key, []).append(_json_type(value))
             self._meta_cache = {}
-            for key, types in per_key.items():
-                joined = t.join(types)
+            for key, found in per_key.items():
+                types = [ty for ty in found if ty is not None]
+                joined = t.join(types) if len(types) == len(found) else None
                 if joined is not None and len(types) < len(states):
                     joined = t.join([joined, t.NONE])
                 self._meta_cache[key] = t.ANY if joined is None else joined
@@ -876,7 +878,8 @@ def _range_text(low: float | None, high: float | None) -> str:
     return f"{show(low)}..{show(high)}"
 
 
-def _json_type(value: object) -> t.Ty:
+def _json_type(value: object) -> t.Ty | None:
+    """The type of a meta value; None when a list or map in it mixes types."""
     if value is None:
         return t.NONE
     if isinstance(value, bool):
@@ -887,12 +890,14 @@ def _json_type(value: object) -> t.Ty:
         return t.FLOAT
     if isinstance(value, str):
         return t.STR
-    if isinstance(value, list):
-        item = t.join([_json_type(v) for v in value])
-        return t.ListTy(item if item is not None else t.ANY)
-    assert isinstance(value, dict)
-    inner = t.join([_json_type(v) for v in value.values()])
-    return t.MapTy(inner if inner is not None else t.ANY)
+    assert isinstance(value, list | dict)
+    items = value if isinstance(value, list) else list(value.values())
+    parts = [_json_type(v) for v in items]
+    known = [p for p in parts if p is not None]
+    joined = t.join(known) if len(known) == len(parts) else None
+    if joined is None:
+        return None
+    return t.ListTy(joined) if isinstance(value, list) else t.MapTy(joined)
 
 
 def _path_key(expr: ast.Expr) -> str | None:

@@ -120,13 +120,27 @@ def comparable(left: Ty, right: Ty) -> bool:
     return False
 
 
+def has_any(ty: Ty) -> bool:
+    """Whether `ty` is or holds ANY (the item type of an empty `[]` or `{}`)."""
+    if isinstance(ty, AnyTy):
+        return True
+    if isinstance(ty, ListTy):
+        return has_any(ty.item)
+    if isinstance(ty, MapTy):
+        return has_any(ty.value)
+    if isinstance(ty, OptionalTy):
+        return has_any(ty.inner)
+    return False
+
+
 def join(types: list[Ty]) -> Ty | None:
-    """The narrowest type every element fits, for list and map literals; None if there is none."""
+    """The narrowest type every element fits, for list and map literals; None if there is none.
+    An empty container's type gives way to a known one: `[[], ["a"]]` is `list[list[str]]`."""
     result: Ty = ANY
     for ty in types:
         if isinstance(result, AnyTy):
             result = ty
-        elif assignable(ty, result):
+        elif assignable(ty, result) and not (has_any(result) and not has_any(ty)):
             continue
         elif assignable(result, ty):
             result = ty

@@ -174,3 +174,29 @@ def test_numbers_deep_in_defaults_must_fit_their_ranges() -> None:
         ("E203", 10, 20, "default of `k` is outside its range -5..-1"),
         ("E203", 12, 32, "a value in the default of `p` is outside its range 1..3"),
     ]
+
+
+def test_meta_values_that_mix_types_or_are_empty_give_no_free_pass() -> None:
+    source = (
+        "flow t\n"
+        "context { n: int = 0 }\n"
+        "event go\n"
+        "event inc\n"
+        "initial state S {\n"
+        '  meta { m: {a: 1, b: "two"}, tools: [] }\n'
+        '  on go -> T do n = coalesce(state.meta.m, {})["b"]\n'
+        "  on inc -> T do n = state.meta.tools[0]\n"
+        "}\n"
+        'state T { meta { m: {}, tools: ["x"] } on inc -> T do n += 1 }\n'
+    )
+    result = compile_source(source, "t.flow")
+    found = [(d.code, d.span.line, d.message) for d in result.errors]
+    assert found == [
+        (
+            "E201",
+            7,
+            "meta key `m` holds values of different types (in different states, "
+            "or in one list or map)",
+        ),
+        ("E202", 8, "`n` expects `int`, found `str`"),
+    ]
