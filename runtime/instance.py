@@ -705,6 +705,9 @@ class Instance:
         if not t.internal:
             self._state = dest
             self._timers = _arm(dest, now) if dest.timers else None
+        elif kind == "timer" and t.after_ms:
+            # `after D -> self` repeats every D while its guard holds.
+            self._timers = _rearm(self._timers, t, now)
         if key is not None:
             self._remember(key, seq)
         r: StepResult = _new(StepResult)
@@ -981,6 +984,14 @@ def _arm(state: CState, now: float) -> tuple[tuple[float, CTransition], ...]:
     timers = [(now + t.after_ms / 1000.0, t) for t in state.timers if t.after_ms]
     timers.sort(key=lambda x: (x[0], x[1].index))
     return tuple(timers)
+
+
+def _rearm(
+    timers: tuple[tuple[float, CTransition], ...] | None, t: CTransition, now: float
+) -> tuple[tuple[float, CTransition], ...]:
+    pending = [*(timers or ()), (now + (t.after_ms or 0) / 1000.0, t)]
+    pending.sort(key=lambda x: (x[0], x[1].index))
+    return tuple(pending)
 
 
 def _entered(history: list[Entry], state: str) -> float:

@@ -214,3 +214,34 @@ def test_keys_keep_their_age_through_snapshot_json() -> None:
     assert isinstance(newest, StepResult) and newest.replayed
     assert not restored.send("inc", key="req-9999").replayed  # type: ignore[union-attr]
     assert restored.context["n"] == KEYS_KEPT + 2
+
+
+REMINDERS = """
+flow reminders
+context { reminders: int = 0 }
+event answer
+initial state WAITING {
+  on answer -> DONE
+  after 3d if reminders < 2 -> self do reminders += 1
+  after 10d -> EXPIRED
+}
+final state DONE
+final state EXPIRED
+"""
+
+
+def test_a_self_timer_repeats_while_its_guard_holds() -> None:
+    clock = FakeClock(0)
+    m = Machine.from_source(REMINDERS, "r.flow", clock=clock)
+    inst = m.start()
+    day = 86400.0
+    assert [o.ok for o in inst.advance(3 * day)] == [True]
+    # The re-armed timer survives a snapshot, due 3 days after it last fired.
+    inst = m.restore(inst.snapshot_json(), clock=clock)
+    assert sorted(t["due"].timestamp() for t in inst.timers) == [6 * day, 10 * day]
+    assert [o.ok for o in inst.advance(6 * day)] == [True]
+    assert inst.advance(9 * day) == [] and inst.context["reminders"] == 2  # guard fails: dropped
+    assert [t["target"] for t in inst.timers] == ["EXPIRED"]
+    assert [o.to for o in inst.advance(10 * day)] == ["EXPIRED"]  # type: ignore[union-attr]
+    timer_steps = [h for h in inst.history if h.kind == "timer"]
+    assert [h.at.timestamp() for h in timer_steps] == [3 * day, 6 * day, 10 * day]
