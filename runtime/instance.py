@@ -890,6 +890,11 @@ class Instance:
             keys = {k: v for v, k in applied}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed snapshot history: {exc}") from None
+        recorded = {e[_SEQ] for e in history}
+        for key, at_seq in keys.items():
+            if at_seq not in recorded:
+                # Its replay would have no step to return.
+                raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
         if not history:
             # A snapshot written by a host before it kept history: start it here.
             history = [(seq, clock(), "start", None, state.name, None, None, None, _NO_VIA)]

@@ -245,3 +245,12 @@ def test_a_self_timer_repeats_while_its_guard_holds() -> None:
     assert [o.to for o in inst.advance(10 * day)] == ["EXPIRED"]  # type: ignore[union-attr]
     timer_steps = [h for h in inst.history if h.kind == "timer"]
     assert [h.at.timestamp() for h in timer_steps] == [3 * day, 6 * day, 10 * day]
+
+
+def test_a_key_naming_a_step_the_history_lacks_is_refused(m: Machine) -> None:
+    inst = m.start()
+    inst.send("poke", key="a")
+    snapshot = inst.snapshot()
+    snapshot["keys"] = {"a": 99}
+    with pytest.raises(SnapshotError, match="'a' names step 99"):
+        m.restore(snapshot)
