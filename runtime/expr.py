@@ -81,7 +81,12 @@ def _round(x: float) -> int:
     # built-in rounds half to even.
     if not math.isfinite(x):
         raise ExprFault(f"cannot round {x!r}")
-    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
+    magnitude = abs(x)
+    whole = math.floor(magnitude)
+    # `magnitude - whole` is exact; adding 0.5 first would round 0.49999999999999994 up.
+    if magnitude - whole >= 0.5:
+        whole += 1
+    return whole if x >= 0 else -whole
 
 
 def _extreme(pick: Callable[..., Any], name: str) -> Callable[..., Any]:
