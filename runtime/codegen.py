@@ -227,7 +227,9 @@ class Generator:
         if kind == "enum":
             members = self.const(t.members)
             return [
-                f"{ind}if type({v}) is not str or {v} not in {members}:",
+                f"{ind}if type({v}) is not str:",
+                f"{ind}    {v} = {self.const(t.check)}({v})",
+                f"{ind}elif {v} not in {members}:",
                 f"{ind}    raise _INVALID",
             ]
         if kind == "float" and t.min is None and t.max is None:

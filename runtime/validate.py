@@ -339,8 +339,10 @@ def _bounded(inner: Check, lo: float | None, hi: float | None) -> Check:
 
 def _enum_check(members: frozenset[str]) -> Check:
     def check(x: Any) -> Any:
-        if type(x) is str and x in members:
-            return x
+        if isinstance(x, str):
+            value = str(x)  # a str subclass is stored as a plain str, as in `str` fields
+            if value in members:
+                return value
         raise _INVALID
 
     return check
@@ -366,7 +368,9 @@ def _map_check(item: Type) -> Check:
         out = {}
         for k, v in x.items():
             if type(k) is not str:
-                raise _INVALID
+                if not isinstance(k, str):
+                    raise _INVALID
+                k = str(k)
             out[k] = v if type(v) is simple else inner(v)
         return out
 

@@ -336,3 +336,20 @@ def test_numbers_past_the_largest_float_are_invalid_not_a_crash() -> None:
     assert refused.data["issues"]["invalid"][0]["problem"] == "the number is too large"
     started = m.try_start({"p": 10**400})
     assert isinstance(started, Rejection) and started.kind == "invalid_context"
+
+
+def test_str_subclasses_are_plain_strings_in_enums_and_map_keys() -> None:
+    class Name(str):
+        pass
+
+    m = machine(
+        "flow p\nenum Color { red, green }\ncontext { c: Color = red, m: map[str, int] = {} }\n"
+        "event set(c: Color, m: map[str, int])\n"
+        "initial state A { on set -> self do c = event.c; m = event.m }\n"
+    )
+    inst = m.start()
+    assert inst.send("set", {"c": Name("green"), "m": {Name("k"): 1}}).ok
+    assert inst.context == {"c": "green", "m": {"k": 1}}
+    assert type(inst.context["c"]) is str and all(type(k) is str for k in inst.context["m"])
+    refused = inst.send("set", {"c": "green", "m": {3: 1}})
+    assert isinstance(refused, Rejection) and refused.kind == "invalid_payload"
