@@ -469,6 +469,8 @@ class Instance:
         try:
             dispatch = self._state.fast[event]
         except (KeyError, TypeError):
+            if type(event) is not str:
+                event = str(event)  # a list or a number names no event: said as a rejection
             dispatch = self._m._dispatch(self._state, event)
         return dispatch(self, payload, reason, key)
 
@@ -567,6 +569,8 @@ class Instance:
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
+        if type(target) is not str:
+            target = str(target)
         edges = st.direct.get(target)
         data = {"from": st.name, "to": target}
         if edges is None:

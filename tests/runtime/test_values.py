@@ -353,3 +353,16 @@ def test_str_subclasses_are_plain_strings_in_enums_and_map_keys() -> None:
     assert type(inst.context["c"]) is str and all(type(k) is str for k in inst.context["m"])
     refused = inst.send("set", {"c": "green", "m": {3: 1}})
     assert isinstance(refused, Rejection) and refused.kind == "invalid_payload"
+
+
+def test_events_and_targets_that_are_not_strings_are_rejections() -> None:
+    m = machine("flow p\nevent go\ninitial state A { on go -> B }\nstate B { -> A }\n")
+    inst = m.start()
+    for event in (123, ["go"], {"go": 1}):
+        refused = inst.send(event)  # type: ignore[arg-type]
+        assert isinstance(refused, Rejection) and refused.kind == "unknown_event"
+        assert refused.message.startswith("Unknown event '")
+    for target in (["B"], 5):
+        refused = inst.goto(target)  # type: ignore[arg-type]
+        assert isinstance(refused, Rejection) and refused.kind == "unknown_state"
+    assert inst.state == "A" and inst.seq == 0
