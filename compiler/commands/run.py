@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from collections.abc import Iterable, Iterator
@@ -303,20 +304,17 @@ class StoredDriver:
         return self.durable.load(self.id)
 
     def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
-        reason = op.get("reason")
-        key = op.get("key")
-        force = bool(op.get("force", False))
+        reason, key, force = _common(op)
         if "event" in op:
-            payload = op.get("payload")
-            if payload is not None and not isinstance(payload, dict):
-                raise ValueError("`payload` must be an object")
-            out = self.durable.send(self.id, str(op["event"]), payload, key=key, reason=reason)
+            event = _name(op, "event")
+            out = self.durable.send(self.id, event, _op_payload(op), key=key, reason=reason)
         elif "goto" in op:
-            out = self.durable.goto(self.id, str(op["goto"]), force=force, key=key, reason=reason)
+            target = _name(op, "goto")
+            out = self.durable.goto(self.id, target, force=force, key=key, reason=reason)
         elif "back" in op:
             out = self.durable.back(self.id, force=force, key=key, reason=reason)
         elif "advance" in op:
-            return self._advance(float(op["advance"]))
+            return self._advance(_seconds(op))
         else:
             raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
         data = dict(out.data)
@@ -327,8 +325,6 @@ class StoredDriver:
         return [data]
 
     def _advance(self, seconds: float) -> list[dict[str, Any]]:
-        if seconds < 0:
-            raise ValueError("`advance` cannot go back in time")
         if self.fake is None:
             raise ValueError(
                 "`advance` on a stored instance needs --now (on the real clock, `flowc worker` "
@@ -392,7 +388,7 @@ def _open_lines(source: str) -> Iterable[str]:
     if source == "-":
         return sys.stdin
     p = Path(source)
-    if not p.is_file():
+    if not p.exists() or p.is_dir():  # pipes and /dev/null are fine
         raise _Usage(f"no such events file: {p}")
     return p.read_text(encoding="utf-8").splitlines()
 
@@ -404,27 +400,54 @@ def _emit(out: TextIO, data: dict[str, Any]) -> None:
 
 def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> list[Outcome]:
     """One operation of an events file. Raises ValueError for a malformed one."""
-    reason = op.get("reason")
-    key = op.get("key")
-    force = bool(op.get("force", False))
+    reason, key, force = _common(op)
     if "event" in op:
-        payload = op.get("payload")
-        if payload is not None and not isinstance(payload, dict):
-            raise ValueError("`payload` must be an object")
-        return [instance.send(str(op["event"]), payload, reason=reason, key=key)]
+        return [instance.send(_name(op, "event"), _op_payload(op), reason=reason, key=key)]
     if "goto" in op:
-        return [instance.goto(str(op["goto"]), force=force, reason=reason, key=key)]
+        return [instance.goto(_name(op, "goto"), force=force, reason=reason, key=key)]
     if "back" in op:
         return [instance.back(force=force, reason=reason, key=key)]
     if "advance" in op:
-        seconds = float(op["advance"])
-        if seconds < 0:
-            raise ValueError("`advance` cannot go back in time")
+        seconds = _seconds(op)
         if fake is not None:
             fake.advance(seconds)
             return instance.advance()
         return instance.advance(instance.machine.clock() + seconds)
     raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
+
+
+def _common(op: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """An operation's `reason`, `key` and `force`, checked."""
+    for field in ("reason", "key"):
+        if op.get(field) is not None and not isinstance(op[field], str):
+            raise ValueError(f"`{field}` must be a string")
+    force = op.get("force", False)
+    if not isinstance(force, bool):
+        raise ValueError("`force` must be true or false")
+    return op.get("reason"), op.get("key"), force
+
+
+def _name(op: dict[str, Any], field: str) -> str:
+    value = op[field]
+    if not isinstance(value, str):
+        raise ValueError(f"`{field}` must be a string")
+    return value
+
+
+def _op_payload(op: dict[str, Any]) -> dict[str, Any] | None:
+    payload = op.get("payload")
+    if payload is not None and not isinstance(payload, dict):
+        raise ValueError("`payload` must be an object")
+    return payload
+
+
+def _seconds(op: dict[str, Any]) -> float:
+    value = op["advance"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError("`advance` takes a number of seconds")
+    if value < 0:
+        raise ValueError("`advance` cannot go back in time")
+    return float(value)
 
 
 def _run_lines(driver: Driver, lines: Iterable[str], out: TextIO, keep_going: bool) -> int:

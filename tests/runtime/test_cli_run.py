@@ -150,3 +150,32 @@ def test_prompt_pieces() -> None:
     assert _payload("a=1 b=x c='two words'") == {"a": 1, "b": "x", "c": "two words"}
     with pytest.raises(ValueError):
         _payload("novalue")
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('{"advance": NaN}', "`advance` takes a number of seconds"),
+        ('{"advance": Infinity}', "`advance` takes a number of seconds"),
+        ('{"advance": true}', "`advance` takes a number of seconds"),
+        ('{"advance": -1}', "`advance` cannot go back in time"),
+        ('{"event": 5}', "`event` must be a string"),
+        ('{"goto": ["ANALYZING"]}', "`goto` must be a string"),
+        ('{"goto": "ANALYZING", "force": "yes"}', "`force` must be true or false"),
+        ('{"goto": "ANALYZING", "key": 7}', "`key` must be a string"),
+        ('{"event": "x", "payload": [1]}', "`payload` must be an object"),
+    ],
+)
+def test_malformed_operations_are_named_not_guessed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, says: str
+) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text(line + "\n", encoding="utf-8")
+    code = main(["run", RFP, "--context", '{"project": "p"}', "--events", str(events)])
+    err = capsys.readouterr().err
+    assert code == 1 and f"events line 1: {says}" in err
+
+
+def test_events_from_dev_null_is_no_events(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", RFP, "--context", '{"project": "p"}', "--events", "/dev/null"])
+    assert code == 0 and [o["to"] for o in outputs(capsys)] == ["RFP_RECEIVED"]
