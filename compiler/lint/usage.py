@@ -57,7 +57,7 @@ def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
     if not fields:
         return
     used = _context_names_used(g.flow)
-    used |= _template_names(_templates(g.flow)) & fields
+    used |= _template_names(_templates(g.flow), fields) & fields
     for f in g.flow.context:
         if f.name in used:
             continue
@@ -133,27 +133,35 @@ def _templates(flow: CompiledFlow) -> Iterator[str]:
             yield r.message
 
 
-def _template_names(templates: Iterable[str]) -> set[str]:
-    """Every variable and attribute name a template mentions.
-
-    Attributes are included so that `ctx.hints_used` or `context.hints_used` count as uses
-    whatever the runtime calls the context object in templates.
-    """
+def _template_names(templates: Iterable[str], fields: set[str]) -> set[str]:
+    """The context fields templates read: `context.x` and `context["x"]`; every field when a
+    template uses `context` itself (passes it to a filter, loops over it, aliases it)."""
     env = jinja2.Environment()
-    names: set[str] = set()
+    used: set[str] = set()
     for text in set(templates):
-        if "{" not in text:
+        if "context" not in text:
             continue
         try:
             tree = env.parse(text)
         except jinja2.TemplateSyntaxError:
             continue  # reported by the compiler (E206)
-        for node in tree.find_all((jinja2.nodes.Name, jinja2.nodes.Getattr)):
-            if isinstance(node, jinja2.nodes.Name):
-                names.add(node.name)
-            elif isinstance(node, jinja2.nodes.Getattr):
-                names.add(node.attr)
-    return names
+        reads: set[int] = set()
+        for node in tree.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem)):
+            assert isinstance(node, jinja2.nodes.Getattr | jinja2.nodes.Getitem)
+            owner = node.node
+            if not (isinstance(owner, jinja2.nodes.Name) and owner.name == "context"):
+                continue
+            if isinstance(node, jinja2.nodes.Getattr):
+                used.add(node.attr)
+            elif isinstance(node.arg, jinja2.nodes.Const) and isinstance(node.arg.value, str):
+                used.add(node.arg.value)
+            else:
+                return set(fields)  # `context[expression]`: any field
+            reads.add(id(owner))
+        for name in tree.find_all(jinja2.nodes.Name):
+            if name.name == "context" and id(name) not in reads:
+                return set(fields)
+    return used
 
 
 # ---- where declarations are -----------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from flowc.compiler.diagnostics import Diagnostic, Severity
 from flowc.compiler.lint import lint
 
@@ -322,5 +324,24 @@ def test_w312_unused_context_field() -> None:
 def test_w312_field_named_in_a_template_is_used() -> None:
     b = pipeline().field("round")
     flow, source = b.build()
-    flow = flow.model_copy(update={"messages": {"instance_final": "Done after {{ round }} rounds"}})
+    done = "Done after {{ context.round }} rounds"
+    flow = flow.model_copy(update={"messages": {"instance_final": done}})
     assert lint(flow, source) == []
+
+
+@pytest.mark.parametrize(
+    ("template", "unused"),
+    [
+        ("{{ context['round'] }}", []),
+        ("{{ context | tojson }}", []),
+        ("{% for k in context %}{{ k }}{% endfor %}", []),
+        ("{{ state.title }} {{ round }}", ["round"]),  # neither reads the field `round`
+        ("{{ context.other }}", ["round"]),
+    ],
+)
+def test_w312_reads_context_the_way_templates_do(template: str, unused: list[str]) -> None:
+    b = pipeline().field("round")
+    flow, source = b.build()
+    flow = flow.model_copy(update={"messages": {"instance_final": template}})
+    found = [d.message for d in lint(flow, source) if d.code == "W312"]
+    assert [m.split("`")[1] for m in found] == unused
