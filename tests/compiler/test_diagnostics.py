@@ -238,3 +238,23 @@ def test_a_surrogate_pair_escape_is_one_character() -> None:
     result = compile_source('flow demo "\\ud83d\\ude00 \\u00e9"\ninitial state A\n', "d.flow")
     assert result.flow is not None and not result.errors
     assert result.flow.title == "\U0001f600 \u00e9"
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("-9223372036854775808", True),
+        ("9223372036854775807", True),
+        ("9223372036854775808", False),
+        ("-9223372036854775809", False),
+        ("0 - 9223372036854775808", False),
+    ],
+)
+def test_the_64_bit_range_includes_its_negative_end(value: str, ok: bool) -> None:
+    for source in (
+        f"flow t\ncontext {{ x: int = 0 }}\nevent go\n"
+        f"initial state A {{ on go -> B do x = {value} }}\nfinal state B\n",
+        f"flow t\ncontext {{ x: int = {value} }}\ninitial state A\n",
+    ):
+        codes = [d.code for d in compile_source(source, "t.flow").errors]
+        assert codes == [] if ok else "E209" in codes, (source, codes)
