@@ -109,6 +109,12 @@ def run(args: argparse.Namespace) -> int:
         except SnapshotError as exc:
             print(f"flowc render: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        if mark.flow is not None and mark.flow != flow.name:
+            print(
+                f"flowc render: {args.snapshot} is a snapshot of {mark.flow}, not {flow.name}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     if args.highlight:
         mark.current = args.highlight
     names = {s.name for s in flow.states}

@@ -171,6 +171,8 @@ class Highlight:
     current: str | None = None
     #: (source, target, event or None) of each step taken, oldest first.
     steps: list[tuple[str, str, str | None]] = field(default_factory=list)
+    #: the flow a snapshot says it belongs to, when it says so
+    flow: str | None = None
 
     @property
     def visited(self) -> set[str]:

@@ -69,4 +69,5 @@ def snapshot_highlight(raw: Any) -> Highlight:
         event = trigger if isinstance(trigger, str) else None
         for i, (a, b) in enumerate(itertools.pairwise(hops)):
             steps.append((a, b, event if i == 0 else None))
-    return Highlight(current=state, steps=steps)
+    flow = raw.get("flow")
+    return Highlight(current=state, steps=steps, flow=flow if isinstance(flow, str) else None)

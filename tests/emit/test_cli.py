@@ -94,6 +94,9 @@ def test_render_snapshot(flow_file: Path, tmp_path: Path) -> None:
     assert "penwidth" in next(line for line in text.splitlines() if "DRAFT -> ROUTE" in line)
     snapshot.write_text("[1, 2]", encoding="utf-8")
     assert main(["render", str(flow_file), "--snapshot", str(snapshot)]) == 2
+    # A snapshot of another flow is refused, even when its state names exist here too.
+    snapshot.write_text(json.dumps({"flow": "other", "state": "REVIEW"}), encoding="utf-8")
+    assert main(["render", str(flow_file), "--snapshot", str(snapshot), "-o", str(out)]) == 2
 
 
 def test_render_without_graphviz_names_the_package(flow_file: Path, tmp_path: Path) -> None:
