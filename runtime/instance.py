@@ -291,7 +291,7 @@ class Instance:
     _ctx: dict[str, Any]
     _seq: int
     _history: list[Entry]
-    _timers: tuple[tuple[float, CTransition], ...] | None
+    _timers: Timers | None
     _keys: dict[str, int] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
@@ -989,18 +989,21 @@ def _phase_words(phase: str, st: CState, t: CTransition) -> str:
     return f"the actions of {t.describe()}"
 
 
-def _arm(state: CState, now: float) -> tuple[tuple[float, CTransition], ...]:
-    timers = [(now + t.after_ms / 1000.0, t) for t in state.timers if t.after_ms]
+Timers = tuple[tuple[float, CTransition], ...]
+
+
+def _arm(state: CState, now: float) -> Timers:
+    return _due_order([(now + t.after_ms / 1000.0, t) for t in state.timers if t.after_ms])
+
+
+def _rearm(timers: Timers | None, t: CTransition, now: float) -> Timers:
+    return _due_order([*(timers or ()), (now + (t.after_ms or 0) / 1000.0, t)])
+
+
+def _due_order(timers: list[tuple[float, CTransition]]) -> Timers:
+    """Soonest first; timers due together in source order."""
     timers.sort(key=lambda x: (x[0], x[1].index))
     return tuple(timers)
-
-
-def _rearm(
-    timers: tuple[tuple[float, CTransition], ...] | None, t: CTransition, now: float
-) -> tuple[tuple[float, CTransition], ...]:
-    pending = [*(timers or ()), (now + (t.after_ms or 0) / 1000.0, t)]
-    pending.sort(key=lambda x: (x[0], x[1].index))
-    return tuple(pending)
 
 
 def _entered(history: list[Entry], state: str) -> float:
@@ -1013,7 +1016,7 @@ def _entered(history: list[Entry], state: str) -> float:
 
 def _restore_timers(
     state: CState, raw: Any, entered: float, arm_missing: bool
-) -> tuple[tuple[float, CTransition], ...] | None:
+) -> Timers | None:
     """Match the snapshot's timers to the state's timer rules: by index when the rule is the
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
@@ -1056,8 +1059,7 @@ def _restore_timers(
     ]
     if not timers:
         return None
-    timers.sort(key=lambda x: (x[0], x[1].index))
-    return tuple(timers)
+    return _due_order(timers)
 
 
 def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:
