@@ -604,8 +604,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         super().__init__()
         self.report: Report = _no_report
         self.depth: dict[int, int] = {}
-        #: int literals of 2**63 not (yet) under a minus sign, by id: E209 unless negated
-        self.unsigned_min: dict[int, Token] = {}
+        #: int literals of 2**63 not (yet) under a minus sign, by span: E209 unless negated
+        self.unsigned_min: dict[Span, Token] = {}
 
     def begin(self, report: Report) -> None:
         self.report = report
@@ -733,9 +733,16 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.TypeExpr(c[0], (), False, _span(c), c[1], c[3], True)
 
     def bound(self, c: list[Any]) -> float:
-        minus = c[0] is not None
-        number = self._float(c[1]) if c[1].type == "FLOAT" else self._int(c[1], negative=minus)
-        return -number if c[0] is not None else number
+        return self._signed_number(c)
+
+    def _signed_number(self, c: list[Any]) -> int | float:
+        """`[MINUS] (INT | FLOAT)`, folded into one number."""
+        minus, token = c[0] is not None, c[1]
+        if token.type == "FLOAT":
+            number: int | float = self._float(token)
+        else:
+            number = self._int(token, negative=minus)
+        return -number if minus else number
 
     # ---- states and rules --------------------------------------------------------------
     def modifier(self, c: list[Token]) -> ast.Ident:
@@ -862,12 +869,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return self._string(c[0])
 
     def json_number(self, c: list[Any]) -> int | float:
-        token: Token = c[1]
-        minus = c[0] is not None
-        number: int | float = (
-            self._float(token) if token.type == "FLOAT" else self._int(token, negative=minus)
-        )
-        return -number if minus else number
+        return self._signed_number(c)
 
     def json_true(self, c: list[Any]) -> bool:
         return True
@@ -920,7 +922,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return self._binary(str(c[1]), c, c[0], c[2])
 
     def negate(self, c: list[Any]) -> Any:
-        self.unsigned_min.pop(id(c[1]), None)
+        if isinstance(c[1], ast.Literal_):
+            self.unsigned_min.pop(c[1].span, None)
         return self._expr(ast.Unary("neg", c[1], _span(c)), c[1])
 
     def attribute(self, c: list[Any]) -> Any:
@@ -952,7 +955,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         literal = ast.Literal_(value, "int", _token_span(c[0]))
         if value > _MAX_INT:
             # 2**63 fits only under a minus sign, which `negate` (or `start`) decides.
-            self.unsigned_min[id(literal)] = c[0]
+            self.unsigned_min[literal.span] = c[0]
         return literal
 
     def _int(self, token: Token, *, negative: bool = False) -> int:
