@@ -512,7 +512,7 @@ class Resolver:
                 # a date, and no workflow waits a century.
                 self.error(
                     "E120",
-                    "a timer may wait at most 36500d (about 100 years)",
+                    f"a timer may wait at most {MAX_TIMER_MS // 86_400_000}d (about 100 years)",
                     rule.after.span,
                 )
         if is_choice and seen_else is None and not state.has("final"):
@@ -533,12 +533,17 @@ class Resolver:
                 or f"declare it: `event {rule.event.name}`",
             )
         target = rule.target
-        if target is not None and target.name != "self" and target.name not in self.symbols.states:
+        if target is not None and target.name != "self":
+            self._check_state_exists(target)
+
+    def _check_state_exists(self, name: ast.Ident, otherwise: str | None = None) -> None:
+        """E104 unless `name` is a state, with a did-you-mean (else `otherwise`) as help."""
+        if name.name not in self.symbols.states:
             self.error(
                 "E104",
-                f"unknown state `{target.name}`",
-                target.span,
-                suggest(target.name, self.symbols.states),
+                f"unknown state `{name.name}`",
+                name.span,
+                suggest(name.name, self.symbols.states) or otherwise,
             )
 
     # ---- migrations --------------------------------------------------------------------
@@ -576,14 +581,9 @@ class Resolver:
         context = self.symbols.context
         for item in decl.items:
             if isinstance(item, ast.MigrateMapping) and item.kind == "state":
-                if item.new.name not in self.symbols.states:
-                    self.error(
-                        "E104",
-                        f"unknown state `{item.new.name}`",
-                        item.new.span,
-                        suggest(item.new.name, self.symbols.states)
-                        or "a migration maps an old state to a state of this version",
-                    )
+                self._check_state_exists(
+                    item.new, "a migration maps an old state to a state of this version"
+                )
                 self._once(states, item.old, "state", "maps")
                 continue
             if isinstance(item, ast.MigrateMapping):
