@@ -57,7 +57,7 @@ def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
     if not fields:
         return
     used = _context_names_used(g.flow)
-    used |= _template_names(_templates(g.flow), fields) & fields
+    used |= _context_fields_in_templates(_templates(g.flow), fields) & fields
     for f in g.flow.context:
         if f.name in used:
             continue
@@ -133,7 +133,7 @@ def _templates(flow: CompiledFlow) -> Iterator[str]:
             yield r.message
 
 
-def _template_names(templates: Iterable[str], fields: set[str]) -> set[str]:
+def _context_fields_in_templates(templates: Iterable[str], fields: set[str]) -> set[str]:
     """The context fields templates read: `context.x` and `context["x"]`; every field when a
     template uses `context` itself (passes it to a filter, loops over it, aliases it)."""
     env = jinja2.Environment()
