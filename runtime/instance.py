@@ -1014,9 +1014,7 @@ def _entered(history: list[Entry], state: str) -> float:
     return history[-1][_AT]
 
 
-def _restore_timers(
-    state: CState, raw: Any, entered: float, arm_missing: bool
-) -> Timers | None:
+def _restore_timers(state: CState, raw: Any, entered: float, arm_missing: bool) -> Timers | None:
     """Match the snapshot's timers to the state's timer rules: by index when the rule is the
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
