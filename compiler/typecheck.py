@@ -669,6 +669,9 @@ class TypeChecker:
                     expr.span,
                     _enum_compare_help(expr, left, right, self.symbols),
                 )
+            else:
+                self._check_enum_strings(left, (expr.right,))
+                self._check_enum_strings(right, (expr.left,))
             return t.BOOL
         if op in ("<", "<=", ">", ">="):
             if isinstance(left, t.OptionalTy) or isinstance(right, t.OptionalTy):
@@ -698,7 +701,23 @@ class TypeChecker:
                 expr.span,
                 "`in` works on lists (items), maps (keys) and strings (substrings)",
             )
+        elif isinstance(expr.right, ast.ListLit):
+            self._check_enum_strings(left, expr.right.items)
         return t.BOOL
+
+    def _check_enum_strings(self, ty: t.Ty, others: tuple[ast.Expr, ...]) -> None:
+        """Enums compare with strings, their member names: a string literal that names no
+        member makes a comparison that can never hold (`mode == "EXPRT"`)."""
+        if isinstance(ty, t.OptionalTy):
+            ty = ty.inner
+        if not isinstance(ty, t.EnumTy) or ty.name not in self.symbols.enums:
+            return
+        members = [m.name for m in self.symbols.enums[ty.name].members]
+        for other in others:
+            named = other.value if isinstance(other, ast.Literal_) else None
+            if isinstance(named, str) and named not in members:
+                help = suggest(named, members) or f"members: {', '.join(members)}"
+                self.error("E108", f"`{ty.name}` has no member `{named}`", other.span, help)
 
     def _check_arithmetic(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> t.Ty:
         op = expr.op

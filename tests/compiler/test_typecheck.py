@@ -200,3 +200,43 @@ def test_meta_values_that_mix_types_or_are_empty_give_no_free_pass() -> None:
         ),
         ("E202", 8, "`n` expects `int`, found `str`"),
     ]
+
+
+ENUM_HEAD = """flow t
+enum Mode { BEGINNER, EXPERT }
+context { mode: Mode = BEGINNER, maybe: Mode? = none }
+event e
+initial state A {
+"""
+
+
+def enum_errors(rule: str) -> list[tuple[str, int, int, str, str | None]]:
+    result = compile_source(f"{ENUM_HEAD}  {rule}\n}}\nfinal state B\n", "t.flow")
+    return [(d.code, d.span.line, d.span.column, d.message, d.help) for d in result.errors]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        'on e if mode == "EXPERT" -> B',
+        'on e if "BEGINNER" != mode -> B',
+        'on e if maybe == "EXPERT" -> B',
+        'on e if mode in ["BEGINNER", "EXPERT"] -> B',
+        'on e if mode not in ["EXPERT"] -> B',
+    ],
+)
+def test_enums_compare_with_the_names_of_their_members(rule: str) -> None:
+    assert enum_errors(rule) == []
+
+
+def test_a_string_naming_no_member_of_the_enum_it_is_compared_with_is_refused() -> None:
+    # Such a comparison can never hold: a typo of a member name, caught where it is written.
+    assert enum_errors('on e if mode == "EXPRT" -> B') == [
+        ("E108", 6, 19, "`Mode` has no member `EXPRT`", "did you mean `EXPERT`?")
+    ]
+    assert enum_errors('on e if "expert" != maybe -> B') == [
+        ("E108", 6, 11, "`Mode` has no member `expert`", "did you mean `EXPERT`?")
+    ]
+    assert enum_errors('on e if mode in ["EXPERT", "NOVICE"] -> B') == [
+        ("E108", 6, 30, "`Mode` has no member `NOVICE`", "members: BEGINNER, EXPERT")
+    ]
