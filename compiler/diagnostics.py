@@ -75,6 +75,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W310": (Severity.WARNING, "unused event"),
     "W311": (Severity.WARNING, "unused enum"),
     "W312": (Severity.WARNING, "unused context field"),
+    "W313": (Severity.WARNING, "allow comment names no warning"),
 }
 
 

@@ -76,6 +76,9 @@ def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = Tru
         text, decode_errors = decode(text, path)
         diagnostics.extend(decode_errors)
     source = SourceFile(path, text)
+    # Past an E001 the text holds replacement characters: its errors are worth reporting (all
+    # at once), but graph warnings about a file that cannot compile would be noise.
+    lint = lint and not diagnostics
     try:
         with _collector_paused():
             flow, found = _run_stages(source, lint=lint)

@@ -1,4 +1,5 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W312, E304).
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W312, E304), and the
+check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
 (`FlowGraph`) and every rule is a small function of it; `docs/diagnostics.md` documents each
@@ -17,6 +18,7 @@ from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.lint import cycles, reach, transitions, usage
 from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.lint.suppress import apply as apply_suppressions
+from flowc.compiler.lint.suppress import codes_naming_no_warning
 from flowc.compiler.source import SourceFile
 from flowc.runtime.model import CompiledFlow
 
@@ -45,6 +47,7 @@ def lint(flow: CompiledFlow, source: SourceFile) -> list[Diagnostic]:
         graph = FlowGraph(flow, source)
         for rule in RULES.values():
             found.extend(rule(graph))
+    found.extend(codes_naming_no_warning(source))
     kept = apply_suppressions(found, source)
     return sorted((dataclasses.replace(d, file=source.path) for d in kept), key=Diagnostic.sort_key)
 

@@ -3,18 +3,24 @@
 A comment naming one or more codes (`# flowc: allow W303, W312`) silences those warnings when
 it is on the line the warning points at, or anywhere in the run of comment-only lines right
 above it (so a line of justification can sit next to the allow). Errors are never silenced.
+A code that names no warning (a typo, or an error's code) is itself reported, as W313: an allow
+that silently does nothing would leave the reader believing a warning is handled.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from flowc.compiler.diagnostics import Diagnostic, Severity
-from flowc.compiler.source import SourceFile
+from flowc.compiler.diagnostics import CODES, Diagnostic, Severity
+from flowc.compiler.source import SourceFile, Span
 
-_ALLOW = re.compile(r"#\s*flowc:\s*allow\s+([A-Za-z]\d{3}(?:\s*[, ]\s*[A-Za-z]\d{3})*)")
-_CODE = re.compile(r"[A-Za-z]\d{3}")
+# A code is a word that starts with a letter and holds a digit, so that typos (`W3012`, `W3O1`)
+# are read whole, as unknown codes, and a reason in plain words after the codes is not a code.
+_CODE_TEXT = r"[A-Za-z][A-Za-z0-9]*[0-9][A-Za-z0-9]*\b"
+_ALLOW = re.compile(rf"#\s*flowc:\s*allow\s+({_CODE_TEXT}(?:\s*[, ]\s*{_CODE_TEXT})*)")
+_CODE = re.compile(_CODE_TEXT)
+_LINE_NAMING_FLOWC = re.compile(r"^.*flowc.*$", re.MULTILINE)
 
 
 class Suppressions:
@@ -52,3 +58,24 @@ def apply(diags: Iterable[Diagnostic], source: SourceFile) -> list[Diagnostic]:
         for d in diags
         if d.severity is Severity.ERROR or not suppressions.allows(d.code, d.span.line)
     ]
+
+
+def codes_naming_no_warning(source: SourceFile) -> Iterator[Diagnostic]:
+    """W313 for each code in an allow comment that is not a warning flowc can report."""
+    warnings = sorted(code for code, (severity, _) in CODES.items() if severity is Severity.WARNING)
+    for mention in _LINE_NAMING_FLOWC.finditer(source.text):
+        line, _ = source.position(mention.start())
+        for allow in _ALLOW.finditer(mention.group()):
+            for found in _CODE.finditer(allow.group(1)):
+                code = found.group().upper()
+                known = CODES.get(code)
+                if known is not None and known[0] is Severity.WARNING:
+                    continue
+                column = allow.start(1) + found.start() + 1
+                span = Span(line, column, line, column + len(code))
+                if known is not None:
+                    message, help = f"`{code}` is an error, and errors cannot be silenced", None
+                else:
+                    message = f"`{code}` is not a flowc warning code"
+                    help = f"warning codes: {', '.join(warnings)}"
+                yield Diagnostic.make("W313", message, span, help=help)

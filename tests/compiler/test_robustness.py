@@ -95,6 +95,18 @@ def test_non_utf8_bytes_are_reported_with_their_position() -> None:
     assert (diag.span.line, diag.span.column) == (2, 6)
 
 
+def test_a_file_that_is_not_utf8_gets_its_errors_but_no_graph_warnings() -> None:
+    # Without the bad byte this flow compiles with warnings (ORPHAN is unreachable, and stuck);
+    # with it, the reader needs the E001, not lint of a file that cannot compile.
+    text = b"flow x\n# caf\xe9\nevent go\ninitial state A { on go -> B }\n"
+    text += b"state ORPHAN\nfinal state B\n"
+    clean = compile_source(text.replace(b"\xe9", b"e")).diagnostics
+    assert [d.code for d in clean] == ["W301", "W302"]
+    result = compile_source(text, "l1.flow")
+    assert [d.code for d in result.diagnostics] == ["E001"]
+    assert result.flow is None
+
+
 def test_five_megabytes_of_junk_stops_early_with_a_bounded_report() -> None:
     rng = random.Random(3)
     junk = "".join(rng.choice("abc{}()->@#=;:\n \"'") for _ in range(5 * 2**20))

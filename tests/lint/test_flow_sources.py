@@ -103,6 +103,13 @@ CASES = [
         "flow d\ncontext { seen: int = 0 }\nevent go\n"
         "initial state A { on go -> DONE do seen += 1 }\nfinal state DONE\n",
     ),
+    (
+        "W313",
+        "flow d\nevent go\ninitial state A { on go -> DONE }  # flowc: allow W3O1\n"
+        "final state DONE\n",
+        "flow d\nevent go\ninitial state A { on go -> DONE }  # flowc: allow W301\n"
+        "final state DONE\n",
+    ),
 ]
 
 
