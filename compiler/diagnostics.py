@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
+from wcwidth import wcswidth
+
 from flowc.compiler.source import Span
 
 
@@ -146,11 +148,21 @@ def render_text(diag: Diagnostic, line_text: str, *, color: bool = False) -> str
         width = max(1, min(width, len(shown) - col + 2))
         lines.append(f"{pad} {style('|', '1;34')}")
         lines.append(f"{style(gutter, '1;34')} {style('|', '1;34')} {shown}")
-        caret = " " * (col - 1) + "^" * width
+        # Columns count characters; a terminal gives CJK and most emoji two cells, combining
+        # marks none: the caret is placed by display width so it stays under its text.
+        lead = _cells(shown[: col - 1])
+        under = max(1, _cells(shown[col - 1 : col - 1 + width]))
+        caret = " " * lead + "^" * under
         lines.append(f"{pad} {style('|', '1;34')} {style(caret, sev_color)}")
     if diag.help:
         lines.append(f"{pad} {style('=', '1;34')} {style('help', '1')}: {diag.help}")
     return "\n".join(lines)
+
+
+def _cells(text: str) -> int:
+    """Terminal cells `text` takes (its length where wcwidth cannot tell)."""
+    cells = wcswidth(text)
+    return cells if cells >= 0 else len(text)
 
 
 def render_json(diags: list[Diagnostic]) -> str:

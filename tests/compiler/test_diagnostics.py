@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flowc.compiler import compile_source
-from flowc.compiler.diagnostics import CODES, Severity
+from flowc.compiler.diagnostics import CODES, Severity, render_text
 
 # A minimal valid flow that most cases extend.
 BASE = """flow demo
@@ -258,3 +258,19 @@ def test_the_64_bit_range_includes_its_negative_end(value: str, ok: bool) -> Non
     ):
         codes = [d.code for d in compile_source(source, "t.flow").errors]
         assert codes == [] if ok else "E209" in codes, (source, codes)
+
+
+def test_the_caret_sits_under_its_text_past_wide_and_combining_characters() -> None:
+    # CJK characters and most emoji take two terminal cells, a combining accent none: the caret
+    # is placed by display width, not by character count.
+    source = 'flow demo\ncontext { note: str = "" }\nevent go\ninitial state A {\n'
+    source += '  on go if note == "日本👍e\u0301" and zz > 1 -> B\n}\nfinal state B\n'
+    result = compile_source(source, "wide.flow")
+    (diag,) = result.errors
+    assert (diag.code, diag.span.column) == ("E107", 32)  # characters
+    text = render_text(diag, result.source.line_text(diag.span.line))
+    shown, caret = text.splitlines()[2:4]
+    assert shown.endswith('  on go if note == "日本👍e\u0301" and zz > 1 -> B')
+    prefix = shown.index("|") + 2  # the gutter, then the line as written
+    assert caret.index("^") - prefix == len('  on go if note == "') + 6 + 1 + len('" and ')
+    assert caret.endswith(" ^^")
