@@ -12,6 +12,7 @@ from flowc.compiler.emit.dot import RENDER_FORMATS, GraphvizMissing, render, to_
 from flowc.compiler.emit.labels import LABEL_MODES, Highlight
 from flowc.compiler.emit.mermaid import to_mermaid
 from flowc.compiler.emit.snapshot import SnapshotError, read_snapshot
+from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow, IRLoadError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -72,7 +73,11 @@ def load_flow(path: Path, command: str) -> CompiledFlow | int:
         return EXIT_USAGE
     if path.suffix == ".json":
         try:
-            return CompiledFlow.from_json(path.read_bytes())
+            flow = CompiledFlow.from_json(path.read_bytes())
+            # A hand-edited IR can match its schema yet name states that do not exist; the
+            # runtime's own load (every state built) is the one judge of what a graph may be.
+            Machine(flow).preload()
+            return flow
         except (IRLoadError, ValueError) as exc:
             print(f"flowc {command}: {path}: {exc}", file=sys.stderr)
             return EXIT_FAILURE

@@ -69,6 +69,29 @@ def test_render_compiled_json(flow_file: Path, tmp_path: Path) -> None:
     assert "ROUTE" in out.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("command", ["render", "docs"])
+@pytest.mark.parametrize("damage", ["initial", "target"])
+def test_a_compiled_json_naming_a_missing_state_is_refused_in_one_line(
+    flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, damage: str
+) -> None:
+    # Schema-valid, hash cleared as a hand edit would: the graph itself is what is wrong.
+    compiled = tmp_path / "review.json"
+    assert main(["compile", str(flow_file), "-o", str(compiled)]) == 0
+    ir = json.loads(compiled.read_text(encoding="utf-8"))
+    if damage == "initial":
+        ir["initial"] = "NOWHERE"
+    else:
+        ir["transitions"][0]["target"] = "NOWHERE"
+    ir["hash"] = ""
+    compiled.write_text(json.dumps(ir), encoding="utf-8")
+    capsys.readouterr()
+    out = tmp_path / ("out.dot" if command == "render" else "out.md")
+    assert main([command, str(compiled), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"flowc {command}: {compiled}: ")
+    assert "'NOWHERE'" in err and err.count("\n") == 1
+
+
 def test_render_snapshot(flow_file: Path, tmp_path: Path) -> None:
     snapshot = tmp_path / "snap.json"
     snapshot.write_text(
