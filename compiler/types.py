@@ -65,8 +65,10 @@ class NoneTy:
 
 @dataclass(frozen=True, slots=True)
 class AnyTy:
+    # Shown only inside the type of an empty literal (`[]` is `list[_]`), as rustc writes an
+    # element type not known yet; a bare ANY is never reported.
     def __str__(self) -> str:
-        return "unknown"
+        return "_"
 
 
 Ty = Prim | ListTy | MapTy | OptionalTy | EnumTy | RecordTy | NoneTy | AnyTy

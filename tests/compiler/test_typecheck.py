@@ -240,3 +240,11 @@ def test_a_string_naming_no_member_of_the_enum_it_is_compared_with_is_refused() 
     assert enum_errors('on e if mode in ["EXPERT", "NOVICE"] -> B') == [
         ("E108", 6, 30, "`Mode` has no member `NOVICE`", "members: BEGINNER, EXPERT")
     ]
+
+
+def test_an_empty_literal_is_shown_with_an_unknown_item_type_as_rustc_does() -> None:
+    errors = check("on e if not [] -> B") + check('on e if xs == {"k": []} -> B')
+    assert [m for _, m in errors] == [
+        "`not` needs a `bool`, found `list[_]`",
+        "`list[str]` and `map[str, list[_]]` can never be equal",
+    ]
