@@ -64,11 +64,7 @@ class Lowerer:
             return ("meta", node.key, ())
         if isinstance(node, ast.Attribute):
             obj = node.obj
-            if (
-                isinstance(obj, ast.Name)
-                and obj.name in symbols.enums
-                and obj.name not in symbols.context
-            ):
+            if isinstance(obj, ast.Name) and symbols.is_enum_member(obj.name, node.name.name):
                 return ("lit", node.name.name, ())
             return ("attr", node.name.name, (self.expr(obj),))
         if isinstance(node, ast.Subscript):

@@ -63,6 +63,23 @@ class Symbols:
     #: `migrate from N` blocks by N
     migrations: dict[int, ast.MigrateDecl] = field(default_factory=dict)
 
+    def is_enum_member(self, obj: str, attr: str, *, constant: bool = False) -> bool:
+        """Whether `obj.attr` names the member `attr` of enum `obj` rather than reading field
+        `attr` of context field `obj`. Only a context field sharing the enum's name makes this a
+        question: it is the enum, unless the field is a record and the enum lacks `attr` or the
+        record has it too (the field, as a bare name, always wins)."""
+        decl = self.enums.get(obj)
+        if decl is None:
+            return False
+        info = self.context.get(obj)
+        if constant or info is None:
+            return True
+        ty = info.ty.inner if isinstance(info.ty, t.OptionalTy) else info.ty
+        if isinstance(ty, t.RecordTy):
+            has_member = any(m.name == attr for m in decl.members)
+            return has_member and attr not in self.records.get(ty.name, {})
+        return True  # a field without fields: `obj.attr` can only mean the enum
+
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
     """A did-you-mean help line, or None when nothing is close.

@@ -543,10 +543,8 @@ class TypeChecker:
 
     def _infer_Attribute(self, expr: ast.Attribute, scope: Scope) -> t.Ty:
         obj = expr.obj
-        if (
-            isinstance(obj, ast.Name)
-            and obj.name in self.symbols.enums
-            and (scope.constant or obj.name not in self.symbols.context)
+        if isinstance(obj, ast.Name) and self.symbols.is_enum_member(
+            obj.name, expr.name.name, constant=scope.constant
         ):
             decl = self.symbols.enums[obj.name]
             members = [m.name for m in decl.members]

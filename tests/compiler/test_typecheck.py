@@ -248,3 +248,28 @@ def test_an_empty_literal_is_shown_with_an_unknown_item_type_as_rustc_does() -> 
         "`not` needs a `bool`, found `list[_]`",
         "`list[str]` and `map[str, list[_]]` can never be equal",
     ]
+
+
+def test_enum_dot_member_reaches_the_member_past_a_context_field_of_the_same_name() -> None:
+    from flowc.runtime import Machine
+
+    source = """flow t
+enum Mode { A, B }
+type R { B: int }
+enum Rec { B, C }
+context { Mode: Mode = A, Rec: R? = none }
+event e
+initial state S {
+  on e if Mode == Mode.A and Rec == none -> S do Mode = Mode.B
+  on e if Rec != none and Rec.B > 1 and Mode == Mode.B -> Z
+}
+final state Z
+"""
+    result = compile_source(source, "t.flow")
+    assert result.errors == []
+    # `Mode.B` is the member (a field of an enum type has no fields); `Rec.B` is the record's
+    # field, which the enum `Rec` cannot take from it.
+    instance = Machine.from_source(source).start()
+    assert instance.send("e").ok and instance.context["Mode"] == "B"
+    typo = compile_source(source.replace("Mode = Mode.B", "Mode = Mode.Z"), "t.flow")
+    assert [(d.code, d.message) for d in typo.errors] == [("E108", "enum `Mode` has no member `Z`")]
