@@ -328,6 +328,16 @@ def test_float_literals_into_ranged_fields_are_checked(path: str) -> None:
     assert inst.context == {"p": 0.0, "r": {"w": 0.0, "label": ""}} and inst.seq == 0
 
 
+@pytest.mark.parametrize("path", ["generated", "general"])
+def test_unranged_ints_are_unbounded_and_ranged_ones_keep_their_range(path: str) -> None:
+    # As docs/runtime.md says: 64 bits limit literals in source, not values at run time.
+    flow = RANGES.replace("level: int(1..5) = 1", "level: int = 1")
+    inst = machine(flow).start()
+    send = inst.send if path == "generated" else lambda e, p: inst._send_slow(e, p, None, None)
+    assert send("set_level", {"n": 2**70}).ok and inst.context["level"] == 2**70
+    assert isinstance(send("mark", {"n": 2**70}), Rejection) and inst.context["marks"] == []
+
+
 def test_numbers_past_the_largest_float_are_invalid_not_a_crash() -> None:
     m = machine(FLOAT_RANGES)
     inst = m.start()
