@@ -4,13 +4,15 @@
     flowc instances show ID
     flowc instances history ID
     flowc instances start FLOW_NAME [--context JSON] [--id ID] --flow PATH
-    flowc instances send ID EVENT [JSON] [--key KEY] --flow PATH
-    flowc instances goto ID STATE [--force] --flow PATH
-    flowc instances back ID [--force] --flow PATH
+    flowc instances send ID EVENT [JSON] [--key KEY] [--flow PATH]
+    flowc instances goto ID STATE [--force] [--flow PATH]
+    flowc instances back ID [--force] [--flow PATH]
 
-`--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). Commands that
-step an instance need its flow: `--flow` takes .flow or compiled .json files, or directories
-of them, and may be repeated (every version an instance may run under).
+`--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). `start` needs
+the flow: `--flow` takes .flow or compiled .json files, or directories of them, and may be
+repeated. The store keeps the graph of every flow started through flowc, so `send`, `goto` and
+`back` run an instance on its own graph without `--flow`; given, `--flow` supplies newer
+versions the instance moves to on this step.
 """
 
 from __future__ import annotations
@@ -69,12 +71,17 @@ def add_flow_option(parser: argparse.ArgumentParser, *, required: bool) -> None:
         default=[],
         required=required,
         help="a .flow or compiled .json file, or a directory of them; repeat for several "
-        "flows or versions",
+        "flows or versions"
+        + ("" if required else " (default: the graph the store keeps for the instance)"),
     )
 
 
 def load_machines(paths: Iterable[str]) -> list[Machine]:
-    """Machines from files and directories (a directory: its *.flow and *.json files)."""
+    """Machines from files and directories (a directory: its *.flow and *.json files); none
+    for no paths (the store's graphs are used)."""
+    paths = list(paths)
+    if not paths:
+        return []
     files: list[Path] = []
     for given in paths:
         path = Path(given)
@@ -146,7 +153,7 @@ def register(sub: Any) -> None:
 
     p = actions.add_parser("send", help="deliver an event to an instance")
     add_store_option(p)
-    add_flow_option(p, required=True)
+    add_flow_option(p, required=False)
     p.add_argument("id", metavar="ID")
     p.add_argument("event", metavar="EVENT")
     p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
@@ -156,7 +163,7 @@ def register(sub: Any) -> None:
 
     p = actions.add_parser("goto", help="move an instance along a direct edge")
     add_store_option(p)
-    add_flow_option(p, required=True)
+    add_flow_option(p, required=False)
     p.add_argument("id", metavar="ID")
     p.add_argument("target", metavar="STATE")
     p.add_argument("--force", action="store_true", help="allow a backward edge")
@@ -166,7 +173,7 @@ def register(sub: Any) -> None:
 
     p = actions.add_parser("back", help="return an instance along a backward edge")
     add_store_option(p)
-    add_flow_option(p, required=True)
+    add_flow_option(p, required=False)
     p.add_argument("id", metavar="ID")
     p.add_argument("--force", action="store_true", help="backward moves need it")
     p.add_argument("--key", metavar="KEY")

@@ -26,7 +26,7 @@ from flowc.runtime.journal import JournalFile
 from flowc.runtime.store.migrate import migrate_snapshot
 
 if TYPE_CHECKING:
-    from flowc.runtime.store import StepOutcome, Store, TimerClaim
+    from flowc.runtime.store import InstanceRecord, StepOutcome, Store, TimerClaim
     from flowc.runtime.store.durable import DurableFlows
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -208,9 +208,16 @@ def _run_stored(
     with DurableFlows(store, [machine], clock=clock) as durable:
         instance_id = args.id
         try:
-            if instance_id is not None and _stored(store, instance_id):
+            found = _stored(store, instance_id) if instance_id is not None else None
+            if found is not None:
                 if args.context:
                     raise _Usage(f"--context starts a new instance; {instance_id} exists")
+                if found.flow != machine.name:
+                    # The store could run it on its own graph; this command drives FLOW only.
+                    raise UnknownFlow(
+                        f"instance {instance_id} is an instance of {found.flow}, "
+                        f"not of {machine.name}"
+                    )
                 durable.load(instance_id)  # fails now, not on the first event, if it cannot run
                 if interactive:
                     print(f"resumed {instance_id} in the store")
@@ -255,14 +262,13 @@ def _journal_to_file(durable: DurableFlows, instance_id: str, name: str, file: s
     durable.subscribe(write)
 
 
-def _stored(store: Store, instance_id: str) -> bool:
+def _stored(store: Store, instance_id: str) -> InstanceRecord | None:
     from flowc.runtime.store import InstanceNotFound
 
     try:
-        store.load(instance_id)
+        return store.load(instance_id)
     except InstanceNotFound:
-        return False
-    return True
+        return None
 
 
 class Driver(Protocol):

@@ -1,9 +1,10 @@
-"""`flowc worker --store URL --flow PATH`: fire due timers of stored instances.
+"""`flowc worker --store URL [--flow PATH]`: fire due timers of stored instances.
 
 Any number of workers may run against one store, on one host or many: each due timer is leased
 to one worker and fires once, as an ordinary step of its instance (docs/persistence.md). One
 JSON line is printed per fired timer; SIGINT or SIGTERM stops the worker after the step in
-hand, and it prints its counts.
+hand, and it prints its counts. Without `--flow`, each instance runs on the graph the store
+keeps for it; `--flow` gives newer versions that instances move to when their timers fire.
 """
 
 from __future__ import annotations
@@ -40,12 +41,13 @@ def register(sub: Any) -> None:
             "Poll the store for due timers (`after` transitions of stored instances), claim "
             "them with a lease and fire each as an ordinary step. Several workers may share a "
             "store: each timer fires once. A timer armed in a state its instance has left is "
-            "dropped. Stops on SIGINT/SIGTERM, after --for seconds, or with --once after one "
-            "pass."
+            "dropped. Each instance runs on the graph the store keeps for it; --flow gives "
+            "newer versions to move instances to. Stops on SIGINT/SIGTERM, after --for "
+            "seconds, or with --once after one pass."
         ),
     )
     add_store_option(parser)
-    add_flow_option(parser, required=True)
+    add_flow_option(parser, required=False)
     parser.add_argument(
         "--poll",
         type=float,

@@ -15,10 +15,11 @@ history rows).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.instance import Instance, Outcome, StepResult
@@ -43,12 +44,25 @@ from flowc.runtime.store.types import (
 )
 from flowc.runtime.store.worker import TimerWorker
 
+_T = TypeVar("_T")
+
 #: `DurableFlows.subscribe` callbacks: the instance's id and the step committed.
 StepSubscriber = Callable[[str, StepResult], None]
 
 
 class UnknownFlow(LookupError):
-    """An instance of a flow (or flow version) that was not given to `DurableFlows`."""
+    """An instance of a flow (or flow version) that was neither given to `DurableFlows` nor
+    kept in its store."""
+
+
+class _GraphNeeded(Exception):
+    """Raised inside a step when the instance's graph must come from the store: it is read
+    outside the step's transaction (a second connection inside it could starve a pool), then
+    the step runs again."""
+
+    def __init__(self, record: InstanceRecord) -> None:
+        super().__init__(record.graph_hash)
+        self.record = record
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +122,12 @@ class FlowRegistry:
     def names(self) -> list[str]:
         return sorted(self._by_name)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def machines(self) -> list[Machine]:
+        return [m for versions in self._by_name.values() for m in versions.values()]
+
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_name.values())
 
@@ -123,6 +143,11 @@ class DurableFlows:
     - `compact`: keep only the history entries restoring needs in the stored snapshot
       (`compact_history`); the store's history rows always have every step. An `Instance`
       from `load` then shows that compact history.
+
+    The graphs of the given machines are kept in the store (by content hash, once, at the
+    first operation), and an instance whose graph was not given runs on the graph the store
+    keeps for it: exactly the graph it is on, never upgraded (to upgrade, give the newer
+    version). So a worker or a CLI needs no flow files for instances some host has started.
     """
 
     def __init__(
@@ -144,6 +169,9 @@ class DurableFlows:
         self.migrations = tuple(migrations)
         self.max_attempts = max_attempts
         self._subscribers: list[StepSubscriber] = []
+        self._graphs_kept = False
+        #: graphs read from the store, by hash
+        self._stored: dict[str, Machine] = {}
 
     def subscribe(self, fn: StepSubscriber) -> Callable[[], None]:
         """Call `fn(instance_id, step)` for every step this object commits: sends, go-tos and
@@ -187,6 +215,7 @@ class DurableFlows:
         """Start an instance of the newest registered version of `flow` and store it. A
         refused start (`invalid_context`, ...) stores nothing. `InstanceExists` if `id` is
         taken."""
+        self._keep_graphs()
         machine = self.flows.latest(flow)
         instance_id = id or uuid.uuid4().hex
         started = machine.try_start(context, id=instance_id, clock=self.clock)
@@ -212,7 +241,8 @@ class DurableFlows:
     def load(self, instance_id: str) -> Instance:
         """The instance as stored, restored (and migrated, as its next step would be). Changing
         it changes nothing stored: steps go through `send`, `goto`, `back`."""
-        instance, _ = self._restore(self.store.load(instance_id))
+        record = self.store.load(instance_id)
+        instance, _ = self._with_graphs(lambda: self._restore(record))
         return instance
 
     # -- steps --------------------------------------------------------------------------------
@@ -271,7 +301,10 @@ class DurableFlows:
                 return Reject(outcome.to_dict())
             return self._change(record, instance, migrated, outcome.to_dict())
 
-        out = self.store.step(instance_id, fn, key=key, max_attempts=self.max_attempts)
+        self._keep_graphs()
+        out = self._with_graphs(
+            lambda: self.store.step(instance_id, fn, key=key, max_attempts=self.max_attempts)
+        )
         last = ran[-1] if ran else None
         if out.status == "committed" and self._subscribers:
             self._deliver(instance_id, [last])
@@ -319,13 +352,49 @@ class DurableFlows:
             if on_outcome is not None:
                 on_outcome(claim, outcome)
 
-        return TimerWorker(self.store, fire, clock=self.clock, on_outcome=delivered, **options)
+        def step(claim: TimerClaim, fn: StepFn) -> StepOutcome:
+            return self._with_graphs(lambda: self.store.step(claim.instance_id, fn, timer=claim))
+
+        self._keep_graphs()
+        return TimerWorker(
+            self.store, fire, clock=self.clock, on_outcome=delivered, step=step, **options
+        )
 
     # -- helpers ------------------------------------------------------------------------------
 
+    def _keep_graphs(self) -> None:
+        """Keep the given machines' graphs in the store, once (a kept hash is left as is)."""
+        if self._graphs_kept:
+            return
+        for machine in self.flows.machines():
+            if machine.hash:
+                self.store.save_graph(
+                    machine.hash, machine.name, machine.version, _graph_text(machine)
+                )
+        self._graphs_kept = True
+
+    def _with_graphs(self, run: Callable[[], _T]) -> _T:
+        """`run()`, reading from the store any graph it turns out to need, then running it
+        again. Each read graph is cached, so this ends: a step needs at most one graph, and
+        an instance can only be moved to a given graph, never to one of the store's."""
+        while True:
+            try:
+                return run()
+            except _GraphNeeded as need:
+                self._load_stored(need.record)
+
+    def _load_stored(self, record: InstanceRecord) -> None:
+        text = self.store.load_graph(record.graph_hash) if record.graph_hash else None
+        if text is None:
+            raise UnknownFlow(
+                f"instance {record.id} runs {record.flow} version {record.flow_version} "
+                f"({record.graph_hash or 'no hash'}), which is neither loaded nor in the store"
+            )
+        self._stored[record.graph_hash] = Machine.from_json(text, clock=self.clock)
+
     def _machine(self, record: InstanceRecord) -> Machine:
         exact = self.flows.exact(record.flow, record.flow_version, record.graph_hash)
-        if self.upgrade:
+        if self.upgrade and record.flow in self.flows:
             latest = self.flows.latest(record.flow)
             if latest.version < record.flow_version:
                 raise UnknownFlow(
@@ -333,12 +402,13 @@ class DurableFlows:
                     f"newer than any loaded ({latest.version})"
                 )
             return exact if exact is not None and exact.version == latest.version else latest
-        if exact is None:
-            raise UnknownFlow(
-                f"instance {record.id} runs {record.flow} version {record.flow_version} "
-                f"({record.graph_hash}), which is not loaded"
-            )
-        return exact
+        if exact is not None:
+            return exact
+        # Neither given nor to be upgraded: the very graph the instance is on, from the store.
+        stored = self._stored.get(record.graph_hash)
+        if stored is None:
+            raise _GraphNeeded(record)
+        return stored
 
     def _restore(self, record: InstanceRecord) -> tuple[Instance, bool]:
         machine = self._machine(record)
@@ -403,6 +473,11 @@ def open_durable(
 
     clock = options.get("clock", system_clock)
     return DurableFlows(open_store(url, clock=clock), machines, **options)
+
+
+def _graph_text(machine: Machine) -> str:
+    # The canonical form the content hash is computed over, so loading it checks the hash fast.
+    return json.dumps(machine.raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _stored_snapshot(instance: Instance) -> dict[str, Any]:

@@ -45,6 +45,7 @@ class MemoryStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
+        self._graphs: dict[str, str] = {}
 
     def create(self, new: NewInstance) -> InstanceRecord:
         now = self._clock() if new.at is None else new.at
@@ -251,6 +252,14 @@ class MemoryStore:
     def delete(self, instance_id: str) -> bool:
         with self._lock:
             return self._slots.pop(instance_id, None) is not None
+
+    def save_graph(self, graph_hash: str, flow: str, version: int, ir: str) -> None:
+        with self._lock:
+            self._graphs.setdefault(graph_hash, ir)
+
+    def load_graph(self, graph_hash: str) -> str | None:
+        with self._lock:
+            return self._graphs.get(graph_hash)
 
     def close(self) -> None:
         pass

@@ -99,6 +99,18 @@ CREATE TABLE IF NOT EXISTS flowc_keys (
 )
 """
 
+#: Added after schema version 1 shipped, and created on its own when missing: one new table
+#: locks nothing that running steps use, so an older database gains it safely.
+_GRAPHS_TABLE = """
+CREATE TABLE IF NOT EXISTS flowc_graphs (
+  hash text PRIMARY KEY,
+  flow text NOT NULL,
+  version integer NOT NULL,
+  ir text NOT NULL,
+  stored_at double precision NOT NULL
+)
+"""
+
 _RECORD_COLUMNS = (
     "id, flow, flow_version, graph_hash, state, version, seq, snapshot, created_at, updated_at"
 )
@@ -175,6 +187,9 @@ class PostgresStore:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
+            graphs = conn.execute("SELECT to_regclass('flowc_graphs') IS NOT NULL").fetchone()
+            if not (graphs and graphs[0]):
+                conn.execute(_GRAPHS_TABLE)
             row = conn.execute(
                 "SELECT value FROM flowc_meta WHERE name = 'schema_version'"
             ).fetchone()
@@ -496,6 +511,23 @@ class PostgresStore:
             self._listener = None
             time.sleep(timeout)
             return False
+
+    # -- compiled graphs -----------------------------------------------------------------------
+
+    def save_graph(self, graph_hash: str, flow: str, version: int, ir: str) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                "INSERT INTO flowc_graphs (hash, flow, version, ir, stored_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (hash) DO NOTHING",
+                (graph_hash, flow, version, ir, self._clock()),
+            )
+
+    def load_graph(self, graph_hash: str) -> str | None:
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT ir FROM flowc_graphs WHERE hash = %s", (graph_hash,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def close(self) -> None:
         if self._listener is not None:

@@ -85,6 +85,13 @@ CREATE TABLE IF NOT EXISTS flowc_timers (
   PRIMARY KEY (instance_id, timer_id)
 );
 CREATE INDEX IF NOT EXISTS flowc_timers_deadline ON flowc_timers (deadline);
+CREATE TABLE IF NOT EXISTS flowc_graphs (
+  hash TEXT PRIMARY KEY,
+  flow TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  ir TEXT NOT NULL,
+  stored_at REAL NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS flowc_keys (
   instance_id TEXT NOT NULL REFERENCES flowc_instances (id) ON DELETE CASCADE,
   key TEXT NOT NULL,
@@ -466,6 +473,24 @@ class SQLiteStore:
                 conn.execute("DELETE FROM flowc_instances WHERE id = ?", (instance_id,)).rowcount
                 > 0
             )
+
+    # -- compiled graphs -----------------------------------------------------------------------
+
+    def save_graph(self, graph_hash: str, flow: str, version: int, ir: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO flowc_graphs (hash, flow, version, ir, stored_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (graph_hash, flow, version, ir, self._clock()),
+            )
+
+    def load_graph(self, graph_hash: str) -> str | None:
+        row = (
+            self._conn()
+            .execute("SELECT ir FROM flowc_graphs WHERE hash = ?", (graph_hash,))
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
 
     def close(self) -> None:
         with self._all_lock:

@@ -277,6 +277,16 @@ class Store(Protocol):
         """Remove an instance with its history, timers and keys; False if there was none."""
         ...
 
+    def save_graph(self, graph_hash: str, flow: str, version: int, ir: str) -> None:
+        """Keep a compiled flow's JSON `ir` under its content hash, so that whoever reads the
+        store can run its instances without the flow's files. A hash already kept is left as
+        it is (the hash names the content)."""
+        ...
+
+    def load_graph(self, graph_hash: str) -> str | None:
+        """The compiled JSON kept under `graph_hash`, or None."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -59,6 +59,7 @@ class TimerWorker:
         clock: Callable[[], float] = time.time,
         on_outcome: Callable[[TimerClaim, StepOutcome], None] | None = None,
         listen: bool = True,
+        step: Callable[[TimerClaim, StepFn], StepOutcome] | None = None,
     ) -> None:
         if lease <= 0 or poll <= 0 or batch <= 0:
             raise ValueError("lease, poll and batch must be positive")
@@ -71,6 +72,11 @@ class TimerWorker:
         self.clock = clock
         self.on_outcome = on_outcome
         self.listen = listen
+        #: How a claimed timer's step is run: the store's `step`, unless the caller wraps it
+        #: (DurableFlows loads stored graphs between tries).
+        self.step: Callable[[TimerClaim, StepFn], StepOutcome] = step or (
+            lambda claim, fn: self.store.step(claim.instance_id, fn, timer=claim)
+        )
         self.stats = WorkerStats()
 
     def run_once(self) -> int:
@@ -88,7 +94,7 @@ class TimerWorker:
             # but leaving it avoids work the other worker is already doing.
             return
         try:
-            outcome = self.store.step(claim.instance_id, self.fire(claim), timer=claim)
+            outcome = self.step(claim, self.fire(claim))
         except InstanceNotFound:
             self.stats.stale += 1
             return

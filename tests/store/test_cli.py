@@ -36,7 +36,8 @@ def test_instances_commands(
     assert code == 0 and json.loads(out)["state"] == "OPEN"
     code, out, _ = flowc(capsys, "instances", "send", "t1", "inc", "{}", "--key", "k", *s, *f)
     assert code == 0 and json.loads(out)["status"] == "committed"
-    code, out, _ = flowc(capsys, "instances", "send", "t1", "inc", "--key", "k", *s, *f)
+    # The store keeps the graph of the flow it was started with: no --flow needed from now on.
+    code, out, _ = flowc(capsys, "instances", "send", "t1", "inc", "--key", "k", *s)
     assert code == 0 and json.loads(out)["status"] == "replayed"
     code, out, _ = flowc(capsys, "instances", "send", "t1", "bogus", *s, *f)
     assert code == 1 and json.loads(out)["error"] == "unknown_event"
@@ -78,7 +79,8 @@ def test_worker_fires_due_timers(
     code, out, _ = flowc(capsys, "worker", "--once", *s, *f)
     assert code == 0 and out == "", "nothing due yet"
     time.sleep(0.6)
-    code, out, err = flowc(capsys, "worker", "--for", "0.3", "--poll", "0.05", *s, *f)
+    # No --flow: each instance runs on the graph the store keeps for it.
+    code, out, err = flowc(capsys, "worker", "--for", "0.3", "--poll", "0.05", *s)
     assert code == 0
     fired = sorted(
         (json.loads(line)["id"], json.loads(line)["status"]) for line in out.splitlines()

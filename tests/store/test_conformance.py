@@ -222,6 +222,39 @@ def test_delete_removes_everything(store: Store) -> None:
     assert store.step("a", bump(), key="k").status == "committed", "the old key went too"
 
 
+def test_graphs_are_kept_by_hash(make_store: Callable[[], Store]) -> None:
+    store = make_store()
+    assert store.load_graph("sha256:none") is None
+    store.save_graph("sha256:a", "tally", 1, '{"name":"tally"}')
+    store.save_graph("sha256:a", "tally", 1, '{"name":"changed"}')  # the hash names the content
+    store.save_graph("sha256:b", "tally", 2, '{"name":"tally","version":2}')
+    other = make_store()
+    assert other.load_graph("sha256:a") == '{"name":"tally"}'
+    assert other.load_graph("sha256:b") == '{"name":"tally","version":2}'
+    store.create(counter("a"))
+    assert store.delete("a") and other.load_graph("sha256:a") is not None, "graphs outlive it"
+
+
+def test_a_database_from_before_graphs_were_kept_gains_their_table(
+    shared_store_url: str, clock: Clock
+) -> None:
+    open_store(shared_store_url, clock=clock).close()
+    if shared_store_url.startswith("sqlite"):
+        with sqlite3.connect(shared_store_url.removeprefix("sqlite:///")) as conn:
+            conn.execute("DROP TABLE flowc_graphs")
+    else:
+        import psycopg
+
+        with psycopg.connect(shared_store_url, autocommit=True) as pg:
+            pg.execute("DROP TABLE flowc_graphs")
+    store = open_store(shared_store_url, clock=clock)
+    try:
+        store.save_graph("sha256:a", "tally", 1, "{}")
+        assert store.load_graph("sha256:a") == "{}"
+    finally:
+        store.close()
+
+
 # -- concurrency ---------------------------------------------------------------------------------
 
 

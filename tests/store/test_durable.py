@@ -7,7 +7,7 @@ import random
 import pytest
 
 from flowc.runtime.rejections import SnapshotError
-from flowc.runtime.store import InstanceNotFound, Store
+from flowc.runtime.store import InstanceNotFound, NewInstance, Store
 from flowc.runtime.store.durable import DurableFlows, UnknownFlow, compact_history, open_durable
 from flowc.runtime.store.migrate import Migration, migrate_snapshot
 from store.flows import REVIEW, TALLY_V1, TALLY_V2, TIMED, machine
@@ -127,6 +127,48 @@ def test_migration_to_a_newer_version(store: Store, clock: Clock) -> None:
     pinned = flows(store, clock, TALLY_V1, TALLY_V2, upgrade=False)
     pinned.send("pinned", "inc")
     assert store.load("pinned").flow_version == 1
+
+
+def test_the_store_keeps_graphs_so_instances_run_without_their_flow(
+    store: Store, clock: Clock
+) -> None:
+    host = flows(store, clock, TALLY_V1, TIMED)
+    host.start("tally", id="t")
+    host.start("timed", id="w")
+    host.send("w", "go")
+    # A process with no flows at all (a worker, the CLI) runs each on its own graph.
+    bare = flows(store, clock)
+    assert bare.send("t", "inc").status == "committed"
+    assert bare.load("t").machine.hash == machine(TALLY_V1).hash
+    clock.advance(1)
+    assert bare.worker(owner="w").run_once() == 1
+    assert store.load("w").state == "RANG"
+    # Pinned to its exact graph, an instance need not have it registered either.
+    pinned = flows(store, clock, TALLY_V2, upgrade=False)
+    assert pinned.send("t", "inc").status == "committed"
+    assert store.load("t").flow_version == 1 and bare.load("t").context == {"count": 2}
+
+
+def test_an_instance_whose_graph_is_nowhere_is_an_unknown_flow(store: Store, clock: Clock) -> None:
+    lost = machine(TALLY_V1.replace("flow tally", "flow lost"))
+    DurableFlows(store, [lost], clock=clock).start("lost", id="x")  # keeps a graph...
+    record = store.load("x")
+    assert store.load_graph(record.graph_hash) is not None
+    # ...but an instance started by something that did not (a store written before graphs
+    # were kept, or a host writing records itself) cannot be run without its flow.
+    store.create(
+        NewInstance(
+            id="y",
+            flow="lost",
+            flow_version=1,
+            graph_hash="sha256:" + "0" * 64,
+            state="OPEN",
+            snapshot=record.snapshot,
+        )
+    )
+    with pytest.raises(UnknownFlow, match="neither loaded nor in the store"):
+        flows(store, clock).send("y", "inc")
+    assert flows(store, clock).send("x", "inc").status == "committed"
 
 
 def test_migrate_snapshot_chains_and_refuses_unmapped_states() -> None:
