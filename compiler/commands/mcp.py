@@ -1,0 +1,119 @@
+"""`flowc mcp FLOW... [--store URL]`: serve flows to agent hosts over MCP (docs/agents.md).
+
+Each event of each flow is a tool, next to `start`, `status`, `history` (and `goto` / `back`
+where the flow has such edges); instances live in the store, so the server may restart, and
+several servers may share one store. Needs the `flowc[mcp]` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler.commands.instances import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_store_option,
+    store_url,
+)
+from flowc.compiler.commands.render import load_flow
+from flowc.runtime.machine import Machine
+from flowc.runtime.model import CompiledFlow
+from flowc.runtime.store import StoreError, open_store
+from flowc.runtime.store.durable import DurableFlows
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "mcp",
+        help="serve flows as MCP tools, resources and prompts (stdio or HTTP)",
+        description=(
+            "Serve FLOW... to MCP clients (agent hosts). Each event is a tool taking the "
+            "event's fields, an instance_id and an optional request_id; `start` creates an "
+            "instance from a context, `status` and `history` read one, `goto` and `back` move "
+            "one where the flow has such edges. The tool list never changes; each result says "
+            "which tools the instance accepts now, and a refused call says why. Diagrams, "
+            "reference pages, snapshots and histories are resources; the flows' templates are "
+            "prompts. Instances are kept in the store (one SQLite file by default; PostgreSQL "
+            "for several server processes on several hosts). Needs pip install 'flowc[mcp]'."
+        ),
+    )
+    parser.add_argument(
+        "flows",
+        metavar="FLOW",
+        nargs="+",
+        help="a .flow file or compiled .json (several: tool "
+        "names are prefixed with the flow's name)",
+    )
+    add_store_option(parser)
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default: the client starts the server) or http (streamable HTTP)",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on, for http (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port to listen on, for http (default 8000)"
+    )
+    parser.add_argument(
+        "--path", default="/mcp", help="the endpoint's path, for http (default /mcp)"
+    )
+    parser.add_argument(
+        "--prefix",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="prefix tool and prompt names with the flow's name (default: only for several flows)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from flowc.compiler.mcp_server import serve
+    except ImportError as exc:
+        print(f"flowc mcp: needs the MCP SDK: pip install 'flowc[mcp]' ({exc})", file=sys.stderr)
+        return EXIT_FAILURE
+    if not 0 < args.port < 65536:
+        print("flowc mcp: --port must be between 1 and 65535", file=sys.stderr)
+        return EXIT_USAGE
+    compiled: list[CompiledFlow] = []
+    for given in args.flows:
+        loaded = load_flow(Path(given), "mcp")
+        if isinstance(loaded, int):
+            return loaded
+        compiled.append(loaded)
+    names = [f.name for f in compiled]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        print(f"flowc mcp: the flow {twice[0]} is given twice", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        store = open_store(store_url(args.store))
+    except StoreError as exc:
+        print(f"flowc mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        durable = DurableFlows(store, [Machine(f) for f in compiled])
+        serve(
+            compiled,
+            durable,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            prefix=args.prefix,
+        )
+    except ValueError as exc:  # tools that would share a name
+        print(f"flowc mcp: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
+    return EXIT_OK
