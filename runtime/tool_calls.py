@@ -153,6 +153,7 @@ class ToolDispatcher:
 
     def _start(self, tool: Tool, args: dict[str, Any]) -> ToolResult:
         problems = _Problems()
+        chosen = problems.string(args, HANDLE, required=False)
         request_id = problems.string(args, REQUEST_ID, required=False)
         context = args.pop("context", None)
         if context is None:
@@ -162,17 +163,25 @@ class ToolDispatcher:
         problems.unknown.extend(sorted(args))
         if problems:
             return _error(problems.feedback(tool))
-        instance_id = (
+        instance_id = chosen or (
             uuid.uuid5(_START_IDS, f"{tool.flow}\0{request_id}").hex if request_id else None
         )
         try:
             out = self.flows.start(tool.flow, context, id=instance_id)
         except InstanceExists:
-            # A retried start: the instance its first attempt created.
             assert instance_id is not None
             record = self.flows.store.load(instance_id)
-            if record.flow != tool.flow:
-                raise
+            if request_id is None or record.flow != tool.flow:
+                return _error(
+                    {
+                        "ok": False,
+                        "error": "instance_exists",
+                        "message": f"There is already an instance {instance_id!r}: act on it, "
+                        f"or start another under a new instance_id.",
+                        HANDLE: instance_id,
+                    }
+                )
+            # A retried start: the instance its first attempt created.
             return ToolResult(False, {**self._view(self._instance(record)), "replayed": True})
         if not out.ok:
             return _error(_under("context", out.data))

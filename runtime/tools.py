@@ -200,9 +200,16 @@ class FlowTools:
                 machine.name,
                 "start",
                 f"Start a new instance of the flow {title!r}. `context` is its initial context. "
-                f"The result carries the new instance_id: pass it to every other tool.",
+                f"The result carries its instance_id: pass it to every other tool.",
                 _arguments(
-                    {"context": _described(machine.context_schema(), "The initial context.")},
+                    {
+                        HANDLE: {
+                            "type": "string",
+                            "description": "Optional. The id to give the new instance (a key "
+                            "of the host's, such as a session id); by default a new one.",
+                        },
+                        "context": _described(machine.context_schema(), "The initial context."),
+                    },
                     ["context"],
                     handle=False,
                 ),
