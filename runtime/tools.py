@@ -234,9 +234,9 @@ class FlowTools:
             states = _states_accepting(transitions, name)
             where = f" Accepted in: {', '.join(states)}." if states else ""
             schema = machine.event_schema(name)
-            properties = dict(schema.get("properties", {}))
+            fields: dict[str, Any] = dict(schema.get("properties", {}))
             for reserved in (HANDLE, REQUEST_ID):
-                if reserved in properties:
+                if reserved in fields:
                     raise ValueError(
                         f"event `{name}` of {machine.name} has a field `{reserved}`, which its "
                         f"tool uses for itself"
@@ -249,7 +249,7 @@ class FlowTools:
                     f"Send the event `{name}` to an instance of {title!r}.{where} "
                     f"The result gives the new state and the tools accepted next; a refusal "
                     f"says why and what is allowed instead.",
-                    _arguments(properties, list(schema.get("required", []))),
+                    _arguments(fields, list(schema.get("required", []))),
                     event=name,
                 )
             )

@@ -3,6 +3,8 @@ durable instances in a real SQLite file."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -293,3 +295,12 @@ def test_results_in_each_host_shape(durable: DurableFlows) -> None:
         "tool_call_id": "call_1",
         "content": result.text(),
     }
+
+
+def test_the_tool_modules_stay_light() -> None:
+    code = (
+        "import sys, flowc.runtime.tools, flowc.runtime.tool_calls\n"
+        "heavy = {'lark', 'networkx', 'graphviz', 'mcp'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
