@@ -29,7 +29,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from flowc.compiler.emit.dot import render, to_dot
+from flowc.compiler.emit.dot import GraphvizMissing, render, to_dot
 from flowc.compiler.emit.labels import Highlight
 from flowc.compiler.emit.markdown import to_markdown
 from flowc.compiler.emit.mermaid import to_mermaid
@@ -44,6 +44,7 @@ from flowc.runtime.tools import HANDLE, FlowTools
 SCHEME = "flowc"
 #: JSON-RPC's "invalid params": a resource or prompt asked for something that does not exist.
 _INVALID_PARAMS = -32602
+_INTERNAL_ERROR = -32603
 
 _FLOW_RESOURCES = {
     "diagram.svg": ("image/svg+xml", "diagram (SVG)"),
@@ -209,7 +210,10 @@ class FlowServer:
         if leaf == "diagram.mmd":
             return to_mermaid(flow, "events", mark)
         if leaf == "diagram.svg":
-            return render(to_dot(flow, "events", mark), "svg").decode("utf-8")
+            try:
+                return render(to_dot(flow, "events", mark), "svg").decode("utf-8")
+            except GraphvizMissing as exc:
+                raise MCPError(_INTERNAL_ERROR, str(exc)) from None
         return to_markdown(flow)
 
     def _instance_resource(self, instance_id: str, leaf: str) -> str:

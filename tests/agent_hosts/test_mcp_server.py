@@ -27,13 +27,15 @@ CONTEXT = {"stage": "dream", "finalization_tool": "submit_dream", "research_tool
 SessionFactory = Callable[[], contextlib.AbstractAsyncContextManager[ClientSession]]
 
 
-@pytest.fixture(params=["stdio", "http"])
+@pytest.fixture(params=["stdio", "http", "stdio-postgres"])
 def connect(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """A factory of client sessions with one server's worth of state: each stdio session
-    starts its own server process on the same SQLite file (as two MCP clients would); the HTTP
-    sessions all talk to one server process."""
+    starts its own server process on the same store (as two MCP clients would: a SQLite file,
+    or PostgreSQL); the HTTP sessions all talk to one server process on a SQLite file."""
     store = f"sqlite:///{tmp_path / 'flows.db'}"
-    if request.param == "stdio":
+    if request.param == "stdio-postgres":
+        store = request.getfixturevalue("postgres_url")
+    if request.param != "http":
         yield lambda: stdio_session([SEED_003], store)
         return
     with http_server([SEED_003], store) as url:
