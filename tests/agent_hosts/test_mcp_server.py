@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
 
 from agent_hosts.mcp_client import (
     ROOT,
@@ -217,6 +217,12 @@ def test_resources_and_prompts(connect: SessionFactory) -> None:
             assert text.startswith("You are a creative director for interactive fiction.")
             assert "A DREAM artifact." in text
             assert "call the ready_to_summarize() tool" in text  # mode_instructions, rendered
+            with pytest.raises(MCPError, match="no instance 'nope'"):
+                await session.read_resource("flowc://instances/nope/snapshot.json")
+            with pytest.raises(MCPError, match="no resource"):
+                await session.read_resource("flowc://flows/interactive_stage/other.txt")
+            with pytest.raises(MCPError, match="no instance 'nope'"):
+                await session.get_prompt("summary_prompt", {"instance_id": "nope"})
             summary = await session.get_prompt("summary_prompt", {"instance_id": iid})
             assert "every detail the dream needs" in summary.messages[0].content.text  # type: ignore[union-attr]
 
