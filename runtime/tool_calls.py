@@ -221,6 +221,11 @@ class ToolDispatcher:
                 view["replayed"] = True
             return ToolResult(False, view)
         data: dict[str, Json] = {**out.data, HANDLE: instance_id}
+        if data.get("kind") == "invalid_payload" and tool.name != tool.event:
+            # The runtime's advice names the event; the model knows the tool.
+            data["action"] = (
+                f"Call {tool.name} again with corrected arguments. Unknown fields may be typos."
+            )
         if data.get("kind") != "invalid_payload":
             # The tool was the wrong one now: say which are right (a bad payload needs only
             # its feedback: the tool was right, its arguments were not).

@@ -304,3 +304,13 @@ def test_the_tool_modules_stay_light() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_prefixed_tools_advise_with_the_tool_name(durable: DurableFlows) -> None:
+    calls = ToolDispatcher(durable, FlowTools([SEED_003, QUESTIONS]))
+    iid = calls.call("interactive_stage_start", {"context": CONTEXT}).data["instance_id"]
+    bad = calls.call("interactive_stage_user_input", {"instance_id": iid})
+    assert bad.is_error and bad.data["action"] == (
+        "Call interactive_stage_user_input again with corrected arguments. "
+        "Unknown fields may be typos."
+    )
