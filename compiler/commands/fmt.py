@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     files = list(find_flow_files(args.paths))
     missing = [str(p) for p in files if not p.exists()]
     if missing:
-        for path in missing:
-            print(f"flowc fmt: no such file or directory: {path}", file=sys.stderr)
+        for name in missing:
+            print(f"flowc fmt: no such file or directory: {name}", file=sys.stderr)
         return EXIT_USAGE
     if not files:
         print("flowc fmt: no .flow files found under " + ", ".join(args.paths), file=sys.stderr)
