@@ -319,3 +319,11 @@ def test_seed_flows_with_scrambled_layout_format_idempotently_to_the_same_meanin
         assert meaning(compiled(formatted)) == meaning(compiled(text))
         assert formatted.count("# a note") == messy.count("# a note")
         assert formatted.count("# own line") == messy.count("# own line")
+
+
+def test_the_example_of_the_formatting_page_is_what_fmt_does() -> None:
+    page = [b for b in blocks(ROOT / "docs" / "formatting.md") if b.tag == "flow"]
+    assert len(page) == 2, "docs/formatting.md shows one input and its formatted version"
+    before, after = page[0].text, page[1].text
+    assert fmt(before) == after
+    assert meaning(compiled(after)) == meaning(compiled(before))
