@@ -109,6 +109,9 @@ class _Gap:
     newlines: int
 
 
+_NO_GAP = _Gap((), 0)
+
+
 def _gaps(text: str, tokens: Sequence[Token]) -> list[_Gap]:
     """One gap before each token, and one after the last (len(tokens) + 1). Between the tokens
     of a file that parses there is only whitespace and comments."""
@@ -116,6 +119,13 @@ def _gaps(text: str, tokens: Sequence[Token]) -> list[_Gap]:
     ends = [0] + [t.end_pos or 0 for t in tokens]
     gaps: list[_Gap] = []
     for start, end in zip(ends, starts, strict=True):
+        if start == end:
+            gaps.append(_NO_GAP)
+            continue
+        gap = text[start:end]
+        if "#" not in gap:
+            gaps.append(_Gap((), gap.count("\n")) if "\n" in gap else _NO_GAP)
+            continue
         comments: list[tuple[int, str]] = []
         newlines = 0
         for part in _GAP_PARTS.finditer(text, start, end):
@@ -150,14 +160,27 @@ def _is_statement_rule(origin: str) -> bool:
     return origin == "item" or origin.endswith("_item")
 
 
+#: A parse-table entry: (True, next state, 0, "") to shift; (False, size, passthrough, origin)
+#: to reduce by a rule of `size` symbols. A passthrough reduce (one child, and a rule that is
+#: neither a statement nor `name`) covers exactly what its child covers, so only the state
+#: changes.
+_Action = tuple[bool, int, bool, str]
+
+
 @cache
-def _table(parser: Lark) -> tuple[dict[int, dict[str, tuple[bool, object]]], int, int]:
-    inner = parser.parser.parser.parser
-    table = inner.parse_table
-    states = {
-        state: {str(symbol): (action is Shift, arg) for symbol, (action, arg) in row.items()}
-        for state, row in table.states.items()
-    }
+def _table(parser: Lark) -> tuple[dict[int, dict[str, _Action]], int, int]:
+    table = parser.parser.parser.parser.parse_table
+    states: dict[int, dict[str, _Action]] = {}
+    for state, row in table.states.items():
+        entries: dict[str, _Action] = {}
+        for symbol, (action, arg) in row.items():
+            if action is Shift:
+                entries[str(symbol)] = (True, arg, False, "")
+            else:
+                size, origin = len(arg.expansion), str(arg.origin.name)
+                passthrough = size == 1 and origin != "name" and not _is_statement_rule(origin)
+                entries[str(symbol)] = (False, size, passthrough, origin)
+        states[state] = entries
     return states, table.start_states["start"], table.end_states["start"]
 
 
@@ -165,10 +188,11 @@ def _shape(tokens: Sequence[Token]) -> _Shape:
     """Run the LALR automaton over tokens the parser has accepted, recording for every reduce
     the tokens it covers and the rule each token is a direct child of."""
     count = len(tokens)
+    kinds = [t.type for t in tokens]
     is_name = [False] * count
     is_sign = [False] * count
     items: list[tuple[int, int]] = []
-    clauses: list[tuple[int, int]] = []
+    clauses: set[tuple[int, int]] = set()
     keywords = frozenset(_scanner().keywords.values())
     states, start_state, end_state = _table(flow_parser())
     state_stack = [start_state]
@@ -176,9 +200,7 @@ def _shape(tokens: Sequence[Token]) -> _Shape:
     # entry is marked by a negative "last" of -1 - index.
     spans: list[tuple[int, int] | None] = []
 
-    def reduce(rule: object) -> None:
-        size = len(rule.expansion)  # type: ignore[attr-defined]
-        origin = str(rule.origin.name)  # type: ignore[attr-defined]
+    def reduce(size: int, origin: str) -> None:
         children = spans[len(spans) - size :] if size else []
         if size:
             del spans[-size:]
@@ -191,7 +213,7 @@ def _shape(tokens: Sequence[Token]) -> _Shape:
                 index = child[0]
                 if origin == "name":
                     is_name[index] = True
-                elif tokens[index].type == "MINUS" and position == 0:
+                elif position == 0 and kinds[index] == "MINUS":
                     is_sign[index] = True
                 child = (index, index)
             if first < 0:
@@ -202,26 +224,32 @@ def _shape(tokens: Sequence[Token]) -> _Shape:
             if _is_statement_rule(origin):
                 items.append(node)
             elif (
-                not origin.startswith("__")  # Lark's helpers for `x*`: lists, not clauses
-                and tokens[first].type in keywords
+                last > first
+                and kinds[first] in keywords
                 and not is_name[first]
-                and last > first
+                and not origin.startswith("__")  # Lark's helpers for `x*`: lists, not clauses
             ):
-                clauses.append(node)
+                clauses.add(node)
         spans.append(node)
-        state_stack.append(states[state_stack[-1]][origin][1])  # type: ignore[arg-type]
+        state_stack.append(states[state_stack[-1]][origin][1])
 
-    for index, token in enumerate(tokens):
-        kind = token.type
+    for index, kind in enumerate(kinds):
         while True:
-            shift, arg = states[state_stack[-1]][kind]
+            shift, arg, passthrough, origin = states[state_stack[-1]][kind]
             if shift:
-                state_stack.append(arg)  # type: ignore[arg-type]
+                state_stack.append(arg)
                 spans.append((index, -1 - index))
                 break
-            reduce(arg)
+            if passthrough:
+                state_stack[-1] = states[state_stack[-2]][origin][1]
+            else:
+                reduce(arg, origin)
     while state_stack[-1] != end_state:
-        reduce(states[state_stack[-1]]["$END"][1])
+        _, arg, passthrough, origin = states[state_stack[-1]]["$END"]
+        if passthrough:
+            state_stack[-1] = states[state_stack[-2]][origin][1]
+        else:
+            reduce(arg, origin)
 
     starts_item = [False] * count
     item_start = [-1] * count
@@ -230,7 +258,7 @@ def _shape(tokens: Sequence[Token]) -> _Shape:
         starts_item[first] = True
         item_start[first : last + 1] = [first] * (last + 1 - first)
     clause_start = [-1] * count
-    for first, last in sorted(set(clauses), key=lambda span: (span[0], -span[1])):
+    for first, last in sorted(clauses, key=lambda span: (span[0], -span[1])):
         clause_start[first + 1 : last + 1] = [first] * (last - first)
     partner = [-1] * count
     open_stack: list[int] = []
