@@ -41,6 +41,15 @@ def _text(quote: str, token: _TokenType) -> _Rules:
     ]
 
 
+_TOKEN_OF_ROLE = {
+    hl.Role.DECLARATION: Keyword.Declaration,
+    hl.Role.MODIFIER: Keyword.Type,
+    hl.Role.CONTROL: Keyword,
+    hl.Role.OPERATOR: Operator.Word,
+    hl.Role.CONSTANT: Keyword.Constant,
+}
+
+
 class FlowPygmentsLexer(RegexLexer):
     name = "flow"
     aliases: ClassVar[list[str]] = ["flow", "flowc"]
@@ -69,11 +78,11 @@ class FlowPygmentsLexer(RegexLexer):
                 _groups(Keyword.Declaration, Whitespace, Name.Function),
             ),
             (rf"\b(on)(\s+)({hl.NAME})", _groups(Keyword, Whitespace, Name.Function)),
-            (hl.word_pattern(hl.DECLARATIONS), Keyword.Declaration),
-            (hl.word_pattern(hl.MODIFIERS), Keyword.Type),
-            (hl.word_pattern(hl.CONTROL), Keyword),
-            (hl.word_pattern(hl.OPERATOR_WORDS), Operator.Word),
-            (hl.word_pattern(hl.CONSTANTS), Keyword.Constant),
+            *(
+                (hl.word_pattern(words), _TOKEN_OF_ROLE[role])
+                for role, words in hl.keywords().items()
+                if words
+            ),
             (hl.OPERATORS, Operator),
             (rf"({hl.NAME})(?=\s*\()", Name.Function),
             (hl.NAME, Name),

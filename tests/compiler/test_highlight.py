@@ -14,8 +14,6 @@ import pytest
 from pygments.token import Error, Keyword, Name, Operator
 
 from flowc.compiler import highlight
-from flowc.compiler.lexer import FlowLexer
-from flowc.compiler.parse import flow_parser
 from flowc.compiler.pygments_lexer import FlowPygmentsLexer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,15 +28,42 @@ DOC_FLOWS = [
 
 
 def grammar_keywords() -> set[str]:
-    """The reserved and soft keywords of grammar/flow.lark, as the compiler's lexer reads them."""
-    return set(FlowLexer(flow_parser().lexer_conf).keywords)
+    """The keywords of grammar/flow.lark, read independently of highlight.py: every quoted word
+    of the grammar file (terminal definitions such as `FLOW: "flow"` and the anonymous keywords
+    of rules such as `"and"`)."""
+    text = (ROOT / "grammar" / "flow.lark").read_text(encoding="utf-8")
+    code = "\n".join(line.split("//")[0] for line in text.splitlines())
+    return set(re.findall(r'"([a-z_]+)"', code))
 
 
-def test_the_word_table_is_exactly_the_grammars_keywords() -> None:
+def test_the_highlighters_read_exactly_the_grammars_keywords() -> None:
     keywords = grammar_keywords()
     assert len(keywords) > 30  # the extraction itself works
-    assert sorted(keywords - highlight.KEYWORDS) == [], "keywords missing from highlight.py"
-    assert sorted(highlight.KEYWORDS - keywords) == [], "highlight.py has words that are not"
+    assert highlight.grammar_keywords() == keywords
+    by_role = highlight.keywords()
+    assert sorted(w for words in by_role.values() for w in words) == sorted(keywords)
+
+
+def test_every_role_names_only_keywords() -> None:
+    # A word dropped from the grammar must not stay coloured as a keyword.
+    assert sorted(set(highlight.ROLES) - grammar_keywords()) == []
+
+
+def test_a_keyword_with_no_role_yet_is_still_coloured_as_a_keyword(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    grown = highlight.grammar_keywords() | {"invariant"}
+    monkeypatch.setattr(highlight, "grammar_keywords", lambda: grown)
+    highlight.keywords.cache_clear()
+    try:
+        assert "invariant" in highlight.keywords()[highlight.Role.CONTROL]
+        patterns = highlight.textmate_grammar()["patterns"]
+        assert any(
+            p.get("name") == "keyword.control.flow" and re.fullmatch(p["match"], "invariant")
+            for p in patterns
+        )
+    finally:
+        highlight.keywords.cache_clear()
 
 
 @pytest.mark.parametrize("word", sorted(grammar_keywords()))
