@@ -27,10 +27,12 @@ SEPARATORS = (" ", " ", "  ", "\t", "\n", "\n\n\n", "  # a note\n")
 
 
 def scrambled(text: str, seed: int) -> str:
-    from flowc.compiler.format import _scanner
+    from flowc.compiler.lexer import FlowLexer
+    from flowc.compiler.parse import flow_parser
 
     rng = random.Random(seed)
-    return "".join(t.value + rng.choice(SEPARATORS) for t in _scanner().scan(text))
+    tokens = FlowLexer(flow_parser().lexer_conf).scan(text)
+    return "".join(t.value + rng.choice(SEPARATORS) for t in tokens)
 
 
 def parts(text: str) -> dict[str, float]:
@@ -44,12 +46,14 @@ def parts(text: str) -> dict[str, float]:
         times[name] = time.perf_counter() - start
         return value
 
+    parser = fmt.flow_parser()
+    scanner = fmt._scanner(parser)
     timed("parse", lambda: fmt.parse_source(text))
-    tokens = timed("scan", lambda: list(fmt._scanner().scan(text)))
+    tokens = timed("scan", lambda: list(scanner.scan(text)))
     gaps = fmt._gaps(text, tokens)
-    shape = timed("shape", lambda: fmt._shape(tokens))
+    shape = timed("shape", lambda: fmt._shape(tokens, parser))
     out = timed("layout", lambda: fmt._Layout(tokens, gaps, shape).render())
-    timed("recheck", lambda: fmt._check_same_reading(text, tokens, gaps, out))
+    timed("recheck", lambda: fmt._check_same_reading(scanner, tokens, gaps, out))
     timed("total", lambda: fmt.format_source(text))
     return times
 

@@ -10,20 +10,15 @@ over them (no tree is built):
 - which tokens are *names* (`type` naming a field is the keyword token TYPE);
 - which `-` is a sign (the first token of its rule) and which subtracts;
 - where statements start: a statement is a node of any rule named `item` or `*_item` (`item`,
-  `state_item`, `migrate_item`, and whatever block rule the grammar grows next).
+  `state_item`, `migrate_item`, and whatever block rule the grammar grows next);
+- where clauses start: a clause is a node that starts with a keyword (`if …`, `do …`,
+  `require … else …`), whose own continuation lines are indented a step further.
 
-The layout (docs/formatting.md says it for people):
-- line breaks are the author's, except that every top-level statement starts a line, and a
-  bracket whose contents are broken over lines has its opener end a line, its closer start
-  one, and each statement inside on its own line; at most one blank line in a row, none after
-  an opener or before a closer, none at the start or end of the file;
-- indentation is two spaces for each enclosing bracket opened on an earlier line, plus two for
-  a continuation line of a statement;
-- one space between tokens, none inside `()` and `[]`, around `.` and `..`, before `,` `;`
-  `:` `?`, after a sign, before the `(` of a call and the `[` of an index or a generic type;
-  one space inside a non-empty `{ }` written on one line;
-- a comment after code is two spaces after it; a comment on its own line is indented like the
-  line it precedes; comment text is kept as written, less trailing blanks.
+The layout rules are those of docs/formatting.md; in short: line breaks are the author's, except
+that top-level statements, and the brackets and statements of a block broken over lines, get
+lines of their own; indentation comes from brackets opened on earlier lines and from
+continuation lines; spacing comes from the kinds of the two tokens; trailing comments of a run
+of lines are aligned.
 """
 
 from __future__ import annotations
@@ -83,11 +78,17 @@ def format_source(text: str) -> str:
     errors = [d for d in parsed.diagnostics if d.severity is Severity.ERROR]
     if parsed.module is None or errors:
         raise FormatError(errors or parsed.diagnostics)
-    tokens = list(_scanner().scan(text))
+    return _layout(text, flow_parser())
+
+
+def _layout(text: str, parser: Lark) -> str:
+    """The layout of a text that `parser` accepts (taken as given: the caller checked)."""
+    scanner = _scanner(parser)
+    tokens = list(scanner.scan(text))
     gaps = _gaps(text, tokens)
-    shape = _shape(tokens)
+    shape = _shape(tokens, parser)
     formatted = _Layout(tokens, gaps, shape).render()
-    _check_same_reading(text, tokens, gaps, formatted)
+    _check_same_reading(scanner, tokens, gaps, formatted)
     return formatted
 
 
@@ -95,9 +96,9 @@ def format_source(text: str) -> str:
 
 
 @cache
-def _scanner() -> FlowLexer:
+def _scanner(parser: Lark) -> FlowLexer:
     """A lexer of our own (the parser's is shared, and holds per-parse callbacks)."""
-    return FlowLexer(flow_parser().lexer_conf)
+    return FlowLexer(parser.lexer_conf)
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def _table(parser: Lark) -> tuple[dict[int, dict[str, _Action]], int, int]:
     return states, table.start_states["start"], table.end_states["start"]
 
 
-def _shape(tokens: Sequence[Token]) -> _Shape:
+def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
     """Run the LALR automaton over tokens the parser has accepted, recording for every reduce
     the tokens it covers and the rule each token is a direct child of."""
     count = len(tokens)
@@ -193,8 +194,8 @@ def _shape(tokens: Sequence[Token]) -> _Shape:
     is_sign = [False] * count
     items: list[tuple[int, int]] = []
     clauses: set[tuple[int, int]] = set()
-    keywords = frozenset(_scanner().keywords.values())
-    states, start_state, end_state = _table(flow_parser())
+    keywords = frozenset(_scanner(parser).keywords.values())
+    states, start_state, end_state = _table(parser)
     state_stack = [start_state]
     # Per stack entry: (first token, last token), or None for an empty node; a token's own
     # entry is marked by a negative "last" of -1 - index.
@@ -453,9 +454,9 @@ def _width(line: str) -> int:
 
 
 def _check_same_reading(
-    original: str, tokens: Sequence[Token], gaps: Sequence[_Gap], formatted: str
+    scanner: FlowLexer, tokens: Sequence[Token], gaps: Sequence[_Gap], formatted: str
 ) -> None:
-    again = list(_scanner().scan(formatted))
+    again = list(scanner.scan(formatted))
     if [(t.type, t.value) for t in again] != [(t.type, t.value) for t in tokens]:
         raise FormatterBug("formatting changed the tokens of the file")
     comments = [c for gap in gaps for _, c in gap.comments]

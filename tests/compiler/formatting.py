@@ -6,8 +6,13 @@ import random
 import re
 
 from flowc.compiler import compile_source
-from flowc.compiler.format import _scanner
+from flowc.compiler.lexer import FlowLexer
+from flowc.compiler.parse import flow_parser
 from flowc.runtime.model import CompiledFlow
+
+
+def _lexer() -> FlowLexer:
+    return FlowLexer(flow_parser().lexer_conf)
 
 
 def meaning(flow: CompiledFlow) -> str:
@@ -30,7 +35,7 @@ SEPARATORS = (" ", " ", " ", "  ", "\t", "\n", "\n", "\n\n\n", "  # a note\n", "
 
 def scrambled(text: str, rng: random.Random) -> str:
     """The tokens of `text` (comments dropped) joined by random whitespace and comments."""
-    tokens = [t.value for t in _scanner().scan(text)]
+    tokens = [t.value for t in _lexer().scan(text)]
     out = [rng.choice(("", "\n", "# leading\n"))]
     for token in tokens:
         out.append(token)
@@ -46,7 +51,7 @@ def respaced(text: str, rng: random.Random) -> str:
     between tokens (also where there were none), and runs of blank lines made longer."""
     out: list[str] = []
     position = 0
-    for token in [*_scanner().scan(text), None]:
+    for token in [*_lexer().scan(text), None]:
         end = len(text) if token is None else token.start_pos or 0
         gap = text[position:end]
         parts = [p.group() for p in _GAP_PART.finditer(gap)]

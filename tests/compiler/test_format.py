@@ -327,3 +327,44 @@ def test_the_example_of_the_formatting_page_is_what_fmt_does() -> None:
     before, after = page[0].text, page[1].text
     assert fmt(before) == after
     assert meaning(compiled(after)) == meaning(compiled(before))
+
+
+def test_syntax_added_to_the_grammar_formats_without_a_change_to_the_formatter() -> None:
+    """A grammar that grows a top-level block of its own statements (`*_item`), with keywords
+    the formatter has never seen, is laid out by the same rules."""
+    from importlib import resources
+
+    from lark import Lark
+
+    from flowc.compiler.format import _layout
+    from flowc.compiler.lexer import FlowLexer
+
+    grammar = resources.files("flowc.grammar").joinpath("flow.lark").read_text(encoding="utf-8")
+    assert "     | migrate_decl\n" in grammar
+    grammar = grammar.replace("     | migrate_decl\n", "     | migrate_decl\n     | probe_decl\n")
+    grammar += (
+        'probe_decl: PROBE text "{" probe_item* "}"\n'
+        "?probe_item: SEND name [guard] | EXPECT expr\n"
+        'PROBE: "probe"\nSEND: "send"\nEXPECT: "expect"\n'
+    )
+    parser = Lark(grammar, parser="lalr", lexer=FlowLexer, strict=True, maybe_placeholders=True)
+    source = (
+        'flow f\ncontext { n: int = 0 }\nevent go\ninitial state A probe "p"{send go if n>0\n'
+        "expect n==1 send go\n"
+        "  # two probes\n"
+        "expect n+1\n"
+        "     ==2 }\n"
+    )
+    parser.parse(source)
+    formatted = _layout(source, parser)
+    assert formatted == (
+        'flow f\ncontext { n: int = 0 }\nevent go\ninitial state A\nprobe "p" {\n'
+        "  send go if n > 0\n"
+        "  expect n == 1\n"
+        "  send go\n"
+        "  # two probes\n"
+        "  expect n + 1\n"
+        "    == 2\n"
+        "}\n"
+    )
+    assert _layout(formatted, parser) == formatted
