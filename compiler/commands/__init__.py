@@ -7,6 +7,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "compile",
     "render",
     "docs",
+    "fmt",
     "run",
     "instances",
     "worker",
