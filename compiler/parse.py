@@ -76,6 +76,7 @@ _SOFT_KEYWORDS = frozenset(
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
+_EXPRESSION_STARTS = frozenset({"INT", "FLOAT", "STRING", "TRUE", "FALSE", "NONE", "LSQB"})
 
 
 @cache
@@ -123,6 +124,9 @@ def expected_in_words(expected: set[str] | frozenset[str]) -> str:
     if len(expected) > 8 and {"COMPARE", "ADD_OP"} & expected:
         follow = [describe_terminal(t) for t in ("ARROW", "DO", "ELSE") if t in expected]
         return "an operator" + (" or " + " or ".join(follow) if follow else "")
+    if expected >= _EXPRESSION_STARTS:
+        # `event` and `state` start expressions too (`event.x`): not a new statement here.
+        return "an expression"
     if len(expected) > 8 and len(expected & _STATEMENT_STARTS) >= 2:
         starts = sorted(describe_terminal(t) for t in expected & _STATEMENT_STARTS)
         return "a new statement (" + ", ".join(starts) + ", …)"
@@ -192,8 +196,11 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             if token.type == "$END":
                 return False
             span = _token_span(token)
+            # A placeholder that makes the token fit means something is missing before it; when
+            # none does, the token itself is out of place.
+            repaired = _repair(error.interactive_parser, token)
             line_end = _end_of_previous_code(text, token.start_pos or 0)
-            if line_end is not None and line_end[0] < span.line:
+            if repaired and line_end is not None and line_end[0] < span.line:
                 # Something is missing at the end of an earlier line: point there, not at the
                 # innocent first token of the next statement.
                 span = Span.point(*line_end)
@@ -206,7 +213,6 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
                         span,
                         _token_help(token, error.expected),
                     )
-                _repair(error.interactive_parser, token)
                 return True
             if span.line not in lines_reported:
                 lines_reported.add(span.line)
@@ -217,7 +223,6 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
                     span,
                     _token_help(token, error.expected),
                 )
-            _repair(error.interactive_parser, token)
             return True
         return False
 
@@ -400,7 +405,8 @@ class _Abandon(Exception):
 
 
 #: Tokens the parser may pretend it saw, so that one mistake does not derail the rest of the
-#: statement (and report a second, spurious error). Order is preference.
+#: statement (and report a second, spurious error). Order is preference among repairs that
+#: insert as many tokens.
 _INSERTABLE = {
     "ARROW": "->",
     "NAME": "_",
@@ -409,35 +415,52 @@ _INSERTABLE = {
     "RBRACE": "}",
     "COMMA": ",",
     "INT": "0",
+    # Tokens a statement cannot do without: were they never inserted, the parser would wait for
+    # one to the end of the file and report every later line.
+    "DURATION": "0s",
+    "STRING": '""',
 }
 
 
+#: The most placeholders one repair may insert (`if` before `}` needs `_ -> _`).
+_MAX_INSERTED = 3
+
+
 def _repair(parser: InteractiveParser | None, token: Token) -> bool:
-    """Insert up to two placeholder tokens before `token` so that it fits; feed them and the
-    token to `parser` and return True, or leave `parser` alone (the token is then skipped)."""
+    """Insert up to `_MAX_INSERTED` placeholder tokens before `token` so that it fits, fewest
+    first; feed them and the token to `parser` and return True, or leave `parser` alone (the
+    token is then skipped)."""
     if parser is None:
         return False
 
-    def fits(prefix: tuple[str, ...]) -> InteractiveParser | None:
-        trial: InteractiveParser = parser.copy()  # type: ignore[no-untyped-call]
+    def fed(base: InteractiveParser, kind: str, value: str) -> InteractiveParser | None:
+        trial: InteractiveParser = base.copy()  # type: ignore[no-untyped-call]
         try:
-            for kind in prefix:
-                trial.feed_token(Token.new_borrow_pos(kind, _INSERTABLE[kind], token))
-            trial.feed_token(token)
+            trial.feed_token(Token.new_borrow_pos(kind, value, token))
         except UnexpectedInput:
             return None
         return trial
 
-    choices = set(parser.choices())  # type: ignore[no-untyped-call]
-    for first in _INSERTABLE:
-        if first not in choices:
-            continue
-        for prefix in ((first,), *((first, second) for second in _INSERTABLE)):
-            if fits(prefix) is not None:
-                for kind in prefix:
-                    parser.feed_token(Token.new_borrow_pos(kind, _INSERTABLE[kind], token))
-                parser.feed_token(token)
-                return True
+    # Breadth first over prefixes the parser accepts token by token: a prefix whose first
+    # placeholder is refused is never extended, so the search stays small.
+    level: list[tuple[InteractiveParser, tuple[str, ...]]] = [(parser, ())]
+    for _ in range(_MAX_INSERTED):
+        following: list[tuple[InteractiveParser, tuple[str, ...]]] = []
+        for base, prefix in level:
+            choices = set(base.choices())  # type: ignore[no-untyped-call]
+            for kind, value in _INSERTABLE.items():
+                if kind not in choices:
+                    continue
+                trial = fed(base, kind, value)
+                if trial is None:
+                    continue
+                if fed(trial, token.type, str(token)) is not None:
+                    for done in (*prefix, kind):
+                        parser.feed_token(Token.new_borrow_pos(done, _INSERTABLE[done], token))
+                    parser.feed_token(token)
+                    return True
+                following.append((trial, (*prefix, kind)))
+        level = following
     return False
 
 
@@ -501,6 +524,13 @@ def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None
         return "an event name goes between `on` and `->`"
     if "ARROW" in expected and token.type in {"NAME", "STRING"}:
         return "a transition reads `on EVENT [if GUARD] -> TARGET`"
+    if "DURATION" in expected and token.type in {"NAME", "INT"}:
+        return (
+            "`after` takes a fixed duration: a number with its unit right after it "
+            "(`ms`, `s`, `m`, `h` or `d`), such as `30s`; it cannot read a context field"
+        )
+    if token.type in {"AFTER", "ENTRY", "EXIT", "META"} and "STATE" in expected:
+        return f"`{value}` belongs inside a state's `{{ … }}`"
     if value in {"&&", "||"}:
         return "write `and` / `or`"
     return None

@@ -1,0 +1,83 @@
+"""One slip, one diagnostic, where the slip is: the parser recovers instead of cascading."""
+
+from __future__ import annotations
+
+from flowc.compiler import compile_source
+
+
+def found(source: str) -> list[tuple[str, int, int]]:
+    result = compile_source(source, "case.flow")
+    return [(d.code, d.span.line, d.span.column) for d in result.diagnostics]
+
+
+def test_a_duration_read_from_a_field_is_one_error_at_the_field() -> None:
+    source = """flow t "T"
+version 1
+context { timeout_s: int = 5 }
+event go
+initial state A {
+  after timeout_s s -> B
+  on go -> B
+}
+final state B
+"""
+    result = compile_source(source, "case.flow")
+    assert [(d.code, d.span.line, d.span.column) for d in result.diagnostics] == [("E003", 6, 9)]
+    assert "fixed duration" in (result.diagnostics[0].help or "")
+
+
+def test_a_missing_duration_does_not_swallow_the_rest_of_the_file() -> None:
+    source = """flow t "T"
+version 1
+event go
+initial state A {
+  after -> B
+  on go -> B
+}
+state B {
+  on go -> C if
+}
+final state C
+"""
+    assert found(source) == [("E003", 5, 9), ("E003", 9, 16)]
+
+
+def test_a_rule_outside_a_state_is_reported_on_its_own_line() -> None:
+    source = """flow t "T"
+version 1
+event go
+initial state A {
+  on go -> B
+}
+after 30d -> A
+final state B
+"""
+    result = compile_source(source, "case.flow")
+    assert [(d.code, d.span.line, d.span.column) for d in result.diagnostics] == [("E003", 7, 1)]
+    assert "inside a state" in (result.diagnostics[0].help or "")
+
+
+def test_a_missing_message_text_is_one_error() -> None:
+    source = """flow t "T"
+version 1
+event go
+initial state A {
+  on go reject nope
+  on go -> B
+}
+final state B
+"""
+    assert found(source) == [("E003", 5, 20)]
+
+
+def test_something_missing_at_a_line_end_is_still_reported_there() -> None:
+    source = """flow t "T"
+version 1
+event go
+initial state A {
+  on go ->
+  on go -> B
+}
+final state B
+"""
+    assert found(source) == [("E003", 5, 11)]
