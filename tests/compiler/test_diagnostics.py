@@ -82,6 +82,7 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E206", 'flow demo\njournal log "{{ source "\ninitial state A\n', 2, 13),
     ("E207", "flow demo\nversion 0\ninitial state A\n", 2, 1),
     ("E209", "flow demo\ncontext { x: float = 1.0e999 }\ninitial state A\n", 2, 22),
+    ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
         "E208",
         BASE.replace("n: int = 0", "n: int?").replace("on go -> B", "on go if n > 1 -> B"),
