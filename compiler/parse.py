@@ -36,6 +36,9 @@ MAX_EXPR_DEPTH = 200
 _MAX_INT = 2**63 - 1
 #: After this many syntax errors a file is not worth reading further (E006).
 MAX_SYNTAX_ERRORS = 25
+#: Tokens that fit nowhere, reported or not (one error is reported a line): past this many the
+#: file is not read further (E006), so a line of 100,000 stray `{` costs no more than this.
+MAX_MISPLACED_TOKENS = 1000
 
 _REGEX_TERMINALS = {
     "NAME": "a name",
@@ -99,9 +102,10 @@ def _lexer(parser: Lark) -> FlowLexer:
 
 
 class _TooManyErrors(Exception):
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, message: str = "") -> None:
         super().__init__("too many syntax errors")
         self.span = span
+        self.message = message or f"stopped after {MAX_SYNTAX_ERRORS} syntax errors"
 
 
 def describe_terminal(name: str) -> str:
@@ -170,6 +174,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
     """Parse text into an AST. `module` is None only when the file could not be read at all."""
     diagnostics: list[Diagnostic] = []
     lines_reported: set[int] = set()
+    misplaced = 0
 
     def report(code: str, message: str, span: Span, help: str | None = None) -> None:
         diagnostics.append(Diagnostic(code, message, span, file, help, CODES[code][0]))
@@ -196,10 +201,16 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             if token.type == "$END":
                 return False
             span = _token_span(token)
+            nonlocal misplaced
+            misplaced += 1
+            if misplaced > MAX_MISPLACED_TOKENS:
+                raise _TooManyErrors(
+                    span, f"stopped after {MAX_MISPLACED_TOKENS} tokens that fit nowhere"
+                )
             # A placeholder that makes the token fit means something is missing before it; when
             # none does, the token itself is out of place.
             repaired = _repair(error.interactive_parser, token)
-            line_end = _end_of_previous_code(text, token.start_pos or 0)
+            line_end = _end_of_previous_code(text, token.start_pos or 0, token.line or 1)
             if repaired and line_end is not None and line_end[0] < span.line:
                 # Something is missing at the end of an earlier line: point there, not at the
                 # innocent first token of the next statement.
@@ -246,7 +257,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             _lexer(parser).on_bad_character = on_bad_character
             module = parser.parse(text, on_error=on_error)
     except _TooManyErrors as too_many:
-        report("E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", too_many.span)
+        report("E006", too_many.message, too_many.span)
         return ParseResult(None, _sorted(diagnostics))
     except NestingTooDeep as too_deep:
         report(
@@ -258,7 +269,8 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
         return ParseResult(None, diagnostics)
     except UnexpectedToken as error:
         if error.token.type == "$END":
-            line, column = _end_of_previous_code(text, len(text)) or (1, 1)
+            last_line = text.count("\n") + 1
+            line, column = _end_of_previous_code(text, len(text), last_line) or (1, 1)
             if "RBRACE" in error.expected:
                 message = "unexpected end of file: a block is not closed"
                 help = "add the missing `}`"
@@ -432,29 +444,22 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
     token is then skipped)."""
     if parser is None:
         return False
-
-    def fed(base: InteractiveParser, kind: str, value: str) -> InteractiveParser | None:
-        trial: InteractiveParser = base.copy()  # type: ignore[no-untyped-call]
-        try:
-            trial.feed_token(Token.new_borrow_pos(kind, value, token))
-        except UnexpectedInput:
-            return None
-        return trial
-
-    # Breadth first over prefixes the parser accepts token by token: a prefix whose first
+    states = _fast_table(flow_parser()).states
+    # Trials run on the LALR table with a copy of the state stack only: no values are copied
+    # and no reduce callbacks run, so a trial costs a few list operations and reports nothing.
+    # Breadth first over prefixes the table accepts token by token: a prefix whose first
     # placeholder is refused is never extended, so the search stays small.
-    level: list[tuple[InteractiveParser, tuple[str, ...]]] = [(parser, ())]
+    level: list[tuple[list[int], tuple[str, ...]]] = [(list(parser.parser_state.state_stack), ())]
     for _ in range(_MAX_INSERTED):
-        following: list[tuple[InteractiveParser, tuple[str, ...]]] = []
-        for base, prefix in level:
-            choices = set(base.choices())  # type: ignore[no-untyped-call]
-            for kind, value in _INSERTABLE.items():
-                if kind not in choices:
+        following: list[tuple[list[int], tuple[str, ...]]] = []
+        for stack, prefix in level:
+            for kind in _INSERTABLE:
+                if kind not in states[stack[-1]]:
                     continue
-                trial = fed(base, kind, value)
+                trial = _shifted(states, stack, kind)
                 if trial is None:
                     continue
-                if fed(trial, token.type, str(token)) is not None:
+                if _shifted(states, trial, token.type) is not None:
                     for done in (*prefix, kind):
                         parser.feed_token(Token.new_borrow_pos(done, _INSERTABLE[done], token))
                     parser.feed_token(token)
@@ -464,11 +469,32 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
     return False
 
 
-def _end_of_previous_code(text: str, offset: int) -> tuple[int, int] | None:
-    """(line, column) just after the last code character before `offset`, skipping blank lines
-    and `#` comments; None at the start of the file."""
+def _shifted(
+    states: dict[int, dict[str, tuple[bool, Any]]], stack: list[int], kind: str
+) -> list[int] | None:
+    """The state stack after the LALR table shifts a `kind` token onto a copy of `stack` (with
+    the reduces before it), or None if the table refuses it."""
+    stack = list(stack)
+    while True:
+        entry = states[stack[-1]].get(kind)
+        if entry is None:
+            return None
+        if entry[0]:
+            stack.append(entry[1])
+            return stack
+        rule: _Reduce = entry[1]
+        if rule.size:
+            del stack[-rule.size :]
+        goto = states[stack[-1]].get(rule.origin)
+        if goto is None:
+            return None
+        stack.append(goto[1])
+
+
+def _end_of_previous_code(text: str, offset: int, line_no: int) -> tuple[int, int] | None:
+    """(line, column) just after the last code character before `offset` (on line `line_no`),
+    skipping blank lines and `#` comments; None at the start of the file."""
     line_start = text.rfind("\n", 0, offset) + 1
-    line_no = text.count("\n", 0, line_start) + 1
     # The token's own line: code before it on the same line means nothing is "missing" earlier.
     if text[line_start:offset].strip():
         return (line_no, offset - line_start + 1)
