@@ -31,6 +31,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E005": (Severity.ERROR, "nested too deeply"),
     "E006": (Severity.ERROR, "too many syntax errors"),
     "E007": (Severity.ERROR, "invalid string escape"),
+    "E008": (Severity.ERROR, "source too large"),
     # E1xx: declarations and names
     "E101": (Severity.ERROR, "missing `flow` header"),
     "E102": (Severity.ERROR, "declared twice"),

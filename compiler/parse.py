@@ -34,6 +34,7 @@ MAX_NESTING = 100
 MAX_EXPR_DEPTH = 200
 #: Integers must survive JSON consumers with 64-bit integers.
 _MAX_INT = 2**63 - 1
+_MAX_INT_DIGITS = len(str(_MAX_INT))
 #: After this many syntax errors a file is not worth reading further (E006).
 MAX_SYNTAX_ERRORS = 25
 #: Tokens that fit nowhere, reported or not (one error is reported a line): past this many the
@@ -713,7 +714,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.FlowDecl(c[1], c[2], _span(c))
 
     def version_decl(self, c: list[Any]) -> ast.VersionDecl:
-        return ast.VersionDecl(int(c[1]), _span(c))
+        return ast.VersionDecl(self._int(c[1], fallback=1), _span(c))
 
     def enum_decl(self, c: list[Any]) -> ast.EnumDecl:
         members = tuple(m for m in c[2:] if isinstance(m, ast.Ident))
@@ -887,7 +888,9 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         text = str(token)
         digits = text.rstrip("mshd")
         unit = text[len(digits) :]
-        duration = ast.Duration(text, int(digits) * _DURATION_UNITS_MS[unit], _token_span(token))
+        # A number too long to read is longer than any timer may wait (E120 in resolve).
+        count = int(digits) if len(digits) <= _MAX_INT_DIGITS else _MAX_INT
+        duration = ast.Duration(text, count * _DURATION_UNITS_MS[unit], _token_span(token))
         return self._rule("after", c, None, c[2], c[3], duration)
 
     def assign(self, c: list[Any]) -> ast.Assign:
@@ -1014,12 +1017,13 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             self.unsigned_min[literal.span] = c[0]
         return literal
 
-    def _int(self, token: Token, *, negative: bool = False) -> int:
-        value = int(str(token))
-        if value > _MAX_INT + (1 if negative else 0):
+    def _int(self, token: Token, *, negative: bool = False, fallback: int = 0) -> int:
+        digits = str(token).lstrip("0")
+        # Past 19 digits no value fits 64 bits; past 4,300 Python's `int()` refuses to read one.
+        if len(digits) > _MAX_INT_DIGITS or int(digits or "0") > _MAX_INT + (1 if negative else 0):
             self.too_large(token)
-            return 0
-        return value
+            return fallback
+        return int(digits or "0")
 
     def too_large(self, token: Token) -> None:
         self.report(
