@@ -432,6 +432,8 @@ _INSERTABLE = {
     # one to the end of the file and report every later line.
     "DURATION": "0s",
     "STRING": '""',
+    "COLON": ":",
+    "LBRACE": "{",
 }
 
 
@@ -460,7 +462,10 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
                 trial = _shifted(states, stack, kind)
                 if trial is None:
                     continue
-                if _shifted(states, trial, token.type) is not None:
+                # An inserted `{` right before a real `}` would pair with it (an empty map) and
+                # steal the `}` that closes the enclosing block.
+                paired = kind == "LBRACE" and token.type == "RBRACE"
+                if not paired and _shifted(states, trial, token.type) is not None:
                     for done in (*prefix, kind):
                         parser.feed_token(Token.new_borrow_pos(done, _INSERTABLE[done], token))
                     parser.feed_token(token)

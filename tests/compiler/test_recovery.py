@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from flowc.compiler import compile_source
 
 
@@ -81,3 +83,29 @@ initial state A {
 final state B
 """
     assert found(source) == [("E003", 5, 11)]
+
+
+SLIP_BASE = """flow t
+version 1
+context { n: int = 0 }
+event go
+{X}
+final state Z
+"""
+
+
+@pytest.mark.parametrize(
+    ("slip", "where"),
+    [
+        ("initial state A { on go -> Z }\ntype R { a int }\nstate B { on go -> Z }", (6, 12)),
+        ("initial state A { on go -> Z }\nevent e(x str)\nstate B { on go -> Z }", (6, 11)),
+        ("initial state A { on go -> Z }\nenum E { P Q }\nstate B { on go -> Z }", (6, 12)),
+        ("initial state A {\n  meta panel: 1\n  on go -> B\n}\nstate B { on go -> Z }", (6, 8)),
+        ("context n: int = 0 }\ninitial state A { on go -> Z }", (5, 9)),
+        ("initial state A {\n  on go reject nope\n  on go -> Z\n}", (6, 20)),
+        ("initial state A {\n  on go -> Z do n =\n  on go -> Z\n}", (6, 20)),
+    ],
+    ids=["field colon", "param colon", "enum comma", "meta brace", "context brace", "text", "expr"],
+)
+def test_a_common_slip_is_one_error(slip: str, where: tuple[int, int]) -> None:
+    assert found(SLIP_BASE.replace("{X}", slip)) == [("E003", *where)]
