@@ -113,14 +113,18 @@ def _evaluate(node: nodes.Node, found: list[Oversized]) -> Any:
         return _binary(node, left, right, found)
     if isinstance(node, nodes.UnaryExpr):
         operand = _evaluate(node.node, found)
-        if operand is _UNKNOWN or not isinstance(operand, int | float):
+        if operand is _UNKNOWN or not _is_number(operand) or node.operator not in "+-":
             return _UNKNOWN
         return -operand if node.operator == "-" else operand
     if isinstance(node, nodes.Concat):
         parts = [_evaluate(part, found) for part in node.nodes]
         if any(part is _UNKNOWN for part in parts):
             return _UNKNOWN
-        return "".join(str(part) for part in parts)
+        texts = [str(part) for part in parts]
+        if sum(len(text) for text in texts) > MAX_REPEAT_SIZE:
+            found.append(Oversized(node.lineno, _too_long(sum(len(t) for t in texts))))
+            return _UNKNOWN
+        return "".join(texts)
     if isinstance(node, nodes.Call):
         _check_range(node, found)
     if isinstance(node, nodes.Filter):
@@ -164,7 +168,10 @@ def _binary(node: nodes.BinExpr, left: Any, right: Any, found: list[Oversized]) 
                 f"{_count(len(sequence) * times)}; a template may repeat up to "
                 f"{_count(MAX_REPEAT_SIZE)}"
             )
-    elif not (operator == "+" and _is_sequence(left) and type(left) is type(right)):
+    elif operator == "+" and _is_sequence(left) and type(left) is type(right):
+        if len(left) + len(right) > MAX_REPEAT_SIZE:
+            return refuse(_too_long(len(left) + len(right)))
+    else:
         # Anything else (`"%99999d" % 1` among them) is not evaluated here: it is left to the
         # bounded rendering at run time.
         return _UNKNOWN
@@ -224,6 +231,13 @@ def _check_width(node: nodes.Filter, found: list[Oversized]) -> None:
                 f"{_count(MAX_WIDTH)}",
             )
         )
+
+
+def _too_long(size: int) -> str:
+    return (
+        f"this constant would hold {_count(size)} characters or items; a template may build up "
+        f"to {_count(MAX_REPEAT_SIZE)}"
+    )
 
 
 def _is_int(value: Any) -> bool:

@@ -31,6 +31,8 @@ def codes(source: str) -> list[tuple[str, int, int]]:
         "{{ 'a'|indent(width=10**9) }}",
         "{{ (2**4000) * (2**4000) }}",
         "{% set big = 7 ** 99999 %}{{ big }}",
+        "{{ ('a' * 60000) ~ ('b' * 60000) }}",
+        "{{ ('a' * 60000) + ('b' * 60000) }}",
     ],
 )
 def test_a_constant_bomb_is_refused_at_its_text_quickly(template: str) -> None:
@@ -43,7 +45,8 @@ def test_a_constant_bomb_is_refused_at_its_text_quickly(template: str) -> None:
 def test_the_bounds_are_inclusive_and_ordinary_constants_pass() -> None:
     within = (
         f"{{{{ 2 ** {MAX_INT_BITS - 1} }}}} {{{{ 'a' * {MAX_REPEAT_SIZE} }}}} "
-        "{{ range(3)|list }} {{ 'a'|center(20) }} {{ -(3 ** 4) / 2 }} {{ 'x' ~ 1 + 2 }}"
+        "{{ range(3)|list }} {{ 'a'|center(20) }} {{ -(3 ** 4) / 2 }} {{ 'x' ~ 1 + 2 }} "
+        "{{ not 5 }} {{ 2 ** -3 }} {{ 1.5 ** 99999 }} {{ 1 / 0 }}"
     )
     assert codes(flow_with_message(within)) == []
 
