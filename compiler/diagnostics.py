@@ -31,6 +31,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E005": (Severity.ERROR, "nested too deeply"),
     "E006": (Severity.ERROR, "too many syntax errors"),
     "E007": (Severity.ERROR, "invalid string escape"),
+    "E008": (Severity.ERROR, "source too large"),
     # E1xx: declarations and names
     "E101": (Severity.ERROR, "missing `flow` header"),
     "E102": (Severity.ERROR, "declared twice"),
@@ -64,6 +65,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E207": (Severity.ERROR, "invalid version"),
     "E208": (Severity.ERROR, "optional value used without a check"),
     "E209": (Severity.ERROR, "number too large"),
+    "E210": (Severity.ERROR, "template too costly"),
     # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
     "W302": (Severity.WARNING, "state has no way out"),

@@ -22,12 +22,17 @@ from typing import TextIO
 from flowc.compiler.diagnostics import Diagnostic, Severity, render_text
 from flowc.compiler.lower import lower
 from flowc.compiler.parse import parse_source
-from flowc.compiler.resolve import resolve
+from flowc.compiler.resolve import resolve, suggestion_budget
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.typecheck import typecheck
 from flowc.runtime.model import CompiledFlow
 
 FLOW_SUFFIX = ".flow"
+#: The largest source compiled (E008), in bytes of a file or characters of a string: bounds
+#: the memory one file can take, and stops `flowc check /dev/zero` from reading forever. Raise it
+#: with `max_bytes=` or the FLOWC_MAX_SOURCE_BYTES environment variable.
+MAX_SOURCE_BYTES = 32 * 1024 * 1024
+SOURCE_LIMIT_VARIABLE = "FLOWC_MAX_SOURCE_BYTES"
 
 
 @dataclass
@@ -70,17 +75,37 @@ def decode(data: bytes, path: str) -> tuple[str, list[Diagnostic]]:
     return text, []
 
 
-def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = True) -> CompileResult:
+def source_limit(max_bytes: int | None = None) -> int:
+    """`max_bytes` if given, else FLOWC_MAX_SOURCE_BYTES if it is a positive integer, else
+    `MAX_SOURCE_BYTES`."""
+    if max_bytes is not None:
+        return max_bytes
+    raw = os.environ.get(SOURCE_LIMIT_VARIABLE, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_SOURCE_BYTES
+
+
+def compile_source(
+    text: str | bytes,
+    path: str = "<input>",
+    *,
+    lint: bool = True,
+    max_bytes: int | None = None,
+) -> CompileResult:
+    limit = source_limit(max_bytes)
+    if len(text) > limit:
+        return _too_large(path, limit)
     diagnostics: list[Diagnostic] = []
     if isinstance(text, bytes):
         text, decode_errors = decode(text, path)
         diagnostics.extend(decode_errors)
+    elif text.startswith("\ufeff"):
+        text = text[1:]  # as for bytes: a BOM read into a string is not part of the source
     source = SourceFile(path, text)
     # Past an E001 the text holds replacement characters: its errors are worth reporting (all
     # at once), but graph warnings about a file that cannot compile would be noise.
     lint = lint and not diagnostics
     try:
-        with _collector_paused():
+        with _collector_paused(), suggestion_budget():
             flow, found = _run_stages(source, lint=lint)
     except RecursionError:
         flow, found = (
@@ -143,17 +168,32 @@ def _run_stages(source: SourceFile, *, lint: bool) -> tuple[CompiledFlow | None,
     return flow, found
 
 
-def compile_file(path: str | os.PathLike[str], *, lint: bool = True) -> CompileResult:
-    """Compile a file; an unreadable file is a diagnostic too (E001)."""
+def compile_file(
+    path: str | os.PathLike[str], *, lint: bool = True, max_bytes: int | None = None
+) -> CompileResult:
+    """Compile a file; an unreadable file is a diagnostic too (E001), and so is one larger than
+    the source limit (E008), which is not read past it."""
     name = str(path)
+    limit = source_limit(max_bytes)
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:
+            data = file.read(limit + 1)
     except OSError as exc:
         source = SourceFile(name, "")
         reason = exc.strerror or str(exc)
         diag = Diagnostic("E001", f"cannot read file: {reason}", Span(1, 1, 1, 1), file=name)
         return CompileResult(source, None, [diag])
-    return compile_source(data, name, lint=lint)
+    return compile_source(data, name, lint=lint, max_bytes=limit)
+
+
+def _too_large(path: str, limit: int) -> CompileResult:
+    diag = Diagnostic.make(
+        "E008",
+        f"the source is larger than {limit:,} bytes, the most flowc reads",
+        Span(1, 1, 1, 2),
+        help=f"split the flow, or raise the limit with {SOURCE_LIMIT_VARIABLE}=BYTES",
+    )
+    return CompileResult(SourceFile(path, ""), None, [replace(diag, file=path)])
 
 
 def find_flow_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:

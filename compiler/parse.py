@@ -34,8 +34,12 @@ MAX_NESTING = 100
 MAX_EXPR_DEPTH = 200
 #: Integers must survive JSON consumers with 64-bit integers.
 _MAX_INT = 2**63 - 1
+_MAX_INT_DIGITS = len(str(_MAX_INT))
 #: After this many syntax errors a file is not worth reading further (E006).
 MAX_SYNTAX_ERRORS = 25
+#: Tokens that fit nowhere, reported or not (one error is reported a line): past this many the
+#: file is not read further (E006), so a line of 100,000 stray `{` costs no more than this.
+MAX_MISPLACED_TOKENS = 1000
 
 _REGEX_TERMINALS = {
     "NAME": "a name",
@@ -76,6 +80,7 @@ _SOFT_KEYWORDS = frozenset(
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
+_EXPRESSION_STARTS = frozenset({"INT", "FLOAT", "STRING", "TRUE", "FALSE", "NONE", "LSQB"})
 
 
 @cache
@@ -98,9 +103,10 @@ def _lexer(parser: Lark) -> FlowLexer:
 
 
 class _TooManyErrors(Exception):
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, message: str = "") -> None:
         super().__init__("too many syntax errors")
         self.span = span
+        self.message = message or f"stopped after {MAX_SYNTAX_ERRORS} syntax errors"
 
 
 def describe_terminal(name: str) -> str:
@@ -123,6 +129,9 @@ def expected_in_words(expected: set[str] | frozenset[str]) -> str:
     if len(expected) > 8 and {"COMPARE", "ADD_OP"} & expected:
         follow = [describe_terminal(t) for t in ("ARROW", "DO", "ELSE") if t in expected]
         return "an operator" + (" or " + " or ".join(follow) if follow else "")
+    if expected >= _EXPRESSION_STARTS:
+        # `event` and `state` start expressions too (`event.x`): not a new statement here.
+        return "an expression"
     if len(expected) > 8 and len(expected & _STATEMENT_STARTS) >= 2:
         starts = sorted(describe_terminal(t) for t in expected & _STATEMENT_STARTS)
         return "a new statement (" + ", ".join(starts) + ", …)"
@@ -166,6 +175,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
     """Parse text into an AST. `module` is None only when the file could not be read at all."""
     diagnostics: list[Diagnostic] = []
     lines_reported: set[int] = set()
+    misplaced = 0
 
     def report(code: str, message: str, span: Span, help: str | None = None) -> None:
         diagnostics.append(Diagnostic(code, message, span, file, help, CODES[code][0]))
@@ -192,8 +202,17 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             if token.type == "$END":
                 return False
             span = _token_span(token)
-            line_end = _end_of_previous_code(text, token.start_pos or 0)
-            if line_end is not None and line_end[0] < span.line:
+            nonlocal misplaced
+            misplaced += 1
+            if misplaced > MAX_MISPLACED_TOKENS:
+                raise _TooManyErrors(
+                    span, f"stopped after {MAX_MISPLACED_TOKENS} tokens that fit nowhere"
+                )
+            # A placeholder that makes the token fit means something is missing before it; when
+            # none does, the token itself is out of place.
+            repaired = _repair(error.interactive_parser, token)
+            line_end = _end_of_previous_code(text, token.start_pos or 0, token.line or 1)
+            if repaired and line_end is not None and line_end[0] < span.line:
                 # Something is missing at the end of an earlier line: point there, not at the
                 # innocent first token of the next statement.
                 span = Span.point(*line_end)
@@ -206,7 +225,6 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
                         span,
                         _token_help(token, error.expected),
                     )
-                _repair(error.interactive_parser, token)
                 return True
             if span.line not in lines_reported:
                 lines_reported.add(span.line)
@@ -217,7 +235,6 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
                     span,
                     _token_help(token, error.expected),
                 )
-            _repair(error.interactive_parser, token)
             return True
         return False
 
@@ -241,7 +258,7 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             _lexer(parser).on_bad_character = on_bad_character
             module = parser.parse(text, on_error=on_error)
     except _TooManyErrors as too_many:
-        report("E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", too_many.span)
+        report("E006", too_many.message, too_many.span)
         return ParseResult(None, _sorted(diagnostics))
     except NestingTooDeep as too_deep:
         report(
@@ -253,7 +270,8 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
         return ParseResult(None, diagnostics)
     except UnexpectedToken as error:
         if error.token.type == "$END":
-            line, column = _end_of_previous_code(text, len(text)) or (1, 1)
+            last_line = text.count("\n") + 1
+            line, column = _end_of_previous_code(text, len(text), last_line) or (1, 1)
             if "RBRACE" in error.expected:
                 message = "unexpected end of file: a block is not closed"
                 help = "add the missing `}`"
@@ -400,7 +418,8 @@ class _Abandon(Exception):
 
 
 #: Tokens the parser may pretend it saw, so that one mistake does not derail the rest of the
-#: statement (and report a second, spurious error). Order is preference.
+#: statement (and report a second, spurious error). Order is preference among repairs that
+#: insert as many tokens.
 _INSERTABLE = {
     "ARROW": "->",
     "NAME": "_",
@@ -409,43 +428,79 @@ _INSERTABLE = {
     "RBRACE": "}",
     "COMMA": ",",
     "INT": "0",
+    # Tokens a statement cannot do without: were they never inserted, the parser would wait for
+    # one to the end of the file and report every later line.
+    "DURATION": "0s",
+    "STRING": '""',
+    "COLON": ":",
+    "LBRACE": "{",
 }
 
 
+#: The most placeholders one repair may insert (`if` before `}` needs `_ -> _`).
+_MAX_INSERTED = 3
+
+
 def _repair(parser: InteractiveParser | None, token: Token) -> bool:
-    """Insert up to two placeholder tokens before `token` so that it fits; feed them and the
-    token to `parser` and return True, or leave `parser` alone (the token is then skipped)."""
+    """Insert up to `_MAX_INSERTED` placeholder tokens before `token` so that it fits, fewest
+    first; feed them and the token to `parser` and return True, or leave `parser` alone (the
+    token is then skipped)."""
     if parser is None:
         return False
-
-    def fits(prefix: tuple[str, ...]) -> InteractiveParser | None:
-        trial: InteractiveParser = parser.copy()  # type: ignore[no-untyped-call]
-        try:
-            for kind in prefix:
-                trial.feed_token(Token.new_borrow_pos(kind, _INSERTABLE[kind], token))
-            trial.feed_token(token)
-        except UnexpectedInput:
-            return None
-        return trial
-
-    choices = set(parser.choices())  # type: ignore[no-untyped-call]
-    for first in _INSERTABLE:
-        if first not in choices:
-            continue
-        for prefix in ((first,), *((first, second) for second in _INSERTABLE)):
-            if fits(prefix) is not None:
-                for kind in prefix:
-                    parser.feed_token(Token.new_borrow_pos(kind, _INSERTABLE[kind], token))
-                parser.feed_token(token)
-                return True
+    states = _fast_table(flow_parser()).states
+    # Trials run on the LALR table with a copy of the state stack only: no values are copied
+    # and no reduce callbacks run, so a trial costs a few list operations and reports nothing.
+    # Breadth first over prefixes the table accepts token by token: a prefix whose first
+    # placeholder is refused is never extended, so the search stays small.
+    level: list[tuple[list[int], tuple[str, ...]]] = [(list(parser.parser_state.state_stack), ())]
+    for _ in range(_MAX_INSERTED):
+        following: list[tuple[list[int], tuple[str, ...]]] = []
+        for stack, prefix in level:
+            for kind in _INSERTABLE:
+                if kind not in states[stack[-1]]:
+                    continue
+                trial = _shifted(states, stack, kind)
+                if trial is None:
+                    continue
+                # An inserted `{` right before a real `}` would pair with it (an empty map) and
+                # steal the `}` that closes the enclosing block.
+                paired = kind == "LBRACE" and token.type == "RBRACE"
+                if not paired and _shifted(states, trial, token.type) is not None:
+                    for done in (*prefix, kind):
+                        parser.feed_token(Token.new_borrow_pos(done, _INSERTABLE[done], token))
+                    parser.feed_token(token)
+                    return True
+                following.append((trial, (*prefix, kind)))
+        level = following
     return False
 
 
-def _end_of_previous_code(text: str, offset: int) -> tuple[int, int] | None:
-    """(line, column) just after the last code character before `offset`, skipping blank lines
-    and `#` comments; None at the start of the file."""
+def _shifted(
+    states: dict[int, dict[str, tuple[bool, Any]]], stack: list[int], kind: str
+) -> list[int] | None:
+    """The state stack after the LALR table shifts a `kind` token onto a copy of `stack` (with
+    the reduces before it), or None if the table refuses it."""
+    stack = list(stack)
+    while True:
+        entry = states[stack[-1]].get(kind)
+        if entry is None:
+            return None
+        if entry[0]:
+            stack.append(entry[1])
+            return stack
+        rule: _Reduce = entry[1]
+        if rule.size:
+            del stack[-rule.size :]
+        goto = states[stack[-1]].get(rule.origin)
+        if goto is None:
+            return None
+        stack.append(goto[1])
+
+
+def _end_of_previous_code(text: str, offset: int, line_no: int) -> tuple[int, int] | None:
+    """(line, column) just after the last code character before `offset` (on line `line_no`),
+    skipping blank lines and `#` comments; None at the start of the file."""
     line_start = text.rfind("\n", 0, offset) + 1
-    line_no = text.count("\n", 0, line_start) + 1
     # The token's own line: code before it on the same line means nothing is "missing" earlier.
     if text[line_start:offset].strip():
         return (line_no, offset - line_start + 1)
@@ -501,6 +556,13 @@ def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None
         return "an event name goes between `on` and `->`"
     if "ARROW" in expected and token.type in {"NAME", "STRING"}:
         return "a transition reads `on EVENT [if GUARD] -> TARGET`"
+    if "DURATION" in expected and token.type in {"NAME", "INT"}:
+        return (
+            "`after` takes a fixed duration: a number with its unit right after it "
+            "(`ms`, `s`, `m`, `h` or `d`), such as `30s`; it cannot read a context field"
+        )
+    if token.type in {"AFTER", "ENTRY", "EXIT", "META"} and "STATE" in expected:
+        return f"`{value}` belongs inside a state's `{{ … }}`"
     if value in {"&&", "||"}:
         return "write `and` / `or`"
     return None
@@ -657,7 +719,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.FlowDecl(c[1], c[2], _span(c))
 
     def version_decl(self, c: list[Any]) -> ast.VersionDecl:
-        return ast.VersionDecl(int(c[1]), _span(c))
+        return ast.VersionDecl(self._int(c[1], fallback=1), _span(c))
 
     def enum_decl(self, c: list[Any]) -> ast.EnumDecl:
         members = tuple(m for m in c[2:] if isinstance(m, ast.Ident))
@@ -831,7 +893,9 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         text = str(token)
         digits = text.rstrip("mshd")
         unit = text[len(digits) :]
-        duration = ast.Duration(text, int(digits) * _DURATION_UNITS_MS[unit], _token_span(token))
+        # A number too long to read is longer than any timer may wait (E120 in resolve).
+        count = int(digits) if len(digits) <= _MAX_INT_DIGITS else _MAX_INT
+        duration = ast.Duration(text, count * _DURATION_UNITS_MS[unit], _token_span(token))
         return self._rule("after", c, None, c[2], c[3], duration)
 
     def assign(self, c: list[Any]) -> ast.Assign:
@@ -958,12 +1022,13 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             self.unsigned_min[literal.span] = c[0]
         return literal
 
-    def _int(self, token: Token, *, negative: bool = False) -> int:
-        value = int(str(token))
-        if value > _MAX_INT + (1 if negative else 0):
+    def _int(self, token: Token, *, negative: bool = False, fallback: int = 0) -> int:
+        digits = str(token).lstrip("0")
+        # Past 19 digits no value fits 64 bits; past 4,300 Python's `int()` refuses to read one.
+        if len(digits) > _MAX_INT_DIGITS or int(digits or "0") > _MAX_INT + (1 if negative else 0):
             self.too_large(token)
-            return 0
-        return value
+            return fallback
+        return int(digits or "0")
 
     def too_large(self, token: Token) -> None:
         self.report(

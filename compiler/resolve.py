@@ -8,7 +8,9 @@ misplaced rules and the initial-state rule. Expressions are checked later, in ty
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from flowc.compiler import ast
@@ -81,39 +83,82 @@ class Symbols:
         return True  # a field without fields: `obj.attr` can only mean the enum
 
 
+#: Did-you-mean work allowed for one file, counted in candidates looked at plus edit-distance
+#: cells (and a fixed cost per distance computed): a file with thousands of unknown names gets
+#: suggestions while this lasts, then none, so no file makes the help cost more than a second.
+SUGGESTION_WORK = 2_000_000
+_DISTANCE_COST = 16
+#: Names longer than this get no suggestion and are never suggested: nobody mistypes one.
+MAX_SUGGESTED_LENGTH = 64
+
+_work_left: ContextVar[list[int] | None] = ContextVar("flowc_suggestion_work", default=None)
+
+
+@contextmanager
+def suggestion_budget() -> Iterator[None]:
+    """Share one `SUGGESTION_WORK` among the suggestions made inside (one compile)."""
+    token = _work_left.set([SUGGESTION_WORK])
+    try:
+        yield
+    finally:
+        _work_left.reset(token)
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
-    """A did-you-mean help line, or None when nothing is close.
+    """A did-you-mean help line, or None when nothing is close (or the work allowed for this
+    file is spent).
 
     Closeness is the edit distance with transpositions (`og` is one step from `go`), allowed
     to grow with the name's length; ties go to the candidate difflib finds most similar.
     """
-    pool = [c for c in candidates if c != name]
-    if not pool:
+    if len(name) > MAX_SUGGESTED_LENGTH:
         return None
+    left = _work_left.get() or [SUGGESTION_WORK]
     budget = max(1, len(name) // 3)
-    scored = [(edit_distance(name.lower(), c.lower()), c) for c in pool]
-    near = [c for d, c in scored if d <= budget and d < len(c)]
-    if not near:
+    lowered = name.lower()
+    scored: list[tuple[int, str]] = []
+    for candidate in candidates:
+        left[0] -= 1
+        if left[0] <= 0:
+            return None
+        if candidate == name or abs(len(candidate) - len(name)) > budget:
+            continue  # the distance is at least the difference in length
+        left[0] -= _DISTANCE_COST + len(name) * (2 * budget + 1)
+        distance = edit_distance(lowered, candidate.lower(), limit=budget)
+        if distance <= budget and distance < len(candidate):
+            scored.append((distance, candidate))
+    if not scored:
         return None
-    best = min(d for d, c in scored if c in near)
-    ties = [c for d, c in scored if d == best and c in near]
+    best = min(d for d, _ in scored)
+    ties = [c for d, c in scored if d == best]
     ranked = difflib.get_close_matches(name, ties, n=1, cutoff=0.0) or ties
     return f"did you mean `{ranked[0]}`?"
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance: insertions, deletions, substitutions, transpositions."""
-    if abs(len(a) - len(b)) > 3:
-        return abs(len(a) - len(b))
+def edit_distance(a: str, b: str, limit: int | None = None) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions, transpositions.
+    With `limit`, any distance over it is returned as `limit + 1`, and only the band of cells
+    within `limit` of the diagonal is computed (time O(len(a) * limit))."""
+    if limit is None:
+        limit = max(len(a), len(b))
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    over = limit + 1
     previous2: list[int] = []
-    previous = list(range(len(b) + 1))
+    previous = [j if j <= limit else over for j in range(len(b) + 1)]
     for i in range(1, len(a) + 1):
-        current = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
+        current = [over] * (len(b) + 1)
+        if i <= limit:
+            current[0] = i
+        low, high = max(1, i - limit), min(len(b), i + limit)
+        for j in range(low, high + 1):
             cost = 0 if a[i - 1] == b[j - 1] else 1
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                current[j] = min(current[j], previous2[j - 2] + 1)
+                value = min(value, previous2[j - 2] + 1)
+            current[j] = min(value, over)
+        if min(current) > limit:
+            return over
         previous2, previous = previous, current
     return previous[len(b)]
 

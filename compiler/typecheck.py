@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.resolve import EventInfo, FieldInfo, Symbols, suggest
 from flowc.compiler.source import Span
+from flowc.compiler.template_bounds import checking_environment, oversized_constants
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.model import TypeRef
 
@@ -44,7 +44,7 @@ class TypeChecker:
     def __init__(self, symbols: Symbols) -> None:
         self.symbols = symbols
         self.diagnostics: list[Diagnostic] = []
-        self._jinja = ImmutableSandboxedEnvironment()
+        self._jinja = checking_environment()
         self._meta_cache: dict[str, t.Ty] | None = None
         self._functions: dict[str, Check] = {
             "len": self._fn_len,
@@ -828,19 +828,45 @@ class TypeChecker:
     # ---- templates ---------------------------------------------------------------------
     def check_template(self, text: ast.Text) -> None:
         try:
-            self._jinja.compile(text.value)  # compiling also finds unknown filters and tests
+            tree = self._jinja.parse(text.value)
+            oversized = oversized_constants(tree)
+            if not oversized:
+                self._jinja.compile(tree)  # compiling also finds unknown filters and tests
         except jinja2.TemplateSyntaxError as exc:
-            line = text.span.line + max(0, (exc.lineno or 1) - 1)
-            if text.span.end_line > text.span.line and (exc.lineno or 1) >= 1:
-                # A triple-quoted text starts on the line after its opening quotes.
-                line += 1
-            span = Span(line, 1, line, 2) if line != text.span.line else text.span
             self.error(
                 "E206",
                 f"template error: {exc.message}",
-                span,
+                _template_span(text, exc.lineno),
                 "templates are Jinja2: `{{ value }}`, `{% if c %}...{% endif %}`",
             )
+            return
+        except ValueError:
+            # Jinja's lexer reads a number literal with `int()`, which refuses over 4,300 digits.
+            self.error(
+                "E209",
+                "number too large in a template",
+                _template_span(text, None),
+                "a number in a template may have up to 4,300 digits",
+            )
+            return
+        for found in oversized:
+            self.error(
+                "E210",
+                f"template too costly: {found.message}",
+                _template_span(text, found.lineno),
+                "a template's constants are computed when the flow compiles; compute large "
+                "values in the host, or keep them within the limits in docs/language.md",
+            )
+
+
+def _template_span(text: ast.Text, lineno: int | None) -> Span:
+    """Where line `lineno` of a template is in the file: the whole text when it is on the
+    text's first line, else the start of that line."""
+    line = text.span.line + max(0, (lineno or 1) - 1)
+    if text.span.end_line > text.span.line and (lineno or 1) >= 1:
+        # A triple-quoted text starts on the line after its opening quotes.
+        line += 1
+    return Span(line, 1, line, 2) if line != text.span.line else text.span
 
 
 #: (fewest, most) arguments of each expression function.

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands.output import OutputError, write_output
 from flowc.compiler.driver import compile_file, print_diagnostics
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -24,7 +25,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("file", metavar="FILE", help="the .flow file")
     parser.add_argument(
-        "-o", "--output", metavar="OUT", help="where to write the JSON (default: standard output)"
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write the JSON (default, or `-`: standard output)",
     )
     parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
     parser.add_argument(
@@ -46,11 +50,11 @@ def run(args: argparse.Namespace) -> int:
     text = result.flow.to_json(indent=None if args.compact else 2)
     if args.compact:
         text += "\n"
-    if args.output:
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+    try:
+        out = write_output(args.output, text.encode("utf-8"))
+    except OutputError as exc:
+        print(f"flowc compile: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if out is not None:
         print(f"wrote {out} ({result.flow.hash})", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     return EXIT_OK

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands.output import OutputError, is_stdout, write_output
 from flowc.compiler.commands.render import load_flow
 from flowc.compiler.emit.dot import GraphvizMissing
 from flowc.compiler.emit.markdown import to_markdown
@@ -30,7 +31,13 @@ def register(sub: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help=".flow or compiled .json files")
-    parser.add_argument("-o", "--output", metavar="OUT.md", help="write one flow's page here")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.md",
+        help="write one flow's page here, and its diagram beside it as OUT.svg (unless "
+        "--no-svg); `-` is standard output, with a Mermaid diagram",
+    )
     parser.add_argument(
         "--out-dir", metavar="DIR", help="write NAME.md, NAME.svg and README.md for every FILE"
     )
@@ -67,22 +74,11 @@ def run(args: argparse.Namespace) -> int:
         if len(docs) > 1:
             print("flowc docs: several FILEs need --out-dir", file=sys.stderr)
             return EXIT_USAGE
-        out = Path(args.output) if args.output else None
-        svg_name = None
-        if out is not None and not args.no_svg:
-            svg_name = f"{out.stem}.svg"
-            files = _build([doc], svg=True)
-            if files is None:
-                return EXIT_FAILURE
-            out.parent.mkdir(parents=True, exist_ok=True)
-            (out.parent / svg_name).write_bytes(files[f"{doc.stem}.svg"])
-        page = to_markdown(doc.flow, svg_name, source_name=doc.source_name)
-        if out is None:
-            sys.stdout.write(page)
-        else:
-            out.write_text(page, encoding="utf-8")
-            print(f"wrote {out}", file=sys.stderr)
-        return EXIT_OK
+        try:
+            return _write_page(doc, args.output, svg=not args.no_svg)
+        except OutputError as exc:
+            print(f"flowc docs: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
 
     out_dir = Path(args.out_dir)
     files = _build(docs, svg=not args.no_svg)
@@ -96,12 +92,34 @@ def run(args: argparse.Namespace) -> int:
             print("flowc docs: regenerate with the same command without --check", file=sys.stderr)
             return EXIT_FAILURE
         return EXIT_OK
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        target = out_dir / name
-        if not target.exists() or target.read_bytes() != content:
-            target.write_bytes(content)
+    try:
+        for name, content in files.items():
+            target = out_dir / name
+            if not target.is_file() or target.read_bytes() != content:
+                write_output(str(target), content)
+    except OutputError as exc:
+        print(f"flowc docs: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     print(f"wrote {len(files)} files to {out_dir}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _write_page(doc: FlowDoc, output: str | None, *, svg: bool) -> int:
+    """One flow's page: to standard output with a Mermaid diagram, or to a file with its SVG
+    diagram beside it (both named on standard error, so no file appears unannounced)."""
+    if is_stdout(output):
+        write_output(None, to_markdown(doc.flow, None, source_name=doc.source_name).encode())
+        return EXIT_OK
+    out = Path(output or "")
+    svg_name = f"{out.stem}.svg" if svg else None
+    files = _build([doc], svg=True) if svg else {}
+    if files is None:
+        return EXIT_FAILURE
+    page = to_markdown(doc.flow, svg_name, source_name=doc.source_name)
+    written = [write_output(str(out), page.encode("utf-8"))]
+    if svg_name is not None:
+        written.append(write_output(str(out.parent / svg_name), files[f"{doc.stem}.svg"]))
+    print(f"wrote {' and '.join(str(p) for p in written)}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands.output import OutputError, is_stdout, write_output
 from flowc.compiler.driver import compile_file, print_diagnostics
 from flowc.compiler.emit.dot import RENDER_FORMATS, GraphvizMissing, render, to_dot
 from flowc.compiler.emit.labels import LABEL_MODES, Highlight
@@ -40,7 +41,12 @@ def register(sub: Any) -> None:
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a .flow file or compiled .json")
-    parser.add_argument("-o", "--output", metavar="OUT", help="file to write (default: stdout)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="file to write (default, or `-`: standard output, in any format)",
+    )
     parser.add_argument(
         "-f", "--format", choices=FORMATS, help="output format (default: from -o, else dot)"
     )
@@ -81,6 +87,13 @@ def load_flow(path: Path, command: str) -> CompiledFlow | int:
         except (IRLoadError, ValueError) as exc:
             print(f"flowc {command}: {path}: {exc}", file=sys.stderr)
             return EXIT_FAILURE
+        except RecursionError:
+            # The IR's own nesting is shallow: this is not a compiled flow.
+            print(f"flowc {command}: {path}: JSON nested too deeply to be a flow", file=sys.stderr)
+            return EXIT_FAILURE
+        except OSError as exc:
+            print(f"flowc {command}: cannot read {path}: {exc.strerror}", file=sys.stderr)
+            return EXIT_FAILURE
     result = compile_file(path)
     if result.errors or result.flow is None:
         print_diagnostics(result, sys.stderr)
@@ -91,7 +104,7 @@ def load_flow(path: Path, command: str) -> CompiledFlow | int:
 
 def run(args: argparse.Namespace) -> int:
     fmt = args.format
-    out = Path(args.output) if args.output else None
+    out = None if is_stdout(args.output) else Path(args.output)
     if fmt is None:
         fmt = _SUFFIXES.get(out.suffix.lower(), "") if out else "dot"
         if not fmt:
@@ -139,11 +152,11 @@ def run(args: argparse.Namespace) -> int:
         except GraphvizMissing as exc:
             print(f"flowc render: {exc}", file=sys.stderr)
             return EXIT_FAILURE
-    if out is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(data)
-        print(f"wrote {out}", file=sys.stderr)
+    try:
+        written = write_output(args.output, data)
+    except OutputError as exc:
+        print(f"flowc render: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if written is not None:
+        print(f"wrote {written}", file=sys.stderr)
     return EXIT_OK
