@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from flowc.compiler.ci_formats import github_annotations, render_sarif
 from flowc.compiler.diagnostics import Severity, summary_line
 from flowc.compiler.driver import CompileResult, compile_file, find_flow_files, print_diagnostics
 
@@ -30,9 +31,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("text", "json"),
+        choices=("text", "json", "sarif", "github"),
         default="text",
-        help="text for people (default), json for editors and CI",
+        help="text for people (default), json for editors and scripts, sarif (2.1.0) for code "
+        "scanning, github for workflow annotations on a pull request",
     )
     parser.add_argument(
         "--color",
@@ -61,6 +63,14 @@ def run(args: argparse.Namespace) -> int:
     warnings = sum(len(r.warnings) for r in results)
     if args.format == "json":
         print(json.dumps(_json_report(results, args.strict), indent=2, ensure_ascii=False))
+    elif args.format == "sarif":
+        print(render_sarif(d for r in results for d in r.diagnostics))
+    elif args.format == "github":
+        for line in github_annotations(d for r in results for d in r.diagnostics):
+            print(line)
+        if not args.quiet:
+            status = summary_line(errors, warnings, len(results))
+            print(f"{status} ({elapsed:.2f}s)", file=sys.stderr)
     else:
         color = {"always": True, "never": False}.get(args.color)
         for result in results:
