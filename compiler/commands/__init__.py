@@ -10,4 +10,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run",
     "instances",
     "worker",
+    "lsp",
 )
