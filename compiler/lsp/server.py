@@ -82,6 +82,9 @@ class Analysis:
 
     result: CompileResult
     index: FileIndex
+    #: The latest index that knew the file's names: completion is asked mid-edit, of text
+    #: that often does not even parse, and still needs the states and events declared.
+    names: FileIndex
 
     @property
     def source(self) -> SourceFile:
@@ -100,7 +103,12 @@ class FlowServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
         result = compile_source(document.source, path)
-        analysis = Analysis(result, FileIndex(result))
+        index = FileIndex(result)
+        names = index
+        previous = self.analyses.get(uri)
+        if index.symbols is None and previous is not None:
+            names = previous.names
+        analysis = Analysis(result, index, names)
         self.analyses[uri] = analysis
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(
@@ -245,7 +253,7 @@ def build_server() -> FlowServer:
         document = ls.workspace.get_text_document(uri)
         current = SourceFile(a.source.path, document.source)
         line, column = from_position(params.position, current)
-        items = a.index.complete_text(current.line_text(line)[: column - 1], line)
+        items = a.names.complete_text(current.line_text(line)[: column - 1], line)
         return lsp.CompletionList(
             is_incomplete=False,
             items=[

@@ -206,6 +206,9 @@ def test_completion(server: tuple[LspClient, str]) -> None:
     expression = FLOW.replace("if event.verdict == PASS", "if att")
     found = labels(expression, "if att")
     assert {"attempts", "last", "len", "Verdict", "PASS", "state"} <= found
+    # Mid-edit text that does not parse at all: the names come from the last one that did.
+    broken = FLOW.replace("final state DONE", "final state DONE {{ on ")
+    assert labels(broken, "DONE {{ on ") == {"submit", "retry"}
 
 
 def test_rename_across_the_file(server: tuple[LspClient, str]) -> None:
