@@ -29,7 +29,7 @@ from flowc.compiler.diagnostics import (
     with_suggested_fix,
 )
 from flowc.compiler.lower import lower_mapped
-from flowc.compiler.parse import parse_source
+from flowc.compiler.parse import ParseResult, parse_source
 from flowc.compiler.resolve import Symbols, resolve
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.sourcemap import SourceMap
@@ -90,7 +90,17 @@ def decode(data: bytes, path: str) -> tuple[str, list[Diagnostic]]:
     return text, []
 
 
-def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = True) -> CompileResult:
+def compile_source(
+    text: str | bytes,
+    path: str = "<input>",
+    *,
+    lint: bool = True,
+    module: ast.Module | None = None,
+    hashed: bool = True,
+) -> CompileResult:
+    """Compile one file's text. `module`, when given, is a clean parse of exactly this text
+    (an editor that re-parsed only what changed); the parse is then skipped. Without `hashed`
+    the flow's `hash` is left empty (an editor showing diagnostics needs no hash)."""
     diagnostics: list[Diagnostic] = []
     if isinstance(text, bytes):
         text, decode_errors = decode(text, path)
@@ -101,8 +111,8 @@ def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = Tru
     lint = lint and not diagnostics
     result = CompileResult(source, None)
     try:
-        with _collector_paused():
-            found = _run_stages(result, lint=lint)
+        with collector_paused():
+            found = _run_stages(result, lint=lint, module=module, hashed=hashed)
     except RecursionError:
         result.flow = None
         found = [
@@ -132,7 +142,7 @@ def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = Tru
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The passes allocate millions of small acyclic objects; the cyclic collector would rescan
     them over and over (superlinear in file size) while finding nothing to free."""
     was_enabled = gc.isenabled()
@@ -148,10 +158,12 @@ def _key(d: Diagnostic) -> tuple[str, int, int, str]:
     return (d.code, d.span.line, d.span.column, d.message)
 
 
-def _run_stages(result: CompileResult, *, lint: bool) -> list[Diagnostic]:
+def _run_stages(
+    result: CompileResult, *, lint: bool, module: ast.Module | None = None, hashed: bool = True
+) -> list[Diagnostic]:
     """Runs the stages on `result.source`, keeping on `result` what each one built."""
     source = result.source
-    parsed = parse_source(source.text, source.path)
+    parsed = ParseResult(module) if module is not None else parse_source(source.text, source.path)
     result.module = parsed.module
     if parsed.module is None or parsed.diagnostics:
         return parsed.diagnostics
@@ -161,7 +173,7 @@ def _run_stages(result: CompileResult, *, lint: bool) -> list[Diagnostic]:
     found += checked
     if any(d.severity is Severity.ERROR for d in found) or symbols.initial is None:
         return found
-    result.flow, result.where = lower_mapped(symbols)
+    result.flow, result.where = lower_mapped(symbols, hashed=hashed)
     if lint:
         from flowc.compiler.lint import lint as run_lint
 

@@ -132,7 +132,7 @@ class Lowerer:
             default=self.constant(default) if default is not None else None,
         )
 
-    def flow(self) -> ir.CompiledFlow:
+    def flow(self, *, hashed: bool = True) -> ir.CompiledFlow:
         symbols = self.symbols
         assert symbols.flow is not None and symbols.initial is not None
         where = self.source_map
@@ -193,7 +193,7 @@ class Lowerer:
                 self.migration(symbols.migrations[n]) for n in sorted(symbols.migrations)
             ),
         )
-        return flow.with_hash()
+        return flow.with_hash() if hashed else flow
 
     def migration(self, decl: ast.MigrateDecl) -> ir.Migration:
         states: dict[str, str] = {}
@@ -284,8 +284,9 @@ def lower(symbols: Symbols) -> ir.CompiledFlow:
     return Lowerer(symbols).flow()
 
 
-def lower_mapped(symbols: Symbols) -> tuple[ir.CompiledFlow, SourceMap]:
-    """The IR and where each of its parts was written."""
+def lower_mapped(symbols: Symbols, *, hashed: bool = True) -> tuple[ir.CompiledFlow, SourceMap]:
+    """The IR and where each of its parts was written. Without `hashed` the IR's `hash` is
+    left empty: an editor wanting only diagnostics need not serialise the whole flow."""
     lowerer = Lowerer(symbols)
-    flow = lowerer.flow()
+    flow = lowerer.flow(hashed=hashed)
     return flow, lowerer.source_map

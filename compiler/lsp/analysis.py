@@ -21,7 +21,7 @@ from typing import Literal
 
 from flowc.compiler import ast
 from flowc.compiler import types as t
-from flowc.compiler.driver import CompileResult
+from flowc.compiler.driver import CompileResult, collector_paused
 from flowc.compiler.resolve import Symbols, resolve
 from flowc.compiler.source import SourceFile, Span
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
@@ -109,7 +109,8 @@ class FileIndex:
         #: (span, type) of every checked expression, for hover over an expression
         self.typed: list[tuple[Span, t.Ty]] = []
         if self.module is not None and self.symbols is not None:
-            self._walk(self.module, self.symbols)
+            with collector_paused():  # as in the compiler: many small objects, no cycles
+                self._walk(self.module, self.symbols)
         self.occurrences.sort(key=lambda o: (o.span.line, o.span.column))
         self._starts = [(o.span.line, o.span.column) for o in self.occurrences]
 

@@ -9,7 +9,7 @@ compiler counts characters from 1, LSP counts UTF-16 units from 0) and types, an
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -24,6 +24,7 @@ from flowc.compiler.diagnostics import (
 )
 from flowc.compiler.driver import CompileResult, compile_source
 from flowc.compiler.lsp.analysis import FileIndex, Kind, Occurrence, Outline, allow_comment_edit
+from flowc.compiler.lsp.incremental import reparse
 from flowc.compiler.source import SourceFile, Span
 from flowc.runtime import __version__
 
@@ -76,19 +77,31 @@ _COMPLETION_KINDS: dict[str, lsp.CompletionItemKind] = {
 FORMATTER_MODULE = "flowc.compiler.format"
 
 
-@dataclass
 class Analysis:
-    """The latest compilation of one document, and its index."""
+    """The latest compilation of one document; its index is built when first asked for (the
+    diagnostics, sent after every change, do not need it)."""
 
-    result: CompileResult
-    index: FileIndex
-    #: The latest index that knew the file's names: completion is asked mid-edit, of text
-    #: that often does not even parse, and still needs the states and events declared.
-    names: FileIndex
+    def __init__(self, result: CompileResult, previous: Analysis | None) -> None:
+        self.result = result
+        #: Whether the text parsed cleanly (so the next edit may re-parse only what changed).
+        self.clean = result.module is not None and not any(
+            d.code.startswith("E0") for d in result.diagnostics
+        )
+        # Completion is asked mid-edit, of text that often does not parse at all, and still
+        # needs the states and events declared: those of the last text that did.
+        self._names = previous.names if result.module is None and previous is not None else None
 
     @property
     def source(self) -> SourceFile:
         return self.result.source
+
+    @cached_property
+    def index(self) -> FileIndex:
+        return FileIndex(self.result)
+
+    @property
+    def names(self) -> FileIndex:
+        return self._names if self._names is not None else self.index
 
 
 class FlowServer(LanguageServer):
@@ -102,13 +115,13 @@ class FlowServer(LanguageServer):
         """Compile the document's current text and publish its diagnostics."""
         document = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
-        result = compile_source(document.source, path)
-        index = FileIndex(result)
-        names = index
+        text = document.source
         previous = self.analyses.get(uri)
-        if index.symbols is None and previous is not None:
-            names = previous.names
-        analysis = Analysis(result, index, names)
+        module = None
+        if previous is not None and previous.clean and previous.result.module is not None:
+            module = reparse(previous.source.text, previous.result.module, text)
+        result = compile_source(text, path, module=module, hashed=False)
+        analysis = Analysis(result, previous)
         self.analyses[uri] = analysis
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(

@@ -132,3 +132,18 @@ def test_utf16_positions_count_astral_characters_twice() -> None:
     assert column_of_utf16(line, utf16_offset(line, column)) == column
     source = SourceFile("x.flow", line + "\n")
     assert utf16_range(Span(1, column, 1, column + 2), source) == (0, column, 0, column + 2)
+
+
+def test_an_editor_may_pass_the_module_and_skip_the_hash() -> None:
+    from flowc.compiler.parse import parse_source
+
+    source = HASH_IN_STRING.format(allow="")
+    full = compile_source(source)
+    module = parse_source(source).module
+    assert module is not None
+    quick = compile_source(source, module=module, hashed=False)
+    assert quick.module is module
+    assert quick.diagnostics == full.diagnostics
+    assert full.flow is not None and quick.flow is not None
+    assert quick.flow.hash == "" and full.flow.hash.startswith("sha256:")
+    assert quick.flow.with_hash() == full.flow
