@@ -255,3 +255,26 @@ def test_document_symbols_and_semantic_tokens(server: tuple[LspClient, str]) -> 
         tokens.append((line, start, length, kind, mods))
     assert tokens[0] == (1, 5, 7, 2, 1)  # enum Verdict, a declaration
     assert tokens[1] == (1, 15, 4, 3, 1)  # PASS
+
+
+def test_without_the_lsp_extra_the_command_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from flowc.compiler.cli import main
+
+    monkeypatch.delitem(sys.modules, "flowc.compiler.lsp.server", raising=False)
+    monkeypatch.setitem(sys.modules, "pygls", None)  # as if pygls were not installed
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    assert main(["lsp"]) == 1
+    err = capsys.readouterr().err
+    assert "pip install 'flowc[lsp]'" in err and "pygls" in err
+
+
+def test_the_stdio_flag_editors_pass_is_accepted(tmp_path: Path) -> None:
+    client = LspClient("--stdio")
+    try:
+        assert client.initialize(tmp_path)["serverInfo"]["name"] == "flowc"
+    finally:
+        assert client.close() == 0
