@@ -278,3 +278,15 @@ def test_the_stdio_flag_editors_pass_is_accepted(tmp_path: Path) -> None:
         assert client.initialize(tmp_path)["serverInfo"]["name"] == "flowc"
     finally:
         assert client.close() == 0
+
+
+def test_a_duplicate_points_at_the_first_declaration(server: tuple[LspClient, str]) -> None:
+    client, uri = server
+    text = FLOW + "state DRAFT\n"
+    client.open(uri, text)
+    diags = client.wait_for("textDocument/publishDiagnostics", uri=uri)["diagnostics"]
+    [duplicate] = [d for d in diags if d["code"] == "E103"]
+    [related] = duplicate["relatedInformation"]
+    assert related["location"]["uri"] == uri
+    assert related["location"]["range"]["start"] == pos(text, "DRAFT")
+    assert "first declared here" in related["message"]
