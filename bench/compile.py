@@ -56,7 +56,7 @@ def generate(states: int) -> str:
 
 def stage_times(source: str) -> dict[str, float]:
     from flowc.compiler.lint import lint
-    from flowc.compiler.lower import lower
+    from flowc.compiler.lower import lower_mapped
     from flowc.compiler.parse import parse_source
     from flowc.compiler.resolve import resolve
     from flowc.compiler.source import SourceFile
@@ -74,10 +74,10 @@ def stage_times(source: str) -> dict[str, float]:
     times["check"] = time.perf_counter() - start
     assert not found, found[:3]
     start = time.perf_counter()
-    flow = lower(symbols)
+    flow, where = lower_mapped(symbols)
     times["lower"] = time.perf_counter() - start
     start = time.perf_counter()
-    warnings = lint(flow, SourceFile("bench.flow", source))
+    warnings = lint(flow, SourceFile("bench.flow", source), where)
     times["lint"] = time.perf_counter() - start
     assert not [w for w in warnings if w.severity == "error"], warnings[:3]
     gc.enable()

@@ -7,12 +7,13 @@ minimal example, and a test keeps the two in step.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from wcwidth import wcswidth
 
-from flowc.compiler.source import Span
+from flowc.compiler.source import SourceFile, Span
 
 
 class Severity(StrEnum):
@@ -84,6 +85,30 @@ CODES: dict[str, tuple[Severity, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class Related:
+    """Another place the diagnostic is about, such as where a name was first declared."""
+
+    message: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace the text of `span` (same file) with `new_text`."""
+
+    span: Span
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A change that resolves the diagnostic and can be applied without a human's judgement."""
+
+    title: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     code: str
     message: str
@@ -91,10 +116,20 @@ class Diagnostic:
     file: str = "<input>"
     help: str | None = None
     severity: Severity = Severity.ERROR
+    related: tuple[Related, ...] = ()
+    fixes: tuple[Fix, ...] = ()
 
     @staticmethod
     def make(code: str, message: str, span: Span, *, help: str | None = None) -> Diagnostic:
         return Diagnostic(code, message, span, help=help, severity=CODES[code][0])
+
+    def __str__(self) -> str:
+        """One line: `file:line:column: severity[CODE]: message (help)`."""
+        text = (
+            f"{self.file}:{self.span.line}:{self.span.column}: "
+            f"{self.severity.value}[{self.code}]: {self.message}"
+        )
+        return f"{text} ({self.help})" if self.help else text
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.file, self.span.line, self.span.column, self.code)
@@ -110,7 +145,87 @@ class Diagnostic:
             "code": self.code,
             "message": self.message,
             "help": self.help,
+            "related": [{"message": r.message, **_span_dict(r.span)} for r in self.related],
+            "fixes": [
+                {
+                    "title": f.title,
+                    "edits": [{"new_text": e.new_text, **_span_dict(e.span)} for e in f.edits],
+                }
+                for f in self.fixes
+            ],
         }
+
+
+def _span_dict(span: Span) -> dict[str, int]:
+    return {
+        "line": span.line,
+        "column": span.column,
+        "end_line": span.end_line,
+        "end_column": span.end_column,
+    }
+
+
+# ---- fixes ----------------------------------------------------------------------------------
+
+_DID_YOU_MEAN = re.compile(r"did you mean `([^`]+)`\?")
+_QUOTED = re.compile(r"`([^`]+)`")
+
+
+def with_suggested_fix(diag: Diagnostic, source: SourceFile) -> Diagnostic:
+    """`diag` with a machine-applicable fix when its help is a did-you-mean suggestion.
+
+    The fix replaces the mistaken name, which is one of the names the message quotes and the
+    text the span ends with (a span over `event.scroe` ends with the field name)."""
+    if diag.help is None or diag.fixes or diag.span.line != diag.span.end_line:
+        return diag
+    suggestion = _DID_YOU_MEAN.search(diag.help)
+    if suggestion is None:
+        return diag
+    line = source.line_text(diag.span.line)
+    written = line[diag.span.column - 1 : diag.span.end_column - 1]
+    for name in _QUOTED.findall(diag.message):
+        if name and written.endswith(name):
+            start = diag.span.end_column - len(name)
+            where = Span(diag.span.line, start, diag.span.line, diag.span.end_column)
+            fix = Fix(
+                f"change `{name}` to `{suggestion.group(1)}`", (Edit(where, suggestion.group(1)),)
+            )
+            return replace(diag, fixes=(fix,))
+    return diag
+
+
+# ---- positions for editors ------------------------------------------------------------------
+
+
+def utf16_offset(line_text: str, column: int) -> int:
+    """The 0-based UTF-16 code-unit offset of 1-based character `column` in `line_text`: the
+    unit the Language Server Protocol counts in (a character beyond the BMP counts twice)."""
+    before = line_text[: max(column - 1, 0)]
+    return (
+        len(before)
+        + sum(1 for ch in before if ord(ch) > 0xFFFF)
+        + max(column - 1 - len(line_text), 0)
+    )
+
+
+def column_of_utf16(line_text: str, offset: int) -> int:
+    """The 1-based character column at 0-based UTF-16 `offset` (the inverse of `utf16_offset`)."""
+    units = 0
+    for index, ch in enumerate(line_text):
+        if units >= offset:
+            return index + 1
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return len(line_text) + 1 + max(offset - units, 0)
+
+
+def utf16_range(span: Span, source: SourceFile) -> tuple[int, int, int, int]:
+    """(start line, start character, end line, end character), 0-based, in UTF-16 units."""
+    return (
+        span.line - 1,
+        utf16_offset(source.line_text(span.line), span.column),
+        span.end_line - 1,
+        utf16_offset(source.line_text(span.end_line), span.end_column),
+    )
 
 
 class _Style:

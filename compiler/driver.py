@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -19,12 +20,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from flowc.compiler.diagnostics import Diagnostic, Severity, render_text
-from flowc.compiler.lower import lower
-from flowc.compiler.parse import parse_source
-from flowc.compiler.resolve import resolve, suggestion_budget
+from flowc.compiler import ast
+from flowc.compiler.diagnostics import (
+    Diagnostic,
+    Related,
+    Severity,
+    render_text,
+    with_suggested_fix,
+)
+from flowc.compiler.lower import lower_mapped
+from flowc.compiler.parse import ParseResult, parse_source
+from flowc.compiler.resolve import Symbols, resolve, suggestion_budget
 from flowc.compiler.source import SourceFile, Span
-from flowc.compiler.typecheck import typecheck
+from flowc.compiler.sourcemap import SourceMap
+from flowc.compiler.typecheck import typecheck_with_types
+from flowc.compiler.types import Ty
 from flowc.runtime.model import CompiledFlow
 
 FLOW_SUFFIX = ".flow"
@@ -37,9 +47,19 @@ SOURCE_LIMIT_VARIABLE = "FLOWC_MAX_SOURCE_BYTES"
 
 @dataclass
 class CompileResult:
+    """Everything the compiler learnt about one file: what editors and tools build on.
+
+    `module`, `symbols` and `types` are there as far as the stages got (no module past a syntax
+    error, no types past a naming error); `where` only when the flow was lowered."""
+
     source: SourceFile
     flow: CompiledFlow | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    module: ast.Module | None = None
+    symbols: Symbols | None = None
+    #: `id` of each checked expression node of `module` -> its type
+    types: dict[int, Ty] = field(default_factory=dict)
+    where: SourceMap | None = None
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -90,7 +110,13 @@ def compile_source(
     *,
     lint: bool = True,
     max_bytes: int | None = None,
+    module: ast.Module | None = None,
+    hashed: bool = True,
 ) -> CompileResult:
+    """Compile one file's text. `module`, when given, is a clean parse of exactly this text
+    (an editor that re-parsed only what changed); the parse is then skipped. Without `hashed`
+    the flow's `hash` is left empty (an editor showing diagnostics needs no hash). A text
+    longer than the source limit (`max_bytes`, see `source_limit`) is E008 and not parsed."""
     limit = source_limit(max_bytes)
     if len(text) > limit:
         return _too_large(path, limit)
@@ -104,39 +130,40 @@ def compile_source(
     # Past an E001 the text holds replacement characters: its errors are worth reporting (all
     # at once), but graph warnings about a file that cannot compile would be noise.
     lint = lint and not diagnostics
+    result = CompileResult(source, None)
     try:
-        with _collector_paused(), suggestion_budget():
-            flow, found = _run_stages(source, lint=lint)
+        with collector_paused(), suggestion_budget():
+            found = _run_stages(result, lint=lint, module=module, hashed=hashed)
     except RecursionError:
-        flow, found = (
-            None,
-            [Diagnostic.make("E005", "the file is nested too deeply to analyse", Span(1, 1, 1, 2))],
-        )
+        result.flow = None
+        found = [
+            Diagnostic.make("E005", "the file is nested too deeply to analyse", Span(1, 1, 1, 2))
+        ]
     except Exception as exc:  # pragma: no cover - a compiler bug must not become a traceback
         if os.environ.get("FLOWC_DEBUG"):
             raise
-        flow, found = (
-            None,
-            [
-                Diagnostic(
-                    "E000",
-                    f"internal compiler error: {type(exc).__name__}: {exc}",
-                    Span(1, 1, 1, 2),
-                    help="this is a bug in flowc; please report it with the file that caused it",
-                )
-            ],
-        )
+        result.flow = None
+        found = [
+            Diagnostic(
+                "E000",
+                f"internal compiler error: {type(exc).__name__}: {exc}",
+                Span(1, 1, 1, 2),
+                help="this is a bug in flowc; please report it with the file that caused it",
+            )
+        ]
     diagnostics.extend(found)
     diagnostics = sorted(
-        {_key(d): replace(d, file=path) for d in diagnostics}.values(), key=Diagnostic.sort_key
+        {_key(d): _explained(replace(d, file=path), result) for d in diagnostics}.values(),
+        key=Diagnostic.sort_key,
     )
     if any(d.severity is Severity.ERROR for d in diagnostics):
-        flow = None
-    return CompileResult(source, flow, diagnostics)
+        result.flow = None
+    result.diagnostics = diagnostics
+    return result
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The passes allocate millions of small acyclic objects; the cyclic collector would rescan
     them over and over (superlinear in file size) while finding nothing to free."""
     was_enabled = gc.isenabled()
@@ -152,20 +179,63 @@ def _key(d: Diagnostic) -> tuple[str, int, int, str]:
     return (d.code, d.span.line, d.span.column, d.message)
 
 
-def _run_stages(source: SourceFile, *, lint: bool) -> tuple[CompiledFlow | None, list[Diagnostic]]:
-    parsed = parse_source(source.text, source.path)
+def _run_stages(
+    result: CompileResult, *, lint: bool, module: ast.Module | None = None, hashed: bool = True
+) -> list[Diagnostic]:
+    """Runs the stages on `result.source`, keeping on `result` what each one built."""
+    source = result.source
+    parsed = ParseResult(module) if module is not None else parse_source(source.text, source.path)
+    result.module = parsed.module
     if parsed.module is None or parsed.diagnostics:
-        return None, parsed.diagnostics
+        return parsed.diagnostics
     symbols, found = resolve(parsed.module)
-    found += typecheck(symbols)
+    result.symbols = symbols
+    checked, result.types = typecheck_with_types(symbols)
+    found += checked
     if any(d.severity is Severity.ERROR for d in found) or symbols.initial is None:
-        return None, found
-    flow = lower(symbols)
+        return found
+    result.flow, result.where = lower_mapped(symbols, hashed=hashed)
     if lint:
         from flowc.compiler.lint import lint as run_lint
 
-        found += run_lint(flow, source)
-    return flow, found
+        found += run_lint(result.flow, source, result.where)
+    return found
+
+
+_FIRST_DECLARED = re.compile(r"first declared on line (\d+)")
+
+
+def _explained(diag: Diagnostic, result: CompileResult) -> Diagnostic:
+    """`diag` with the fix its did-you-mean help names, and the place its help points to."""
+    diag = with_suggested_fix(diag, result.source)
+    first = _FIRST_DECLARED.search(diag.help or "")
+    if first is None or result.module is None or diag.related:
+        return diag
+    line = int(first.group(1))
+    span = diag.span
+    name = result.source.line_text(span.line)[span.column - 1 : span.end_column - 1]
+    for ident in _declared_names(result.module):
+        if ident.span.line == line and ident.name == name:
+            return replace(diag, related=(Related(f"`{name}` first declared here", ident.span),))
+    return diag
+
+
+def _declared_names(module: ast.Module) -> Iterator[ast.Ident]:
+    """The name of every declaration, member, field and parameter of `module`."""
+    for decl in module.decls:
+        if isinstance(decl, ast.EnumDecl):
+            yield decl.name
+            yield from decl.members
+        elif isinstance(decl, ast.TypeDecl):
+            yield decl.name
+            yield from (f.name for f in decl.fields)
+        elif isinstance(decl, ast.ContextDecl):
+            yield from (f.name for f in decl.fields)
+        elif isinstance(decl, ast.EventDecl):
+            yield decl.name
+            yield from (p.name for p in decl.params)
+        elif isinstance(decl, ast.StateDecl | ast.NamedText):
+            yield decl.name
 
 
 def compile_file(

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from flowc.compiler import ast
 from flowc.compiler.resolve import FieldInfo, Symbols
+from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime import model as ir
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,6 +38,8 @@ class Lowerer:
         #: Identical expression nodes are built once and shared (flows repeat `attempts < 3`
         #: and friends in every state); keyed by op, value and the ids of shared children.
         self._interned: dict[tuple[Any, ...], ir.Expr] = {}
+        #: Filled as the IR is built: where each lowered part was written.
+        self.source_map = SourceMap()
 
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
@@ -129,9 +132,14 @@ class Lowerer:
             default=self.constant(default) if default is not None else None,
         )
 
-    def flow(self) -> ir.CompiledFlow:
+    def flow(self, *, hashed: bool = True) -> ir.CompiledFlow:
         symbols = self.symbols
         assert symbols.flow is not None and symbols.initial is not None
+        where = self.source_map
+        where.events = {name: info.decl.name.span for name, info in symbols.events.items()}
+        where.enums = {name: decl.name.span for name, decl in symbols.enums.items()}
+        where.records = {name: decl.name.span for name, decl in symbols.record_decls.items()}
+        where.context = {name: info.decl.name.span for name, info in symbols.context.items()}
         states: list[ir.State] = []
         transitions: list[ir.Transition] = []
         for decl in symbols.states.values():
@@ -185,7 +193,7 @@ class Lowerer:
                 self.migration(symbols.migrations[n]) for n in sorted(symbols.migrations)
             ),
         )
-        return flow.with_hash()
+        return flow.with_hash() if hashed else flow
 
     def migration(self, decl: ast.MigrateDecl) -> ir.Migration:
         states: dict[str, str] = {}
@@ -208,6 +216,7 @@ class Lowerer:
 
     def state(self, decl: ast.StateDecl) -> ir.State:
         kind = "final" if decl.has("final") else "choice" if decl.has("choice") else "normal"
+        self.source_map.states[decl.name.name] = decl.name.span
         meta: dict[str, Any] = {}
         for block in decl.metas:
             meta.update(block.value)
@@ -230,6 +239,7 @@ class Lowerer:
         self, rule: ast.Rule, state: ast.StateDecl, index: int, *, inherited: bool
     ) -> ir.Transition:
         source = state.name.name
+        self.source_map.transitions[index] = rule.span
         target: str | None = None
         if rule.target is not None:
             target = source if rule.target.name == "self" else rule.target.name
@@ -272,3 +282,11 @@ def _path(expr: ast.Expr) -> tuple[str, ...]:
 
 def lower(symbols: Symbols) -> ir.CompiledFlow:
     return Lowerer(symbols).flow()
+
+
+def lower_mapped(symbols: Symbols, *, hashed: bool = True) -> tuple[ir.CompiledFlow, SourceMap]:
+    """The IR and where each of its parts was written. Without `hashed` the IR's `hash` is
+    left empty: an editor wanting only diagnostics need not serialise the whole flow."""
+    lowerer = Lowerer(symbols)
+    flow = lowerer.flow(hashed=hashed)
+    return flow, lowerer.source_map

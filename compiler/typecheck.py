@@ -46,6 +46,8 @@ class TypeChecker:
         self.diagnostics: list[Diagnostic] = []
         self._jinja = checking_environment()
         self._meta_cache: dict[str, t.Ty] | None = None
+        #: id of each expression node checked -> its type (the AST outlives the checker)
+        self.types: dict[int, t.Ty] = {}
         self._functions: dict[str, Check] = {
             "len": self._fn_len,
             "min": self._fn_minmax,
@@ -369,7 +371,8 @@ class TypeChecker:
         if isinstance(result, t.OptionalTy) and scope.narrowed:
             key = _path_key(expr)
             if key is not None and key in scope.narrowed:
-                return result.inner
+                result = result.inner
+        self.types[id(expr)] = result
         return result
 
     def _infer_Invalid(self, expr: ast.Invalid, scope: Scope) -> t.Ty:
@@ -1003,6 +1006,11 @@ def _enum_compare_help(expr: ast.Binary, left: t.Ty, right: t.Ty, symbols: Symbo
 
 
 def typecheck(symbols: Symbols) -> list[Diagnostic]:
+    return typecheck_with_types(symbols)[0]
+
+
+def typecheck_with_types(symbols: Symbols) -> tuple[list[Diagnostic], dict[int, t.Ty]]:
+    """The diagnostics, and the type of every expression checked (by the node's `id`)."""
     checker = TypeChecker(symbols)
     checker.run()
-    return checker.diagnostics
+    return checker.diagnostics, checker.types

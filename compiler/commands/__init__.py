@@ -12,4 +12,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instances",
     "worker",
     "mcp",
+    "lsp",
 )

@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from flowc.compiler.ci_formats import github_annotations, render_sarif
 from flowc.compiler.diagnostics import Severity, summary_line
 from flowc.compiler.driver import CompileResult, compile_file, find_flow_files, print_diagnostics
+from flowc.compiler.watch import rerun_on_change
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -30,9 +33,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("text", "json"),
+        choices=("text", "json", "sarif", "github"),
         default="text",
-        help="text for people (default), json for editors and CI",
+        help="text for people (default), json for editors and scripts, sarif (2.1.0) for code "
+        "scanning, github for workflow annotations on a pull request",
     )
     parser.add_argument(
         "--color",
@@ -41,10 +45,18 @@ def register(sub: Any) -> None:
         help="colour the text output (default: auto, when writing to a terminal)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the diagnostics")
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="check again each time a file is saved, until Ctrl-C (needs the `watch` extra)",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.watch:
+        once = argparse.Namespace(**{**vars(args), "watch": False})
+        return rerun_on_change([Path(p) for p in args.paths], lambda: run(once), command="check")
     files = list(find_flow_files(args.paths))
     missing = [str(p) for p in files if not p.exists()]
     if missing:
@@ -61,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
     warnings = sum(len(r.warnings) for r in results)
     if args.format == "json":
         print(json.dumps(_json_report(results, args.strict), indent=2, ensure_ascii=False))
+    elif args.format == "sarif":
+        print(render_sarif(d for r in results for d in r.diagnostics))
+    elif args.format == "github":
+        for line in github_annotations(d for r in results for d in r.diagnostics):
+            print(line)
+        if not args.quiet:
+            status = summary_line(errors, warnings, len(results))
+            print(f"{status} ({elapsed:.2f}s)", file=sys.stderr)
     else:
         color = {"always": True, "never": False}.get(args.color)
         for result in results:

@@ -13,6 +13,7 @@ from flowc.compiler.emit.dot import RENDER_FORMATS, GraphvizMissing, render, to_
 from flowc.compiler.emit.labels import LABEL_MODES, Highlight
 from flowc.compiler.emit.mermaid import to_mermaid
 from flowc.compiler.emit.snapshot import SnapshotError, read_snapshot
+from flowc.compiler.watch import rerun_on_change
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow, IRLoadError
 
@@ -69,6 +70,12 @@ def register(sub: Any) -> None:
         default="auto",
         help="layout direction (default: left-to-right for pipelines, else top-to-bottom)",
     )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="draw again each time FILE (or the snapshot) is saved, until Ctrl-C "
+        "(needs the `watch` extra)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -103,6 +110,10 @@ def load_flow(path: Path, command: str) -> CompiledFlow | int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.watch:
+        once = argparse.Namespace(**{**vars(args), "watch": False})
+        inputs = [Path(p) for p in (args.file, args.snapshot) if p]
+        return rerun_on_change(inputs, lambda: run(once), command="render")
     fmt = args.format
     out = None if is_stdout(args.output) else Path(args.output)
     if fmt is None:

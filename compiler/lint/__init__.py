@@ -20,6 +20,7 @@ from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.lint.suppress import apply as apply_suppressions
 from flowc.compiler.lint.suppress import codes_naming_no_warning
 from flowc.compiler.source import SourceFile
+from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import CompiledFlow
 
 Rule = Callable[[FlowGraph], Iterable[Diagnostic]]
@@ -40,11 +41,16 @@ RULES: dict[str, Rule] = {
 }
 
 
-def lint(flow: CompiledFlow, source: SourceFile) -> list[Diagnostic]:
-    """Every graph diagnostic for `flow`, minus warnings silenced in `source`, by position."""
+def lint(
+    flow: CompiledFlow, source: SourceFile, where: SourceMap | None = None
+) -> list[Diagnostic]:
+    """Every graph diagnostic for `flow`, minus warnings silenced in `source`, by position.
+
+    `where` is the source map lowering made; without one (an IR loaded or built by hand) only
+    the positions the IR itself keeps are known."""
     found: list[Diagnostic] = []
     with _collector_paused():
-        graph = FlowGraph(flow, source)
+        graph = FlowGraph(flow, source, where if where is not None else SourceMap.from_ir(flow))
         for rule in RULES.values():
             found.extend(rule(graph))
     found.extend(codes_naming_no_warning(source))

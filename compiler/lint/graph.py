@@ -18,6 +18,7 @@ import networkx as nx
 
 from flowc.compiler.lint.fold import constant_guard
 from flowc.compiler.source import SourceFile, Span
+from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import CompiledFlow, State, Transition
 
 #: Kinds the runtime takes on its own, with no call from the host.
@@ -42,6 +43,8 @@ class Shadowing:
 class FlowGraph:
     flow: CompiledFlow
     source: SourceFile
+    #: Where states, rules and declarations were written (from lowering).
+    where: SourceMap
     states: dict[str, State] = field(init=False)
     #: Outgoing transitions per state, in the order the runtime tries them.
     outgoing: dict[str, list[Transition]] = field(init=False)
@@ -158,27 +161,12 @@ class FlowGraph:
 
     # ---- positions ------------------------------------------------------------------------
 
-    def span_of_line(self, line: int, column: int) -> Span:
-        """From `column` to the end of the code on `line` (a trailing comment excluded)."""
-        if line <= 0:
-            return Span(1, 1, 1, 2)
-        column = max(column, 1)
-        text = _strip_comment(self.source.line_text(line)).rstrip()
-        end = max(len(text) + 1, column + 1)
-        return Span(line, column, line, end)
-
     def transition_span(self, t: Transition) -> Span:
-        return self.span_of_line(t.line, t.column)
+        return self.where.transition(t.index)
 
     def state_span(self, state: State) -> Span:
         """The state's name where it is declared."""
-        if state.line <= 0:
-            return Span(1, 1, 1, 2)
-        text = self.source.line_text(state.line)
-        at = _find_word(text, state.name, max(state.column - 1, 0))
-        if at >= 0:
-            return Span(state.line, at + 1, state.line, at + 1 + len(state.name))
-        return self.span_of_line(state.line, state.column)
+        return self.where.state(state.name)
 
     # ---- shadowing ------------------------------------------------------------------------
 
@@ -228,32 +216,3 @@ def _trigger(t: Transition) -> Hashable:
     if t.kind == "timer":
         return ("timer", t.after_ms)
     return ("route",)
-
-
-def _strip_comment(line: str) -> str:
-    quote: str | None = None
-    escaped = False
-    for i, c in enumerate(line):
-        if escaped:
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif quote:
-            if c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            return line[:i]
-    return line
-
-
-def _find_word(text: str, word: str, start: int) -> int:
-    at = text.find(word, start)
-    while at >= 0:
-        before = text[at - 1] if at > 0 else " "
-        after = text[at + len(word)] if at + len(word) < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-            return at
-        at = text.find(word, at + 1)
-    return -1

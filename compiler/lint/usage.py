@@ -9,7 +9,6 @@ is still reported: the flow file is where readers learn what the data is for, an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 
 import jinja2
@@ -17,7 +16,7 @@ import jinja2.nodes
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.lint.graph import FlowGraph
-from flowc.compiler.source import SourceFile, Span
+from flowc.compiler.source import NO_SPAN
 from flowc.runtime.model import Action, CompiledFlow, Expr, TypeRef
 
 
@@ -30,7 +29,7 @@ def unused_events(g: FlowGraph) -> Iterator[Diagnostic]:
         yield Diagnostic.make(
             "W310",
             f"event `{event.name}` is declared but no state accepts it",
-            declaration_span(g.source, "event", event.name),
+            g.where.events.get(event.name, NO_SPAN),
             help=f"add `on {event.name} -> ...` where it should be accepted, or remove it",
         )
 
@@ -46,7 +45,7 @@ def unused_enums(g: FlowGraph) -> Iterator[Diagnostic]:
         yield Diagnostic.make(
             "W311",
             f"enum `{enum.name}` is declared but no field has this type",
-            declaration_span(g.source, "enum", enum.name),
+            g.where.enums.get(enum.name, NO_SPAN),
             help="use it as the type of a context field or event field, or remove it",
         )
 
@@ -64,7 +63,7 @@ def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
         yield Diagnostic.make(
             "W312",
             f"context field `{f.name}` is never read or written by the flow",
-            declaration_span(g.source, "context", f.name),
+            g.where.context.get(f.name, NO_SPAN),
             help="remove it, or if only the host uses it, say so with "
             "`# flowc: allow W312` and a comment on this line",
         )
@@ -162,52 +161,3 @@ def _context_fields_in_templates(templates: Iterable[str], fields: set[str]) -> 
             if name.name == "context" and id(name) not in reads:
                 return set(fields)
     return used
-
-
-# ---- where declarations are -----------------------------------------------------------------
-
-
-def declaration_span(source: SourceFile, keyword: str, name: str) -> Span:
-    """Where `name` is declared, found in the text since the IR keeps no position for it.
-
-    Only called for declarations being reported, so the scan costs nothing on clean flows.
-    """
-    if keyword == "context":
-        span = _context_field_span(source, name)
-    else:
-        pattern = re.compile(rf"(?m)^[ \t]*{keyword}[ \t]+({re.escape(name)})\b")
-        m = pattern.search(source.text)
-        span = _span_of(source, m.start(1), m.end(1)) if m else None
-    return span or Span(1, 1, 1, 2)
-
-
-def _context_field_span(source: SourceFile, name: str) -> Span | None:
-    text = source.text
-    field = re.compile(rf"(?:^|[\s{{,])({re.escape(name)})\s*:")
-    for block in re.finditer(r"(?m)^[ \t]*context\s*\{", text):
-        depth = 0
-        start = block.end() - 1
-        for offset in range(start, len(text)):
-            c = text[offset]
-            if c in "{[(":
-                depth += 1
-            elif c in "}])":
-                depth -= 1
-                if depth == 0:
-                    break
-        body = _blank_comments(text[start:offset])
-        m = field.search(body)
-        if m:
-            return _span_of(source, start + m.start(1), start + m.end(1))
-    return None
-
-
-def _blank_comments(text: str) -> str:
-    # Same length, so offsets into the result are offsets into the original.
-    return re.sub(r"#[^\n]*", lambda m: " " * len(m.group()), text)
-
-
-def _span_of(source: SourceFile, start: int, end: int) -> Span:
-    line, column = source.position(start)
-    end_line, end_column = source.position(end)
-    return Span(line, column, end_line, end_column)

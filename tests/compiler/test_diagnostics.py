@@ -182,7 +182,7 @@ def test_internal_error_becomes_a_diagnostic(monkeypatch: pytest.MonkeyPatch) ->
         raise ValueError("boom")
 
     monkeypatch.delenv("FLOWC_DEBUG", raising=False)
-    monkeypatch.setattr(driver, "lower", explode)
+    monkeypatch.setattr(driver, "lower_mapped", explode)
     result = compile_source(BASE, "x.flow")
     assert [d.code for d in result.diagnostics] == ["E000"]
     assert "boom" in result.diagnostics[0].message

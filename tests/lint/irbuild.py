@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowc.compiler.source import SourceFile
+from flowc.compiler.source import SourceFile, Span
+from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import (
     Action,
     CompiledFlow,
@@ -56,23 +57,38 @@ class FlowBuilder:
     enums: list[EnumDef] = field(default_factory=list)
     context: list[FieldDef] = field(default_factory=list)
     initial: str | None = None
+    #: Where each declaration's name is written, as lowering would record it.
+    declared: SourceMap = field(default_factory=SourceMap)
+
+    def _declare(self, table: dict[str, Span], name: str, line: int, before: str) -> None:
+        column = len(before) + 1
+        table[name] = Span(line, column, line, column + len(name))
+
+    def source_map(self, flow: CompiledFlow) -> SourceMap:
+        where = SourceMap.from_ir(flow)
+        where.events = dict(self.declared.events)
+        where.enums = dict(self.declared.enums)
+        where.context = dict(self.declared.context)
+        return where
 
     def line(self, text: str) -> int:
         self.lines.append(text)
         return len(self.lines)
 
     def event(self, name: str, *fields: FieldDef) -> FlowBuilder:
-        self.line(f"event {name}")
+        self._declare(self.declared.events, name, self.line(f"event {name}"), "event ")
         self.events.append(EventDef(name=name, fields=fields))
         return self
 
     def enum(self, name: str, *members: str) -> FlowBuilder:
-        self.line(f"enum {name} {{ {', '.join(members)} }}")
+        line = self.line(f"enum {name} {{ {', '.join(members)} }}")
+        self._declare(self.declared.enums, name, line, "enum ")
         self.enums.append(EnumDef(name=name, members=members))
         return self
 
     def field(self, name: str, type_: TypeRef = INT, default: Any = 0) -> FlowBuilder:
-        self.line(f"context {{ {name}: {type_.name or type_.kind} }}")
+        line = self.line(f"context {{ {name}: {type_.name or type_.kind} }}")
+        self._declare(self.declared.context, name, line, "context { ")
         self.context.append(FieldDef(name=name, type=type_, required=False, default=default))
         return self
 

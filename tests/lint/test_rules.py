@@ -16,7 +16,7 @@ def codes(builder: FlowBuilder) -> list[str]:
 
 def run(builder: FlowBuilder) -> list[Diagnostic]:
     flow, source = builder.build()
-    return lint(flow, source)
+    return lint(flow, source, builder.source_map(flow))
 
 
 def pipeline() -> FlowBuilder:

@@ -20,7 +20,7 @@ def unreachable(comment: str = "", above: list[str] | None = None) -> FlowBuilde
 
 def codes(b: FlowBuilder) -> list[str]:
     flow, source = b.build()
-    return [d.code for d in lint(flow, source)]
+    return [d.code for d in lint(flow, source, b.source_map(flow))]
 
 
 def test_warning_without_comment() -> None:

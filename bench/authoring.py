@@ -1,0 +1,187 @@
+"""Authoring speed: what an editor and a CI check wait for.
+
+    python bench/authoring.py [--edit-states 1000] [--check-states 10000] [--repeat 5]
+
+1. The language server (`flowc lsp`, the real process over stdio): a file of --edit-states
+   states is opened, then one line of it is edited again and again (a rule's target changed
+   back and forth); the time from sending `didChange` to receiving its diagnostics is reported
+   (median and worst of --repeat edits). Target: within 300 ms for 1,000 states.
+2. `flowc check` on a file of --check-states states, as a user runs it (a fresh process:
+   interpreter start, imports, grammar load, compile, lint, output). Target: under 2 s for
+   10,000 states. The same compile in-process is reported beside it, split by stage.
+
+The flows are bench/compile.py's generator: a ring of stages with three guarded transitions
+each, typed events and a context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from compile import generate, stage_times
+
+
+class Server:
+    """Just enough of an LSP client to time diagnostics."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flowc.compiler.cli", "lsp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.next_id = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        stream: IO[bytes] | None = self.proc.stdout
+        assert stream is not None
+        length = 0
+        while True:
+            line = stream.readline().strip()
+            if not line:
+                if length:
+                    break
+                if stream.closed:
+                    raise EOFError
+                continue
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        message: dict[str, Any] = json.loads(stream.read(length))
+        return message
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        while True:
+            message = self.receive()
+            if message.get("id") == self.next_id and "method" not in message:
+                return message.get("result")
+
+    def diagnostics(self, version: int) -> list[Any]:
+        while True:
+            message = self.receive()
+            if message.get("method") == "textDocument/publishDiagnostics":
+                params = message["params"]
+                if params.get("version") == version:
+                    return list(params["diagnostics"])
+
+    def close(self) -> None:
+        self.request("shutdown", None)
+        self.send({"method": "exit"})
+        self.proc.wait(timeout=30)
+
+
+def edit_latency(states: int, repeat: int) -> dict[str, float]:
+    text = generate(states)
+    uri = Path(tempfile.gettempdir(), f"bench_{states}.flow").as_uri()
+    # The line to edit: the retry rule of a state in the middle of the file.
+    lines = text.split("\n")
+    row = next(i for i, line in enumerate(lines) if line.startswith(f"state S{states // 2} "))
+    row += 4
+    assert "on retry" in lines[row], lines[row]
+    server = Server()
+    try:
+        server.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        server.send({"method": "initialized", "params": {}})
+        started = time.perf_counter()
+        server.send(
+            {
+                "method": "textDocument/didOpen",
+                "params": {
+                    "textDocument": {"uri": uri, "languageId": "flow", "version": 1, "text": text}
+                },
+            }
+        )
+        assert server.diagnostics(1) == []
+        opened = time.perf_counter() - started
+        times = []
+        for version in range(2, repeat + 2):
+            edited = list(lines)
+            target = "S0" if version % 2 else f"S{states // 2 - 2}"
+            edited[row] = edited[row].rsplit("->", 1)[0] + f"-> {target} do attempts += 1"
+            change = {"textDocument": {"uri": uri, "version": version}}
+            change["contentChanges"] = [{"text": "\n".join(edited)}]  # type: ignore[assignment]
+            started = time.perf_counter()
+            server.send({"method": "textDocument/didChange", "params": change})
+            server.diagnostics(version)
+            times.append(time.perf_counter() - started)
+    finally:
+        server.close()
+    # What one edit would cost without the server's shortcuts (a full compile, hashed).
+    from flowc.compiler import compile_source
+
+    full = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        compile_source(text, "bench.flow")
+        full.append(time.perf_counter() - started)
+    return {
+        "open": opened,
+        "median": statistics.median(times),
+        "worst": max(times),
+        "full": statistics.median(full),
+    }
+
+
+def check_time(states: int, repeat: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, f"bench_{states}.flow")
+        source = generate(states)
+        path.write_text(source, encoding="utf-8")
+        walls = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "flowc.compiler.cli", "check", str(path)],
+                capture_output=True,
+                text=True,
+            )
+            walls.append(time.perf_counter() - started)
+            assert done.returncode == 0, done.stdout + done.stderr
+    stages = stage_times(source)
+    return {"wall": min(walls), **stages}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--edit-states", type=int, default=1_000)
+    parser.add_argument("--check-states", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    from flowc.compiler.parse import flow_parser
+
+    flow_parser()
+    edit = edit_latency(args.edit_states, args.repeat)
+    print(
+        f"lsp, {args.edit_states} states: open {edit['open'] * 1000:.0f} ms; diagnostics after a "
+        f"one-line edit: median {edit['median'] * 1000:.0f} ms, worst {edit['worst'] * 1000:.0f} "
+        f"ms (target 300 ms); a full in-process compile: {edit['full'] * 1000:.0f} ms",
+        flush=True,
+    )
+    check = check_time(args.check_states, max(1, args.repeat // 2))
+    stages = ", ".join(f"{k} {check[k]:.2f}" for k in ("parse", "check", "lower", "lint"))
+    print(
+        f"flowc check, {args.check_states} states: {check['wall']:.2f} s wall (target 2 s); "
+        f"in-process compile {check['total']:.2f} s ({stages})"
+    )
+
+
+if __name__ == "__main__":
+    main()

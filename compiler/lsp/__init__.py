@@ -1,0 +1,1 @@
+"""The `.flow` language server (`flowc lsp`): editor support over the Language Server Protocol."""
