@@ -451,7 +451,7 @@ class Generator:
         ev, candidates = st.on[event]
         try:
             return self._dispatch(st, ev, candidates)
-        except IRLoadError:
+        except (IRLoadError, RecursionError):
             # A broken expression: the general path reports it when (and only if) it is
             # reached, as it always has.
             return general(event)

@@ -240,6 +240,10 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 # ---- compiler -------------------------------------------------------------------------------
 
 
+#: The members of an expression object (the IR's `Expr`).
+_EXPR_MEMBERS = frozenset({"op", "args", "value"})
+
+
 class ExprCompiler:
     """Compiles the expressions of one machine, read in their JSON form. `limits` bounds
     what `*` may build and what actions may store (`LimitExceeded`)."""
@@ -267,7 +271,13 @@ class ExprCompiler:
         found = self._cache.get(id(node))
         if found is not None:
             return found[1]
-        fn = self._build(node)
+        if not node.keys() <= _EXPR_MEMBERS:
+            unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
+            raise IRLoadError(f"an expression has unknown field(s) {unknown}")
+        try:
+            fn = self._build(node)
+        except RecursionError:
+            raise IRLoadError("an expression is nested too deeply") from None
         self._cache[id(node)] = (node, fn)  # keeps `node` alive, so its id stays unique
         return fn
 

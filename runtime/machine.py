@@ -34,7 +34,7 @@ from flowc.runtime.codegen import Dispatch, Generator, general
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
-from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError
+from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError, check_ir
 from flowc.runtime.rejections import Rejected, Rejection
 from flowc.runtime.templating import EventVars, TemplateCache, wrap
 from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_schema
@@ -255,7 +255,11 @@ class Machine:
         try:
             raw = _parse_json(text)
         except ValueError as exc:
-            raise IRLoadError(f"compiled flow is not JSON: {exc}") from exc
+            raise IRLoadError(f"compiled flow is not JSON: {str(exc)[:200]}") from None
+        except RecursionError:
+            raise IRLoadError(
+                "compiled flow is not JSON this runtime reads: nested too deeply"
+            ) from None
         finally:
             if paused:
                 gc.enable()
@@ -304,6 +308,7 @@ class Machine:
     # ---- loading ----------------------------------------------------------------------------
     def _load(self, raw: Mapping[str, Any]) -> None:
         _check_version(raw)
+        check_ir(raw)
         self.raw = raw
         self.name: str = raw["name"]
         self.title: str | None = raw.get("title")
