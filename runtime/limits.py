@@ -50,7 +50,7 @@ class Limits:
     #: Characters one template may render.
     max_template_output: int = 1_000_000
     #: Loop iterations, calls and intercepted operations one template render may make.
-    max_template_steps: int = 1_000_000
+    max_template_steps: int = 100_000
     #: Field-level issues listed in one `invalid_payload` / `invalid_context` rejection (the
     #: count of the others is given).
     max_issues: int = 100
