@@ -942,6 +942,8 @@ class Instance:
         _check_history(history, seq, machine)
         recorded = {e[_SEQ] for e in history}
         for key, at_seq in keys.items():
+            if text_problem(key) is not None or len(key) > machine.limits.max_argument:
+                raise SnapshotError("the snapshot has an idempotency key no store can keep")
             if at_seq not in recorded:
                 # Its replay would have no step to return.
                 raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
@@ -1078,6 +1080,13 @@ def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
         for text in (e[_KIND], e[_SOURCE], e[_TARGET], e[_EVENT], e[_REASON], *e[_VIA]):
             if text is not None and (not isinstance(text, str) or text_problem(text)):
                 raise SnapshotError(f"the snapshot's history has a bad entry at step {e[_SEQ]}")
+        if e[_PAYLOAD] is not None:
+            try:  # a payload the snapshot could not be written with again
+                json.dumps(e[_PAYLOAD], allow_nan=False, ensure_ascii=False).encode("utf-8")
+            except (TypeError, ValueError, RecursionError):
+                raise SnapshotError(
+                    f"the snapshot's history has a payload that is not JSON at step {e[_SEQ]}"
+                ) from None
     if history and history[-1][_SEQ] != seq:
         raise SnapshotError(
             f"the snapshot's seq is {seq}, but its history ends at step {history[-1][_SEQ]}"

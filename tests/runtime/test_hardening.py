@@ -6,6 +6,7 @@ Each test is a reproducer of the probe that found the problem; the limits are th
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -298,6 +299,10 @@ def test_restore_checks_seq_version_json_and_timer_targets() -> None:
         m.restore(bad(timers=timers))
     with pytest.raises(SnapshotError):
         m.restore(bad(history=[{**good["history"][0], "reason": "a\x00b"}], seq=0))
+    with pytest.raises(SnapshotError, match="payload"):
+        m.restore(bad(history=[{**good["history"][0], "payload": {"x": math.nan}}], seq=0))
+    with pytest.raises(SnapshotError, match="key"):
+        m.restore(bad(keys={"\ud800": 2}))
 
 
 # ---- 8. every IR is checked, with or without a hash ------------------------------------------
