@@ -390,10 +390,10 @@ class Generator:
         path = tuple(a.get("target") or ())
         value_node = a.get("value")
         ty = self.m.target_type(path)
-        bound = self.m._compiler.bound(str(op), value_node)
         if op == "append":
             if len(path) != 1 or ty.item is None:
                 raise _Unsupported
+            bound = self.m._compiler.bound(op, value_node, ty.item)
             norm = then(bound, normaliser(ty.item, path, value_node, event_types, item=True))
             k = self.const(path[0])
             v = self.expr(value_node, s)
@@ -408,6 +408,7 @@ class Generator:
         if op not in ("set", "add", "sub"):
             raise _Unsupported
         norm = normaliser(ty, path, value_node, event_types)
+        bound = self.m._compiler.bound(str(op), value_node, ty)
         v = self.expr(value_node, s)
 
         # A computed value goes through the machine's bound (as in the closures); a value that

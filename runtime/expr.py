@@ -257,13 +257,21 @@ class ExprCompiler:
         past the limits within one expression: `n * n * n * n`)."""
         return self.limits.mul if op == "*" else BINARY[op]
 
-    def bound(self, op: str, value: Any) -> Callable[[Any], Any] | None:
-        """The check of a value an action stores, or None when it needs none: a payload
-        field, a context field or a literal is already within the limits; anything computed
-        (and anything added to) is checked (`Limits.check_computed`)."""
-        if op in ("add", "sub") or _leaf(value) is None:
-            return self.limits.check_computed
-        return None
+    def bound(self, op: str, value: Any, ty: Type) -> Callable[[Any], Any] | None:
+        """The check of a value of type `ty` an action stores, or None when it needs none: a
+        payload field, a context field or a literal is already within the limits, and so is a
+        number of a bounded size, a boolean or an enum member; anything else computed (and
+        anything added to) is checked (`Limits.check_computed`)."""
+        if not (op in ("add", "sub") or _leaf(value) is None):
+            return None
+        kind = ty.item.kind if ty.kind == "optional" and ty.item is not None else ty.kind
+        if kind in ("float", "bool", "enum"):
+            return None
+        if kind == "int":
+            return self.limits.check_int
+        if kind == "str":
+            return self.limits.check_str
+        return self.limits.check_computed
 
     def compile(self, node: Any) -> Evaluator:
         if not isinstance(node, Mapping):
@@ -501,11 +509,11 @@ class ExprCompiler:
         value_node = raw.get("value")
         value = self.compile(value_node)
         ty = target_type(path)
-        bound = self.bound(str(op), value_node)
         if op in ("append", "remove"):
             if ty.kind != "list" or ty.item is None:
                 raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
             if op == "append":
+                bound = self.bound(op, value_node, ty.item)
                 item_norm = _then(
                     bound, _normaliser(ty.item, path, value_node, event_types, item=True)
                 )
@@ -518,6 +526,7 @@ class ExprCompiler:
 
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
+        bound = self.bound(str(op), value_node, ty)
         norm = _then(bound, _normaliser(ty, path, value_node, event_types))
         if op == "set":
             if norm is _identity and len(path) <= 2:

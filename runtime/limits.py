@@ -17,7 +17,6 @@ JSON by Python (`sys.get_int_max_str_digits`), a float is finite.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +110,20 @@ class Limits:
         _measure(self, value, 0, [self.max_value_size])
         return value
 
+    def check_int(self, n: Any) -> Any:
+        """`check_computed` for a number: `n` itself unless it is an integer past the limit."""
+        if type(n) is int and not -self._int_max <= n <= self._int_max:
+            raise LimitExceeded(f"the integer has more than {self.max_int_digits:,} digits")
+        return n
+
+    def check_str(self, s: Any) -> Any:
+        """`check_computed` for a string."""
+        if type(s) is str and (len(s) > self.max_string or not s.isascii() or "\x00" in s):
+            problem = self.string_problem(s)
+            if problem is not None:
+                raise LimitExceeded(problem)
+        return s
+
     def mul(self, a: Any, b: Any) -> Any:
         """`a * b`, refused before it is computed when the result would be past the limits."""
         ta, tb = type(a), type(b)
@@ -178,19 +191,20 @@ def _measure(limits: Limits, value: Any, depth: int, budget: list[int]) -> None:
         problem = limits.int_problem(value)
         if problem is not None:
             raise LimitExceeded(problem)
-    elif t is list or t is dict or isinstance(value, list | Mapping):
+    elif t is list or t is dict:
         if depth >= limits.max_depth:
             raise LimitExceeded(f"the value is nested more than {limits.max_depth} levels deep")
         problem = limits.items_problem(len(value))
         if problem is not None:
             raise LimitExceeded(f"the value has {problem}")
         budget[0] -= len(value)
-        items = value.values() if isinstance(value, Mapping) else value
-        if isinstance(value, Mapping):
-            for k in value:
+        if t is dict:
+            for k, v in value.items():
                 _measure(limits, k, depth + 1, budget)
-        for v in items:
-            _measure(limits, v, depth + 1, budget)
+                _measure(limits, v, depth + 1, budget)
+        else:
+            for v in value:
+                _measure(limits, v, depth + 1, budget)
     if budget[0] < 0:
         raise LimitExceeded(
             f"the value is larger than {limits.max_value_size:,} (characters plus items)"
