@@ -130,17 +130,18 @@ class Limits:
         if ta is int and tb is int:
             if a.bit_length() + b.bit_length() > self._int_bits + 1:
                 raise LimitExceeded(f"the product has more than {self.max_int_digits:,} digits")
-        elif ta in (str, list) and tb is int:
+        elif tb is int and isinstance(a, str | list | tuple):
             self._repeat(a, b)
-        elif tb in (str, list) and ta is int:
+        elif ta is int and isinstance(b, str | list | tuple):
             self._repeat(b, a)
         return a * b
 
     def _repeat(self, seq: Any, n: int) -> None:
         size = len(seq) * max(n, 0)
-        bound = self.max_string if type(seq) is str else self.max_items
+        text = isinstance(seq, str)
+        bound = self.max_string if text else self.max_items
         if size > bound:
-            what = "characters" if type(seq) is str else "items"
+            what = "characters" if text else "items"
             raise LimitExceeded(f"repeating it would make {size:,} {what}; at most {bound:,}")
 
     def power(self, a: Any, b: Any) -> Any:

@@ -259,6 +259,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         }
         self.filters.update(_BOUNDED_FILTERS)
         self.globals["range"] = _bounded_range
+        # `lipsum(n)` writes n paragraphs before anything can count them.
+        self.globals.pop("lipsum", None)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, str) and attr in _GROWING_METHODS:

@@ -151,6 +151,10 @@ def test_hashless_ir_with_a_bomb_in_a_message_does_not_hang_the_first_send() -> 
         "{{ ['x']|join(context.s) * 1000000000 }}",
         "{{ '%*d'|format(1000000000, 1) }}",
         "{{ context.s|replace('', context.s * 100000) }}",
+        "{{ (1, 2) * 1000000000 }}",
+        "{{ lipsum(1000000000) }}",
+        "{{ ['a']|map('center', 1000000000)|list }}",
+        "{{ ('a'|safe) * 1000000000 }}",
     ],
 )
 def test_templates_that_would_run_away_are_template_errors(source: str) -> None:
