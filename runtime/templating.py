@@ -325,7 +325,7 @@ def check_template(source: str, limits: Limits = DEFAULT_LIMITS) -> list[Templat
     token = _ACTIVE.set(_Render(limits))
     try:
         seen: set[int] = set()
-        for node in tree.find_all((nodes.BinExpr, nodes.Concat, nodes.Call)):
+        for node in tree.find_all((nodes.BinExpr, nodes.Concat, nodes.Call, nodes.Filter)):
             if id(node) in seen:
                 continue
             try:
@@ -394,6 +394,20 @@ def _fold(node: nodes.Node) -> Any:
         and node.dyn_args is None
     ):
         return _bounded_range(*[_fold(a) for a in node.args])
+    if (
+        isinstance(node, nodes.Filter)
+        and node.name in _BOUNDED_FILTERS
+        and node.node is not None
+        and not node.kwargs
+        and node.dyn_args is None
+        and node.dyn_kwargs is None
+    ):
+        args = [_fold(node.node), *[_fold(a) for a in node.args]]
+        if node.name in ("replace", "join"):
+            args.insert(0, nodes.EvalContext(_ENV))
+        elif node.name == "wordwrap":
+            args.insert(0, _ENV)
+        return _BOUNDED_FILTERS[node.name](*args)
     raise _NotConstant
 
 

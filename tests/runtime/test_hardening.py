@@ -94,6 +94,8 @@ def as_json(outcome: Any) -> str:
         ("line one\n{{ [1] * 10**9 }}", "repeating"),
         ("{{ '%1000000000d' % 1 }}", "width"),
         ("{{ range(10**9)|list }}", "steps"),
+        ("{{ 'a'|center(1000000000) }}", "width"),
+        ("{{ 'ab'|replace('', 'x' * 900000) }}", "width"),
     ],
 )
 def test_constant_template_bombs_are_found_without_computing_them(source: str, words: str) -> None:
