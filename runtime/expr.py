@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
-from flowc.runtime.model import IRLoadError
+from flowc.runtime.model import IRLoadError, value_too_deep
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -297,6 +297,8 @@ class ExprCompiler:
         value = node.get("value")
         args = list(node.get("args") or ())
         if op == "lit":
+            if value_too_deep(value):
+                raise IRLoadError("a literal is nested too deeply")
             return _const(value)
         if op == "ctx":
             key = _name(value, op)

@@ -308,10 +308,35 @@ def _type_ref(ref: Any, where: str, depth: int = 0) -> None:
             raise _Bad(f"{where} is nested too deeply")
 
 
+#: How deeply a JSON value in the IR (a `meta` value, a default, a literal) may nest: values
+#: are copied and written recursively.
+MAX_VALUE_DEPTH = 64
+
+
+def value_too_deep(value: Any) -> bool:
+    """Whether a JSON value nests more than `MAX_VALUE_DEPTH` levels (walked without
+    recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if type(v) is dict:
+            items: Any = v.values()
+        elif type(v) is list:
+            items = v
+        else:
+            continue
+        if depth >= MAX_VALUE_DEPTH:
+            return True
+        stack.extend((item, depth + 1) for item in items)
+    return False
+
+
 def _fields(raw: Any, where: str) -> None:
     for f in _list(raw, where):
         _object(f, _FIELD, where)
         _is(f["name"], str, f"{where}.name")
+        if value_too_deep(f.get("default")):
+            raise _Bad(f"the default of {where} {f['name']} is nested too deeply")
         _type_ref(f["type"], f"{where} {f['name']}.type")
         _is(f.get("required", True), bool, f"{where} {f['name']}.required")
 
@@ -440,6 +465,8 @@ def _check_ir(raw: Any) -> None:
             and type(st.get("exit", _NO_LIST)) is list
         ):
             _state(st)
+        if st.get("meta") and value_too_deep(st["meta"]):
+            raise _Bad(f"the meta of state {st['name']} is nested too deeply")
         if st.get("entry"):
             _actions(st["entry"], f"state {st['name']} entry")
         if st.get("exit"):

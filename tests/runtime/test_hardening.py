@@ -344,6 +344,19 @@ def test_hashless_and_hashed_ir_are_checked_alike() -> None:
                 Machine.from_json(text).preload()
     with pytest.raises(IRLoadError, match="nested too deeply"):
         Machine.from_json("[" * 100_000 + "]" * 100_000)
+    for where in ("meta", "default", "literal"):
+        data = json.loads(json.dumps(good))
+        data.pop("hash")
+        data["context"] = [{"name": "c", "type": {"kind": "bool"}, "required": True}]
+        if where == "meta":
+            data["states"][0]["meta"] = {"deep": "@@"}
+        elif where == "default":
+            data["context"][0].update(required=False, default="@@")
+        else:
+            data["transitions"][0]["guard"] = {"op": "lit", "value": "@@"}
+        text = json.dumps(data).replace('"@@"', "[" * 900 + "]" * 900)
+        with pytest.raises(IRLoadError, match="nested too deeply"):
+            Machine.from_json(text).preload()
     deep = json.loads(json.dumps(good))
     guard: dict[str, Any] = {"op": "lit", "value": True}
     for _ in range(5000):
