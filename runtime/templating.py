@@ -220,9 +220,12 @@ _GROWING_METHODS = frozenset(
 
 
 def _bounded_range(*args: Any) -> range:
+    # Only the size is bounded here: a loop over the range counts its own iterations.
     r = range(*args)
-    _render().tick(len(r))
-    return _sized(r)
+    most = _render().limits.max_items
+    if len(r) > most:
+        raise LimitExceeded(f"a range of {len(r):,} items; at most {most:,}")
+    return r
 
 
 def _loop(iterable: Any) -> Any:
