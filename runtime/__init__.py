@@ -12,14 +12,17 @@ from flowc.runtime.instance import (
     Outcome,
     StepResult,
 )
+from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.machine import Machine
 from flowc.runtime.messages import DEFAULT_MESSAGES, MESSAGE_KINDS
 from flowc.runtime.model import IR_VERSION, CompiledFlow, FlowcError, IRLoadError
 from flowc.runtime.rejections import Rejected, Rejection, SnapshotError, UnknownTemplate
+from flowc.runtime.templating import TemplateError, TemplateLimitError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_MESSAGES",
     "IR_VERSION",
     "MESSAGE_KINDS",
@@ -31,12 +34,15 @@ __all__ = [
     "HistoryEntry",
     "IRLoadError",
     "Instance",
+    "Limits",
     "Machine",
     "Outcome",
     "Rejected",
     "Rejection",
     "SnapshotError",
     "StepResult",
+    "TemplateError",
+    "TemplateLimitError",
     "UnknownTemplate",
     "__version__",
     "system_clock",

@@ -35,10 +35,11 @@ from flowc.runtime.expr import (
 )
 from flowc.runtime.expr import _identity as identity
 from flowc.runtime.expr import _normaliser as normaliser
+from flowc.runtime.expr import _then as then
+from flowc.runtime.limits import LimitExceeded
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.validate import Invalid, Type
 from flowc.runtime.validate import _check_float as check_float
-from flowc.runtime.validate import _check_int as check_int
 
 if TYPE_CHECKING:
     from flowc.runtime.instance import Instance, Outcome
@@ -109,6 +110,7 @@ class Generator:
             "_none": _none_on_path,
             "_NO_VIA": (),
             "_EVENT": "event",
+            "_LimitExceeded": LimitExceeded,
         }
         self._consts: dict[Any, str] = {}
         self._records: dict[int, str] = {}
@@ -207,6 +209,9 @@ class Generator:
         """Lines normalising `v` in place as a value of `t`, or raising `Invalid`; the same
         verdicts and values as `t.check` (validate.py)."""
         kind = t.kind
+        needs = self._needs_check(t, v)
+        if needs is not None:
+            return [f"{ind}if {needs}:", f"{ind}    {v} = {self.const(t.check)}({v})"]
         if t.simple in (str, int, bool):
             # `t.check` for these (and optionals of them) passes values of exactly that type
             # as they are; everything else goes through it.
@@ -237,29 +242,21 @@ class Generator:
                 f"{ind}if type({v}) is not float or {v} - {v} != 0.0:",
                 f"{ind}    {v} = {self.const(check_float)}({v})",
             ]
-        if kind == "int" and t.check is not check_int:
-            lines = [
-                f"{ind}if type({v}) is not int:",
-                f"{ind}    {v} = {self.const(check_int)}({v})",
-            ]
-            if t.min is not None:
-                lines += [f"{ind}if {v} < {self.const(t.min)}:", f"{ind}    raise _INVALID"]
-            if t.max is not None:
-                lines += [f"{ind}if {v} > {self.const(t.max)}:", f"{ind}    raise _INVALID"]
-            return lines
         if kind == "optional" and t.item is not None:
             return [f"{ind}if {v} is not None:", *self.value(t.item, v, ind + "    ", inlined)]
         if kind == "list" and t.item is not None:
             # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
             item, i, out = t.item, self._fresh("i"), self._fresh("o")
             generic = self.const(t.check)
-            if item.simple in (str, int, bool):
-                # Copy, then look: items of the one right type are kept as they are.
+            most = self.const(self.m.limits.max_items)
+            item_needs = self._needs_check(item, i)
+            if item_needs is not None:
+                # Copy, then look: items that need no check are kept as they are.
                 return [
-                    f"{ind}if type({v}) is list:",
+                    f"{ind}if type({v}) is list and len({v}) <= {most}:",
                     f"{ind}    {v} = {v}.copy()",
                     f"{ind}    for {i} in {v}:",
-                    f"{ind}        if type({i}) is not {self.const(item.simple)}:",
+                    f"{ind}        if {item_needs}:",
                     f"{ind}            {v} = {generic}({v})",
                     f"{ind}            break",
                     f"{ind}else:",
@@ -277,7 +274,7 @@ class Generator:
                 fn = self.record(item) if item.kind == "record" else self.const(item.check)
                 each = [f"{ind}        {out}.append({fn}({i}))"]
             return [
-                f"{ind}if type({v}) is list:",
+                f"{ind}if type({v}) is list and len({v}) <= {most}:",
                 f"{ind}    {out} = []",
                 f"{ind}    for {i} in {v}:",
                 *each,
@@ -286,6 +283,31 @@ class Generator:
                 f"{ind}    {v} = {generic}({v})",
             ]
         return [f"{ind}{v} = {self.const(t.check)}({v})"]
+
+    def _needs_check(self, t: Type, v: str) -> str | None:
+        """For `bool`, `str` and `int`: a condition, true when `v` must go through `t.check`
+        (the same verdicts: `t.check` passes every value the condition lets through as it
+        is, strings and integers within the machine's limits included); else None."""
+        kind = t.kind
+        if kind == "bool":
+            return f"type({v}) is not {self.const(bool)}"
+        limits = self.m.limits
+        if kind == "str":
+            # ASCII without NUL and short enough: anything else is judged by the check.
+            return (
+                f"type({v}) is not {self.const(str)} or len({v}) > "
+                f"{self.const(limits.max_string)} or not {v}.isascii() or "
+                f"{self.const(chr(0))} in {v}"
+            )
+        if kind == "int":
+            top = limits.int_max
+            lo = t.min if t.min is not None and t.min >= -top else -top
+            hi = t.max if t.max is not None and t.max <= top else top
+            return (
+                f"type({v}) is not {self.const(int)} or {v} < {self.const(lo)} or "
+                f"{v} > {self.const(hi)}"
+            )
+        return None
 
     @staticmethod
     def _inlinable(t: Type, inlined: tuple[int, ...]) -> bool:
@@ -309,6 +331,8 @@ class Generator:
             return f"p[{self.const(value)}]"
         if op in _OPERATORS and len(args) == 2:
             a, b = self.expr(args[0], s), self.expr(args[1], s)
+            if op == "*":  # bounded (Limits.mul), as in the closures
+                return f"{self.const(self.m._compiler.binary(op))}({a}, {b})"
             return f"({a} {_OPERATORS[op]} {b})"
         if op in ("and", "or") and len(args) == 2:
             return f"({self.expr(args[0], s)} {op} {self.expr(args[1], s)})"
@@ -369,23 +393,36 @@ class Generator:
         if op == "append":
             if len(path) != 1 or ty.item is None:
                 raise _Unsupported
-            norm = normaliser(ty.item, path, value_node, event_types, item=True)
+            bound = self.m._compiler.bound(op, value_node, ty.item)
+            norm = then(bound, normaliser(ty.item, path, value_node, event_types, item=True))
             k = self.const(path[0])
             v = self.expr(value_node, s)
             item = "_v" if norm is identity else f"{self.const(norm)}(_v)"
-            return [f"{ind}_o = c[{k}]", f"{ind}_v = {v}", f"{ind}c[{k}] = [*_o, {item}]"]
+            return [
+                f"{ind}_o = c[{k}]",
+                f"{ind}_v = {v}",
+                f"{ind}if len(_o) >= {self.const(self.m.limits.max_items)}:",
+                f"{ind}    raise _LimitExceeded('')",
+                f"{ind}c[{k}] = [*_o, {item}]",
+            ]
         if op not in ("set", "add", "sub"):
             raise _Unsupported
         norm = normaliser(ty, path, value_node, event_types)
+        bound = self.m._compiler.bound(str(op), value_node, ty)
         v = self.expr(value_node, s)
 
-        # A value that needs normalising goes through the generated check of its type: it
-        # raises `Invalid` where the normaliser raises a fault, and both send the step to the
-        # general path.
+        # A computed value goes through the machine's bound (as in the closures); a value that
+        # needs normalising through the generated check of its type: it raises `Invalid`
+        # where the normaliser raises a fault, and both send the step to the general path.
         def store(x: str, into: str) -> list[str]:
-            if norm is identity:
+            if norm is identity and bound is None:
                 return [f"{ind}{into} = {x}"]
-            return [f"{ind}_v = {x}", *self.value(ty, "_v", ind), f"{ind}{into} = _v"]
+            lines = [f"{ind}_v = {x}"]
+            if bound is not None:
+                lines.append(f"{ind}_v = {self.const(bound)}(_v)")
+            if norm is not identity:
+                lines += self.value(ty, "_v", ind)
+            return [*lines, f"{ind}{into} = _v"]
 
         if op in ("add", "sub"):
             if len(path) != 1:
@@ -415,7 +452,7 @@ class Generator:
         ev, candidates = st.on[event]
         try:
             return self._dispatch(st, ev, candidates)
-        except IRLoadError:
+        except (IRLoadError, RecursionError):
             # A broken expression: the general path reports it when (and only if) it is
             # reached, as it always has.
             return general(event)
@@ -434,19 +471,19 @@ class Generator:
                 "        if type(payload) is dict:",
                 "            try:",
                 *self.record_body(ev.type, "payload", "p", "                "),
-                "            except (_Invalid, KeyError):",
+                "            except (_Invalid, KeyError, RecursionError):",
                 f"                {slow}",
                 "        else:",
                 "            try:",
                 f"                p = {self.const(ev.check)}(payload)",
-                "            except _Invalid:",
+                "            except (_Invalid, RecursionError):",
                 f"                {slow}",
             ]
         else:
             lines += [
                 "        try:",
                 f"            p = {self.const(ev.check)}(payload)",
-                "        except _Invalid:",
+                "        except (_Invalid, RecursionError):",
                 f"            {slow}",
             ]
         lines += ["    else:"]

@@ -26,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
-from flowc.runtime.model import IRLoadError
+from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
+from flowc.runtime.model import IRLoadError, value_too_deep
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -52,6 +53,7 @@ class ExprFault(Exception):
 #: What evaluating a compiled expression may raise for a fault in the data (not in flowc).
 FAULTS: tuple[type[BaseException], ...] = (
     ExprFault,
+    LimitExceeded,
     ArithmeticError,
     LookupError,
     TypeError,
@@ -62,7 +64,12 @@ FAULTS: tuple[type[BaseException], ...] = (
 
 
 def describe_fault(exc: BaseException) -> str:
-    if isinstance(exc, ExprFault):
+    text = _describe(exc)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ExprFault | LimitExceeded):
         return str(exc)
     if isinstance(exc, ZeroDivisionError):
         return "division by zero"
@@ -233,11 +240,38 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 # ---- compiler -------------------------------------------------------------------------------
 
 
-class ExprCompiler:
-    """Compiles the expressions of one machine, read in their JSON form."""
+#: The members of an expression object (the IR's `Expr`).
+_EXPR_MEMBERS = frozenset({"op", "args", "value"})
 
-    def __init__(self) -> None:
+
+class ExprCompiler:
+    """Compiles the expressions of one machine, read in their JSON form. `limits` bounds
+    what `*` may build and what actions may store (`LimitExceeded`)."""
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self._cache: dict[int, tuple[Any, Evaluator]] = {}
+        self.limits = limits
+
+    def binary(self, op: str) -> Callable[[Any, Any], Any]:
+        """The function of binary operator `op`: `*` is bounded (it alone can grow a value
+        past the limits within one expression: `n * n * n * n`)."""
+        return self.limits.mul if op == "*" else BINARY[op]
+
+    def bound(self, op: str, value: Any, ty: Type) -> Callable[[Any], Any] | None:
+        """The check of a value of type `ty` an action stores, or None when it needs none: a
+        payload field, a context field or a literal is already within the limits, and so is a
+        number of a bounded size, a boolean or an enum member; anything else computed (and
+        anything added to) is checked (`Limits.check_computed`)."""
+        if not (op in ("add", "sub") or _leaf(value) is None):
+            return None
+        kind = ty.item.kind if ty.kind == "optional" and ty.item is not None else ty.kind
+        if kind in ("float", "bool", "enum"):
+            return None
+        if kind == "int":
+            return self.limits.check_int
+        if kind == "str":
+            return self.limits.check_str
+        return self.limits.check_computed
 
     def compile(self, node: Any) -> Evaluator:
         if not isinstance(node, Mapping):
@@ -245,7 +279,13 @@ class ExprCompiler:
         found = self._cache.get(id(node))
         if found is not None:
             return found[1]
-        fn = self._build(node)
+        if not node.keys() <= _EXPR_MEMBERS:
+            unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
+            raise IRLoadError(f"an expression has unknown field(s) {unknown}")
+        try:
+            fn = self._build(node)
+        except RecursionError:
+            raise IRLoadError("an expression is nested too deeply") from None
         self._cache[id(node)] = (node, fn)  # keeps `node` alive, so its id stays unique
         return fn
 
@@ -257,6 +297,8 @@ class ExprCompiler:
         value = node.get("value")
         args = list(node.get("args") or ())
         if op == "lit":
+            if value_too_deep(value):
+                raise IRLoadError("a literal is nested too deeply")
             return _const(value)
         if op == "ctx":
             key = _name(value, op)
@@ -275,7 +317,7 @@ class ExprCompiler:
             return lambda c, e, s: s.meta.get(key)
         if op in BINARY:
             _arity(op, args, 2)
-            return self._binary(BINARY[op], args[0], args[1])
+            return self._binary(self.binary(op), args[0], args[1])
         if op == "and":
             _arity(op, args, 2)
             a, b = self.compile(args[0]), self.compile(args[1])
@@ -473,10 +515,21 @@ class ExprCompiler:
             if ty.kind != "list" or ty.item is None:
                 raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
             if op == "append":
-                item_norm = _normaliser(ty.item, path, value_node, event_types, item=True)
-                return _update(path, lambda old, v: [*old, item_norm(v)], value, fresh_depth)
+                bound = self.bound(op, value_node, ty.item)
+                item_norm = _then(
+                    bound, _normaliser(ty.item, path, value_node, event_types, item=True)
+                )
+                longest = self.limits.max_items
+
+                def appended(old: list[Any], v: Any) -> list[Any]:
+                    if len(old) >= longest:
+                        raise LimitExceeded(f"the list would have more than {longest:,} items")
+                    return [*old, item_norm(v)]
+
+                return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
-        norm = _normaliser(ty, path, value_node, event_types)
+        bound = self.bound(str(op), value_node, ty)
+        norm = _then(bound, _normaliser(ty, path, value_node, event_types))
         if op == "set":
             if norm is _identity and len(path) <= 2:
                 leaf = _leaf(value_node)
@@ -701,6 +754,15 @@ def _update(
 
 def _identity(v: Any) -> Any:
     return v
+
+
+def _then(first: Callable[[Any], Any] | None, norm: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`norm` after `first` (a bound), as one function."""
+    if first is None:
+        return norm
+    if norm is _identity:
+        return first
+    return lambda v: norm(first(v))
 
 
 def _normaliser(

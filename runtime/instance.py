@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
 from flowc.runtime.expr import FAULTS, describe_fault
+from flowc.runtime.limits import LimitExceeded, text_problem
 from flowc.runtime.machine import CTransition, Requirement
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.rejections import Rejection, SnapshotError, UnknownTemplate
@@ -317,8 +318,8 @@ class Instance:
         given = context if context is not None else _EMPTY
         try:
             ctx: dict[str, Any] = machine.context_type.check(given)
-        except Invalid:
-            issues = report(machine.context_type, given)
+        except (Invalid, RecursionError):
+            issues = report(machine.context_type, given, limits=machine.limits)
             data = feedback(issues, "Start the instance again with a corrected context.")
             return machine.rejection(R.INVALID_CONTEXT, initial, None, None, _EMPTY, data)
         state = initial
@@ -464,8 +465,12 @@ class Instance:
     ) -> Outcome:
         """Deliver an event. Returns the committed `StepResult`, or a `Rejection` (nothing
         changed). With `key`, a key already applied returns the earlier step (`replayed`)."""
-        if key is not None and self._keys is not None and key in self._keys:
-            return self._replay(key)
+        if key is not None or reason is not None:
+            bad = self._bad_argument(key, reason, event)
+            if bad is not None:
+                return bad
+            if key is not None and self._keys is not None and key in self._keys:
+                return self._replay(key)
         try:
             dispatch = self._state.fast[event]
         except (KeyError, TypeError):
@@ -491,7 +496,7 @@ class Instance:
                 p = ev.empty
                 if p is None:
                     p = ev.check(_EMPTY)
-        except Invalid:
+        except (Invalid, RecursionError):
             return self._invalid_payload(st, ev, payload)
         c = self._ctx
         rule: Any = None
@@ -564,8 +569,12 @@ class Instance:
     ) -> Outcome:
         """Move to `target` along a direct edge (`-> TARGET`) of the current state: the first
         whose guard holds. A backward edge (`back`) needs `force=True`."""
-        if key is not None and self._keys is not None and key in self._keys:
-            return self._replay(key)
+        if key is not None or reason is not None:
+            bad = self._bad_argument(key, reason, None)
+            if bad is not None:
+                return bad
+            if key is not None and self._keys is not None and key in self._keys:
+                return self._replay(key)
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
@@ -600,8 +609,12 @@ class Instance:
         """Return to the most recent earlier state that a backward edge (`back`) of the current
         state leads to, along that edge. Backward moves always need `force=True`: without it
         the answer is `backward_requires_force` naming the state it would go to."""
-        if key is not None and self._keys is not None and key in self._keys:
-            return self._replay(key)
+        if key is not None or reason is not None:
+            bad = self._bad_argument(key, reason, None)
+            if bad is not None:
+                return bad
+            if key is not None and self._keys is not None and key in self._keys:
+                return self._replay(key)
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
@@ -733,7 +746,7 @@ class Instance:
 
     def _invalid_payload(self, st: CState, ev: CEvent, payload: Any) -> Rejection:
         given = payload if payload is not None else _EMPTY
-        issues = report(ev.type, given)
+        issues = report(ev.type, given, limits=self._m.limits)
         action = f"Send {ev.name} again with corrected data."
         if issues.unknown:
             action += " Unknown fields may be typos."
@@ -750,6 +763,27 @@ class Instance:
         else:
             where = "a guard"
         return _fault(self._m, exc, where, st, event, p, self._ctx)
+
+    def _bad_argument(self, key: Any, reason: Any, event: Any) -> Rejection | None:
+        """`invalid_argument` for a key or reason that is not a string the history and every
+        store can keep (None when both are fine)."""
+        most = self._m.limits.max_argument
+        for name, value in (("key", key), ("reason", reason)):
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                problem = f"expected a string, got {type(value).__name__!r}"
+            elif len(value) > most:
+                problem = f"{len(value):,} characters; at most {most:,}"
+            else:
+                problem = text_problem(value)  # type: ignore[assignment]
+                if problem is None:
+                    continue
+            data = {"argument": name, "problem": problem}
+            st = self._state
+            ev = event if isinstance(event, str) and text_problem(event) is None else None
+            return self._m.rejection(R.INVALID_ARGUMENT, st, ev, None, self._ctx, data)
+        return None
 
     # ---- idempotency, subscribers -----------------------------------------------------------
     def _remember(self, key: str, seq: int) -> None:
@@ -843,7 +877,10 @@ class Instance:
         clock: Clock,
         drop_unknown: bool,
     ) -> Instance:
-        data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
+        try:
+            data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bytes not UTF-8
+            raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
         if not isinstance(data, Mapping):
             raise SnapshotError("a snapshot is a JSON object")
         if data.get("format", SNAPSHOT_FORMAT) != SNAPSHOT_FORMAT:
@@ -852,7 +889,15 @@ class Instance:
             raise SnapshotError(
                 f"the snapshot is of flow {data.get('flow')!r}, not {machine.name!r}"
             )
-        state = machine.states.get(data.get("state"))  # type: ignore[arg-type]
+        version = data.get("version", machine.version)
+        if type(version) is not int or version > machine.version:
+            raise SnapshotError(
+                f"the snapshot is of version {version!r} of {machine.name}; this machine has "
+                f"version {machine.version} (a snapshot restores into its own version or a "
+                "newer one)"
+            )
+        raw_state = data.get("state")
+        state = machine.states.get(raw_state) if isinstance(raw_state, str) else None
         if state is None:
             raise SnapshotError(
                 f"state {data.get('state')!r} of the snapshot does not exist in "
@@ -866,8 +911,8 @@ class Instance:
             raw_ctx = {k: v for k, v in raw_ctx.items() if k in known}
         try:
             ctx = machine.context_type.check(raw_ctx)
-        except Invalid:
-            issues = report(machine.context_type, raw_ctx)
+        except (Invalid, RecursionError):
+            issues = report(machine.context_type, raw_ctx, limits=machine.limits)
             raise SnapshotError(
                 "the snapshot's context does not fit the flow: "
                 + json.dumps(issues.as_dict(), default=repr)
@@ -892,10 +937,13 @@ class Instance:
             # writers (ours included, with sort_keys) do not keep the order.
             applied = sorted((int(v), str(k)) for k, v in (data.get("keys") or {}).items())
             keys = {k: v for v, k in applied}
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SnapshotError(f"malformed snapshot history: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
+        _check_history(history, seq, machine)
         recorded = {e[_SEQ] for e in history}
         for key, at_seq in keys.items():
+            if text_problem(key) is not None or len(key) > machine.limits.max_argument:
+                raise SnapshotError("the snapshot has an idempotency key no store can keep")
             if at_seq not in recorded:
                 # Its replay would have no step to return.
                 raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
@@ -910,7 +958,11 @@ class Instance:
         self._keys = keys or None
         same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         self._timers = _restore_timers(
-            state, data.get("timers") or (), _entered(history, state.name), not same_flow
+            state,
+            data.get("timers") or (),
+            _entered(history, state.name),
+            not same_flow,
+            machine.states,
         )
         return self
 
@@ -978,7 +1030,8 @@ def _fault(
     if isinstance(exc, IRLoadError):
         raise exc  # a bad IR is the programmer's problem, not a refusal
     data = {"where": where, "detail": describe_fault(exc)}
-    return machine.rejection(R.EXPRESSION_ERROR, st, event, p, c, data)
+    kind = R.LIMIT_EXCEEDED if isinstance(exc, LimitExceeded) else R.EXPRESSION_ERROR
+    return machine.rejection(kind, st, event, p, c, data)
 
 
 def _phase_words(phase: str, st: CState, t: CTransition) -> str:
@@ -1014,16 +1067,50 @@ def _entered(history: list[Entry], state: str) -> float:
     return history[-1][_AT]
 
 
-def _restore_timers(state: CState, raw: Any, entered: float, arm_missing: bool) -> Timers | None:
+def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
+    """What a restored history must be: sequence numbers rising (a compact history may skip
+    some), the last one the snapshot's `seq`, entries that can be kept."""
+    previous = -1
+    for e in history:
+        if e[_SEQ] <= previous:
+            raise SnapshotError(
+                f"the snapshot's history is out of order: step {e[_SEQ]} after step {previous}"
+            )
+        previous = e[_SEQ]
+        for text in (e[_KIND], e[_SOURCE], e[_TARGET], e[_EVENT], e[_REASON], *e[_VIA]):
+            if text is not None and (not isinstance(text, str) or text_problem(text)):
+                raise SnapshotError(f"the snapshot's history has a bad entry at step {e[_SEQ]}")
+        if e[_PAYLOAD] is not None:
+            try:  # a payload the snapshot could not be written with again
+                json.dumps(e[_PAYLOAD], allow_nan=False, ensure_ascii=False).encode("utf-8")
+            except (TypeError, ValueError, RecursionError):
+                raise SnapshotError(
+                    f"the snapshot's history has a payload that is not JSON at step {e[_SEQ]}"
+                ) from None
+    if history and history[-1][_SEQ] != seq:
+        raise SnapshotError(
+            f"the snapshot's seq is {seq}, but its history ends at step {history[-1][_SEQ]}"
+        )
+    if seq < 0:
+        raise SnapshotError(f"the snapshot's seq is {seq}")
+
+
+def _restore_timers(
+    state: CState, raw: Any, entered: float, arm_missing: bool, states: Mapping[str, Any]
+) -> Timers | None:
     """Match the snapshot's timers to the state's timer rules: by index when the rule is the
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
     under the same flow a missing timer has fired already and stays gone."""
-    if not state.timers:
-        return None
     found: dict[int, float] = {}
     try:
         for item in raw:
+            target = item.get("target")
+            if target is not None and target not in states:
+                raise SnapshotError(
+                    f"a pending timer of the snapshot goes to state {target!r}, which does not "
+                    "exist in this version of the flow (map it with a migration)"
+                )
             due = to_seconds(item["due"])
             match = next(
                 (
@@ -1048,8 +1135,12 @@ def _restore_timers(state: CState, raw: Any, entered: float, arm_missing: bool) 
             )
             if match is not None:
                 found[match.index] = due
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SnapshotError(f"malformed snapshot timers: {exc}") from None
+    except SnapshotError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise SnapshotError(f"malformed snapshot timers: {str(exc)[:200]}") from None
+    if not state.timers:
+        return None
     timers = [
         (found[t.index] if t.index in found else entered + (t.after_ms or 0) / 1000.0, t)
         for t in state.timers

@@ -32,8 +32,9 @@ from pydantic_core import from_json
 from flowc.runtime.clock import Clock, system_clock
 from flowc.runtime.codegen import Dispatch, Generator, general
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
+from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
-from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError
+from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError, check_ir
 from flowc.runtime.rejections import Rejected, Rejection
 from flowc.runtime.templating import EventVars, TemplateCache, wrap
 from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_schema
@@ -212,9 +213,17 @@ class Machine:
     `Machine(compiled_flow)`; start instances with `start` and bring them back with `restore`.
     """
 
-    def __init__(self, flow: CompiledFlow | Mapping[str, Any], *, clock: Clock | None = None):
+    def __init__(
+        self,
+        flow: CompiledFlow | Mapping[str, Any],
+        *,
+        clock: Clock | None = None,
+        limits: Limits | None = None,
+    ):
         raw = flow.model_dump(mode="json") if isinstance(flow, CompiledFlow) else flow
         self.clock: Clock = clock or system_clock
+        #: The bounds on values and work of this machine's instances (limits.py).
+        self.limits: Limits = limits or DEFAULT_LIMITS
         # Loading allocates thousands of small objects that all live as long as the machine;
         # the cyclic collector would scan the whole parsed JSON again and again meanwhile.
         paused = gc.isenabled()
@@ -232,7 +241,12 @@ class Machine:
     # ---- constructors ---------------------------------------------------------------------
     @classmethod
     def from_json(
-        cls, text: str | bytes, *, verify_hash: bool = True, clock: Clock | None = None
+        cls,
+        text: str | bytes,
+        *,
+        verify_hash: bool = True,
+        clock: Clock | None = None,
+        limits: Limits | None = None,
     ) -> Machine:
         """Load compiled JSON (`flowc compile`'s output). Refuses another `ir_version` and,
         unless `verify_hash=False`, a content hash that does not match (a hand-edited file)."""
@@ -241,7 +255,11 @@ class Machine:
         try:
             raw = _parse_json(text)
         except ValueError as exc:
-            raise IRLoadError(f"compiled flow is not JSON: {exc}") from exc
+            raise IRLoadError(f"compiled flow is not JSON: {str(exc)[:200]}") from None
+        except RecursionError:
+            raise IRLoadError(
+                "compiled flow is not JSON this runtime reads: nested too deeply"
+            ) from None
         finally:
             if paused:
                 gc.enable()
@@ -250,21 +268,31 @@ class Machine:
         _check_version(raw)
         if verify_hash and raw.get("hash"):
             _verify_hash(raw, text)
-        return cls(raw, clock=clock)
+        return cls(raw, clock=clock, limits=limits)
 
     @classmethod
     def from_file(
-        cls, path: str | os.PathLike[str], *, verify_hash: bool = True, clock: Clock | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        verify_hash: bool = True,
+        clock: Clock | None = None,
+        limits: Limits | None = None,
     ) -> Machine:
         """A compiled `.json` file, or a `.flow` source file (compiled first)."""
         p = Path(path)
         if p.suffix == ".flow":
-            return cls.from_source(p.read_bytes(), str(p), clock=clock)
-        return cls.from_json(p.read_bytes(), verify_hash=verify_hash, clock=clock)
+            return cls.from_source(p.read_bytes(), str(p), clock=clock, limits=limits)
+        return cls.from_json(p.read_bytes(), verify_hash=verify_hash, clock=clock, limits=limits)
 
     @classmethod
     def from_source(
-        cls, text: str | bytes, filename: str = "<input>", *, clock: Clock | None = None
+        cls,
+        text: str | bytes,
+        filename: str = "<input>",
+        *,
+        clock: Clock | None = None,
+        limits: Limits | None = None,
     ) -> Machine:
         """Compile `.flow` source and load it. Imports the compiler (and Lark) on first use;
         raises `IRLoadError` listing the errors when the source does not compile."""
@@ -275,11 +303,12 @@ class Machine:
             lines = [f"{filename} does not compile:"]
             lines += [str(d) for d in result.errors] or ["(no flow produced)"]
             raise IRLoadError("\n".join(lines))
-        return cls(result.flow, clock=clock)
+        return cls(result.flow, clock=clock, limits=limits)
 
     # ---- loading ----------------------------------------------------------------------------
     def _load(self, raw: Mapping[str, Any]) -> None:
         _check_version(raw)
+        check_ir(raw)
         self.raw = raw
         self.name: str = raw["name"]
         self.title: str | None = raw.get("title")
@@ -288,6 +317,7 @@ class Machine:
         self.types = TypeSystem(
             {e["name"]: e["members"] for e in raw.get("enums", ())},
             {r["name"]: r["fields"] for r in raw.get("records", ())},
+            self.limits,
         )
         self.context_fields: tuple[Field, ...] = self.types.fields(
             raw.get("context", ()), "context"
@@ -349,7 +379,7 @@ class Machine:
         self._unwired = by_source
         self._wiring = threading.Lock()
 
-        self._compiler = ExprCompiler()
+        self._compiler = ExprCompiler(self.limits)
         self._generator: Generator | None = None
         self._generating = threading.Lock()
         for state in states.values():
@@ -358,7 +388,7 @@ class Machine:
         self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
         self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
         self.templates: dict[str, str] = dict(raw.get("templates") or {})
-        self.template_cache = TemplateCache()
+        self.template_cache = TemplateCache(self.limits)
 
     def _wire(self, state: CState, transitions: list[CTransition]) -> None:
         state.transitions = tuple(transitions)

@@ -26,6 +26,8 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "instance_final": "The instance has finished in state '{{ state.name }}'.",
     "routing_loop": "Routing from '{{ state.name }}' went round in a loop.",
     "expression_error": "Could not evaluate {{ where }}: {{ detail }}.",
+    "limit_exceeded": "The step went past a limit in {{ where }}: {{ detail }}.",
+    "invalid_argument": "The {{ argument }} given is not allowed: {{ problem }}.",
     "conflict": "The instance was changed by someone else; try again.",
 }
 

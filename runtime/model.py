@@ -216,6 +216,297 @@ class CompiledFlow(IRModel):
         return flow
 
 
+# ---- a fast structural check of the JSON form -------------------------------------------------
+#
+# `Machine` reads the IR in its JSON form, not through the models (validating 1,000 states with
+# pydantic costs ten times the load itself). `check_ir` checks the same structure in one pass:
+# the members each model allows (taken from the models, so the two cannot drift apart), the
+# required ones present, and the type of every member the runtime reads. Expressions are
+# checked when they are compiled (runtime/expr.py): on first use, or all at once by
+# `Machine.preload()`; here only that a guard or an action's value is an expression object.
+
+
+def _members(model: type[BaseModel]) -> tuple[frozenset[str], frozenset[str]]:
+    fields = model.model_fields
+    return frozenset(fields), frozenset(n for n, f in fields.items() if f.is_required())
+
+
+_FLOW = _members(CompiledFlow)
+_TYPE = _members(TypeRef)
+_FIELD = _members(FieldDef)
+_ENUM = _members(EnumDef)
+_RECORD = _members(RecordDef)
+_EVENT = _members(EventDef)
+_REQUIREMENT = _members(Requirement)
+_STATE = _members(State)
+_TRANSITION = _members(Transition)
+_ACTION = _members(Action)
+_JOURNAL = _members(Journal)
+_MIGRATION = _members(Migration)
+_TYPE_KINDS = frozenset(
+    {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional"}
+)
+_ACTION_OPS = frozenset({"set", "add", "sub", "append", "remove"})
+
+
+class _Bad(Exception):
+    pass
+
+
+def _object(value: Any, members: tuple[frozenset[str], frozenset[str]], where: str) -> Any:
+    if type(value) is not dict:
+        raise _Bad(f"{where} must be an object, got {_kind(value)}")
+    keys = value.keys()
+    if not keys <= members[0]:
+        unknown = sorted(str(k) for k in keys - members[0])
+        raise _Bad(f"{where} has unknown field(s) {', '.join(map(repr, unknown[:5]))}")
+    if not members[1] <= keys:
+        missing = sorted(members[1] - keys)
+        raise _Bad(f"{where} lacks required field(s) {', '.join(map(repr, missing))}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__ if value is not None else "null"
+
+
+def _is(value: Any, types: type | tuple[type, ...], where: str, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, types) or (types is not bool and type(value) is bool):
+        raise _Bad(f"{where} has the wrong type ({_kind(value)})")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise _Bad(f"{where} must be a list, got {_kind(value)}")
+    return value
+
+
+def _str_map(value: Any, where: str) -> None:
+    if value is None:
+        return
+    if type(value) is not dict or not all(type(v) is str for v in value.values()):
+        raise _Bad(f"{where} must be an object of strings")
+
+
+def _type_ref(ref: Any, where: str, depth: int = 0) -> None:
+    while True:
+        _object(ref, _TYPE, where)
+        if ref["kind"] not in _TYPE_KINDS:
+            raise _Bad(f"{where} has unknown kind {ref['kind']!r}")
+        _is(ref.get("name"), str, f"{where}.name", optional=True)
+        _is(ref.get("min"), (int, float), f"{where}.min", optional=True)
+        _is(ref.get("max"), (int, float), f"{where}.max", optional=True)
+        ref = ref.get("item")
+        depth += 1
+        if ref is None:
+            return
+        if depth > 64:
+            raise _Bad(f"{where} is nested too deeply")
+
+
+#: How deeply a JSON value in the IR (a `meta` value, a default, a literal) may nest: values
+#: are copied and written recursively.
+MAX_VALUE_DEPTH = 64
+
+
+def value_too_deep(value: Any) -> bool:
+    """Whether a JSON value nests more than `MAX_VALUE_DEPTH` levels (walked without
+    recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if type(v) is dict:
+            items: Any = v.values()
+        elif type(v) is list:
+            items = v
+        else:
+            continue
+        if depth >= MAX_VALUE_DEPTH:
+            return True
+        stack.extend((item, depth + 1) for item in items)
+    return False
+
+
+def _fields(raw: Any, where: str) -> None:
+    for f in _list(raw, where):
+        _object(f, _FIELD, where)
+        _is(f["name"], str, f"{where}.name")
+        if value_too_deep(f.get("default")):
+            raise _Bad(f"the default of {where} {f['name']} is nested too deeply")
+        _type_ref(f["type"], f"{where} {f['name']}.type")
+        _is(f.get("required", True), bool, f"{where} {f['name']}.required")
+
+
+def _expr(value: Any, where: str, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if type(value) is not dict or type(value.get("op")) is not str:
+        raise _Bad(f"{where} must be an expression object, got {_kind(value)}")
+
+
+def _actions(raw: Any, where: str) -> None:
+    a_all, a_required = _ACTION
+    for a in _list(raw, where):
+        if (
+            type(a) is dict
+            and a.keys() <= a_all
+            and a_required <= a.keys()
+            and a["op"] in _ACTION_OPS
+            and type(a["value"]) is dict
+            and type(a["value"].get("op")) is str
+        ):
+            target = a["target"]
+            if type(target) is list and (
+                (len(target) == 1 and type(target[0]) is str)
+                or (target and all(type(p) is str for p in target))
+            ):
+                continue
+        _action(a, where)
+
+
+def _action(a: Any, where: str) -> None:
+    _object(a, _ACTION, where)
+    if a["op"] not in _ACTION_OPS:
+        raise _Bad(f"{where} has unknown op {a['op']!r}")
+    target = a["target"]
+    if type(target) is not list or not target or not all(type(p) is str for p in target):
+        raise _Bad(f"{where} needs a target path of names")
+    _expr(a["value"], f"{where} value")
+
+
+_STR_OR_NONE = (str, type(None))
+_INT_OR_NONE = (int, type(None))
+_NO_META: dict[str, Any] = {}
+_NO_LIST: list[Any] = []
+_NO_GUARD: dict[str, Any] = {}
+_DICT_OR_NONE = (dict, type(None))
+
+
+def _state(st: Any) -> None:
+    _object(st, _STATE, "a state")
+    _is(st["name"], str, "a state's name")
+    where = f"state {st['name']}"
+    _is(st.get("title"), str, f"{where} title", optional=True)
+    if type(st.get("meta", _NO_META)) is not dict:
+        raise _Bad(f"{where} meta must be an object")
+    _list(st.get("entry"), f"{where} entry")
+    _list(st.get("exit"), f"{where} exit")
+
+
+def _transition(t: Any) -> None:
+    _object(t, _TRANSITION, "a transition")
+    where = f"transition #{t['index']}"
+    if type(t["index"]) is not int or type(t["source"]) is not str:
+        raise _Bad(f"{where} needs an integer index and a source name")
+    _is(t["target"], str, f"{where} target", optional=True)
+    _is(t["kind"], str, f"{where} kind")
+    _is(t.get("event"), str, f"{where} event", optional=True)
+    _expr(t.get("guard"), f"{where} guard", optional=True)
+    _list(t.get("actions"), f"{where} actions")
+    _is(t.get("back", False), bool, f"{where} back")
+    _is(t.get("after_ms"), int, f"{where} after_ms", optional=True)
+    _is(t.get("code"), str, f"{where} code", optional=True)
+    _is(t.get("message"), str, f"{where} message", optional=True)
+    _is(t.get("line", 0), int, f"{where} line")
+    raise _Bad(f"{where} has a member of the wrong type")
+
+
+def check_ir(raw: Any) -> None:
+    """Raise `IRLoadError` unless `raw` (a parsed compiled flow) has the structure of the
+    models: no unknown members, required ones present, each of the type the runtime reads."""
+    try:
+        _check_ir(raw)
+    except _Bad as exc:
+        raise IRLoadError(f"compiled flow does not match IR version {IR_VERSION}: {exc}") from None
+
+
+def _check_ir(raw: Any) -> None:
+    _object(raw, _FLOW, "the document")
+    _is(raw["name"], str, "name")
+    _is(raw["initial"], str, "initial")
+    _is(raw.get("title"), str, "title", optional=True)
+    _is(raw.get("version", 1), int, "version")
+    _is(raw.get("hash", ""), str, "hash")
+    for e in _list(raw.get("enums"), "enums"):
+        _object(e, _ENUM, "an enum")
+        _is(e["name"], str, "an enum's name")
+        if type(e["members"]) is not list or not all(type(m) is str for m in e["members"]):
+            raise _Bad(f"enum {e['name']!r} needs a list of member names")
+    for r in _list(raw.get("records"), "records"):
+        _object(r, _RECORD, "a record")
+        _is(r["name"], str, "a record's name")
+        _fields(r["fields"], f"record {r['name']}")
+    _fields(raw.get("context"), "context")
+    for ev in _list(raw.get("events"), "events"):
+        _object(ev, _EVENT, "an event")
+        _is(ev["name"], str, "an event's name")
+        _fields(ev.get("fields"), f"event {ev['name']}")
+        for req in _list(ev.get("requires"), f"event {ev['name']} requires"):
+            _object(req, _REQUIREMENT, f"a requirement of {ev['name']}")
+            _expr(req["guard"], f"a requirement of {ev['name']}")
+            _is(req["code"], str, "a requirement's code")
+            _is(req["message"], str, "a requirement's message")
+    # States and transitions are most of a large flow: each is checked with one expression,
+    # and worded only when that fails.
+    state_all, state_required = _STATE
+    for st in _list(raw.get("states"), "states"):
+        if not (
+            type(st) is dict
+            and st.keys() <= state_all
+            and state_required <= st.keys()
+            and type(st["name"]) is str
+            and type(st.get("title", "")) in _STR_OR_NONE
+            and type(st.get("meta", _NO_META)) is dict
+            and type(st.get("entry", _NO_LIST)) is list
+            and type(st.get("exit", _NO_LIST)) is list
+        ):
+            _state(st)
+        if st.get("meta") and value_too_deep(st["meta"]):
+            raise _Bad(f"the meta of state {st['name']} is nested too deeply")
+        if st.get("entry"):
+            _actions(st["entry"], f"state {st['name']} entry")
+        if st.get("exit"):
+            _actions(st["exit"], f"state {st['name']} exit")
+    t_all, t_required = _TRANSITION
+    for t in _list(raw.get("transitions"), "transitions"):
+        if not (
+            type(t) is dict
+            and t.keys() <= t_all
+            and t_required <= t.keys()
+            and type(t["index"]) is int
+            and type(t["source"]) is str
+            and type(t["kind"]) is str
+            and type(t["target"]) in _STR_OR_NONE
+            and type(t.get("event")) in _STR_OR_NONE
+            and type(t.get("guard", _NO_GUARD)) in _DICT_OR_NONE
+            and type(t.get("actions", _NO_LIST)) is list
+            and type(t.get("back", False)) is bool
+            and type(t.get("after_ms")) in _INT_OR_NONE
+            and type(t.get("code")) in _STR_OR_NONE
+            and type(t.get("message")) in _STR_OR_NONE
+            and type(t.get("line", 0)) is int
+        ):
+            _transition(t)
+        guard = t.get("guard")
+        if guard is not None and type(guard.get("op")) is not str:
+            _expr(guard, f"transition #{t['index']} guard")
+        if t.get("actions"):
+            _actions(t["actions"], f"transition #{t['index']} actions")
+    _str_map(raw.get("messages"), "messages")
+    _str_map(raw.get("templates"), "templates")
+    for j in _list(raw.get("journals"), "journals"):
+        _object(j, _JOURNAL, "a journal")
+        _is(j["name"], str, "a journal's name")
+        _is(j["template"], str, "a journal's template")
+    for m in _list(raw.get("migrations"), "migrations"):
+        _object(m, _MIGRATION, "a migration")
+        _is(m["from_version"], int, "a migration's from_version")
+
+
 class FlowcError(Exception):
     """Base of the exceptions flowc.runtime raises for programmer errors (a bad IR, a bad
     snapshot, a misused API). Expected outcomes of steps are data (`Rejection`), not these."""

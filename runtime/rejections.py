@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from flowc.runtime.limits import storable, text_problem
 from flowc.runtime.model import FlowcError, IRLoadError
 
 #: `Rejection.kind` of a domain refusal written in the flow: `on E ... reject CODE "..."`.
@@ -34,6 +35,8 @@ NO_PREVIOUS_STATE: Final = "no_previous_state"
 INSTANCE_FINAL: Final = "instance_final"
 ROUTING_LOOP: Final = "routing_loop"
 EXPRESSION_ERROR: Final = "expression_error"
+LIMIT_EXCEEDED: Final = "limit_exceeded"
+INVALID_ARGUMENT: Final = "invalid_argument"
 
 
 class Rejection:
@@ -75,7 +78,8 @@ class Rejection:
         shape and field order (`result`, `issues`, `issue_count`, `action`); else None."""
         if "issues" not in self.data:
             return None
-        return {k: self.data[k] for k in ("result", "issues", "issue_count", "action")}
+        keys = ("result", "issues", "issue_count", "issues_left_out", "action")
+        return {k: self.data[k] for k in keys if k in self.data}
 
     def to_dict(self) -> dict[str, Any]:
         """`{"error": code, "message": ..., <kind's fields>, "kind", "state", "event"}`: the
@@ -85,6 +89,9 @@ class Rejection:
         out["kind"] = self.kind
         out["state"] = self.state
         out["event"] = self.event
+        for k, v in out.items():
+            if type(v) is str and text_problem(v) is not None:
+                out[k] = storable(v)  # a NUL or a lone surrogate a host sent, say as a name
         return out
 
     def unwrap(self) -> Any:
@@ -123,9 +130,11 @@ __all__ = [
     "EXPRESSION_ERROR",
     "GUARD_FAILED",
     "INSTANCE_FINAL",
+    "INVALID_ARGUMENT",
     "INVALID_CONTEXT",
     "INVALID_PAYLOAD",
     "INVALID_TRANSITION",
+    "LIMIT_EXCEEDED",
     "NO_PREVIOUS_STATE",
     "REJECT",
     "REQUIRE",

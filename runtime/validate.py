@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from flowc.runtime.limits import DEFAULT_LIMITS, Limits, storable
 from flowc.runtime.model import IRLoadError
 
 
@@ -183,9 +184,18 @@ def _range_words(lo: float | None, hi: float | None) -> str:
 
 
 class TypeSystem:
-    """The enums and records of one flow, and every type compiled against them (cached)."""
+    """The enums and records of one flow, and every type compiled against them (cached), with
+    the machine's `Limits` built into the checks of strings, integers, lists and maps."""
 
-    def __init__(self, enums: Mapping[str, Sequence[str]], records: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        enums: Mapping[str, Sequence[str]],
+        records: Mapping[str, Any],
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self.limits = limits
+        self.check_str: Check = _str_check(limits)
+        self.check_int: Check = _int_check(limits)
         self._enums = {name: frozenset(members) for name, members in enums.items()}
         self._record_defs = records
         self._records: dict[str, Type] = {}
@@ -228,10 +238,9 @@ class TypeSystem:
         elif kind == "int":
             t.min, t.max = ref.get("min"), ref.get("max")
             if t.min is None and t.max is None:
-                t.simple = int
-                t.check = _check_int
+                t.check = self.check_int
             else:
-                t.check = _bounded(_check_int, t.min, t.max)
+                t.check = _bounded(self.check_int, t.min, t.max)
         elif kind == "float":
             t.min, t.max = ref.get("min"), ref.get("max")
             if t.min is None and t.max is None:
@@ -239,8 +248,7 @@ class TypeSystem:
             else:
                 t.check = _bounded(_check_float, t.min, t.max)
         elif kind == "str":
-            t.simple = str
-            t.check = _check_str
+            t.check = self.check_str
         elif kind == "enum":
             members = self._enums.get(t.name or "")
             if members is None:
@@ -254,9 +262,9 @@ class TypeSystem:
             t.item = item
             t.has_record = item.has_record
             if kind == "list":
-                t.check = _list_check(item)
+                t.check = _list_check(item, self.limits)
             elif kind == "map":
-                t.check = _map_check(item)
+                t.check = _map_check(item, self.limits, self.check_str)
             else:
                 t.simple = item.simple
                 t.check = _optional_check(item)
@@ -321,10 +329,34 @@ def _check_float(x: Any) -> Any:
     raise _INVALID
 
 
-def _check_str(x: Any) -> Any:
-    if isinstance(x, str):
-        return str(x)
-    raise _INVALID
+def _int_check(limits: Limits) -> Check:
+    """Integers (integral floats become ints) of at most `limits.max_int_digits` digits."""
+    hi = limits.int_max
+    lo = -hi
+
+    def check(x: Any) -> Any:
+        v = _check_int(x)
+        if lo <= v <= hi:
+            return v
+        raise _INVALID
+
+    return check
+
+
+def _str_check(limits: Limits) -> Check:
+    """Strings of at most `limits.max_string` characters that every store can keep."""
+    longest = limits.max_string
+    problem = limits.string_problem
+
+    def check(x: Any) -> Any:
+        if isinstance(x, str):
+            if len(x) <= longest and x.isascii() and "\x00" not in x:
+                return str(x)
+            if problem(x) is None:
+                return str(x)
+        raise _INVALID
+
+    return check
 
 
 def _bounded(inner: Check, lo: float | None, hi: float | None) -> Check:
@@ -348,30 +380,32 @@ def _enum_check(members: frozenset[str]) -> Check:
     return check
 
 
-def _list_check(item: Type) -> Check:
+def _list_check(item: Type, limits: Limits) -> Check:
     simple, inner = item.simple, item.check
+    most = limits.max_items
 
     def check(x: Any) -> Any:
         if type(x) is not list and not isinstance(x, list | tuple):
+            raise _INVALID
+        if len(x) > most:
             raise _INVALID
         return [v if type(v) is simple else inner(v) for v in x]
 
     return check
 
 
-def _map_check(item: Type) -> Check:
+def _map_check(item: Type, limits: Limits, check_key: Check) -> Check:
     simple, inner = item.simple, item.check
+    most = limits.max_items
 
     def check(x: Any) -> Any:
         if not isinstance(x, Mapping):
             raise _INVALID
+        if len(x) > most:
+            raise _INVALID
         out = {}
         for k, v in x.items():
-            if type(k) is not str:
-                if not isinstance(k, str):
-                    raise _INVALID
-                k = str(k)
-            out[k] = v if type(v) is simple else inner(v)
+            out[check_key(k)] = v if type(v) is simple else inner(v)
         return out
 
     return check
@@ -426,28 +460,64 @@ def fields_type(name: str, fields: tuple[Field, ...]) -> Type:
 
 
 class Issues:
-    """What `report` found, in seed 003's three lists."""
+    """What `report` found, in seed 003's three lists: at most `cap` issues are kept, and
+    `count` counts them all (`left_out` is the difference)."""
 
-    __slots__ = ("invalid", "missing", "unknown")
+    __slots__ = ("cap", "count", "invalid", "missing", "unknown")
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int = DEFAULT_LIMITS.max_issues) -> None:
         self.invalid: list[dict[str, Any]] = []
         self.missing: list[dict[str, Any]] = []
         self.unknown: list[str] = []
+        self.cap = cap
+        self.count = 0
 
     @property
-    def count(self) -> int:
-        return len(self.invalid) + len(self.missing) + len(self.unknown)
+    def left_out(self) -> int:
+        return self.count - len(self.invalid) - len(self.missing) - len(self.unknown)
+
+    def _room(self) -> bool:
+        self.count += 1
+        return self.count <= self.cap
+
+    def add_invalid(self, issue: dict[str, Any]) -> None:
+        if self._room():
+            self.invalid.append(issue)
+
+    def add_missing(self, field: str, requirement: str) -> None:
+        if self._room():
+            self.missing.append({"field": field, "requirement": requirement})
+
+    def add_unknown(self, field: str) -> None:
+        if self._room():
+            self.unknown.append(field)
 
     def as_dict(self) -> dict[str, Any]:
         return {"invalid": self.invalid, "missing": self.missing, "unknown": self.unknown}
 
 
-def report(t: Type, value: Any, path: str = "", issues: Issues | None = None) -> Issues:
+def report(
+    t: Type,
+    value: Any,
+    path: str = "",
+    issues: Issues | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    depth: int = 0,
+) -> Issues:
     """Everything wrong with `value` as a `t`, with dotted field paths (`scope.word_count`,
-    `items[2].type`, `answers["q1"]`)."""
-    issues = issues if issues is not None else Issues()
+    `items[2].type`, `answers["q1"]`). Bounded: past `limits.max_issues` issues are only
+    counted, a container past `limits.max_items` or nested past `limits.max_depth` is one
+    issue, not walked."""
+    issues = issues if issues is not None else Issues(limits.max_issues)
     kind = t.kind
+    if kind in ("record", "list", "map"):
+        if depth >= limits.max_depth and isinstance(value, list | tuple | Mapping):
+            problem = f"the value is nested more than {limits.max_depth} levels deep"
+            _invalid(issues, path, value, t, problem)
+            return issues
+        if isinstance(value, list | tuple | Mapping) and len(value) > limits.max_items:
+            _invalid(issues, path, value, t, f"{len(value):,} items; at most {limits.max_items:,}")
+            return issues
     if kind == "record":
         if not isinstance(value, Mapping):
             _invalid(issues, path, value, t, f"expected an object, got {_json_kind(value)}")
@@ -456,23 +526,24 @@ def report(t: Type, value: Any, path: str = "", issues: Issues | None = None) ->
         for f in t.fields:
             sub = f"{path}.{f.name}" if path else f.name
             if f.name in value:
-                report(f.type, value[f.name], sub, issues)
+                report(f.type, value[f.name], sub, issues, limits, depth + 1)
             elif f.required:
-                issues.missing.append({"field": sub, "requirement": f.type.requirement()})
+                issues.add_missing(sub, f.type.requirement())
         for k in value:
             if k not in known:
-                issues.unknown.append(f"{path}.{k}" if path else str(k))
+                name = _key_text(k)
+                issues.add_unknown(f"{path}.{name}" if path else name)
         return issues
     if kind == "optional":
         assert t.item is not None
         if value is None:
             return issues
         if t.item.kind in ("record", "list", "map", "optional"):
-            return report(t.item, value, path, issues)
+            return report(t.item, value, path, issues, limits, depth)
         try:
             t.item.check(value)
         except Invalid:
-            _invalid(issues, path, value, t, _problem(t.item, value))
+            _invalid(issues, path, value, t, _problem(t.item, value, limits))
         return issues
     if kind == "list":
         assert t.item is not None
@@ -480,7 +551,7 @@ def report(t: Type, value: Any, path: str = "", issues: Issues | None = None) ->
             _invalid(issues, path, value, t, f"expected a list, got {_json_kind(value)}")
             return issues
         for i, v in enumerate(value):
-            report(t.item, v, f"{path}[{i}]", issues)
+            report(t.item, v, f"{path}[{i}]", issues, limits, depth + 1)
         return issues
     if kind == "map":
         assert t.item is not None
@@ -489,37 +560,78 @@ def report(t: Type, value: Any, path: str = "", issues: Issues | None = None) ->
             return issues
         for k, v in value.items():
             if not isinstance(k, str):
-                _invalid(issues, path, value, t, f"key {k!r} is not a string")
+                _invalid(issues, path, value, t, f"key {_key_text(k)} is not a string")
                 continue
-            report(t.item, v, f'{path}["{k}"]', issues)
+            key_problem = limits.string_problem(k)
+            if key_problem is not None:
+                _invalid(issues, path, value, t, f"a key is not allowed: {key_problem}")
+                continue
+            report(t.item, v, f'{path}["{k}"]', issues, limits, depth + 1)
         return issues
     try:
         t.check(value)
     except Invalid:
-        _invalid(issues, path, value, t, _problem(t, value))
+        _invalid(issues, path, value, t, _problem(t, value, limits))
     return issues
 
 
 def _invalid(issues: Issues, path: str, value: Any, t: Type, problem: str) -> None:
-    issues.invalid.append(
+    issues.add_invalid(
         {
             "field": path or "(payload)",
-            "provided": value,
+            "provided": _shown(value),
             "problem": problem,
             "requirement": t.requirement(),
         }
     )
 
 
+def _key_text(k: Any) -> str:
+    """A key as a field path may show it: short, and storable."""
+    text = str(k) if isinstance(k, str) else repr(_shown(k))
+    return storable(_short(text))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:200] + f"... ({len(text):,} characters)"
+
+
+def _shown(value: Any, depth: int = 0) -> Any:
+    """`value` as a rejection may show it: JSON (no NaN, no infinity), small, storable. A value
+    too large or too deep is described instead ("(a list of 1,000 items)")."""
+    if value is None or type(value) is bool:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = int(value)
+        if -(10**30) < n < 10**30:
+            return n
+        return f"(an integer of about {int(n.bit_length() * 0.30103) + 1:,} digits)"
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(float(value))
+    if isinstance(value, str):
+        return storable(_short(str(value)))
+    if isinstance(value, list | tuple | Mapping):
+        if depth < 3 and len(value) <= 20:
+            if not isinstance(value, Mapping):
+                return [_shown(v, depth + 1) for v in value]
+            if all(isinstance(k, str) for k in value):
+                return {_key_text(k): _shown(v, depth + 1) for k, v in value.items()}
+        noun = "an object of" if isinstance(value, Mapping) else "a list of"
+        return f"({noun} {len(value):,} items)"
+    return f"(a {type(value).__name__})"
+
+
 _LARGEST_FLOAT = sys.float_info.max
 
 
-def _problem(t: Type, value: Any) -> str:
+def _problem(t: Type, value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
     kind = t.kind
     got = _json_kind(value)
+    if kind == "str" and isinstance(value, str):
+        return limits.string_problem(value) or f"expected {t.requirement()}, got {got}"
     if kind == "enum":
         if isinstance(value, str):
-            return f"{value!r} is not one of the allowed values"
+            return f"{_shown(value)!r} is not one of the allowed values"
         return f"expected a string, got {got}"
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -530,6 +642,8 @@ def _problem(t: Type, value: Any) -> str:
             return f"{value!r} is not a whole number"
         if isinstance(value, float) and not math.isfinite(value):
             return f"{value!r} is not a finite number"
+        if isinstance(value, int) and limits.int_problem(int(value)) is not None:
+            return limits.int_problem(int(value)) or ""
         if t.min is not None and value < t.min:
             return f"{value!r} is below the minimum {_show(t.min)}"
         if t.max is not None and value > t.max:
@@ -556,10 +670,14 @@ def _json_kind(value: Any) -> str:
 
 
 def feedback(issues: Issues, action: str) -> dict[str, Any]:
-    """The seed-003 feedback object, keys in the seed's order."""
-    return {
+    """The seed-003 feedback object, keys in the seed's order; `issues_left_out` (after
+    `issue_count`) only when some issues were counted but not listed."""
+    out: dict[str, Any] = {
         "result": "validation_failed",
         "issues": issues.as_dict(),
         "issue_count": issues.count,
-        "action": action,
     }
+    if issues.left_out:
+        out["issues_left_out"] = issues.left_out
+    out["action"] = action
+    return out

@@ -173,6 +173,19 @@ GEN_OPS: list[tuple[str, Any]] = [
     ("go", [1]),
     ("tick", None),
     ("nope", None),
+    # Past the limits (runtime/limits.py): both paths refuse the same values.
+    ("add", {"k": 10**999}),
+    ("add", {"k": 10**1000}),
+    ("add", {"k": 10**999, "f": 1e308}),
+    ("pick", {"i": 0, "names": ["a\x00b"]}),
+    ("pick", {"i": 0, "names": ["\ud800", "x"]}),
+    ("pick", {"i": 0, "names": ["é"] * 3}),
+    ("pick", {"i": 0, "names": ["x" * 1_000_001]}),
+    ("pick", {"i": 0, "names": ["y"] * 100_001}),
+    ("pick", {"i": 0, "names": ["y" * 600_000]}),
+    ("put", {"outer": {"inner": {"label": "a\x00"}}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "extra": {"\udc00": 1}}}),
+    ("put", {"outer": {"inner": {"label": "a"}, "extra": {"k": 10**1000}}}),
 ]
 
 

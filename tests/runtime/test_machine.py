@@ -125,7 +125,7 @@ def test_bad_graphs_are_refused_at_load() -> None:
         (lambda d: d["states"].append(d["states"][0]), "declared twice"),
         (lambda d: d["context"][0].update(default="two"), "default of context.budget"),
         (lambda d: d.pop("states"), "initial state"),
-        (lambda d: d["transitions"][0].pop("source"), "malformed"),
+        (lambda d: d["transitions"][0].pop("source"), "lacks required field.*source"),
     ]
     for change, message in cases:
         with pytest.raises(IRLoadError, match=message):
