@@ -353,6 +353,6 @@ def _time(seconds: float) -> str:
 
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     for line in (header, *rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -76,8 +77,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.poll <= 0 or args.lease <= 0 or args.batch <= 0:
+    if not all(_positive(v) for v in (args.poll, args.lease, args.batch)):
         print("flowc worker: --poll, --lease and --batch must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds >= 0):
+        # NaN compares false with everything, so `--for nan` would never end.
+        print(f"flowc worker: --for takes seconds >= 0, not {args.seconds}", file=sys.stderr)
         return EXIT_USAGE
     try:
         machines = load_machines(args.flow)
@@ -125,3 +130,7 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"flowc worker: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
