@@ -13,7 +13,10 @@ of the engine, which shows what the store itself costs.
 Prints, per backend and writer count: committed steps/second (all writers together), p50 and
 p99 latency of one step as its caller sees it, and conflicts. Without --postgres-url a
 throwaway server is started with .ci/postgres (default durability settings: fsync on), and
-stopped at the end. SQLite runs with WAL and synchronous=NORMAL (the default store URL).
+stopped at the end. SQLite runs in WAL mode twice, each on a fresh file: with the default
+synchronous=FULL (the WAL is synced to disk at every commit: a committed step survives a power
+cut) and with ?synchronous=normal (synced at checkpoints only: survives a process crash, may
+lose the last commits to a power cut); --synchronous picks one.
 """
 
 from __future__ import annotations
@@ -149,6 +152,13 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=os.environ.get("FLOWC_BENCH_POSTGRES_URL"))
     parser.add_argument("--contended", action="store_true", help="all writers on one instance")
     parser.add_argument("--raw", action="store_true", help="a bare counter, not the engine")
+    parser.add_argument(
+        "--synchronous",
+        nargs="+",
+        choices=["full", "normal"],
+        default=["full", "normal"],
+        help="SQLite's synchronous settings to measure (default both; full is the store's)",
+    )
     args = parser.parse_args()
 
     pg_dir: str | None = None
@@ -156,7 +166,9 @@ def main() -> None:
     try:
         urls: dict[str, str] = {}
         if "sqlite" in args.backends:
-            urls["sqlite"] = f"sqlite:///{Path(tmp.name) / 'bench.db'}"
+            for sync in args.synchronous:
+                db = Path(tmp.name) / f"bench-{sync}.db"
+                urls[f"sqlite {sync.upper()}"] = f"sqlite:///{db}?synchronous={sync}"
         if "postgres" in args.backends:
             if args.postgres_url:
                 urls["postgres"] = args.postgres_url
@@ -174,12 +186,12 @@ def main() -> None:
         )
         print(f"store benchmark: {mode}, {args.seconds:g} s per case, {os.cpu_count()} CPUs")
         header = ("backend", "writers", "steps/s", "p50 ms", "p99 ms", "conflicts")
-        print("{:<10}{:>8}{:>10}{:>9}{:>9}{:>11}".format(*header))
+        print("{:<16}{:>8}{:>10}{:>9}{:>9}{:>11}".format(*header))
         for backend, url in urls.items():
             for n in args.writers:
                 r = run_case(url, n, args.seconds, args.raw, args.contended)
                 print(
-                    f"{backend:<10}{n:>8}{r['steps_per_s']:>10.0f}{r['p50_ms']:>9.2f}"
+                    f"{backend:<16}{n:>8}{r['steps_per_s']:>10.0f}{r['p50_ms']:>9.2f}"
                     f"{r['p99_ms']:>9.2f}{r['conflicts']:>11}",
                     flush=True,
                 )

@@ -92,7 +92,7 @@ def _open_memory(name: str, clock: Callable[[], float]) -> Store:
 
 
 def _open_sqlite(url: str, netloc: str, path: str, query: str, clock: Callable[[], float]) -> Store:
-    from flowc.runtime.store.sqlite import SQLiteStore
+    from flowc.runtime.store.sqlite import DEFAULT_SYNCHRONOUS, SQLiteStore
 
     if netloc:
         raise StoreURLError(
@@ -111,10 +111,13 @@ def _open_sqlite(url: str, netloc: str, path: str, query: str, clock: Callable[[
         busy = int(options.get("busy_timeout", "10000"))
     except ValueError:
         raise StoreURLError(f"{url!r}: busy_timeout must be milliseconds") from None
+    synchronous = options.get("synchronous", DEFAULT_SYNCHRONOUS).upper()
+    if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+        raise StoreURLError(f"{url!r}: synchronous must be full, normal, extra or off")
     return SQLiteStore(
         Path(file),
         busy_timeout=busy,
-        synchronous=options.get("synchronous", "NORMAL"),
+        synchronous=synchronous,
         clock=clock,
         url=url,
     )

@@ -111,16 +111,23 @@ class _Busy(Exception):
     """The write lock was not had within busy_timeout."""
 
 
+#: SQLite's `synchronous` by default: FULL syncs the WAL to disk at every commit, so a
+#: committed step survives a power cut. NORMAL (a URL's `?synchronous=normal`) survives any
+#: process crash but may lose the last commits to one; see docs/persistence.md.
+DEFAULT_SYNCHRONOUS = "FULL"
+
+
 class SQLiteStore:
     """`SQLiteStore(path)`; `busy_timeout` in milliseconds; `synchronous` is SQLite's pragma
-    (NORMAL survives any process crash in WAL mode; FULL also a power loss)."""
+    (default FULL: every commit is on disk; NORMAL in WAL mode survives any process crash but
+    not a power loss)."""
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
         busy_timeout: int = 10_000,
-        synchronous: str = "NORMAL",
+        synchronous: str = DEFAULT_SYNCHRONOUS,
         clock: Callable[[], float] = time.time,
         url: str | None = None,
     ) -> None:
