@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stdout: TextIO = sys.stdout
     guarded = _ClosedPipe(stdout)
-    sys.stdout = guarded  # type: ignore[assignment]
+    sys.stdout = guarded
     try:
         code: int = args.handler(args)
         guarded.flush()

@@ -202,7 +202,8 @@ def test_decision_log_is_exactly_the_seed_format(
         "second round",
         "Backward transition: QNA_GENERATION is revisited",
     )
-    assert found[0] == ("2025-03-14", "RFP_RECEIVED", "ANALYZING", "Phase progression", "None noted")
+    first = ("2025-03-14", "RFP_RECEIVED", "ANALYZING", "Phase progression", "None noted")
+    assert found[0] == first
 
 
 def test_decision_log_follows_a_forked_history(

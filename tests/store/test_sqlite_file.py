@@ -3,7 +3,6 @@ that are not (or no longer) a database."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
