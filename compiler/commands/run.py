@@ -397,7 +397,7 @@ class StoredDriver:
         if out.status in ("replayed", "conflict"):
             data["status"] = out.status
         if data.get("ok"):
-            data["final"] = self.instance.is_final
+            data["final"] = self.durable.load(self.id, full_history=False).is_final
         return [data]
 
     def _advance(self, seconds: float) -> list[dict[str, Any]]:
