@@ -4,9 +4,9 @@
     flowc instances show ID
     flowc instances history ID
     flowc instances start FLOW_NAME [--context JSON] [--id ID] --flow PATH
-    flowc instances send ID EVENT [JSON] [--key KEY] [--flow PATH]
-    flowc instances goto ID STATE [--force] [--flow PATH]
-    flowc instances back ID [--force] [--flow PATH]
+    flowc instances send ID EVENT [JSON] [--key KEY] [--flow PATH] [--journal NAME=FILE]
+    flowc instances goto ID STATE [--force] [--flow PATH] [--journal NAME=FILE]
+    flowc instances back ID [--force] [--flow PATH] [--journal NAME=FILE]
 
 `--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). `start` needs
 the flow: `--flow` takes .flow or compiled .json files, or directories of them, and may be
@@ -243,6 +243,7 @@ def register(sub: Any) -> None:
     p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
     p.add_argument("--key", metavar="KEY", help="idempotency key: resending it changes nothing")
     p.add_argument("--reason", metavar="TEXT", help="recorded in the history")
+    add_journal_option(p, "the step")
     p.set_defaults(handler=run_send)
 
     p = actions.add_parser("goto", help="move an instance along a direct edge")
@@ -253,6 +254,7 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="allow a backward edge")
     p.add_argument("--key", metavar="KEY")
     p.add_argument("--reason", metavar="TEXT")
+    add_journal_option(p, "the step")
     p.set_defaults(handler=run_goto)
 
     p = actions.add_parser("back", help="return an instance along a backward edge")
@@ -262,6 +264,7 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="backward moves need it")
     p.add_argument("--key", metavar="KEY")
     p.add_argument("--reason", metavar="TEXT")
+    add_journal_option(p, "the step")
     p.set_defaults(handler=run_back)
 
 
@@ -334,6 +337,7 @@ def run_history(args: argparse.Namespace) -> int:
                     "at": _time(r.at),
                     "source": r.source,
                     "target": r.target,
+                    "via": list(r.via),
                     "trigger": r.trigger,
                     "payload": r.payload,
                     "reason": r.reason,
@@ -346,13 +350,14 @@ def run_history(args: argparse.Namespace) -> int:
                 _time(r.at),
                 r.source or "",
                 r.target or "",
+                ", ".join(r.via),
                 r.trigger or "",
                 "" if r.payload is None else json.dumps(r.payload, ensure_ascii=False),
                 r.reason or "",
             )
             for r in rows
         ]
-        _table(("SEQ", "AT", "FROM", "TO", "TRIGGER", "PAYLOAD", "REASON"), table)
+        _table(("SEQ", "AT", "FROM", "TO", "VIA", "TRIGGER", "PAYLOAD", "REASON"), table)
         return EXIT_OK
 
     return _guarded(args, body)
@@ -368,31 +373,43 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_send(args: argparse.Namespace) -> int:
-    def body(store: Store) -> int:
+    def step(flows: DurableFlows) -> DurableOutcome:
         payload = _json_object(args.payload, "the payload")
-        flows = DurableFlows(store, load_machines(args.flow))
-        out = flows.send(args.id, args.event, payload, key=args.key, reason=args.reason)
-        return _print_outcome(out)
+        return flows.send(args.id, args.event, payload, key=args.key, reason=args.reason)
 
-    return _guarded(args, body)
+    return _guarded(args, lambda store: _run_step(args, store, step))
 
 
 def run_goto(args: argparse.Namespace) -> int:
-    def body(store: Store) -> int:
-        flows = DurableFlows(store, load_machines(args.flow))
-        out = flows.goto(args.id, args.target, force=args.force, key=args.key, reason=args.reason)
-        return _print_outcome(out)
+    def step(flows: DurableFlows) -> DurableOutcome:
+        return flows.goto(args.id, args.target, force=args.force, key=args.key, reason=args.reason)
 
-    return _guarded(args, body)
+    return _guarded(args, lambda store: _run_step(args, store, step))
 
 
 def run_back(args: argparse.Namespace) -> int:
-    def body(store: Store) -> int:
-        flows = DurableFlows(store, load_machines(args.flow))
-        out = flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
-        return _print_outcome(out)
+    def step(flows: DurableFlows) -> DurableOutcome:
+        return flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
 
-    return _guarded(args, body)
+    return _guarded(args, lambda store: _run_step(args, store, step))
+
+
+def _run_step(
+    args: argparse.Namespace, store: Store, step: Callable[[DurableFlows], DurableOutcome]
+) -> int:
+    """One step of `send`, `goto` or `back`, with its `--journal` entries written once it
+    committed (a replay writes nothing: the step's entry was written when it ran)."""
+    journals = StepJournals(journal_specs(args.journal))
+    flows = DurableFlows(store, load_machines(args.flow))
+    if journals:
+        check_journals(flows.load(args.id, full_history=False).machine, journals.journals)
+        flows.subscribe(journals)
+    out = step(flows)
+    code = _print_outcome(out)
+    for failure in journals.take_failures():
+        print(f"flowc instances: {failure}", file=sys.stderr)
+        code = EXIT_FAILURE
+    return code
 
 
 # -- helpers -----------------------------------------------------------------------------------
