@@ -430,6 +430,8 @@ def _json_object(text: str | None, what: str) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{what} is not JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{what} is nested too deeply") from None
     if not isinstance(value, dict):
         raise UsageError(f"{what} must be a JSON object")
     return value

@@ -455,6 +455,8 @@ def _parse_context(text: str | None) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError as exc:
         raise _Usage(f"--context is not JSON: {exc}") from exc
+    except RecursionError:
+        raise _Usage("--context is nested too deeply") from None
     if not isinstance(value, dict):
         raise _Usage("--context must be a JSON object")
     return value

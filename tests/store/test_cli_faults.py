@@ -187,3 +187,18 @@ def test_journal_that_fails_after_the_step_committed(
     )
     code, out, _ = flowc(capsys, "instances", "history", "j1", "--json", "--store", store)
     assert [json.loads(line)["seq"] for line in out.splitlines()] == [0, 1]
+
+
+def test_deeply_nested_payload_and_context(
+    capsys: pytest.CaptureFixture[str], tally: str, tmp_path: Path
+) -> None:
+    store = ("--store", f"sqlite:///{tmp_path / 'flows.db'}")
+    code, _, err = flowc(capsys, "instances", "start", "tally", "--flow", tally, *store)
+    started = flowc(capsys, "instances", "list", "--json", *store)[1]
+    instance_id = json.loads(started)["id"]
+    code, out, err = flowc(capsys, "instances", "send", instance_id, "inc", DEEP, *store)
+    assert (code, out) == (2, "")
+    assert err == "flowc instances: the payload is nested too deeply\n"
+    code, out, err = flowc(capsys, "run", tally, "--context", DEEP, "--events", "/dev/null")
+    assert (code, out) == (2, "")
+    assert err == "flowc run: --context is nested too deeply\n"
