@@ -4,8 +4,9 @@ WAL lets readers run beside the one writer; every read-modify-write is a `BEGIN 
 transaction, so a step takes the write lock before it reads and never has to upgrade a read
 lock (the upgrade is where SQLite gives up with SQLITE_BUSY instead of waiting). Waiting for the
 lock is bounded by `busy_timeout`; a step that cannot get it in time counts as a lost race and
-is retried like a version conflict. The sqlite3 module runs with `isolation_level=None`, so it
-never opens or commits a transaction behind our back.
+is retried like a version conflict. Reads take no lock: opening a store whose tables are
+current only reads them. The sqlite3 module runs with `isolation_level=None`, so it never opens
+or commits a transaction behind our back.
 """
 
 from __future__ import annotations
