@@ -260,7 +260,7 @@ class DurableFlows:
         by_seq = {int(h["seq"]): h for h in kept}
         # Rows past the snapshot's last step were committed after the record was read.
         rows = [r for r in self.store.history(record.id) if r.seq <= last]
-        if not rows or any(seq not in {r.seq for r in rows} for seq in by_seq):
+        if not rows or not by_seq.keys() <= {r.seq for r in rows}:
             return record  # rows pruned or never written: the snapshot's entries are all
         history = [by_seq.get(r.seq) or _snapshot_entry(r) for r in rows]
         return replace(record, snapshot={**record.snapshot, "history": history})
