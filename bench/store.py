@@ -10,10 +10,17 @@ With --contended all writers share one instance, so they race for it (optimistic
 PostgreSQL, the write lock on SQLite). With --raw the step function is a bare counter instead
 of the engine, which shows what the store itself costs.
 
+Then, per backend, what `DurableFlows.load(id)` costs on an instance of --load-steps steps
+(default 1000): with the whole history read back from the store's rows (the default) and with
+only the compact entries the stored snapshot keeps (`full_history=False`).
+
 Prints, per backend and writer count: committed steps/second (all writers together), p50 and
 p99 latency of one step as its caller sees it, and conflicts. Without --postgres-url a
 throwaway server is started with .ci/postgres (default durability settings: fsync on), and
-stopped at the end. SQLite runs with WAL and synchronous=NORMAL (the default store URL).
+stopped at the end. SQLite runs in WAL mode twice, each on a fresh file: with the default
+synchronous=FULL (the WAL is synced to disk at every commit: a committed step survives a power
+cut) and with ?synchronous=normal (synced at checkpoints only: survives a process crash, may
+lose the last commits to a power cut); --synchronous picks one.
 """
 
 from __future__ import annotations
@@ -141,6 +148,28 @@ def run_case(url: str, writers: int, seconds: float, raw: bool, contended: bool)
     }
 
 
+def load_cost(url: str, steps: int) -> tuple[float, float]:
+    """Milliseconds per `load` of an instance with `steps` steps: full history, compact."""
+    from flowc.runtime import Machine
+    from flowc.runtime.store import open_store
+    from flowc.runtime.store.durable import DurableFlows
+
+    with DurableFlows(open_store(url), [Machine.from_source(COUNTER)]) as flows:
+        instance_id = f"load{time.time_ns()}"
+        flows.start("counter", id=instance_id)
+        for _ in range(steps):
+            flows.send(instance_id, "inc", {"by": 1})
+        assert len(flows.load(instance_id).history) == steps + 1
+        out = []
+        for full in (True, False):
+            runs = 20
+            began = time.perf_counter()
+            for _ in range(runs):
+                flows.load(instance_id, full_history=full)
+            out.append(1000 * (time.perf_counter() - began) / runs)
+    return out[0], out[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 4, 16])
@@ -149,6 +178,20 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=os.environ.get("FLOWC_BENCH_POSTGRES_URL"))
     parser.add_argument("--contended", action="store_true", help="all writers on one instance")
     parser.add_argument("--raw", action="store_true", help="a bare counter, not the engine")
+    parser.add_argument(
+        "--load-steps",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="measure load() on an instance of N steps (0: skip)",
+    )
+    parser.add_argument(
+        "--synchronous",
+        nargs="+",
+        choices=["full", "normal"],
+        default=["full", "normal"],
+        help="SQLite's synchronous settings to measure (default both; full is the store's)",
+    )
     args = parser.parse_args()
 
     pg_dir: str | None = None
@@ -156,7 +199,9 @@ def main() -> None:
     try:
         urls: dict[str, str] = {}
         if "sqlite" in args.backends:
-            urls["sqlite"] = f"sqlite:///{Path(tmp.name) / 'bench.db'}"
+            for sync in args.synchronous:
+                db = Path(tmp.name) / f"bench-{sync}.db"
+                urls[f"sqlite {sync.upper()}"] = f"sqlite:///{db}?synchronous={sync}"
         if "postgres" in args.backends:
             if args.postgres_url:
                 urls["postgres"] = args.postgres_url
@@ -174,15 +219,21 @@ def main() -> None:
         )
         print(f"store benchmark: {mode}, {args.seconds:g} s per case, {os.cpu_count()} CPUs")
         header = ("backend", "writers", "steps/s", "p50 ms", "p99 ms", "conflicts")
-        print("{:<10}{:>8}{:>10}{:>9}{:>9}{:>11}".format(*header))
+        print("{:<16}{:>8}{:>10}{:>9}{:>9}{:>11}".format(*header))
         for backend, url in urls.items():
             for n in args.writers:
                 r = run_case(url, n, args.seconds, args.raw, args.contended)
                 print(
-                    f"{backend:<10}{n:>8}{r['steps_per_s']:>10.0f}{r['p50_ms']:>9.2f}"
+                    f"{backend:<16}{n:>8}{r['steps_per_s']:>10.0f}{r['p50_ms']:>9.2f}"
                     f"{r['p99_ms']:>9.2f}{r['conflicts']:>11}",
                     flush=True,
                 )
+        if args.load_steps > 0:
+            print(f"load() of an instance with {args.load_steps} steps, ms per call")
+            print("{:<16}{:>14}{:>14}".format("backend", "full history", "compact"))
+            for backend, url in urls.items():
+                full, compact = load_cost(url, args.load_steps)
+                print(f"{backend:<16}{full:>14.2f}{compact:>14.2f}", flush=True)
     finally:
         if pg_dir is not None:
             subprocess.run([str(ROOT / ".ci" / "postgres"), "stop", pg_dir], check=False)

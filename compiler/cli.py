@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from flowc.compiler.commands import COMMAND_MODULES
 from flowc.runtime import __version__
@@ -33,16 +35,74 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ClosedPipe:
+    """Standard output that survives its reader going away (`flowc ... | head`): once a write
+    or flush meets a broken pipe, file descriptor 1 is pointed at /dev/null (as the Python docs
+    advise, so the interpreter's last flush cannot fail either) and the rest of the output is
+    dropped. The command runs on to the end, so its exit status stays its own: a failure piped
+    into `true` is still a failure."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.closed_pipe = False
+
+    def _lost(self) -> None:
+        self.closed_pipe = True
+        try:
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+    def write(self, data: Any) -> int:
+        if not self.closed_pipe:
+            try:
+                return int(self._stream.write(data))
+            except BrokenPipeError:
+                self._lost()
+        return len(data)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._lost()
+
+    @property
+    def buffer(self) -> _ClosedPipe:
+        # Binary output (`flowc render` of a PNG) goes through the same guard.
+        inner = getattr(self._stream, "buffer", None)
+        if inner is None:
+            raise AttributeError("buffer")
+        guarded = _ClosedPipe(inner)
+        guarded.closed_pipe = self.closed_pipe
+        return guarded
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    stdout: TextIO = sys.stdout
+    guarded = _ClosedPipe(stdout)
+    sys.stdout = guarded
     try:
         code: int = args.handler(args)
+        guarded.flush()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `flowc ... | head`
-        return EXIT_OK
+    except BrokenPipeError:
+        # A write that bypassed the guard: the command did not finish, so it did not succeed.
+        guarded._lost()
+        return EXIT_FAILURE
+    finally:
+        sys.stdout = stdout
     return code
 
 

@@ -4,9 +4,9 @@
     flowc instances show ID
     flowc instances history ID
     flowc instances start FLOW_NAME [--context JSON] [--id ID] --flow PATH
-    flowc instances send ID EVENT [JSON] [--key KEY] [--flow PATH]
-    flowc instances goto ID STATE [--force] [--flow PATH]
-    flowc instances back ID [--force] [--flow PATH]
+    flowc instances send ID EVENT [JSON] [--key KEY] [--flow PATH] [--journal NAME=FILE]
+    flowc instances goto ID STATE [--force] [--flow PATH] [--journal NAME=FILE]
+    flowc instances back ID [--force] [--flow PATH] [--journal NAME=FILE]
 
 `--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). `start` needs
 the flow: `--flow` takes .flow or compiled .json files, or directories of them, and may be
@@ -21,13 +21,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from flowc.runtime import FlowcError, Machine
+from flowc.runtime.instance import StepResult
+from flowc.runtime.journal import JournalFile
 from flowc.runtime.store import (
     InstanceExists,
     InstanceNotFound,
@@ -102,6 +104,88 @@ def load_machines(paths: Iterable[str]) -> list[Machine]:
     return machines
 
 
+def add_journal_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--journal",
+        metavar="NAME=FILE",
+        action="append",
+        default=[],
+        help=f"append journal NAME of {what} to FILE (each step once, also across runs and "
+        "replays); repeat for several journals",
+    )
+
+
+def journal_specs(specs: Iterable[str]) -> list[tuple[str, str]]:
+    """`--journal NAME=FILE` options as (name, file) pairs."""
+    out = []
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or not file:
+            raise UsageError(f"--journal takes NAME=FILE, got {spec!r}")
+        out.append((name, file))
+    return out
+
+
+def check_journals(machine: Machine, journals: Iterable[tuple[str, str]]) -> None:
+    for name, _ in journals:
+        if name not in machine.journals:
+            known = ", ".join(machine.journals) or "none"
+            raise UsageError(f"flow {machine.name} has no journal {name!r} (journals: {known})")
+
+
+class StepJournals:
+    """The `--journal` files of a command: appends each committed step's entries through
+    `JournalFile` (so each step once, whatever is delivered twice). Subscribe it to an
+    `Instance` (`for_instance`) or a `DurableFlows`. A write that fails does not raise: the
+    step is committed whatever happens to its journal, so the failure is kept in `failures` for
+    the command to report beside the step. A step of a flow without journal NAME (a worker
+    serves every flow in its store) is written nowhere."""
+
+    def __init__(self, journals: Iterable[tuple[str, str]]) -> None:
+        self.journals = list(journals)
+        self.failures: list[str] = []
+        self._sinks: dict[tuple[str, str, str], JournalFile] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.journals)
+
+    def __call__(self, instance_id: str, step: StepResult) -> None:
+        for name, file in self.journals:
+            sink = self._sinks.get((name, file, instance_id))
+            if sink is None:
+                sink = self._sinks[(name, file, instance_id)] = JournalFile(
+                    name, file, instance_id=instance_id
+                )
+            try:
+                step.journal(name)
+            except KeyError:
+                continue  # this step's flow has no such journal
+            except FlowcError as exc:
+                self._failed(instance_id, step, name, file, exc)
+                continue
+            try:
+                sink.write(step)
+            except (OSError, FlowcError, ValueError) as exc:
+                self._failed(instance_id, step, name, file, exc)
+
+    def for_instance(self, instance_id: str) -> Callable[[StepResult], None]:
+        return lambda step: self(instance_id, step)
+
+    def _failed(
+        self, instance_id: str, step: StepResult, name: str, file: str, exc: Exception
+    ) -> None:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.failures.append(
+            f"step {step.seq} of {instance_id} ({step.from_} -> {step.to}) is committed, but "
+            f"journal {name} could not be written to {file}: {detail}; the journal misses "
+            "its entry"
+        )
+
+    def take_failures(self) -> list[str]:
+        failures, self.failures = self.failures, []
+        return failures
+
+
 @contextmanager
 def opened(url: str) -> Iterator[Store]:
     store = open_store(url)
@@ -159,6 +243,7 @@ def register(sub: Any) -> None:
     p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
     p.add_argument("--key", metavar="KEY", help="idempotency key: resending it changes nothing")
     p.add_argument("--reason", metavar="TEXT", help="recorded in the history")
+    add_journal_option(p, "the step")
     p.set_defaults(handler=run_send)
 
     p = actions.add_parser("goto", help="move an instance along a direct edge")
@@ -169,6 +254,7 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="allow a backward edge")
     p.add_argument("--key", metavar="KEY")
     p.add_argument("--reason", metavar="TEXT")
+    add_journal_option(p, "the step")
     p.set_defaults(handler=run_goto)
 
     p = actions.add_parser("back", help="return an instance along a backward edge")
@@ -178,6 +264,7 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="backward moves need it")
     p.add_argument("--key", metavar="KEY")
     p.add_argument("--reason", metavar="TEXT")
+    add_journal_option(p, "the step")
     p.set_defaults(handler=run_back)
 
 
@@ -250,6 +337,7 @@ def run_history(args: argparse.Namespace) -> int:
                     "at": _time(r.at),
                     "source": r.source,
                     "target": r.target,
+                    "via": list(r.via),
                     "trigger": r.trigger,
                     "payload": r.payload,
                     "reason": r.reason,
@@ -262,13 +350,14 @@ def run_history(args: argparse.Namespace) -> int:
                 _time(r.at),
                 r.source or "",
                 r.target or "",
+                ", ".join(r.via),
                 r.trigger or "",
                 "" if r.payload is None else json.dumps(r.payload, ensure_ascii=False),
                 r.reason or "",
             )
             for r in rows
         ]
-        _table(("SEQ", "AT", "FROM", "TO", "TRIGGER", "PAYLOAD", "REASON"), table)
+        _table(("SEQ", "AT", "FROM", "TO", "VIA", "TRIGGER", "PAYLOAD", "REASON"), table)
         return EXIT_OK
 
     return _guarded(args, body)
@@ -284,31 +373,43 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_send(args: argparse.Namespace) -> int:
-    def body(store: Store) -> int:
+    def step(flows: DurableFlows) -> DurableOutcome:
         payload = _json_object(args.payload, "the payload")
-        flows = DurableFlows(store, load_machines(args.flow))
-        out = flows.send(args.id, args.event, payload, key=args.key, reason=args.reason)
-        return _print_outcome(out)
+        return flows.send(args.id, args.event, payload, key=args.key, reason=args.reason)
 
-    return _guarded(args, body)
+    return _guarded(args, lambda store: _run_step(args, store, step))
 
 
 def run_goto(args: argparse.Namespace) -> int:
-    def body(store: Store) -> int:
-        flows = DurableFlows(store, load_machines(args.flow))
-        out = flows.goto(args.id, args.target, force=args.force, key=args.key, reason=args.reason)
-        return _print_outcome(out)
+    def step(flows: DurableFlows) -> DurableOutcome:
+        return flows.goto(args.id, args.target, force=args.force, key=args.key, reason=args.reason)
 
-    return _guarded(args, body)
+    return _guarded(args, lambda store: _run_step(args, store, step))
 
 
 def run_back(args: argparse.Namespace) -> int:
-    def body(store: Store) -> int:
-        flows = DurableFlows(store, load_machines(args.flow))
-        out = flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
-        return _print_outcome(out)
+    def step(flows: DurableFlows) -> DurableOutcome:
+        return flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
 
-    return _guarded(args, body)
+    return _guarded(args, lambda store: _run_step(args, store, step))
+
+
+def _run_step(
+    args: argparse.Namespace, store: Store, step: Callable[[DurableFlows], DurableOutcome]
+) -> int:
+    """One step of `send`, `goto` or `back`, with its `--journal` entries written once it
+    committed (a replay writes nothing: the step's entry was written when it ran)."""
+    journals = StepJournals(journal_specs(args.journal))
+    flows = DurableFlows(store, load_machines(args.flow))
+    if journals:
+        check_journals(flows.load(args.id, full_history=False).machine, journals.journals)
+        flows.subscribe(journals)
+    out = step(flows)
+    code = _print_outcome(out)
+    for failure in journals.take_failures():
+        print(f"flowc instances: {failure}", file=sys.stderr)
+        code = EXIT_FAILURE
+    return code
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -329,6 +430,8 @@ def _json_object(text: str | None, what: str) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{what} is not JSON: {exc}") from None
+    except RecursionError:
+        raise UsageError(f"{what} is nested too deeply") from None
     if not isinstance(value, dict):
         raise UsageError(f"{what} must be a JSON object")
     return value
@@ -353,6 +456,6 @@ def _time(seconds: float) -> str:
 
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     for line in (header, *rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())

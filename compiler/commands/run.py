@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
@@ -22,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.instance import Outcome, StepResult
-from flowc.runtime.journal import JournalFile
 from flowc.runtime.store.migrate import migrate_snapshot
 
 if TYPE_CHECKING:
+    from flowc.compiler.commands.instances import StepJournals
     from flowc.runtime.store import InstanceRecord, StepOutcome, Store, TimerClaim
     from flowc.runtime.store.durable import DurableFlows
 
@@ -101,12 +103,21 @@ class _Usage(Exception):
     pass
 
 
+class _EventsUnreadable(Exception):
+    """The events file (or standard input) could not be read to the end."""
+
+
 def run(args: argparse.Namespace) -> int:
+    from flowc.compiler.commands.instances import UsageError
+
     try:
         return _run(args)
-    except _Usage as exc:
+    except (_Usage, UsageError) as exc:
         print(f"flowc run: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _EventsUnreadable as exc:
+        print(f"flowc run: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -124,15 +135,11 @@ def _run(args: argparse.Namespace) -> int:
     machine = _load(path, clock)
     if machine is None:
         return EXIT_FAILURE
-    journals = []
-    for spec in args.journal:
-        name, sep, file = spec.partition("=")
-        if not sep or not name or not file:
-            raise _Usage(f"--journal takes NAME=FILE, got {spec!r}")
-        if name not in machine.journals:
-            known = ", ".join(machine.journals) or "none"
-            raise _Usage(f"flow {machine.name} has no journal {name!r} (journals: {known})")
-        journals.append((name, file))
+    from flowc.compiler.commands.instances import StepJournals, check_journals, journal_specs
+
+    specs = journal_specs(args.journal)
+    check_journals(machine, specs)
+    journals = StepJournals(specs)
 
     out = sys.stdout
     lines = _open_lines(args.events) if args.events is not None else None
@@ -144,13 +151,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.id is not None:
         raise _Usage("--id names an instance in a store: give --store too")
     snapshot = Path(args.snapshot) if args.snapshot else None
-    if snapshot is not None and snapshot.exists():
+    if snapshot is not None:
+        _check_writable(snapshot)
+    # Only a regular file is resumed from: /dev/full or a pipe is an output, never an input.
+    if snapshot is not None and snapshot.is_file():
         if args.context:
             raise _Usage("--context starts a new instance; the snapshot already has one")
         try:
             instance = machine.restore(_upgraded(machine, snapshot), clock=clock)
-        except (FlowcError, ValueError) as exc:
-            print(f"flowc run: cannot resume from {snapshot}: {exc}", file=sys.stderr)
+        except (FlowcError, ValueError, OSError, RecursionError) as exc:
+            print(f"flowc run: cannot resume from {snapshot}: {_why(exc)}", file=sys.stderr)
             return EXIT_FAILURE
     else:
         context = _parse_context(args.context)
@@ -163,26 +173,87 @@ def _run(args: argparse.Namespace) -> int:
             print(f"started {machine.name} version {machine.version}")
         else:
             _emit(out, {"ok": True, "kind": "start", "to": instance.state, "seq": 0})
-    for name, file in journals:
-        JournalFile.attach(instance, name, file)
+    if journals:
+        instance.subscribe(journals.for_instance(instance.id or "_"))
 
     driver = LocalDriver(instance, fake)
+    code = EXIT_FAILURE
     try:
-        return _drive(driver, lines, interactive, out, args.keep_going)
+        code = _drive(driver, lines, interactive, out, args.keep_going, journals)
     finally:
-        if snapshot is not None:
-            snapshot.parent.mkdir(parents=True, exist_ok=True)
-            snapshot.write_text(instance.snapshot_json() + "\n", encoding="utf-8")
+        if snapshot is not None and not _save_snapshot(instance, snapshot):
+            code = EXIT_FAILURE
+    return code
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse, before anything runs, a snapshot file that could never be written: the work
+    of the run would be lost at the end."""
+    if path.is_dir():
+        raise _Usage(f"--snapshot {path} is a directory")
+    if path.exists() and not path.is_file():
+        return  # a device or a pipe: written in place at the end
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise _Usage(f"--snapshot {path}: {parent} is not a directory")
+    # The snapshot replaces the file through a new file beside it: that must be possible.
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise _Usage(f"--snapshot {path}: cannot write in {parent}: {_why(exc)}") from None
+
+
+def _save_snapshot(instance: Instance, path: Path) -> bool:
+    """Write the snapshot; on failure say why on one line. A regular file is replaced
+    atomically (a failed write leaves the old snapshot as it was), anything else (a device, a
+    pipe) is written in place."""
+    try:
+        text = instance.snapshot_json() + "\n"
+    except (FlowcError, ValueError) as exc:
+        print(f"flowc run: cannot save the snapshot: {_why(exc)}", file=sys.stderr)
+        return False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():
+            with path.open("w", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        print(f"flowc run: cannot save the snapshot to {path}: {_why(exc)}", file=sys.stderr)
+        return False
+    return True
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
 
 
 def _drive(
-    driver: Driver, lines: Iterable[str] | None, interactive: bool, out: TextIO, keep_going: bool
+    driver: Driver,
+    lines: Iterable[str] | None,
+    interactive: bool,
+    out: TextIO,
+    keep_going: bool,
+    journals: StepJournals,
 ) -> int:
     if lines is not None:
-        return _run_lines(driver, lines, out, keep_going)
+        return _run_lines(driver, lines, out, keep_going, journals)
     if interactive:
-        return Prompt(driver).loop()
-    return _run_lines(driver, sys.stdin, out, keep_going)
+        return Prompt(driver, journals=journals).loop()
+    return _run_lines(driver, sys.stdin, out, keep_going, journals)
 
 
 def _run_stored(
@@ -192,7 +263,7 @@ def _run_stored(
     lines: Iterable[str] | None,
     interactive: bool,
     out: TextIO,
-    journals: list[tuple[str, str]],
+    journals: StepJournals,
 ) -> int:
     from flowc.runtime.store import InstanceExists, StoreError, StoreURLError, open_store
     from flowc.runtime.store.durable import DurableFlows, UnknownFlow
@@ -240,26 +311,25 @@ def _run_stored(
                             "seq": started.data["seq"],
                         },
                     )
-            for name, file in journals:
-                _journal_to_file(durable, instance_id, name, file)
+            if journals:
+                only = instance_id
+
+                def write(committed_on: str, step: StepResult) -> None:
+                    if committed_on == only:
+                        journals(committed_on, step)
+
+                durable.subscribe(write)
             return _drive(
-                StoredDriver(durable, instance_id, fake), lines, interactive, out, args.keep_going
+                StoredDriver(durable, instance_id, fake),
+                lines,
+                interactive,
+                out,
+                args.keep_going,
+                journals,
             )
         except (UnknownFlow, FlowcError, InstanceExists) as exc:
             print(f"flowc run: {exc}", file=sys.stderr)
             return EXIT_FAILURE
-
-
-def _journal_to_file(durable: DurableFlows, instance_id: str, name: str, file: str) -> None:
-    """Append journal `name` of the steps this run commits on `instance_id` to `file`. The
-    file's `.seq` companion keeps each entry written once, also across runs and replays."""
-    sink = JournalFile(name, file, instance_id=instance_id)
-
-    def write(committed_on: str, step: StepResult) -> None:
-        if committed_on == instance_id:
-            sink.write(step)
-
-    durable.subscribe(write)
 
 
 def _stored(store: Store, instance_id: str) -> InstanceRecord | None:
@@ -327,7 +397,7 @@ class StoredDriver:
         if out.status in ("replayed", "conflict"):
             data["status"] = out.status
         if data.get("ok"):
-            data["final"] = self.instance.is_final
+            data["final"] = self.durable.load(self.id, full_history=False).is_final
         return [data]
 
     def _advance(self, seconds: float) -> list[dict[str, Any]]:
@@ -366,8 +436,8 @@ def _load(path: Path, clock: Clock | None) -> Machine | None:
             return None
     try:
         return Machine.from_json(path.read_bytes(), clock=clock).preload()
-    except FlowcError as exc:
-        print(f"flowc run: {path}: {exc}", file=sys.stderr)
+    except (FlowcError, OSError, RecursionError) as exc:
+        print(f"flowc run: {path}: {_why(exc)}", file=sys.stderr)
         return None
 
 
@@ -385,6 +455,8 @@ def _parse_context(text: str | None) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError as exc:
         raise _Usage(f"--context is not JSON: {exc}") from exc
+    except RecursionError:
+        raise _Usage("--context is nested too deeply") from None
     if not isinstance(value, dict):
         raise _Usage("--context must be a JSON object")
     return value
@@ -396,7 +468,12 @@ def _open_lines(source: str) -> Iterable[str]:
     p = Path(source)
     if not p.exists() or p.is_dir():  # pipes and /dev/null are fine
         raise _Usage(f"no such events file: {p}")
-    return p.read_text(encoding="utf-8").splitlines()
+    try:
+        return p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise _EventsUnreadable(f"events file {p} is not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        raise _EventsUnreadable(f"cannot read events file {p}: {_why(exc)}") from None
 
 
 def _emit(out: TextIO, data: dict[str, Any]) -> None:
@@ -456,9 +533,31 @@ def _seconds(op: dict[str, Any]) -> float:
     return float(value)
 
 
-def _run_lines(driver: Driver, lines: Iterable[str], out: TextIO, keep_going: bool) -> int:
+def _read(lines: Iterable[str]) -> Iterator[str]:
+    """The lines, with a read error (standard input that is not UTF-8, a device failing) as
+    `_EventsUnreadable`."""
+    it = iter(lines)
+    while True:
+        try:
+            line = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise _EventsUnreadable(f"the events are not UTF-8 text: {exc.reason}") from None
+        except OSError as exc:
+            raise _EventsUnreadable(f"cannot read the events: {_why(exc)}") from None
+        yield line
+
+
+def _run_lines(
+    driver: Driver,
+    lines: Iterable[str],
+    out: TextIO,
+    keep_going: bool,
+    journals: StepJournals | None = None,
+) -> int:
     code = EXIT_OK
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(_read(lines), 1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
@@ -467,8 +566,8 @@ def _run_lines(driver: Driver, lines: Iterable[str], out: TextIO, keep_going: bo
             if not isinstance(op, dict):
                 raise ValueError("a line must be a JSON object")
             outcomes = driver.apply(op)
-        except ValueError as exc:
-            print(f"flowc run: events line {number}: {exc}", file=sys.stderr)
+        except (ValueError, RecursionError) as exc:
+            print(f"flowc run: events line {number}: {_why(exc)}", file=sys.stderr)
             return EXIT_FAILURE
         for outcome in outcomes:
             _emit(out, outcome)
@@ -476,7 +575,18 @@ def _run_lines(driver: Driver, lines: Iterable[str], out: TextIO, keep_going: bo
                 code = EXIT_FAILURE
                 if not keep_going:
                     return code
+        if journals is not None and _journal_failed(journals):
+            return EXIT_FAILURE
     return code
+
+
+def _journal_failed(journals: StepJournals) -> bool:
+    """Report journal writes that failed after their step committed; True if any did (the run
+    stops there: later entries would leave a gap in the journal)."""
+    failures = journals.take_failures()
+    for failure in failures:
+        print(f"flowc run: {failure}", file=sys.stderr)
+    return bool(failures)
 
 
 def _describe(outcome: Outcome, instance: Instance) -> dict[str, Any]:
@@ -494,9 +604,15 @@ class Prompt:
 
     COMMANDS = ("goto", "back", "advance", "context", "history", "snapshot", "help", "quit")
 
-    def __init__(self, target: Driver | Instance, fake: FakeClock | None = None) -> None:
+    def __init__(
+        self,
+        target: Driver | Instance,
+        fake: FakeClock | None = None,
+        journals: StepJournals | None = None,
+    ) -> None:
         self.driver = LocalDriver(target, fake) if isinstance(target, Instance) else target
         self.rejected = False
+        self.journals = journals
 
     @property
     def instance(self) -> Instance:
@@ -582,8 +698,8 @@ class Prompt:
             else:
                 op = {"event": word, "payload": _payload(rest)}
             outcomes = self.driver.apply(op)
-        except ValueError as exc:
-            return [f"error: {exc}"]
+        except (ValueError, RecursionError) as exc:
+            return [f"error: {_why(exc)}"]
         lines = []
         for outcome in outcomes:
             if not outcome.get("ok"):
@@ -597,6 +713,10 @@ class Prompt:
                 lines.append(
                     f"ok: {outcome['from']} -> {outcome['to']}{via} (step {outcome['seq']}){again}"
                 )
+        if self.journals is not None:
+            for failure in self.journals.take_failures():
+                self.rejected = True
+                lines.append(f"journal error: {failure}")
         return lines or ["(nothing was due)"]
 
     def complete(self, text: str, index: int) -> str | None:

@@ -5,12 +5,15 @@ to one worker and fires once, as an ordinary step of its instance (docs/persiste
 JSON line is printed per fired timer; SIGINT or SIGTERM stops the worker after the step in
 hand, and it prints its counts. Without `--flow`, each instance runs on the graph the store
 keeps for it; `--flow` gives newer versions that instances move to when their timers fire.
+`--journal NAME=FILE` appends journal NAME of every step it fires, for every instance whose
+flow has that journal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -21,9 +24,12 @@ from flowc.compiler.commands.instances import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
+    StepJournals,
     UsageError,
     add_flow_option,
+    add_journal_option,
     add_store_option,
+    journal_specs,
     load_machines,
     opened,
     store_url,
@@ -72,27 +78,43 @@ def register(sub: Any) -> None:
         "--for", dest="seconds", type=float, metavar="SECONDS", help="stop after SECONDS"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the final counts")
+    add_journal_option(parser, "the steps it fires (instances whose flow has no NAME: none)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.poll <= 0 or args.lease <= 0 or args.batch <= 0:
+    if not all(_positive(v) for v in (args.poll, args.lease, args.batch)):
         print("flowc worker: --poll, --lease and --batch must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds >= 0):
+        # NaN compares false with everything, so `--for nan` would never end.
+        print(f"flowc worker: --for takes seconds >= 0, not {args.seconds}", file=sys.stderr)
         return EXIT_USAGE
     try:
         machines = load_machines(args.flow)
+        journals = StepJournals(journal_specs(args.journal))
         with opened(store_url(args.store)) as store:
             flows = DurableFlows(store, machines)
+            if journals:
+                flows.subscribe(journals)
+            journal_failures = 0
 
             def report(claim: TimerClaim, outcome: StepOutcome) -> None:
+                nonlocal journal_failures
                 if not args.quiet:
-                    line = {
+                    line: dict[str, object] = {
                         "id": claim.instance_id,
                         "timer": claim.timer_id,
                         "state": claim.state,
                         "status": outcome.status,
                     }
-                    print(json.dumps(line), flush=True)
+                    steps = _steps(outcome)
+                    if steps:
+                        line["steps"] = steps
+                    print(json.dumps(line, ensure_ascii=False), flush=True)
+                for failure in journals.take_failures():
+                    journal_failures += 1
+                    print(f"flowc worker: {failure}", file=sys.stderr, flush=True)
 
             worker = flows.worker(
                 owner=args.owner or default_owner(),
@@ -117,11 +139,28 @@ def run(args: argparse.Namespace) -> int:
                     for s, handler in previous.items():
                         signal.signal(s, handler)
             stats = worker.stats
-            print(json.dumps({"worker": worker.owner, **vars(stats)}), file=sys.stderr)
-            return EXIT_FAILURE if stats.errors else EXIT_OK
+            counts: dict[str, object] = {"worker": worker.owner, **vars(stats)}
+            if journals:
+                counts["journal_failures"] = journal_failures
+            print(json.dumps(counts), file=sys.stderr)
+            return EXIT_FAILURE if stats.errors or journal_failures else EXIT_OK
     except (UsageError, StoreURLError) as exc:
         print(f"flowc worker: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except StoreError as exc:
         print(f"flowc worker: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _steps(outcome: StepOutcome) -> list[dict[str, object]]:
+    """The steps a fired timer committed: where each went, and through which choice states."""
+    data = outcome.outcome if isinstance(outcome.outcome, dict) else {}
+    return [
+        {k: s.get(k) for k in ("seq", "from", "to", "via")}
+        for s in data.get("steps") or ()
+        if isinstance(s, dict) and s.get("ok")
+    ]
+
+
+def _positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0

@@ -38,6 +38,7 @@ from flowc.runtime.store.types import (
     StepStatus,
     Store,
     StoreError,
+    StoreUnavailable,
     StoreURLError,
     TimerClaim,
     TimerRow,
@@ -47,7 +48,7 @@ from flowc.runtime.store.types import (
 
 #: Query parameters `open_store` reads itself; the rest of a PostgreSQL URL goes to libpq.
 _SQLITE_OPTIONS = {"busy_timeout", "synchronous"}
-_POSTGRES_OPTIONS = {"pool_min", "pool_max", "lock_on_retry"}
+_POSTGRES_OPTIONS = {"pool_min", "pool_max", "lock_on_retry", "lock_timeout"}
 
 
 def open_store(url: str, *, clock: Callable[[], float] = time.time) -> Store:
@@ -92,7 +93,7 @@ def _open_memory(name: str, clock: Callable[[], float]) -> Store:
 
 
 def _open_sqlite(url: str, netloc: str, path: str, query: str, clock: Callable[[], float]) -> Store:
-    from flowc.runtime.store.sqlite import SQLiteStore
+    from flowc.runtime.store.sqlite import DEFAULT_SYNCHRONOUS, SQLiteStore
 
     if netloc:
         raise StoreURLError(
@@ -111,10 +112,13 @@ def _open_sqlite(url: str, netloc: str, path: str, query: str, clock: Callable[[
         busy = int(options.get("busy_timeout", "10000"))
     except ValueError:
         raise StoreURLError(f"{url!r}: busy_timeout must be milliseconds") from None
+    synchronous = options.get("synchronous", DEFAULT_SYNCHRONOUS).upper()
+    if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+        raise StoreURLError(f"{url!r}: synchronous must be full, normal, extra or off")
     return SQLiteStore(
         Path(file),
         busy_timeout=busy,
-        synchronous=options.get("synchronous", "NORMAL"),
+        synchronous=synchronous,
         clock=clock,
         url=url,
     )
@@ -122,7 +126,11 @@ def _open_sqlite(url: str, netloc: str, path: str, query: str, clock: Callable[[
 
 def _open_postgres(url: str, clock: Callable[[], float]) -> Store:
     try:
-        from flowc.runtime.store.postgres import PostgresStore
+        from flowc.runtime.store.postgres import (
+            CONNECT_TIMEOUT_S,
+            LOCK_TIMEOUT_MS,
+            PostgresStore,
+        )
     except ImportError as exc:
         raise StoreURLError(
             f"a PostgreSQL store needs psycopg and psycopg_pool: pip install 'flowc[postgres]' "
@@ -142,6 +150,16 @@ def _open_postgres(url: str, clock: Callable[[], float]) -> Store:
     lock = ours.get("lock_on_retry", "true").lower()
     if lock not in {"true", "false", "1", "0", "on", "off"}:
         raise StoreURLError(f"{url!r}: lock_on_retry must be true or false")
+    try:
+        lock_timeout = int(ours.get("lock_timeout", str(LOCK_TIMEOUT_MS)))
+        # libpq's own parameter (it stays in the conninfo): also how long opening waits.
+        connect_timeout = float(dict(query).get("connect_timeout", CONNECT_TIMEOUT_S))
+    except ValueError:
+        raise StoreURLError(
+            f"{url!r}: lock_timeout is milliseconds and connect_timeout seconds"
+        ) from None
+    if lock_timeout <= 0 or not 0 < connect_timeout < float("inf"):
+        raise StoreURLError(f"{url!r}: lock_timeout and connect_timeout must be positive")
     return PostgresStore(
         conninfo,
         min_size=pool_min,
@@ -149,6 +167,8 @@ def _open_postgres(url: str, clock: Callable[[], float]) -> Store:
         clock=clock,
         url=url,
         lock_on_retry=lock in {"true", "1", "on"},
+        lock_timeout_ms=lock_timeout,
+        connect_timeout=connect_timeout,
     )
 
 
@@ -171,6 +191,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreURLError",
+    "StoreUnavailable",
     "TimerClaim",
     "TimerRow",
     "TimerSpec",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from flowc.runtime.clock import Clock, system_clock, to_seconds
@@ -31,6 +31,7 @@ from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
     HistoryEntry,
+    HistoryRow,
     InstanceRecord,
     Json,
     NewInstance,
@@ -141,8 +142,8 @@ class DurableFlows:
     - `migrations`: state and context mappings between versions (see `migrate.py`), for
       versions a flow's own `migrate from N` blocks do not cover (docs/persistence.md).
     - `compact`: keep only the history entries restoring needs in the stored snapshot
-      (`compact_history`); the store's history rows always have every step. An `Instance`
-      from `load` then shows that compact history.
+      (`compact_history`); the store's history rows always have every step, and `load` puts
+      them back, so its `Instance` shows the whole history either way.
 
     The graphs of the given machines are kept in the store (by content hash, once, at the
     first operation), and an instance whose graph was not given runs on the graph the store
@@ -238,12 +239,31 @@ class DurableFlows:
         data = {"ok": True, "id": instance_id, "state": started.state, "seq": started.seq}
         return DurableOutcome("committed", instance_id, data, None, record)
 
-    def load(self, instance_id: str) -> Instance:
-        """The instance as stored, restored (and migrated, as its next step would be). Changing
-        it changes nothing stored: steps go through `send`, `goto`, `back`."""
+    def load(self, instance_id: str, *, full_history: bool = True) -> Instance:
+        """The instance as stored, restored (and migrated, as its next step would be), with its
+        whole history: the stored snapshot keeps only what restoring needs (`compact`), so the
+        other entries are read from the store's history rows (one more query, in proportion to
+        the instance's age; `full_history=False` skips it, for a caller that only wants the
+        state and context). Changing the instance changes nothing stored: steps go through
+        `send`, `goto`, `back`."""
         record = self.store.load(instance_id)
+        if full_history:
+            record = self._with_full_history(record)
         instance, _ = self._with_graphs(lambda: self._restore(record))
         return instance
+
+    def _with_full_history(self, record: InstanceRecord) -> InstanceRecord:
+        kept = list(record.snapshot.get("history") or ())
+        if not kept:
+            return record
+        last = int(kept[-1]["seq"])
+        by_seq = {int(h["seq"]): h for h in kept}
+        # Rows past the snapshot's last step were committed after the record was read.
+        rows = [r for r in self.store.history(record.id) if r.seq <= last]
+        if not rows or not by_seq.keys() <= {r.seq for r in rows}:
+            return record  # rows pruned or never written: the snapshot's entries are all
+        history = [by_seq.get(r.seq) or _snapshot_entry(r) for r in rows]
+        return replace(record, snapshot={**record.snapshot, "history": history})
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -517,7 +537,32 @@ def _history_entry(h: Mapping[str, Any]) -> HistoryEntry:
         trigger=h.get("event") or h.get("kind"),
         payload=h.get("payload"),
         reason=h.get("reason"),
+        kind=h.get("kind"),
+        via=tuple(h.get("via") or ()),
     )
+
+
+#: The step kinds whose trigger is the kind itself (an event step's trigger is the event).
+_TRIGGER_KINDS = frozenset({"start", "goto", "back", "timer"})
+
+
+def _snapshot_entry(row: HistoryRow) -> dict[str, Json]:
+    """A history row as an entry of the engine's snapshot. Rows written before `kind` was
+    stored read a trigger that names a kind as that kind."""
+    kind = row.kind or (
+        row.trigger if row.trigger in _TRIGGER_KINDS and row.payload is None else "event"
+    )
+    return {
+        "seq": row.seq,
+        "at": row.at,
+        "kind": kind,
+        "source": row.source,
+        "target": row.target,
+        "event": row.trigger if kind == "event" else None,
+        "payload": row.payload,
+        "reason": row.reason,
+        "via": list(row.via),
+    }
 
 
 def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:

@@ -64,7 +64,16 @@ class MemoryStore:
         slot = _Slot(record)
         slot.history = [
             HistoryRow(
-                new.id, i, e.at, e.source, e.target, e.trigger, copy_json(e.payload), e.reason
+                new.id,
+                i,
+                e.at,
+                e.source,
+                e.target,
+                e.trigger,
+                copy_json(e.payload),
+                e.reason,
+                e.kind,
+                tuple(e.via),
             )
             for i, e in enumerate(new.history, start=new.first_seq)
         ]
@@ -138,6 +147,8 @@ class MemoryStore:
                 e.trigger,
                 copy_json(e.payload),
                 e.reason,
+                e.kind,
+                tuple(e.via),
             )
             for i, e in enumerate(change.history, start=1)
         )

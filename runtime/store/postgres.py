@@ -13,15 +13,17 @@ psycopg is imported here only, and this module only when a PostgreSQL URL is ope
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
@@ -36,6 +38,7 @@ from flowc.runtime.store.types import (
     SchemaMismatch,
     StepFn,
     StepOutcome,
+    StoreUnavailable,
     TimerClaim,
     TimerRow,
     TimerSpec,
@@ -77,6 +80,8 @@ CREATE TABLE IF NOT EXISTS flowc_history (
   trigger text,
   payload jsonb,
   reason text,
+  kind text,
+  via jsonb,
   PRIMARY KEY (instance_id, seq)
 );
 CREATE TABLE IF NOT EXISTS flowc_timers (
@@ -111,6 +116,9 @@ CREATE TABLE IF NOT EXISTS flowc_graphs (
 )
 """
 
+#: flowc_history columns added after schema version 1 shipped (added to older databases).
+_HISTORY_ADDED = (("kind", "text"), ("via", "jsonb"))
+
 _RECORD_COLUMNS = (
     "id, flow, flow_version, graph_hash, state, version, seq, snapshot, created_at, updated_at"
 )
@@ -121,14 +129,50 @@ _RETRYABLE = (
     psycopg.errors.SerializationFailure,
     psycopg.errors.DeadlockDetected,
     psycopg.errors.UniqueViolation,
-    psycopg.errors.LockNotAvailable,
 )
 
 #: The channel a step notifies when it arms a timer, so that sleeping workers look again.
 CHANNEL = "flowc_timers"
 
-#: How long a retrying step waits for the row lock before it counts as one more lost race.
-LOCK_TIMEOUT = "5s"
+#: How long any statement waits for a lock (milliseconds) before the step ends as a
+#: `conflict` and a read raises `StoreUnavailable`: another transaction holding a row or a
+#: table that long is not a race worth waiting out. `?lock_timeout=MS` sets it.
+LOCK_TIMEOUT_MS = 5000
+
+#: How long opening the store waits for its first connection (seconds): an unreachable server
+#: is reported then, not after the pool's default 30 s. `?connect_timeout=S` (libpq's own
+#: parameter, which bounds each attempt too) sets it.
+CONNECT_TIMEOUT_S = 5.0
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _store_errors(
+    method: Callable[Concatenate[PostgresStore, _P], _R],
+) -> Callable[Concatenate[PostgresStore, _P], _R]:
+    """The server's failures as `StoreUnavailable` naming the store (without its password)."""
+
+    def guarded(self: PostgresStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except PoolTimeout:
+            raise StoreUnavailable(
+                f"{self._name}: no connection to the PostgreSQL server could be had"
+            ) from None
+        except psycopg.errors.LockNotAvailable:
+            raise StoreUnavailable(
+                f"{self._name}: another transaction held a lock for longer than "
+                f"lock_timeout ({self._lock_timeout_ms} ms)"
+            ) from None
+        except psycopg.OperationalError as exc:
+            text = str(exc).strip()
+            detail = text.splitlines()[0] if text else type(exc).__name__
+            raise StoreUnavailable(f"{self._name}: {detail}") from None
+
+    functools.update_wrapper(guarded, method)
+    return guarded
 
 
 class _LostRace(Exception):
@@ -146,7 +190,11 @@ class PostgresStore:
     `lock_on_retry` (default on): a step that lost the optimistic race retries holding the
     instance's row lock (`SELECT ... FOR UPDATE`, waiting at most LOCK_TIMEOUT), so writers
     that pile onto one hot instance queue up instead of invalidating each other's work again
-    and again. Off, every attempt is optimistic."""
+    and again. Off, every attempt is optimistic.
+
+    `lock_timeout_ms` bounds every wait for a lock (LOCK_TIMEOUT_MS), `connect_timeout` the
+    wait for the server when the store opens (CONNECT_TIMEOUT_S); either running out raises
+    `StoreUnavailable` naming the store (a step whose lock wait ran out is a `conflict`)."""
 
     def __init__(
         self,
@@ -157,26 +205,53 @@ class PostgresStore:
         clock: Callable[[], float] = time.time,
         url: str | None = None,
         lock_on_retry: bool = True,
+        lock_timeout_ms: int = LOCK_TIMEOUT_MS,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
     ) -> None:
         self.url = url if url is not None else conninfo
+        self._name = _without_password(self.url)
         self._clock = clock
         self._lock_on_retry = lock_on_retry
+        self._lock_timeout_ms = int(lock_timeout_ms)
         self._conninfo = conninfo
         self._listener: psycopg.Connection[TupleRow] | None = None
         self._pool: ConnectionPool[psycopg.Connection[TupleRow]] = ConnectionPool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
-            open=True,
+            open=False,
             name="flowc",
-            kwargs={"autocommit": False},
+            kwargs={"autocommit": False, "connect_timeout": max(1, round(connect_timeout))},
+            configure=self._configure,
         )
         try:
+            # One plain attempt first: an unreachable server is then reported with its reason,
+            # once, instead of the pool retrying (and logging) until its timeout.
+            try:
+                psycopg.connect(
+                    conninfo, connect_timeout=max(1, round(connect_timeout)), autocommit=True
+                ).close()
+            except psycopg.OperationalError as exc:
+                text = str(exc).strip()
+                detail = text.splitlines()[0] if text else type(exc).__name__
+                raise StoreUnavailable(f"{self._name}: cannot connect: {detail}") from None
+            try:
+                self._pool.open(wait=True, timeout=connect_timeout)
+            except PoolTimeout:
+                raise StoreUnavailable(
+                    f"{self._name}: cannot connect to the PostgreSQL server within "
+                    f"{connect_timeout:g} s"
+                ) from None
             self._init_schema()
         except BaseException:
             self._pool.close()
             raise
 
+    def _configure(self, conn: psycopg.Connection[TupleRow]) -> None:
+        conn.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
+        conn.commit()
+
+    @_store_errors
     def _init_schema(self) -> None:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -190,6 +265,17 @@ class PostgresStore:
             graphs = conn.execute("SELECT to_regclass('flowc_graphs') IS NOT NULL").fetchone()
             if not (graphs and graphs[0]):
                 conn.execute(_GRAPHS_TABLE)
+            have = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = 'flowc_history'::regclass "
+                    "AND attnum > 0 AND NOT attisdropped"
+                ).fetchall()
+            }
+            for column, kind in _HISTORY_ADDED:
+                if column not in have:
+                    # Metadata only (nullable, no default), and under lock_timeout.
+                    conn.execute(f"ALTER TABLE flowc_history ADD COLUMN {column} {kind}")
             row = conn.execute(
                 "SELECT value FROM flowc_meta WHERE name = 'schema_version'"
             ).fetchone()
@@ -206,6 +292,7 @@ class PostgresStore:
 
     # -- instances -----------------------------------------------------------------------------
 
+    @_store_errors
     def create(self, new: NewInstance) -> InstanceRecord:
         now = self._clock() if new.at is None else new.at
         record = InstanceRecord(
@@ -247,6 +334,7 @@ class PostgresStore:
             raise InstanceExists(new.id) from None
         return record
 
+    @_store_errors
     def load(self, instance_id: str) -> InstanceRecord:
         with self._pool.connection() as conn:
             row = conn.execute(
@@ -256,6 +344,7 @@ class PostgresStore:
             raise InstanceNotFound(instance_id)
         return _record(row)
 
+    @_store_errors
     def step(
         self,
         instance_id: str,
@@ -275,6 +364,10 @@ class PostgresStore:
                 record = lost.record
             except _RETRYABLE:
                 pass
+            except psycopg.errors.LockNotAvailable:
+                # Someone holds the instance (or its table) for longer than lock_timeout:
+                # waiting again would only multiply the wait.
+                return StepOutcome("conflict", conflict_outcome(None, attempt), record, (), attempt)
             if not self._lock_on_retry:
                 time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
         state = record.state if record is not None else None
@@ -294,7 +387,6 @@ class PostgresStore:
     ) -> StepOutcome:
         if lock:
             # Lock first, so that the key check below sees whatever the lock holder committed.
-            conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             row = conn.execute(
                 f"SELECT {_RECORD_COLUMNS} FROM flowc_instances WHERE id = %s FOR UPDATE",
                 (instance_id,),
@@ -392,6 +484,7 @@ class PostgresStore:
             )
         return StepOutcome("committed", outcome, new, rows, attempt)
 
+    @_store_errors
     def instances(
         self,
         *,
@@ -411,6 +504,7 @@ class PostgresStore:
             ).fetchall()
         return [_record(r) for r in rows]
 
+    @_store_errors
     def history(
         self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
@@ -424,12 +518,17 @@ class PostgresStore:
             ):
                 raise InstanceNotFound(instance_id)
             rows = conn.execute(
-                "SELECT instance_id, seq, at, source, target, trigger, payload, reason "
-                "FROM flowc_history WHERE instance_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                "SELECT instance_id, seq, at, source, target, trigger, payload, reason, kind, "
+                "via FROM flowc_history WHERE instance_id = %s AND seq > %s ORDER BY seq "
+                "LIMIT %s",
                 (instance_id, -1 if after is None else after, limit),
             ).fetchall()
-        return [HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows]
+        return [
+            HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], tuple(r[9] or ()))
+            for r in rows
+        ]
 
+    @_store_errors
     def timers(self, instance_id: str | None = None) -> list[TimerRow]:
         with self._pool.connection() as conn:
             if instance_id is None:
@@ -454,6 +553,7 @@ class PostgresStore:
 
     # -- timers --------------------------------------------------------------------------------
 
+    @_store_errors
     def claim_due_timers(
         self, owner: str, *, limit: int = 100, lease: float = 30.0, now: float | None = None
     ) -> list[TimerClaim]:
@@ -472,6 +572,7 @@ class PostgresStore:
         rows.sort(key=lambda r: (r[3], r[0], r[1]))
         return [TimerClaim(r[0], r[1], r[2], r[3], r[4], owner, until) for r in rows]
 
+    @_store_errors
     def release(self, claim: TimerClaim) -> None:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute(
@@ -480,6 +581,7 @@ class PostgresStore:
                 (claim.instance_id, claim.timer_id, claim.owner),
             )
 
+    @_store_errors
     def next_deadline(self) -> float | None:
         with self._pool.connection() as conn:
             row = conn.execute(
@@ -489,6 +591,7 @@ class PostgresStore:
             ).fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
+    @_store_errors
     def delete(self, instance_id: str) -> bool:
         with self._pool.connection() as conn, conn.transaction():
             cur = conn.execute("DELETE FROM flowc_instances WHERE id = %s", (instance_id,))
@@ -514,6 +617,7 @@ class PostgresStore:
 
     # -- compiled graphs -----------------------------------------------------------------------
 
+    @_store_errors
     def save_graph(self, graph_hash: str, flow: str, version: int, ir: str) -> None:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute(
@@ -522,6 +626,7 @@ class PostgresStore:
                 (graph_hash, flow, version, ir, self._clock()),
             )
 
+    @_store_errors
     def load_graph(self, graph_hash: str) -> str | None:
         with self._pool.connection() as conn:
             row = conn.execute(
@@ -534,6 +639,14 @@ class PostgresStore:
             self._listener.close()
             self._listener = None
         self._pool.close()
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _record(row: Sequence[Any]) -> InstanceRecord:
@@ -580,6 +693,8 @@ def _insert_history(
             e.trigger,
             copy_json(e.payload),
             e.reason,
+            e.kind,
+            tuple(e.via),
         )
         for i, e in enumerate(entries, start=1)
     )
@@ -587,7 +702,7 @@ def _insert_history(
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO flowc_history (instance_id, seq, at, source, target, trigger, "
-                "payload, reason) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                "payload, reason, kind, via) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [
                     (
                         r.instance_id,
@@ -598,6 +713,8 @@ def _insert_history(
                         r.trigger,
                         _json(r.payload),
                         r.reason,
+                        r.kind,
+                        Jsonb(list(r.via)) if r.via else None,
                     )
                     for r in rows
                 ],

@@ -4,13 +4,15 @@ WAL lets readers run beside the one writer; every read-modify-write is a `BEGIN 
 transaction, so a step takes the write lock before it reads and never has to upgrade a read
 lock (the upgrade is where SQLite gives up with SQLITE_BUSY instead of waiting). Waiting for the
 lock is bounded by `busy_timeout`; a step that cannot get it in time counts as a lost race and
-is retried like a version conflict. The sqlite3 module runs with `isolation_level=None`, so it
-never opens or commits a transaction behind our back.
+is retried like a version conflict. Reads take no lock: opening a store whose tables are
+current only reads them. The sqlite3 module runs with `isolation_level=None`, so it never opens
+or commits a transaction behind our back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -19,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
@@ -34,6 +36,7 @@ from flowc.runtime.store.types import (
     SchemaMismatch,
     StepFn,
     StepOutcome,
+    StoreUnavailable,
     TimerClaim,
     TimerRow,
     TimerSpec,
@@ -72,6 +75,8 @@ CREATE TABLE IF NOT EXISTS flowc_history (
   trigger TEXT,
   payload TEXT,
   reason TEXT,
+  kind TEXT,
+  via TEXT,
   PRIMARY KEY (instance_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS flowc_timers (
@@ -107,20 +112,56 @@ _RECORD_COLUMNS = (
 _TIMER_COLUMNS = "instance_id, timer_id, state, deadline, data, lease_owner, lease_until"
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _store_errors(
+    method: Callable[Concatenate[SQLiteStore, _P], _R],
+) -> Callable[Concatenate[SQLiteStore, _P], _R]:
+    """SQLite's own errors as `StoreUnavailable` naming the store: a damaged file, or a write
+    lock not had within busy_timeout where no retry applies."""
+
+    def guarded(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except _Busy:
+            raise StoreUnavailable(
+                f"{self.url}: the database is locked by another writer (waited "
+                f"{self._busy_timeout} ms)"
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            raise _unavailable(self.url, exc) from None
+
+    functools.update_wrapper(guarded, method)
+    return guarded
+
+
+#: flowc_history columns added after schema version 1 shipped (added to older files on open).
+_HISTORY_ADDED = ("kind", "via")
+
+
 class _Busy(Exception):
     """The write lock was not had within busy_timeout."""
 
 
+#: SQLite's `synchronous` by default: FULL syncs the WAL to disk at every commit, so a
+#: committed step survives a power cut. NORMAL (a URL's `?synchronous=normal`) survives any
+#: process crash but may lose the last commits to one; see docs/persistence.md.
+DEFAULT_SYNCHRONOUS = "FULL"
+
+
 class SQLiteStore:
     """`SQLiteStore(path)`; `busy_timeout` in milliseconds; `synchronous` is SQLite's pragma
-    (NORMAL survives any process crash in WAL mode; FULL also a power loss)."""
+    (default FULL: every commit is on disk; NORMAL in WAL mode survives any process crash but
+    not a power loss)."""
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
         busy_timeout: int = 10_000,
-        synchronous: str = "NORMAL",
+        synchronous: str = DEFAULT_SYNCHRONOUS,
         clock: Callable[[], float] = time.time,
         url: str | None = None,
     ) -> None:
@@ -171,26 +212,65 @@ class SQLiteStore:
         conn.execute("COMMIT")
 
     def _init_schema(self) -> None:
-        with self._write() as conn:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+        """Create or complete the tables. A database that already has them all is only read,
+        so opening a store never waits for (or fails behind) another process's write."""
+        try:
+            if self._schema_ready(self._conn()):
+                return
+            with self._write() as conn:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                # Columns added after schema version 1 shipped; NULL in older rows.
+                have = {r[1] for r in conn.execute("PRAGMA table_info(flowc_history)")}
+                for column in _HISTORY_ADDED:
+                    if column not in have:
+                        conn.execute(f"ALTER TABLE flowc_history ADD COLUMN {column} TEXT")
+                row = conn.execute(
+                    "SELECT value FROM flowc_meta WHERE name = 'schema_version'"
+                ).fetchone()
+                if row is None:
+                    conn.execute(
+                        "INSERT INTO flowc_meta (name, value) VALUES ('schema_version', ?)",
+                        (str(SCHEMA_VERSION),),
+                    )
+                else:
+                    self._check_version(row[0])
+        except _Busy:
+            raise StoreUnavailable(
+                f"{self.url}: the database is locked by another writer (waited "
+                f"{self._busy_timeout} ms to create its tables)"
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            raise _unavailable(self.url, exc) from None
+
+    def _schema_ready(self, conn: sqlite3.Connection) -> bool:
+        try:
             row = conn.execute(
                 "SELECT value FROM flowc_meta WHERE name = 'schema_version'"
             ).fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO flowc_meta (name, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            elif row[0] != str(SCHEMA_VERSION):
-                raise SchemaMismatch(
-                    f"{self.path} has flowc schema version {row[0]}; this runtime uses "
-                    f"{SCHEMA_VERSION}"
-                )
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return False
+            raise
+        if row is None:
+            return False
+        self._check_version(row[0])
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"flowc_instances", "flowc_history", "flowc_timers", "flowc_graphs"} <= tables:
+            return False
+        have = {r[1] for r in conn.execute("PRAGMA table_info(flowc_history)")}
+        return set(_HISTORY_ADDED) <= have
+
+    def _check_version(self, found: str) -> None:
+        if found != str(SCHEMA_VERSION):
+            raise SchemaMismatch(
+                f"{self.path} has flowc schema version {found}; this runtime uses {SCHEMA_VERSION}"
+            )
 
     # -- instances -----------------------------------------------------------------------------
 
+    @_store_errors
     def create(self, new: NewInstance) -> InstanceRecord:
         now = self._clock() if new.at is None else new.at
         record = InstanceRecord(
@@ -229,6 +309,7 @@ class SQLiteStore:
             _insert_timers(conn, new.id, timers)
         return record
 
+    @_store_errors
     def load(self, instance_id: str) -> InstanceRecord:
         row = (
             self._conn()
@@ -239,6 +320,7 @@ class SQLiteStore:
             raise InstanceNotFound(instance_id)
         return _record(row)
 
+    @_store_errors
     def step(
         self,
         instance_id: str,
@@ -358,6 +440,7 @@ class SQLiteStore:
             )
         return StepOutcome("committed", json.loads(outcome), new, rows, attempt)
 
+    @_store_errors
     def instances(
         self,
         *,
@@ -378,6 +461,7 @@ class SQLiteStore:
         )
         return [_record(r) for r in rows]
 
+    @_store_errors
     def history(
         self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
@@ -393,14 +477,18 @@ class SQLiteStore:
             ):
                 raise InstanceNotFound(instance_id)
             rows = conn.execute(
-                "SELECT instance_id, seq, at, source, target, trigger, payload, reason "
-                "FROM flowc_history WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                "SELECT instance_id, seq, at, source, target, trigger, payload, reason, kind, "
+                "via FROM flowc_history WHERE instance_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (instance_id, -1 if after is None else after, -1 if limit is None else limit),
             ).fetchall()
         finally:
             conn.execute("COMMIT")
-        return [HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], _loads(r[6]), r[7]) for r in rows]
+        return [
+            HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], _loads(r[6]), r[7], r[8], _via(r[9]))
+            for r in rows
+        ]
 
+    @_store_errors
     def timers(self, instance_id: str | None = None) -> list[TimerRow]:
         conn = self._conn()
         if instance_id is None:
@@ -425,6 +513,7 @@ class SQLiteStore:
 
     # -- timers --------------------------------------------------------------------------------
 
+    @_store_errors
     def claim_due_timers(
         self, owner: str, *, limit: int = 100, lease: float = 30.0, now: float | None = None
     ) -> list[TimerClaim]:
@@ -447,6 +536,7 @@ class SQLiteStore:
             return []
         return [TimerClaim(r[0], r[1], r[2], r[3], _loads(r[4]), owner, until) for r in rows]
 
+    @_store_errors
     def release(self, claim: TimerClaim) -> None:
         with self._write() as conn:
             conn.execute(
@@ -455,6 +545,7 @@ class SQLiteStore:
                 (claim.instance_id, claim.timer_id, claim.owner),
             )
 
+    @_store_errors
     def next_deadline(self) -> float | None:
         row = (
             self._conn()
@@ -467,6 +558,7 @@ class SQLiteStore:
         )
         return None if row is None or row[0] is None else float(row[0])
 
+    @_store_errors
     def delete(self, instance_id: str) -> bool:
         with self._write() as conn:
             return (
@@ -476,6 +568,7 @@ class SQLiteStore:
 
     # -- compiled graphs -----------------------------------------------------------------------
 
+    @_store_errors
     def save_graph(self, graph_hash: str, flow: str, version: int, ir: str) -> None:
         with self._write() as conn:
             conn.execute(
@@ -484,6 +577,7 @@ class SQLiteStore:
                 (graph_hash, flow, version, ir, self._clock()),
             )
 
+    @_store_errors
     def load_graph(self, graph_hash: str) -> str | None:
         row = (
             self._conn()
@@ -502,6 +596,13 @@ class SQLiteStore:
         self._local = threading.local()
 
 
+def _unavailable(url: str, exc: sqlite3.Error) -> StoreUnavailable:
+    text = str(exc)
+    if "not a database" in text or "malformed" in text or "disk I/O" in text:
+        return StoreUnavailable(f"{url}: the file is damaged or not a flowc database ({text})")
+    return StoreUnavailable(f"{url}: {text}")
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc)
     return "locked" in text or "busy" in text
@@ -509,6 +610,10 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 def _loads(text: str | None) -> Json:
     return None if text is None else json.loads(text)
+
+
+def _via(text: str | None) -> tuple[str, ...]:
+    return () if text is None else tuple(json.loads(text))
 
 
 def _roundtrip(value: Json) -> Json:
@@ -547,12 +652,14 @@ def _insert_history(
             e.trigger,
             _roundtrip(e.payload),
             e.reason,
+            e.kind,
+            tuple(e.via),
         )
         for i, e in enumerate(entries, start=1)
     )
     conn.executemany(
         "INSERT INTO flowc_history (instance_id, seq, at, source, target, trigger, payload, "
-        "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "reason, kind, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 r.instance_id,
@@ -563,6 +670,8 @@ def _insert_history(
                 r.trigger,
                 None if r.payload is None else dumps(r.payload),
                 r.reason,
+                r.kind,
+                dumps(list(r.via)) if r.via else None,
             )
             for r in rows
         ],

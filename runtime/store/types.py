@@ -46,6 +46,12 @@ class SchemaMismatch(StoreError):
     """The database holds tables of another flowc schema version."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be used at all: a database file that is damaged or not a database, a
+    server that cannot be reached in time, a lock held by another writer for too long. The
+    message names the store."""
+
+
 class StoreURLError(StoreError, ValueError):
     """A store URL this runtime does not understand."""
 
@@ -69,7 +75,9 @@ class InstanceRecord:
 
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
-    """A history row as a step produces it; the store numbers it (`HistoryRow.seq`)."""
+    """A history row as a step produces it; the store numbers it (`HistoryRow.seq`). `kind` is
+    the engine's step kind (`start`, `event`, `goto`, `back`, `timer`) and `via` the choice
+    states the step routed through; rows written before they were kept have None and ()."""
 
     at: float
     source: str | None
@@ -77,6 +85,8 @@ class HistoryEntry:
     trigger: str | None
     payload: Json = None
     reason: str | None = None
+    kind: str | None = None
+    via: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,8 @@ class HistoryRow:
     trigger: str | None
     payload: Json = None
     reason: str | None = None
+    kind: str | None = None
+    via: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

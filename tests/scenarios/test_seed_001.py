@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,71 @@ def test_old_status_without_new_fields_still_loads(clock: FakeClock) -> None:
     assert inst.goto("CLIENT_ANSWERED").ok
     assert inst.back(force=True).code == "no_previous_state"  # type: ignore[union-attr]
     assert inst.goto("QNA_GENERATION", force=True).ok and inst.context["qna_round"] == 1
+
+
+ENTRY = re.compile(
+    r"## (\d{4}-\d{2}-\d{2}) — Phase: ([A-Z_]+) -> ([A-Z_]+)\n"
+    r"- \*\*Decision:\*\* ([^\n]+)\n"
+    r"- \*\*Impact:\*\* ([^\n]+)\n"
+)
+
+
+def entries(text: str) -> list[tuple[str, ...]]:
+    """The log as (date, from, to, decision, impact) entries; the whole text must be entries
+    in the seed's three-line format and nothing else."""
+    found = [m.groups() for m in ENTRY.finditer(text)]
+    assert ENTRY.sub("", text) == "", f"text outside the seed's format: {ENTRY.sub('', text)!r}"
+    return found
+
+
+def test_decision_log_is_exactly_the_seed_format(
+    inst: Instance, tmp_path: Path, clock: FakeClock
+) -> None:
+    log = tmp_path / "07_decisions.md"
+    JournalFile.attach(inst, "decisions", log)
+    walk(inst, "ANALYZING", "QNA_GENERATION", "WAITING_CLIENT", "CLIENT_ANSWERED")
+    clock.advance(hours=24)
+    assert inst.goto("QNA_GENERATION", force=True, reason="second round").ok
+    assert inst.send("update_status", {"next_action": "send questions"}).ok
+    walk(inst, "WAITING_CLIENT", "DRAFTING", "PROPOSAL_UPDATE", "SCOPE_FREEZE")
+    committed = [h for h in inst.history if h.source is not None and h.source != h.target]
+    found = entries(log.read_text(encoding="utf-8"))
+    # Exactly one entry per committed phase transition, in order.
+    assert [(f[1], f[2]) for f in found] == [(h.source, h.target) for h in committed]
+    assert found[4] == (
+        "2025-03-15",
+        "CLIENT_ANSWERED",
+        "QNA_GENERATION",
+        "second round",
+        "Backward transition: QNA_GENERATION is revisited",
+    )
+    first = ("2025-03-14", "RFP_RECEIVED", "ANALYZING", "Phase progression", "None noted")
+    assert found[0] == first
+
+
+def test_decision_log_follows_a_forked_history(
+    inst: Instance, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Issue 11 item 2: restoring an older snapshot and moving on reuses a seq; that step is
+    still logged."""
+    log = tmp_path / "07_decisions.md"
+    JournalFile.attach(inst, "decisions", log)
+    walk(inst, "ANALYZING", "QNA_GENERATION", "WAITING_CLIENT", "CLIENT_ANSWERED")
+    saved = inst.snapshot()
+    step = inst.goto("PROPOSAL_UPDATE")
+    assert isinstance(step, StepResult) and step.seq == 5
+    clock.advance(minutes=1)
+    again = load("rfp_workspace", clock).restore(saved)
+    JournalFile.attach(again, "decisions", log)
+    forked = again.goto("ANALYZING", force=True, reason="scope changed")
+    assert isinstance(forked, StepResult) and forked.seq == 5
+    found = entries(log.read_text(encoding="utf-8"))
+    assert [(f[1], f[2]) for f in found][-2:] == [
+        ("CLIENT_ANSWERED", "PROPOSAL_UPDATE"),
+        ("CLIENT_ANSWERED", "ANALYZING"),
+    ]
+    # The log ends where the workspace is.
+    assert found[-1][2] == again.state == "ANALYZING"
+    # Delivered again (a replay), the forked step is not written twice.
+    assert JournalFile("decisions", log, instance_id=again.id).write(forked) is False
+    assert len(entries(log.read_text(encoding="utf-8"))) == len(found)

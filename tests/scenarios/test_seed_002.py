@@ -10,7 +10,7 @@ import pytest
 
 from flowc.runtime import Instance, Rejection, StepResult
 
-from .conftest import load
+from .conftest import load, observed
 
 ITEMS = [
     {"number": 1, "title": "API", "type": "code"},
@@ -137,3 +137,23 @@ def test_state_survives_persistence_and_changes_are_broadcast(inst: Instance) ->
         ("state_changed", 1, "collab_start", "gather_goals"),
         ("state_changed", 2, "gather_goals", "clear_pre_item"),
     ]
+
+
+def test_a_skill_that_is_not_the_current_one_is_refused(inst: Instance) -> None:
+    """Issue 11 item 3: in brainstorm_exploring, completing systematic-debugging moves nothing."""
+    assert inst.send("set_work_items", {"items": ITEMS}).ok
+    complete(inst)  # -> gather_goals
+    complete(inst)  # -> clear_pre_item
+    complete(inst)  # -> brainstorm_exploring (item 1, code)
+    assert inst.state == "brainstorm_exploring"
+    before = observed(inst)
+    refused = inst.send("complete_skill", {"skill": "systematic-debugging"})
+    assert isinstance(refused, Rejection)
+    assert refused.code == "skill_mismatch" and refused.kind == "require"
+    assert refused.message == (
+        "This step waits for the skill brainstorming-exploring, not systematic-debugging."
+    )
+    assert json.loads(json.dumps(refused.to_dict()))["error"] == "skill_mismatch"
+    assert observed(inst) == before
+    # The right skill still moves it on.
+    assert complete(inst)["next_skill"] == "collab-clear"
