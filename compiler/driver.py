@@ -22,8 +22,9 @@ from typing import TextIO
 from flowc.compiler.diagnostics import Diagnostic, Severity, render_text
 from flowc.compiler.lower import lower
 from flowc.compiler.parse import parse_source
-from flowc.compiler.resolve import resolve
+from flowc.compiler.resolve import Symbols, resolve
 from flowc.compiler.source import SourceFile, Span
+from flowc.compiler.testblocks import check_tests
 from flowc.compiler.typecheck import typecheck
 from flowc.runtime.model import CompiledFlow
 
@@ -35,6 +36,8 @@ class CompileResult:
     source: SourceFile
     flow: CompiledFlow | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: The symbol tables (with the flow's `test` blocks), when the file got that far.
+    symbols: Symbols | None = None
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -79,9 +82,10 @@ def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = Tru
     # Past an E001 the text holds replacement characters: its errors are worth reporting (all
     # at once), but graph warnings about a file that cannot compile would be noise.
     lint = lint and not diagnostics
+    symbols: list[Symbols] = []  # filled by _run_stages when resolution ran
     try:
         with _collector_paused():
-            flow, found = _run_stages(source, lint=lint)
+            flow, found = _run_stages(source, lint=lint, symbols=symbols)
     except RecursionError:
         flow, found = (
             None,
@@ -107,7 +111,7 @@ def compile_source(text: str | bytes, path: str = "<input>", *, lint: bool = Tru
     )
     if any(d.severity is Severity.ERROR for d in diagnostics):
         flow = None
-    return CompileResult(source, flow, diagnostics)
+    return CompileResult(source, flow, diagnostics, symbols[0] if symbols else None)
 
 
 @contextmanager
@@ -127,15 +131,19 @@ def _key(d: Diagnostic) -> tuple[str, int, int, str]:
     return (d.code, d.span.line, d.span.column, d.message)
 
 
-def _run_stages(source: SourceFile, *, lint: bool) -> tuple[CompiledFlow | None, list[Diagnostic]]:
+def _run_stages(
+    source: SourceFile, *, lint: bool, symbols: list[Symbols]
+) -> tuple[CompiledFlow | None, list[Diagnostic]]:
     parsed = parse_source(source.text, source.path)
     if parsed.module is None or parsed.diagnostics:
         return None, parsed.diagnostics
-    symbols, found = resolve(parsed.module)
-    found += typecheck(symbols)
-    if any(d.severity is Severity.ERROR for d in found) or symbols.initial is None:
+    resolved, found = resolve(parsed.module)
+    symbols.append(resolved)
+    found += typecheck(resolved)
+    found += check_tests(resolved)
+    if any(d.severity is Severity.ERROR for d in found) or resolved.initial is None:
         return None, found
-    flow = lower(symbols)
+    flow = lower(resolved)
     if lint:
         from flowc.compiler.lint import lint as run_lint
 

@@ -4,6 +4,7 @@ and sets `handler` (a function taking the parsed args and returning the exit cod
 #: Order shown in `flowc --help`.
 COMMAND_MODULES: tuple[str, ...] = (
     "check",
+    "test",
     "compile",
     "render",
     "docs",
