@@ -5,6 +5,8 @@ and sets `handler` (a function taking the parsed args and returning the exit cod
 COMMAND_MODULES: tuple[str, ...] = (
     "check",
     "test",
+    "paths",
+    "explore",
     "compile",
     "render",
     "docs",

@@ -29,7 +29,8 @@ class Move:
     kind: MoveKind
     #: the event (send), the target state (goto); "" otherwise
     name: str = ""
-    payload: tuple[tuple[str, Any], ...] = ()
+    #: (field, value, its `.flow` text) for each payload field given
+    payload: tuple[tuple[str, Any, str], ...] = ()
     #: milliseconds the clock moves (advance)
     ms: int = 0
 
@@ -38,7 +39,7 @@ class Move:
         if self.kind == "send":
             if not self.payload:
                 return f"send {self.name}"
-            args = ", ".join(f"{k}: {literal_text(v)}" for k, v in self.payload)
+            args = ", ".join(f"{k}: {text or literal_text(v)}" for k, v, text in self.payload)
             return f"send {self.name}({args})"
         if self.kind == "goto":
             return f"goto {self.name}"
@@ -101,7 +102,7 @@ class Player:
         st = self.machine.states[instance.state]
         before = instance.context
         if move.kind == "send":
-            payload = dict(move.payload)
+            payload = {k: v for k, v, _ in move.payload}
             outcome = instance.send(move.name, payload)
             fired = self._sent(st, before, move.name, payload, outcome)
             return MoveResult([outcome], fired)
@@ -176,14 +177,21 @@ class Player:
                 return []
         return []
 
+    def start_routes(self, instance: Instance) -> list[int]:
+        """The routing rules a new instance took out of an initial choice state."""
+        start = instance.history[0]
+        return self._route_chain(start.via, start.target, instance.context)
+
     def _routes(self, step: StepResult) -> list[int]:
+        return self._route_chain(step.via, step.to, step.context)
+
+    def _route_chain(self, via: tuple[str, ...], to: str, context: dict[str, Any]) -> list[int]:
         """The routing rules of the choice states a step went through (`via`). Each is found
         by its target; when several routes of one choice state lead to the same next state,
         the first whose guard holds on the context after the step is counted."""
-        if not step.via:
+        if not via:
             return []
-        chain = [*step.via, step.to]
-        context = step.context
+        chain = [*via, to]
         fired = []
         for node_name, nxt in itertools.pairwise(chain):
             node = self.machine.states[node_name]

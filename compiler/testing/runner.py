@@ -85,7 +85,7 @@ def _run_test(path: str, test: ast.TestDecl, player: Player, lowerer: Lowerer) -
 
 def _move(step: ast.TestStep, lowerer: Lowerer) -> Move:
     if isinstance(step, ast.Send):
-        payload = tuple((name.name, lowerer.constant(value)) for name, value in step.payload)
+        payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
         return Move("send", step.event.name, payload)
     if isinstance(step, ast.Goto):
         return Move("goto", step.target.name)
@@ -104,6 +104,7 @@ def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]
     if isinstance(started, Rejection):
         raise _Failed(f"the instance could not start: {_refusal(started)}", test.name.span)
     instance: Instance = started
+    fired.update(player.start_routes(instance))
     _check_invariants(player, instance, test.name.span, "at the start")
     last: tuple[ast.TestStep, MoveResult] | None = None
     for i, step in enumerate(steps):
