@@ -365,8 +365,11 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Goto:
+    """`goto STATE [force]`: `force` takes a backward (`back`) edge, as `Instance.goto` does."""
+
     target: Ident
     span: Span
+    force: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,7 @@ _SOFT_KEYWORDS = frozenset(
         "GOTO",
         "ADVANCE",
         "EXPECT",
+        "FORCE",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -741,7 +742,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return (c[0], c[1])
 
     def goto_step(self, c: list[Any]) -> ast.Goto:
-        return ast.Goto(c[1], _span(c))
+        return ast.Goto(c[1], _span(c), c[2] is not None)
 
     def back_step(self, c: list[Any]) -> ast.Back:
         return ast.Back(_span(c))

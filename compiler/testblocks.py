@@ -8,6 +8,7 @@ same with or without its tests; `flowc test` runs them from the AST (flowc.compi
 from __future__ import annotations
 
 from flowc.compiler import ast
+from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.resolve import FieldInfo, Symbols, suggest
 from flowc.compiler.source import Span
@@ -124,7 +125,10 @@ class TestChecker:
                 "write a literal, a list or map of literals, or an enum member",
             )
             return
-        self.types.expect(value, info.ty, _VALUE_SCOPE, code="E201", what=f"`{name.name}`")
+        expected = info.ty
+        if isinstance(expected, t.OptionalTy) and not _is_none(value):
+            expected = expected.inner  # a literal list or map is checked against what it holds
+        self.types.expect(value, expected, _VALUE_SCOPE, code="E201", what=f"`{name.name}`")
 
     def check_state(self, name: ast.Ident) -> None:
         if name.name not in self.symbols.states:
@@ -152,6 +156,10 @@ class TestChecker:
                 suggest(code, self.codes)
                 or "codes: the runtime's kinds and the flow's `reject` and `require` codes",
             )
+
+
+def _is_none(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Literal_) and expr.kind == "none"
 
 
 def check_tests(symbols: Symbols) -> list[Diagnostic]:

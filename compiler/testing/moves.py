@@ -33,6 +33,8 @@ class Move:
     payload: tuple[tuple[str, Any, str], ...] = ()
     #: milliseconds the clock moves (advance)
     ms: int = 0
+    #: goto along a backward edge
+    force: bool = False
 
     def text(self) -> str:
         """The move as a test step."""
@@ -42,7 +44,7 @@ class Move:
             args = ", ".join(f"{k}: {text or literal_text(v)}" for k, v, text in self.payload)
             return f"send {self.name}({args})"
         if self.kind == "goto":
-            return f"goto {self.name}"
+            return f"goto {self.name}" + (" force" if self.force else "")
         if self.kind == "back":
             return "back"
         return f"advance {duration_text(self.ms)}"
@@ -107,10 +109,11 @@ class Player:
             fired = self._sent(st, before, move.name, payload, outcome)
             return MoveResult([outcome], fired)
         if move.kind == "goto":
-            outcome = instance.goto(move.name)
+            outcome = instance.goto(move.name, force=move.force)
             fired = []
             if isinstance(outcome, StepResult):
-                fired = self._first(st.direct.get(move.name, ()), before, None, st, no_back=True)
+                edges = st.direct.get(move.name, ())
+                fired = self._first(edges, before, None, st, no_back=not move.force)
                 fired += self._routes(outcome)
             return MoveResult([outcome], fired)
         if move.kind == "back":

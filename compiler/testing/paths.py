@@ -139,6 +139,10 @@ def generate(
         for s in flow.states
         if s.name not in states
     }
+    required = [(name, text) for name, _, text in explorer.values.required_given()]
+    for test in tests:
+        given = dict(test.given)
+        test.given = [(n, t) for n, t in required if n not in given] + test.given
     return PathsReport(flow, tests, missing, unreached, time.perf_counter() - started)
 
 

@@ -3,6 +3,7 @@ per test, on a fake clock), checking the flow's invariants after every step."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +56,13 @@ class _Failed(Exception):
 
 
 def _refusal(rejection: Rejection) -> str:
-    return f"`{rejection.code}`: {rejection.message}"
+    text = f"`{rejection.code}`: {rejection.message}"
+    feedback = rejection.feedback
+    if feedback is not None:
+        text += " " + json.dumps(feedback["issues"], ensure_ascii=False, default=repr)
+    elif "detail" in rejection.data:
+        text += f" ({rejection.data['detail']})"
+    return text
 
 
 def run_file(result: CompileResult) -> FileRun:
@@ -88,7 +95,7 @@ def _move(step: ast.TestStep, lowerer: Lowerer) -> Move:
         payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
         return Move("send", step.event.name, payload)
     if isinstance(step, ast.Goto):
-        return Move("goto", step.target.name)
+        return Move("goto", step.target.name, force=step.force)
     if isinstance(step, ast.Back):
         return Move("back")
     assert isinstance(step, ast.Advance)
@@ -182,7 +189,5 @@ def _moved(result: MoveResult) -> str:
 
 
 def _context_text(instance: Instance) -> str:
-    import json
-
     text = json.dumps(instance.context, sort_keys=True, ensure_ascii=False, default=repr)
     return text if len(text) <= 300 else text[:297] + "..."

@@ -81,7 +81,7 @@ class Explorer:
     """Plays moves on one flow; `search` runs a bounded breadth-first search from a start
     context."""
 
-    def __init__(self, flow: CompiledFlow, *, payloads_per_event: int = 24) -> None:
+    def __init__(self, flow: CompiledFlow, *, payloads_per_event: int = 32) -> None:
         self.flow = flow
         self.player = Player(flow)
         self.values = ValueSource(flow)
@@ -92,7 +92,9 @@ class Explorer:
             t.source for t in flow.transitions if t.back and t.kind in ("direct", "event")
         }
         self.direct = {
-            (t.source, t.target) for t in flow.transitions if t.kind == "direct" and t.target
+            (t.source, t.target, t.back)
+            for t in flow.transitions
+            if t.kind == "direct" and t.target
         }
         self._abstraction()
         self.events_of: dict[str, list[str]] = {}
@@ -129,9 +131,9 @@ class Explorer:
         for event in self.events_of.get(state, ()):
             for payload in self.payloads[event]:
                 yield Move("send", event, payload)
-        for source, target in sorted(self.direct):
+        for source, target, back in sorted(self.direct):
             if source == state:
-                yield Move("goto", target)
+                yield Move("goto", target, force=back)
         if state in self.back_states:
             yield Move("back")
         deadline = instance.next_deadline

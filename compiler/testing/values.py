@@ -100,7 +100,7 @@ class ValueSource:
             return self._smallest(ref)
         if kind == "list":
             assert ref.item is not None
-            items = self.candidates(ref.item, depth + 1)[:3]
+            items = self.candidates(ref.item, depth)[:6]
             return [([], "[]"), *(([v], f"[{text}]") for v, text in items)]
         if kind == "map":
             assert ref.item is not None
@@ -142,6 +142,7 @@ class ValueSource:
         if depth <= 1:
             for i, opts in enumerate(options):
                 combos.extend([*base[:i], choice, *base[i + 1 :]] for choice in opts[1:])
+            combos.append([opts[-1] for opts in options])  # the largest: every field at its last
         out = []
         for combo in combos:
             value = {f.name: v for f, (v, _) in zip(fields, combo, strict=True)}
@@ -172,11 +173,28 @@ class ValueSource:
         if total <= limit:
             combos = list(itertools.product(*options))
         else:
-            base = tuple(opts[0] for opts in options)
-            combos.append(base)
-            for i, opts in enumerate(options):
-                for choice in opts[1:]:
-                    combos.append((*base[:i], choice, *base[i + 1 :]))
+            # The smallest payload, the fullest one (every optional field given a value other
+            # than its default) and the largest (every field at its last candidate), each with
+            # one field varied at a time.
+            smallest = tuple(opts[0] for opts in options)
+            fullest = tuple(
+                next((o for o in opts if o[0] is not _ABSENT and o[0] != f.default), opts[0])
+                if not f.required
+                else opts[0]
+                for f, opts in zip(fields, options, strict=True)
+            )
+            largest = tuple(opts[-1] for opts in options)
+            seen: set[tuple[str, ...]] = set()
+            bases = (smallest, fullest, largest)
+            varied = list(bases)  # the bases first: the limit cuts variations, not them
+            for base in bases:
+                for i, opts in enumerate(options):
+                    varied.extend((*base[:i], choice, *base[i + 1 :]) for choice in opts[1:])
+            for combo in varied:
+                key = tuple(text for _, text in combo)  # values may be unhashable
+                if key not in seen:
+                    seen.add(key)
+                    combos.append(combo)
             combos = combos[:limit]
         out: list[Payload] = []
         for combo in combos:
@@ -191,12 +209,16 @@ class ValueSource:
 
     def required_context(self) -> dict[str, Any]:
         """Values for the context fields that have no default (the host must give them)."""
-        out: dict[str, Any] = {}
+        return {name: value for name, value, _ in self.required_given()}
+
+    def required_given(self) -> list[tuple[str, Any, str]]:
+        """(field, value, text) for each context field without a default."""
+        out = []
         for f in self.flow.context:
             if f.required:
                 options = self.candidates(f.type)
                 if options:
-                    out[f.name] = options[0][0]
+                    out.append((f.name, *options[0]))
         return out
 
     def context_variants(self) -> Iterator[tuple[str, Any, str]]:
