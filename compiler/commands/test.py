@@ -135,9 +135,16 @@ def _coverages(runs: list[FileRun]) -> list[Any]:
 def _coverage_report(runs: list[FileRun], out: Any) -> None:
     out.write("\n" + " transition coverage ".center(72, "-") + "\n")
     for cov in _coverages(runs):
-        out.write(f"{cov.file}: {cov.covered}/{cov.total} ({cov.percent:.0f}%)\n")
+        rules = len(cov.rules())
+        out.write(
+            f"{cov.file}: {cov.covered}/{cov.total} transitions ({cov.percent:.0f}%), "
+            f"{cov.rules_covered}/{rules} source rules\n"
+        )
         for t in cov.uncovered():
-            out.write(f"  not taken: {group_of(t)[:-1]} line {t.line}: {describe(t)}\n")
+            elsewhere = (
+                "; its rule is taken in another state" if cov.rule_taken_elsewhere(t) else ""
+            )
+            out.write(f"  not taken: {group_of(t)[:-1]} line {t.line}: {describe(t)}{elsewhere}\n")
 
 
 def _coverage_json(runs: list[FileRun]) -> dict[str, Any]:

@@ -47,6 +47,20 @@ class Coverage:
     def percent(self) -> float:
         return 100.0 if not self.total else 100.0 * self.covered / self.total
 
+    def rules(self) -> dict[tuple[int, int], list[Transition]]:
+        """The transitions of each source rule (a rule outside any state has one per state)."""
+        out: dict[tuple[int, int], list[Transition]] = {}
+        for t in self.flow.transitions:
+            out.setdefault((t.line, t.column), []).append(t)
+        return out
+
+    @property
+    def rules_covered(self) -> int:
+        return sum(1 for ts in self.rules().values() if any(t.index in self.fired for t in ts))
+
+    def rule_taken_elsewhere(self, t: Transition) -> bool:
+        return any(o.index in self.fired for o in self.rules()[(t.line, t.column)])
+
     def uncovered(self) -> list[Transition]:
         return [t for t in self.flow.transitions if t.index not in self.fired]
 
@@ -62,6 +76,7 @@ class Coverage:
             "total": self.total,
             "covered": self.covered,
             "percent": round(self.percent, 2),
+            "rules": {"total": len(self.rules()), "covered": self.rules_covered},
             "groups": groups,
             "uncovered": [
                 {
@@ -76,6 +91,7 @@ class Coverage:
                     "line": t.line,
                     "column": t.column,
                     "rule": describe(t),
+                    "rule_taken_elsewhere": self.rule_taken_elsewhere(t),
                 }
                 for t in self.uncovered()
             ],
