@@ -27,6 +27,9 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "routing_loop": "Routing from '{{ state.name }}' went round in a loop.",
     "expression_error": "Could not evaluate {{ where }}: {{ detail }}.",
     "conflict": "The instance was changed by someone else; try again.",
+    "invariant_violated": (
+        "The step was refused: it would break the invariant {{ invariants | join(', ') }}."
+    ),
 }
 
 MESSAGE_KINDS: frozenset[str] = frozenset(DEFAULT_MESSAGES)

@@ -34,6 +34,7 @@ NO_PREVIOUS_STATE: Final = "no_previous_state"
 INSTANCE_FINAL: Final = "instance_final"
 ROUTING_LOOP: Final = "routing_loop"
 EXPRESSION_ERROR: Final = "expression_error"
+INVARIANT_VIOLATED: Final = "invariant_violated"
 
 
 class Rejection:

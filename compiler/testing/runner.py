@@ -69,12 +69,25 @@ def run_file(result: CompileResult) -> FileRun:
     run = FileRun(result)
     if not run.compiled:
         return run
-    assert result.flow is not None and result.symbols is not None
-    player = Player(result.flow)
-    lowerer = Lowerer(result.symbols)
-    for test in result.symbols.tests:
-        run.outcomes.append(_run_test(result.source.path, test, player, lowerer))
+    tests = FileTests(result)
+    for test in tests.tests:
+        run.outcomes.append(tests.run(test))
     return run
+
+
+class FileTests:
+    """The tests of one compiled file, each runnable on its own (the pytest plugin runs them
+    one item at a time)."""
+
+    def __init__(self, result: CompileResult) -> None:
+        assert result.flow is not None and result.symbols is not None
+        self.path = result.source.path
+        self.tests = list(result.symbols.tests)
+        self.player = Player(result.flow)
+        self.lowerer = Lowerer(result.symbols)
+
+    def run(self, test: ast.TestDecl) -> TestOutcome:
+        return _run_test(self.path, test, self.player, self.lowerer)
 
 
 def _run_test(path: str, test: ast.TestDecl, player: Player, lowerer: Lowerer) -> TestOutcome:
