@@ -117,7 +117,7 @@ class TestChecker:
                 suggest(name.name, fields),
             )
             return
-        if not _is_constant(value):
+        if not _is_constant(value) or self._reads_context(value):
             self.error(
                 "E123",
                 "a test value must be a constant",
@@ -129,6 +129,16 @@ class TestChecker:
         if isinstance(expected, t.OptionalTy) and not _is_none(value):
             expected = expected.inner  # a literal list or map is checked against what it holds
         self.types.expect(value, expected, _VALUE_SCOPE, code="E201", what=f"`{name.name}`")
+
+    def _reads_context(self, expr: ast.Expr) -> bool:
+        """A bare name of a context field (which `_is_constant` takes for an enum member)."""
+        if isinstance(expr, ast.Name):
+            return expr.name in self.symbols.context and expr.name not in self.symbols.members
+        if isinstance(expr, ast.ListLit):
+            return any(self._reads_context(i) for i in expr.items)
+        if isinstance(expr, ast.MapLit):
+            return any(self._reads_context(k) or self._reads_context(v) for k, v in expr.entries)
+        return False
 
     def check_state(self, name: ast.Ident) -> None:
         if name.name not in self.symbols.states:
