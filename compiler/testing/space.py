@@ -122,9 +122,18 @@ class Explorer:
         return {**self.values.required_context(), **given}
 
     def clone(self, instance: Instance) -> Instance:
+        """A copy to try a move on. Not through `snapshot`/`restore` (JSON round trips would
+        be most of the search's time): the committed context and history entries are never
+        changed in place by the runtime, so the copy shares them."""
         clock = instance.clock
         assert isinstance(clock, FakeClock)
-        return self.player.machine.restore(instance.snapshot(), clock=FakeClock(clock.now))
+        copy = Instance._blank(self.player.machine, instance.id, FakeClock(clock.now))
+        copy._state = instance._state
+        copy._ctx = instance._ctx
+        copy._seq = instance._seq
+        copy._history = list(instance._history)
+        copy._timers = instance._timers
+        return copy
 
     def moves(self, instance: Instance) -> Iterator[Move]:
         state = instance.state
@@ -142,8 +151,12 @@ class Explorer:
             ms = max(1, round((deadline.timestamp() - clock.now) * 1000))
             yield Move("advance", ms=ms)
 
-    def try_move(self, node: Node, move: Move) -> tuple[Instance, MoveResult]:
-        instance = self.clone(node.instance)
+    def try_move(
+        self, node: Node, move: Move, spare: Instance | None = None
+    ) -> tuple[Instance, MoveResult]:
+        """Play `move` from `node` on `spare` (an unchanged copy left by a refused move) or a
+        new copy."""
+        instance = spare if spare is not None else self.clone(node.instance)
         return instance, self.player.play(instance, move)
 
     def search(
@@ -178,8 +191,13 @@ class Explorer:
                 found.complete = False
                 continue
             accepted = False
+            spare: Instance | None = None
             for move in self.moves(node.instance):
-                instance, result = self.try_move(node, move)
+                instance, result = self.try_move(node, move, spare)
+                # A refused move leaves its copy as it was: the next move can use it.
+                spare = (
+                    instance if result.rejection is not None and move.kind != "advance" else None
+                )
                 found.moves_played += 1
                 outcome = result.outcomes[-1] if result.outcomes else None
                 for index in result.fired:
