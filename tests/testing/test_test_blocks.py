@@ -170,3 +170,21 @@ def test_invariants_are_type_checked_as_guards() -> None:
     assert [d.code for d in result.errors] == ["E205"]
     result = compile_source(FLOW + "invariant within_budget: true\n", "x.flow")
     assert [d.code for d in result.errors] == ["E103"]
+
+
+def test_a_field_read_only_by_an_invariant_is_not_unused() -> None:
+    source = FLOW.replace(
+        "  tags: list[str]? = none\n", "  tags: list[str]? = none\n  cap: int = 9\n"
+    )
+    warned = compile_source(source, "x.flow").warnings
+    assert {d.message for d in warned if d.code == "W312"} == {
+        "context field `cap` is never read or written by the flow",
+        "context field `tags` is never read or written by the flow",
+    }
+    source = source.replace(
+        "invariant within_budget: hints_used <= hint_budget", "invariant capped: hint_budget <= cap"
+    )
+    warned = compile_source(source, "x.flow").warnings
+    assert [d.message for d in warned if d.code == "W312"] == [
+        "context field `tags` is never read or written by the flow",
+    ]
