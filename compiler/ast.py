@@ -333,6 +333,101 @@ class MigrateDecl:
     span: Span
 
 
+# ---- invariants and tests (kept out of the IR: see docs/testing.md) -------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InvariantDecl:
+    """`invariant NAME: EXPR`: a property of the context that every step must keep."""
+
+    name: Ident
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """`given FIELD = EXPR`: a field of the starting context."""
+
+    field: Ident
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """`send EVENT(field: EXPR, ...)`."""
+
+    event: Ident
+    payload: tuple[tuple[Ident, Expr], ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Goto:
+    """`goto STATE [force]`: `force` takes a backward (`back`) edge, as `Instance.goto` does."""
+
+    target: Ident
+    span: Span
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Back:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """`advance 10m`: move the test's fake clock forward and fire the timers due."""
+
+    duration: Duration
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectState:
+    state: Ident
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectReject:
+    """`expect reject CODE`: the step before was refused with this code."""
+
+    code: Ident
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectJournal:
+    """`expect journal NAME "text"`: the journal's entry for the last step contains the text."""
+
+    journal: Ident
+    text: Text
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectValue:
+    """`expect EXPR`: a boolean over the context holds now."""
+
+    expr: Expr
+    span: Span
+
+
+TestStep = (
+    Given | Send | Goto | Back | Advance | ExpectState | ExpectReject | ExpectJournal | ExpectValue
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TestDecl:
+    name: Text
+    steps: tuple[TestStep, ...]
+    span: Span
+
+
 Decl = (
     FlowDecl
     | VersionDecl
@@ -344,6 +439,8 @@ Decl = (
     | Rule
     | NamedText
     | MigrateDecl
+    | InvariantDecl
+    | TestDecl
 )
 
 

@@ -56,6 +56,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E120": (Severity.ERROR, "invalid duration"),
     "E121": (Severity.ERROR, "invalid meta"),
     "E122": (Severity.ERROR, "invalid migration"),
+    "E123": (Severity.ERROR, "invalid test step"),
+    "E124": (Severity.ERROR, "unknown rejection code"),
+    "E125": (Severity.ERROR, "unknown journal"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),

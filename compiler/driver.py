@@ -33,6 +33,7 @@ from flowc.compiler.parse import ParseResult, parse_source
 from flowc.compiler.resolve import Symbols, resolve, suggestion_budget
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.sourcemap import SourceMap
+from flowc.compiler.testblocks import check_tests
 from flowc.compiler.typecheck import typecheck_with_types
 from flowc.compiler.types import Ty
 from flowc.runtime.model import CompiledFlow
@@ -192,6 +193,7 @@ def _run_stages(
     result.symbols = symbols
     checked, result.types = typecheck_with_types(symbols)
     found += checked
+    found += check_tests(symbols)
     if any(d.severity is Severity.ERROR for d in found) or symbols.initial is None:
         return found
     result.flow, result.where = lower_mapped(symbols, hashed=hashed)

@@ -192,6 +192,10 @@ class Lowerer:
             migrations=tuple(
                 self.migration(symbols.migrations[n]) for n in sorted(symbols.migrations)
             ),
+            invariants=tuple(
+                _new(ir.Invariant, name=name, expr=self.expr(decl.expr))
+                for name, decl in symbols.invariants.items()
+            ),
         )
         return flow.with_hash() if hashed else flow
 

@@ -77,6 +77,14 @@ _SOFT_KEYWORDS = frozenset(
         "FROM",
         "FIELD",
         "DROP",
+        "INVARIANT",
+        "TEST",
+        "GIVEN",
+        "SEND",
+        "GOTO",
+        "ADVANCE",
+        "EXPECT",
+        "FORCE",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -776,6 +784,46 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def migrate_drop(self, c: list[Any]) -> ast.MigrateDrop:
         return ast.MigrateDrop(tuple(n for n in c[1:] if isinstance(n, ast.Ident)), _span(c))
 
+    # ---- invariants and tests -----------------------------------------------------------
+    def invariant_decl(self, c: list[Any]) -> ast.InvariantDecl:
+        return ast.InvariantDecl(c[1], c[2], _span(c))
+
+    def test_decl(self, c: list[Any]) -> ast.TestDecl:
+        return ast.TestDecl(c[1], tuple(s for s in c[2:] if s is not None), _span(c))
+
+    def given_step(self, c: list[Any]) -> ast.Given:
+        return ast.Given(c[1], c[3], _span(c))
+
+    def send_step(self, c: list[Any]) -> ast.Send:
+        return ast.Send(c[1], c[2] or (), _span(c))
+
+    def payload(self, c: list[Any]) -> tuple[tuple[ast.Ident, ast.Expr], ...]:
+        return tuple(a for a in c if a is not None)
+
+    def payload_arg(self, c: list[Any]) -> tuple[ast.Ident, ast.Expr]:
+        return (c[0], c[1])
+
+    def goto_step(self, c: list[Any]) -> ast.Goto:
+        return ast.Goto(c[1], _span(c), c[2] is not None)
+
+    def back_step(self, c: list[Any]) -> ast.Back:
+        return ast.Back(_span(c))
+
+    def advance_step(self, c: list[Any]) -> ast.Advance:
+        return ast.Advance(self._duration(c[1]), _span(c))
+
+    def expect_state(self, c: list[Any]) -> ast.ExpectState:
+        return ast.ExpectState(c[2], _span(c))
+
+    def expect_reject(self, c: list[Any]) -> ast.ExpectReject:
+        return ast.ExpectReject(ast.Ident(str(c[2]), _token_span(c[2])), _span(c))
+
+    def expect_journal(self, c: list[Any]) -> ast.ExpectJournal:
+        return ast.ExpectJournal(ast.Ident(str(c[2]), _token_span(c[2])), c[3], _span(c))
+
+    def expect_value(self, c: list[Any]) -> ast.ExpectValue:
+        return ast.ExpectValue(c[1], _span(c))
+
     # ---- types -------------------------------------------------------------------------
     def type_expr(self, c: list[Any]) -> ast.TypeExpr:
         base: ast.TypeExpr = c[0]
@@ -889,14 +937,15 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return self._rule("else", c, None, None, c[1])
 
     def after_rule(self, c: list[Any]) -> ast.Rule:
-        token: Token = c[1]
+        return self._rule("after", c, None, c[2], c[3], self._duration(c[1]))
+
+    def _duration(self, token: Token) -> ast.Duration:
         text = str(token)
         digits = text.rstrip("mshd")
         unit = text[len(digits) :]
         # A number too long to read is longer than any timer may wait (E120 in resolve).
         count = int(digits) if len(digits) <= _MAX_INT_DIGITS else _MAX_INT
-        duration = ast.Duration(text, count * _DURATION_UNITS_MS[unit], _token_span(token))
-        return self._rule("after", c, None, c[2], c[3], duration)
+        return ast.Duration(text, count * _DURATION_UNITS_MS[unit], _token_span(token))
 
     def assign(self, c: list[Any]) -> ast.Assign:
         return ast.Assign(c[0], str(c[1]), c[2], _span(c))  # type: ignore[arg-type]

@@ -64,6 +64,10 @@ class Symbols:
     templates: dict[str, ast.NamedText] = field(default_factory=dict)
     #: `migrate from N` blocks by N
     migrations: dict[int, ast.MigrateDecl] = field(default_factory=dict)
+    #: `invariant NAME: EXPR` declarations by name (lowered into the IR)
+    invariants: dict[str, ast.InvariantDecl] = field(default_factory=dict)
+    #: `test "..." { ... }` blocks, in source order (never lowered: see compiler/testblocks.py)
+    tests: list[ast.TestDecl] = field(default_factory=list)
 
     def is_enum_member(self, obj: str, attr: str, *, constant: bool = False) -> bool:
         """Whether `obj.attr` names the member `attr` of enum `obj` rather than reading field
@@ -184,7 +188,36 @@ class Resolver:
         self._collect_texts(decls)
         self._check_rules()
         self._check_migrations(decls)
+        self._collect_invariants_and_tests(decls)
         return self.symbols
+
+    def _collect_invariants_and_tests(self, decls: tuple[ast.Decl, ...]) -> None:
+        invariants = self.symbols.invariants
+        test_names: dict[str, ast.TestDecl] = {}
+        for decl in decls:
+            if isinstance(decl, ast.InvariantDecl):
+                first = invariants.get(decl.name.name)
+                if first is not None:
+                    self.error(
+                        "E103",
+                        f"invariant `{decl.name.name}` is declared twice",
+                        decl.name.span,
+                        f"first declared on line {first.span.line}",
+                    )
+                else:
+                    invariants[decl.name.name] = decl
+            elif isinstance(decl, ast.TestDecl):
+                earlier = test_names.get(decl.name.value)
+                if earlier is not None:
+                    self.error(
+                        "E103",
+                        f"test `{decl.name.value}` is declared twice",
+                        decl.name.span,
+                        f"first declared on line {earlier.span.line}",
+                    )
+                else:
+                    test_names[decl.name.value] = decl
+                self.symbols.tests.append(decl)
 
     # ---- header ------------------------------------------------------------------------
     def _collect_header(self, decls: tuple[ast.Decl, ...]) -> None:

@@ -91,6 +91,8 @@ class TypeChecker:
         for table in (symbols.messages, symbols.journals, symbols.templates):
             for decl in table.values():
                 self.check_template(decl.text)
+        for invariant in symbols.invariants.values():
+            self.check_guard(invariant.expr, Scope(None, "in an invariant (it reads the context)"))
 
     def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
         if rule.event is not None:

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
@@ -41,6 +41,7 @@ log = logging.getLogger("flowc.runtime")
 SNAPSHOT_FORMAT: Final = "flowc.snapshot/1"
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
 KEYS_KEPT: Final = 1024
+_T = TypeVar("_T")
 
 _new = object.__new__
 _EMPTY: dict[str, Any] = {}
@@ -277,6 +278,7 @@ class Instance:
         "__weakref__",
         "_clock",
         "_ctx",
+        "_guarded",
         "_history",
         "_keys",
         "_m",
@@ -307,6 +309,7 @@ class Instance:
         self._keys = None
         self._subs = None
         self._timers = None
+        self._guarded = False
         self.id = id
         return self
 
@@ -465,6 +468,8 @@ class Instance:
     ) -> Outcome:
         """Deliver an event. Returns the committed `StepResult`, or a `Rejection` (nothing
         changed). With `key`, a key already applied returns the earlier step (`replayed`)."""
+        if self._m.invariants and not self._guarded:
+            return self._guard(lambda: self.send(event, payload, reason=reason, key=key), event)
         if key is not None or reason is not None:
             bad = self._bad_argument(key, reason, event)
             if bad is not None:
@@ -569,6 +574,8 @@ class Instance:
     ) -> Outcome:
         """Move to `target` along a direct edge (`-> TARGET`) of the current state: the first
         whose guard holds. A backward edge (`back`) needs `force=True`."""
+        if self._m.invariants and not self._guarded:
+            return self._guard(lambda: self.goto(target, force=force, reason=reason, key=key))
         if key is not None or reason is not None:
             bad = self._bad_argument(key, reason, None)
             if bad is not None:
@@ -609,6 +616,8 @@ class Instance:
         """Return to the most recent earlier state that a backward edge (`back`) of the current
         state leads to, along that edge. Backward moves always need `force=True`: without it
         the answer is `backward_requires_force` naming the state it would go to."""
+        if self._m.invariants and not self._guarded:
+            return self._guard(lambda: self.back(force=force, reason=reason, key=key))
         if key is not None or reason is not None:
             bad = self._bad_argument(key, reason, None)
             if bad is not None:
@@ -654,6 +663,8 @@ class Instance:
         """Fire every timer due at `now` (default: the clock's time), soonest first, each as
         an ordinary step recorded at its deadline. A timer whose guard does not hold is
         dropped; one whose step is refused is dropped and its rejection returned."""
+        if self._m.invariants and not self._guarded:
+            return self._guard(lambda: self.advance(now))
         when = self._clock() if now is None else to_seconds(now)
         out: list[Outcome] = []
         while self._timers:
@@ -784,6 +795,47 @@ class Instance:
             ev = event if isinstance(event, str) and text_problem(event) is None else None
             return self._m.rejection(R.INVALID_ARGUMENT, st, ev, None, self._ctx, data)
         return None
+
+    # ---- invariants (Machine(check_invariants=True)) ----------------------------------------
+    def _guard(self, step: Callable[[], _T], event: str | None = None) -> _T:
+        """Run `step` with subscribers held back; if it committed a context that breaks an
+        invariant, put everything back and refuse it (`invariant_violated`). `advance` is
+        judged as a whole: a timer that breaks one refuses the timers fired with it."""
+        before = (self._state, self._ctx, self._seq, len(self._history), self._timers)
+        keys = dict(self._keys) if self._keys is not None else None
+        subs, self._subs = self._subs, None
+        self._guarded = True
+        try:
+            out = step()
+        finally:
+            self._guarded = False
+            self._subs = subs
+        done = [r for r in (out if isinstance(out, list) else [out]) if type(r) is StepResult]
+        if done:
+            broken = self._broken_invariants()
+            if broken:
+                state, ctx, seq, length, timers = before
+                self._state, self._ctx, self._seq, self._timers = state, ctx, seq, timers
+                del self._history[length:]
+                self._keys = keys
+                data = {"invariants": broken, "to": done[-1].to}
+                refused = self._m.rejection(R.INVARIANT_VIOLATED, state, event, None, ctx, data)
+                return cast(_T, [refused] if isinstance(out, list) else refused)
+            if subs:
+                for r in done:
+                    self._notify(r)
+        return out
+
+    def _broken_invariants(self) -> list[str]:
+        broken = []
+        for name, check in self._m.invariants or ():
+            try:
+                held = check(self._ctx, None, self._state) is True
+            except FAULTS:
+                held = False
+            if not held:
+                broken.append(name)
+        return broken
 
     # ---- idempotency, subscribers -----------------------------------------------------------
     def _remember(self, key: str, seq: int) -> None:

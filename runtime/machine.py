@@ -219,7 +219,11 @@ class Machine:
         *,
         clock: Clock | None = None,
         limits: Limits | None = None,
+        check_invariants: bool = False,
     ):
+        """`check_invariants`: check the flow's `invariant`s after every step and refuse a
+        step that breaks one (`invariant_violated`, nothing changed). Off by default: tests and
+        `flowc explore` check them; a host turns this on when a fault must never commit."""
         raw = flow.model_dump(mode="json") if isinstance(flow, CompiledFlow) else flow
         self.clock: Clock = clock or system_clock
         #: The bounds on values and work of this machine's instances (limits.py).
@@ -237,6 +241,16 @@ class Machine:
         finally:
             if paused:
                 gc.enable()
+        #: (name, evaluator) of each invariant when the host asked for them to be checked
+        self.invariants: tuple[tuple[str, Evaluator], ...] | None = None
+        if check_invariants:
+            try:
+                self.invariants = tuple(
+                    (inv["name"], self._compiler.compile(inv["expr"]))
+                    for inv in raw.get("invariants", ())
+                )
+            except (KeyError, TypeError) as exc:
+                raise IRLoadError(f"malformed invariant: {type(exc).__name__}: {exc}") from exc
 
     # ---- constructors ---------------------------------------------------------------------
     @classmethod
@@ -247,6 +261,7 @@ class Machine:
         verify_hash: bool = True,
         clock: Clock | None = None,
         limits: Limits | None = None,
+        check_invariants: bool = False,
     ) -> Machine:
         """Load compiled JSON (`flowc compile`'s output). Refuses another `ir_version` and,
         unless `verify_hash=False`, a content hash that does not match (a hand-edited file)."""
@@ -268,7 +283,7 @@ class Machine:
         _check_version(raw)
         if verify_hash and raw.get("hash"):
             _verify_hash(raw, text)
-        return cls(raw, clock=clock, limits=limits)
+        return cls(raw, clock=clock, limits=limits, check_invariants=check_invariants)
 
     @classmethod
     def from_file(
@@ -278,12 +293,25 @@ class Machine:
         verify_hash: bool = True,
         clock: Clock | None = None,
         limits: Limits | None = None,
+        check_invariants: bool = False,
     ) -> Machine:
         """A compiled `.json` file, or a `.flow` source file (compiled first)."""
         p = Path(path)
         if p.suffix == ".flow":
-            return cls.from_source(p.read_bytes(), str(p), clock=clock, limits=limits)
-        return cls.from_json(p.read_bytes(), verify_hash=verify_hash, clock=clock, limits=limits)
+            return cls.from_source(
+                p.read_bytes(),
+                str(p),
+                clock=clock,
+                limits=limits,
+                check_invariants=check_invariants,
+            )
+        return cls.from_json(
+            p.read_bytes(),
+            verify_hash=verify_hash,
+            clock=clock,
+            limits=limits,
+            check_invariants=check_invariants,
+        )
 
     @classmethod
     def from_source(
@@ -293,6 +321,7 @@ class Machine:
         *,
         clock: Clock | None = None,
         limits: Limits | None = None,
+        check_invariants: bool = False,
     ) -> Machine:
         """Compile `.flow` source and load it. Imports the compiler (and Lark) on first use;
         raises `IRLoadError` listing the errors when the source does not compile."""
@@ -303,7 +332,7 @@ class Machine:
             lines = [f"{filename} does not compile:"]
             lines += [str(d) for d in result.errors] or ["(no flow produced)"]
             raise IRLoadError("\n".join(lines))
-        return cls(result.flow, clock=clock, limits=limits)
+        return cls(result.flow, clock=clock, limits=limits, check_invariants=check_invariants)
 
     # ---- loading ----------------------------------------------------------------------------
     def _load(self, raw: Mapping[str, Any]) -> None:

@@ -29,6 +29,9 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "limit_exceeded": "The step went past a limit in {{ where }}: {{ detail }}.",
     "invalid_argument": "The {{ argument }} given is not allowed: {{ problem }}.",
     "conflict": "The instance was changed by someone else; try again.",
+    "invariant_violated": (
+        "The step was refused: it would break the invariant {{ invariants | join(', ') }}."
+    ),
 }
 
 MESSAGE_KINDS: frozenset[str] = frozenset(DEFAULT_MESSAGES)

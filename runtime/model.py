@@ -149,6 +149,15 @@ class Migration(IRModel):
     drop: tuple[str, ...] = ()
 
 
+class Invariant(IRModel):
+    """`invariant NAME: EXPR`: a boolean over the context every committed step must keep.
+    Added to IR version 1 as an optional field: flows without invariants (and JSON written
+    before it existed) are unchanged, hash included."""
+
+    name: str
+    expr: Expr
+
+
 class CompiledFlow(IRModel):
     ir_version: int = IR_VERSION
     name: str
@@ -166,6 +175,9 @@ class CompiledFlow(IRModel):
     templates: dict[str, str] = Field(default_factory=dict)
     #: One per `migrate from N` block, by `from_version`.
     migrations: tuple[Migration, ...] = ()
+    #: `invariant` declarations, in source order (checked by tests, `flowc explore`, and by a
+    #: runtime whose host asks for it: `Machine(..., check_invariants=True)`).
+    invariants: tuple[Invariant, ...] = ()
     #: sha256 of the canonical JSON of everything else; filled by `with_hash`.
     hash: str = ""
 

@@ -37,6 +37,7 @@ ROUTING_LOOP: Final = "routing_loop"
 EXPRESSION_ERROR: Final = "expression_error"
 LIMIT_EXCEEDED: Final = "limit_exceeded"
 INVALID_ARGUMENT: Final = "invalid_argument"
+INVARIANT_VIOLATED: Final = "invariant_violated"
 
 
 class Rejection:

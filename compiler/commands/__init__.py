@@ -4,6 +4,9 @@ and sets `handler` (a function taking the parsed args and returning the exit cod
 #: Order shown in `flowc --help`.
 COMMAND_MODULES: tuple[str, ...] = (
     "check",
+    "test",
+    "paths",
+    "explore",
     "compile",
     "render",
     "docs",

@@ -105,6 +105,7 @@ def _context_names_used(flow: CompiledFlow) -> set[str]:
         actions.extend(state.exit)
     for event in flow.events:
         exprs.extend(r.guard for r in event.requires)
+    exprs.extend(inv.expr for inv in flow.invariants)
     for action in actions:
         if action.target:
             used.add(action.target[0])

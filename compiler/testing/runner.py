@@ -1,0 +1,206 @@
+"""Runs the `test` blocks of compiled flows on the real runtime (a `Machine` and one `Instance`
+per test, on a fake clock), checking the flow's invariants after every step."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowc.compiler import ast
+from flowc.compiler.driver import CompileResult
+from flowc.compiler.lower import Lowerer
+from flowc.compiler.source import Span
+from flowc.compiler.testing.moves import Move, MoveResult, Player
+from flowc.runtime import Instance, Rejection, StepResult
+
+
+@dataclass
+class Failure:
+    message: str
+    span: Span
+
+
+@dataclass
+class TestOutcome:
+    file: str
+    name: str
+    span: Span
+    failure: Failure | None
+    seconds: float
+    #: indices of the IR transitions the test took (refusing `reject` rules included)
+    fired: set[int] = field(default_factory=set)
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+
+@dataclass
+class FileRun:
+    """The tests of one file, or the compile result that kept them from running."""
+
+    result: CompileResult
+    outcomes: list[TestOutcome] = field(default_factory=list)
+
+    @property
+    def compiled(self) -> bool:
+        return self.result.ok and self.result.symbols is not None
+
+
+class _Failed(Exception):
+    def __init__(self, message: str, span: Span) -> None:
+        super().__init__(message)
+        self.failure = Failure(message, span)
+
+
+def _refusal(rejection: Rejection) -> str:
+    text = f"`{rejection.code}`: {rejection.message}"
+    feedback = rejection.feedback
+    if feedback is not None:
+        text += " " + json.dumps(feedback["issues"], ensure_ascii=False, default=repr)
+    elif "detail" in rejection.data:
+        text += f" ({rejection.data['detail']})"
+    return text
+
+
+def run_file(result: CompileResult) -> FileRun:
+    run = FileRun(result)
+    if not run.compiled:
+        return run
+    tests = FileTests(result)
+    for test in tests.tests:
+        run.outcomes.append(tests.run(test))
+    return run
+
+
+class FileTests:
+    """The tests of one compiled file, each runnable on its own (the pytest plugin runs them
+    one item at a time)."""
+
+    def __init__(self, result: CompileResult) -> None:
+        assert result.flow is not None and result.symbols is not None
+        self.path = result.source.path
+        self.tests = list(result.symbols.tests)
+        self.player = Player(result.flow)
+        self.lowerer = Lowerer(result.symbols)
+
+    def run(self, test: ast.TestDecl) -> TestOutcome:
+        return _run_test(self.path, test, self.player, self.lowerer)
+
+
+def _run_test(path: str, test: ast.TestDecl, player: Player, lowerer: Lowerer) -> TestOutcome:
+    started = time.perf_counter()
+    fired: set[int] = set()
+    failure: Failure | None = None
+    try:
+        _steps(test, player, lowerer, fired)
+    except _Failed as failed:
+        failure = failed.failure
+    return TestOutcome(
+        path, test.name.value, test.span, failure, time.perf_counter() - started, fired
+    )
+
+
+def _move(step: ast.TestStep, lowerer: Lowerer) -> Move:
+    if isinstance(step, ast.Send):
+        payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
+        return Move("send", step.event.name, payload)
+    if isinstance(step, ast.Goto):
+        return Move("goto", step.target.name, force=step.force)
+    if isinstance(step, ast.Back):
+        return Move("back")
+    assert isinstance(step, ast.Advance)
+    return Move("advance", ms=step.duration.milliseconds)
+
+
+def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]) -> None:
+    steps = test.steps
+    context: dict[str, Any] = {
+        s.field.name: lowerer.constant(s.value) for s in steps if isinstance(s, ast.Given)
+    }
+    started = player.start(context)
+    if isinstance(started, Rejection):
+        raise _Failed(f"the instance could not start: {_refusal(started)}", test.name.span)
+    instance: Instance = started
+    fired.update(player.start_routes(instance))
+    _check_invariants(player, instance, test.name.span, "at the start")
+    last: tuple[ast.TestStep, MoveResult] | None = None
+    for i, step in enumerate(steps):
+        if isinstance(step, ast.Given):
+            continue
+        if isinstance(step, ast.Send | ast.Goto | ast.Back | ast.Advance):
+            result = player.play(instance, _move(step, lowerer))
+            fired.update(result.fired)
+            refused = result.rejection
+            following = steps[i + 1] if i + 1 < len(steps) else None
+            if refused is not None and not isinstance(following, ast.ExpectReject):
+                raise _Failed(f"refused with {_refusal(refused)}", step.span)
+            if refused is None:
+                _check_invariants(player, instance, step.span, "after this step")
+            last = (step, result)
+        elif isinstance(step, ast.ExpectReject):
+            assert last is not None  # the checker requires a step before
+            refused = last[1].rejection
+            if refused is None:
+                raise _Failed(
+                    f"expected a refusal with `{step.code.name}`, but the step was accepted"
+                    + _moved(last[1]),
+                    step.span,
+                )
+            if refused.code != step.code.name:
+                raise _Failed(
+                    f"expected a refusal with `{step.code.name}`, got {_refusal(refused)}",
+                    step.span,
+                )
+        elif isinstance(step, ast.ExpectState):
+            if instance.state != step.state.name:
+                raise _Failed(
+                    f"expected state `{step.state.name}`, the instance is in `{instance.state}`",
+                    step.span,
+                )
+        elif isinstance(step, ast.ExpectValue):
+            expr = lowerer.expr(step.expr).model_dump(mode="json")
+            try:
+                value = player.evaluate(expr, instance)
+            except Exception as exc:
+                raise _Failed(f"could not evaluate the expectation: {exc}", step.span) from None
+            if value is not True:
+                raise _Failed(
+                    f"expectation does not hold; context: {_context_text(instance)}", step.span
+                )
+        elif isinstance(step, ast.ExpectJournal):
+            _check_journal(step, last)
+
+
+def _check_journal(step: ast.ExpectJournal, last: tuple[ast.TestStep, MoveResult] | None) -> None:
+    steps = [o for o in (last[1].outcomes if last else []) if isinstance(o, StepResult)]
+    if not steps:
+        raise _Failed("`expect journal` needs an accepted step before it", step.span)
+    text = steps[-1].journal(step.journal.name)
+    if step.text.value not in text:
+        raise _Failed(
+            f"journal `{step.journal.name}` does not contain {step.text.value!r}; it reads "
+            f"{text!r}",
+            step.span,
+        )
+
+
+def _check_invariants(player: Player, instance: Instance, span: Span, when: str) -> None:
+    broken = player.broken_invariants(instance)
+    if broken:
+        names = ", ".join(f"`{n}`" for n in broken)
+        raise _Failed(f"invariant {names} broken {when}; context: {_context_text(instance)}", span)
+
+
+def _moved(result: MoveResult) -> str:
+    steps = [o for o in result.outcomes if isinstance(o, StepResult)]
+    if not steps:
+        return ""
+    return f" ({steps[0].from_} -> {steps[-1].to})"
+
+
+def _context_text(instance: Instance) -> str:
+    text = json.dumps(instance.context, sort_keys=True, ensure_ascii=False, default=repr)
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,244 @@
+"""The reachable configurations of a flow (state + context), searched breadth-first on the real
+runtime: what `flowc paths` and `flowc explore` are built on.
+
+Moves from a configuration: every event the state has a rule for, with payloads built from small
+values (`values.py`); every direct target (`goto`); `back` where a backward edge exists; and
+`advance` to the next timer's deadline. Configurations are deduplicated by state and context, so
+the search finds the shortest move sequence to each one (and to each transition it fires).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowc.compiler.testing.moves import Move, MoveResult, Player, context_key
+from flowc.compiler.testing.values import ValueSource
+from flowc.runtime import FakeClock, Instance, Rejection, StepResult
+from flowc.runtime.model import CompiledFlow, Expr
+
+
+@dataclass
+class Node:
+    """A configuration reached by the search, with the move that first reached it."""
+
+    key: tuple[str, str]
+    instance: Instance
+    parent: Node | None
+    move: Move | None
+    depth: int
+    #: transitions the move from `parent` took
+    fired: tuple[int, ...] = ()
+
+    @property
+    def state(self) -> str:
+        return self.instance.state
+
+    def moves(self) -> list[Move]:
+        out: list[Move] = []
+        node: Node | None = self
+        while node is not None and node.move is not None:
+            out.append(node.move)
+            node = node.parent
+        return out[::-1]
+
+
+@dataclass
+class Reached:
+    """How a transition was first taken: from `node` by `move` (a refused move for a `reject`
+    rule)."""
+
+    node: Node
+    #: None for the routing a start does (an initial choice state)
+    move: Move | None
+    outcome: StepResult | Rejection | None
+
+    def moves(self) -> list[Move]:
+        return [*self.node.moves(), *([self.move] if self.move is not None else [])]
+
+
+@dataclass
+class Search:
+    flow: CompiledFlow
+    given: dict[str, Any]
+    nodes: dict[tuple[str, str], Node] = field(default_factory=dict)
+    #: transition index -> how it was first taken
+    transitions: dict[int, Reached] = field(default_factory=dict)
+    #: configurations where no move was accepted (non-final states only)
+    stuck: list[Node] = field(default_factory=list)
+    #: (node, invariant names) for each configuration that breaks an invariant
+    violations: list[tuple[Node, list[str]]] = field(default_factory=list)
+    start_refused: Rejection | None = None
+    moves_played: int = 0
+    seconds: float = 0.0
+    complete: bool = True  # False when a bound stopped the search
+
+
+class Explorer:
+    """Plays moves on one flow; `search` runs a bounded breadth-first search from a start
+    context."""
+
+    def __init__(self, flow: CompiledFlow, *, payloads_per_event: int = 32) -> None:
+        self.flow = flow
+        self.player = Player(flow)
+        self.values = ValueSource(flow)
+        self.payloads = {
+            ev.name: self.values.payloads(ev.fields, payloads_per_event) for ev in flow.events
+        }
+        self.back_states = {
+            t.source for t in flow.transitions if t.back and t.kind in ("direct", "event")
+        }
+        self.direct = {
+            (t.source, t.target, t.back)
+            for t in flow.transitions
+            if t.kind == "direct" and t.target
+        }
+        self._abstraction()
+        self.events_of: dict[str, list[str]] = {}
+        for t in flow.transitions:
+            if t.kind in ("event", "reject") and t.event:
+                names = self.events_of.setdefault(t.source, [])
+                if t.event not in names:
+                    names.append(t.event)
+
+    def _abstraction(self) -> None:
+        """What `search(abstract=True)` keys a configuration by, besides its state: the
+        context fields that some guard, precondition or invariant reads. Two contexts that
+        agree on those take the same rules (fields only actions and templates read, such as
+        texts copied from payloads, do not multiply the configurations)."""
+        exprs = [t.guard for t in self.flow.transitions if t.guard is not None]
+        exprs += [r.guard for ev in self.flow.events for r in ev.requires]
+        exprs += [inv.expr for inv in self.flow.invariants]
+        self.read_fields = sorted({str(n.value) for e in exprs for n in _walk(e) if n.op == "ctx"})
+
+    def abstract_key(self, instance: Instance) -> tuple[str, str]:
+        context = instance.context
+        return instance.state, context_key({k: context.get(k) for k in self.read_fields})
+
+    def start_context(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        return {**self.values.required_context(), **given}
+
+    def clone(self, instance: Instance) -> Instance:
+        """A copy to try a move on. Not through `snapshot`/`restore` (JSON round trips would
+        be most of the search's time): the committed context and history entries are never
+        changed in place by the runtime, so the copy shares them."""
+        clock = instance.clock
+        assert isinstance(clock, FakeClock)
+        copy = Instance._blank(self.player.machine, instance.id, FakeClock(clock.now))
+        copy._state = instance._state
+        copy._ctx = instance._ctx
+        copy._seq = instance._seq
+        copy._history = list(instance._history)
+        copy._timers = instance._timers
+        return copy
+
+    def moves(self, instance: Instance) -> Iterator[Move]:
+        state = instance.state
+        for event in self.events_of.get(state, ()):
+            for payload in self.payloads[event]:
+                yield Move("send", event, payload)
+        for source, target, back in sorted(self.direct):
+            if source == state:
+                yield Move("goto", target, force=back)
+        if state in self.back_states:
+            yield Move("back")
+        deadline = instance.next_deadline
+        clock = instance.clock
+        if deadline is not None and isinstance(clock, FakeClock):
+            ms = max(1, round((deadline.timestamp() - clock.now) * 1000))
+            yield Move("advance", ms=ms)
+
+    def try_move(
+        self, node: Node, move: Move, spare: Instance | None = None
+    ) -> tuple[Instance, MoveResult]:
+        """Play `move` from `node` on `spare` (an unchanged copy left by a refused move) or a
+        new copy."""
+        instance = spare if spare is not None else self.clone(node.instance)
+        return instance, self.player.play(instance, move)
+
+    def search(
+        self,
+        given: Mapping[str, Any] | None = None,
+        *,
+        max_configs: int = 5000,
+        max_depth: int = 12,
+        time_limit: float | None = None,
+        abstract: bool = False,
+    ) -> Search:
+        """Breadth-first from the start; with `abstract`, configurations are told apart only by
+        what the flow's guards can see (`abstract_key`), which keeps the search small enough
+        to reach every rule (paths); without, by the whole context (explore)."""
+        key_of = self.abstract_key if abstract else _exact_key
+        started = time.perf_counter()
+        given = dict(given or {})
+        found = Search(self.flow, given)
+        first = self.player.start(self.start_context(given))
+        if isinstance(first, Rejection):
+            found.start_refused = first
+            return found
+        root = Node(key_of(first), first, None, None, 0)
+        found.nodes[root.key] = root
+        for index in self.player.start_routes(first):
+            found.transitions.setdefault(index, Reached(root, None, None))
+        self._check(found, root)
+        queue = deque([root])
+        while queue:
+            node = queue.popleft()
+            if node.depth >= max_depth:
+                found.complete = False
+                continue
+            accepted = False
+            spare: Instance | None = None
+            for move in self.moves(node.instance):
+                instance, result = self.try_move(node, move, spare)
+                # A refused move leaves its copy as it was: the next move can use it.
+                spare = (
+                    instance if result.rejection is not None and move.kind != "advance" else None
+                )
+                found.moves_played += 1
+                outcome = result.outcomes[-1] if result.outcomes else None
+                for index in result.fired:
+                    if index not in found.transitions and outcome is not None:
+                        found.transitions[index] = Reached(node, move, outcome)
+                if result.rejection is not None or not result.outcomes:
+                    continue
+                accepted = True
+                key = key_of(instance)
+                if key in found.nodes:
+                    continue
+                if len(found.nodes) >= max_configs or (
+                    time_limit is not None and time.perf_counter() - started > time_limit
+                ):
+                    found.complete = False
+                    continue
+                child = Node(key, instance, node, move, node.depth + 1, tuple(result.fired))
+                found.nodes[key] = child
+                if self._check(found, child):
+                    queue.append(child)
+            machine_state = self.player.machine.states[node.state]
+            if not accepted and not machine_state.final:
+                found.stuck.append(node)
+        found.seconds = time.perf_counter() - started
+        return found
+
+    def _check(self, found: Search, node: Node) -> bool:
+        """Record a broken invariant; False when the search should not go on from `node`
+        (past a violation, every configuration is already wrong)."""
+        broken = self.player.broken_invariants(node.instance)
+        if broken:
+            found.violations.append((node, broken))
+            return False
+        return True
+
+
+def _exact_key(instance: Instance) -> tuple[str, str]:
+    return instance.state, context_key(instance.context)
+
+
+def _walk(expr: Expr) -> Iterator[Expr]:
+    yield expr
+    for arg in expr.args:
+        yield from _walk(arg)
