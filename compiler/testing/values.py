@@ -53,9 +53,12 @@ class ValueSource:
         exprs.extend(inv.expr for inv in flow.invariants)
         for f in flow.context:
             strs.update(_strings(f.default))
+        meta_keys: set[str] = set()
         for root in exprs:
             for node in _walk(root):
                 value = node.value
+                if node.op == "meta" and isinstance(value, str):
+                    meta_keys.add(value)
                 if node.op != "lit":
                     continue
                 if isinstance(value, bool):
@@ -66,6 +69,11 @@ class ValueSource:
                     floats.update({value - 0.5, value, value + 0.5})
                 elif isinstance(value, str):
                     strs.add(value)
+        # A guard comparing with `state.meta.KEY` is satisfied by one of the states' KEY values
+        # (seed 002's `require event.skill == coalesce(state.meta.skill, "")`).
+        for state in flow.states:
+            for key in meta_keys:
+                strs.update(_strings((state.meta or {}).get(key)))
         self.ints = sorted(ints, key=lambda v: (abs(v), v))
         self.floats = sorted(floats, key=lambda v: (abs(v), v))
         self.strs = sorted(strs, key=lambda v: (len(v), v))
