@@ -11,7 +11,8 @@ only when the state is first used, and guards and actions are compiled to closur
 use (a transition that is never tried is never compiled): loading a 1,000-state machine is
 parsing its JSON plus one pass over its transitions. `Machine.preload()` builds and compiles
 everything at once, and in doing so checks every expression; `flowc run` and the tests call
-it. `Instance.send` runs a function generated per (state, event) on first use (codegen.py).
+it. `Instance.send` runs a function generated per (state, event) once the pair is hot
+(codegen.py), and the general path until then.
 
 The machine never changes after loading: instances share its defaults, meta and closures.
 """
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import from_json
 
 from flowc.runtime.clock import Clock, system_clock
-from flowc.runtime.codegen import Dispatch, Generator, general
+from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError
@@ -212,6 +213,12 @@ class Machine:
     `Machine(compiled_flow)`; start instances with `start` and bring them back with `restore`.
     """
 
+    #: Sends of a (state, event) pair taken by the general path before the pair's dispatch
+    #: function is generated (codegen.py). Generating costs some hundreds of microseconds:
+    #: worth it for pairs used again and again, not for the few sends of a short-lived
+    #: process. 0 generates on first use. Set it on a machine before its first send.
+    hot_after: int = 32
+
     def __init__(self, flow: CompiledFlow | Mapping[str, Any], *, clock: Clock | None = None):
         raw = flow.model_dump(mode="json") if isinstance(flow, CompiledFlow) else flow
         self.clock: Clock = clock or system_clock
@@ -352,6 +359,8 @@ class Machine:
         self._compiler = ExprCompiler()
         self._generator: Generator | None = None
         self._generating = threading.Lock()
+        #: (state, event) -> its generated function
+        self._written: dict[tuple[str, str], Dispatch] = {}
         for state in states.values():
             state._loader = self
 
@@ -467,22 +476,34 @@ class Machine:
 
     def _dispatch(self, state: CState, event: str) -> Dispatch:
         """What `Instance.send` calls for `event` in `state` when `state.fast` has nothing yet:
-        the generated function, written now and kept; the general path for an event the state
-        has no rule for (not kept: hosts may send any name)."""
+        the general path for the pair's first `hot_after` sends, then the generated function
+        (both kept); the general path for an event the state has no rule for (not kept: hosts
+        may send any name)."""
         try:
             known = event in state.on
         except TypeError:
             known = False
         if not known:
             return general(event)
-        # One thread at a time: the generated functions share one namespace and its names.
+        if self.hot_after <= 0:
+            return self._generated(state, event)
         with self._generating:
             fn = state.fast.get(event)
+            if fn is None:
+                fn = state.fast[event] = warming(self, state, event, self.hot_after)
+        return fn
+
+    def _generated(self, state: CState, event: str) -> Dispatch:
+        """The generated function of (`state`, `event`), written now unless it was already."""
+        # One thread at a time: the generated functions share one namespace and its names.
+        with self._generating:
+            fn = self._written.get((state.name, event))
             if fn is None:
                 gen = self._generator
                 if gen is None:
                     gen = self._generator = Generator(self)
-                fn = state.fast[event] = gen.dispatch(state, event)
+                fn = self._written[state.name, event] = gen.dispatch(state, event)
+            state.fast[event] = fn
         return fn
 
     def _requirement_guard(self, req: Requirement) -> Evaluator:
@@ -604,9 +625,31 @@ class Machine:
         code: str | None = None,
         template: str | None = None,
     ) -> Rejection:
-        """A rejection with its message rendered from the flow's template for `kind` (or the
-        given one, for `reject` / `require`)."""
+        """A rejection with its message from the flow's template for `kind` (or the given one,
+        for `reject` / `require`), rendered when first read: refusals are a hot path (agents
+        make invalid calls all the time) and most are answered by their code. `context` and
+        `payload` are never changed in place by the runtime, so rendering later sees what
+        was true now; `data` is copied for the same reason."""
         data = data if data is not None else {}
+        source = template if template is not None else self.messages.get(kind, kind)
+        if "{" not in source:  # no Jinja2 markup: the text is the message
+            return Rejection(kind, code or kind, source.strip(), state.name, event, data)
+        args = (kind, state, event, payload, context, dict(data) if data else _EMPTY, code, source)
+        return Rejection.pending(
+            kind, code or kind, state.name, event, data, self._message_text, args
+        )
+
+    def _message_text(
+        self,
+        kind: str,
+        state: CState,
+        event: str | None,
+        payload: Mapping[str, Any] | None,
+        context: Mapping[str, Any],
+        data: Mapping[str, Any],
+        code: str | None,
+        source: str,
+    ) -> str:
         variables: dict[str, Any] = {
             "state": wrap(state.view()),
             "event": EventVars(event, payload) if event is not None else None,
@@ -616,9 +659,7 @@ class Machine:
         }
         for k, v in data.items():
             variables[k] = wrap(v)
-        source = template if template is not None else self.messages.get(kind, kind)
-        message = self._render_message(source, variables, kind)
-        return Rejection(kind, code or kind, message, state.name, event, data)
+        return self._render_message(source, variables, kind)
 
     def _render_message(self, source: str, variables: Mapping[str, Any], kind: str) -> str:
         try:

@@ -13,6 +13,7 @@ template name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from flowc.runtime.model import FlowcError, IRLoadError
@@ -44,9 +45,13 @@ class Rejection:
     itself, or the flow's CODE for `reject` / `require`. `message`: the rendered text.
     `state`: the instance's state when it was refused. `event`: the event's name (None for
     `goto`, `back` and `start`). `data`: the kind's own fields (see docs/runtime.md).
+
+    The runtime makes rejections whose message is rendered when it is first read (`message`,
+    `to_dict()`, `repr`), from what was true when the step was refused: a refusal nobody
+    reads costs no template rendering.
     """
 
-    __slots__ = ("code", "data", "event", "kind", "message", "state")
+    __slots__ = ("_message", "_render", "code", "data", "event", "kind", "state")
 
     ok: Final = False
 
@@ -61,10 +66,48 @@ class Rejection:
     ) -> None:
         self.kind = kind
         self.code = code
-        self.message = message
+        self._message: str | None = message
+        self._render: tuple[Callable[..., str], tuple[Any, ...]] | None = None
         self.state = state
         self.event = event
         self.data: dict[str, Any] = data if data is not None else {}
+
+    @classmethod
+    def pending(
+        cls,
+        kind: str,
+        code: str,
+        state: str | None,
+        event: str | None,
+        data: dict[str, Any],
+        render: Callable[..., str],
+        args: tuple[Any, ...],
+    ) -> Rejection:
+        """A rejection whose message is `render(*args)`, called when it is first read."""
+        self: Rejection = object.__new__(cls)
+        self.kind = kind
+        self.code = code
+        self._message = None
+        self._render = (render, args)
+        self.state = state
+        self.event = event
+        self.data = data
+        return self
+
+    @property
+    def message(self) -> str:
+        text = self._message
+        if text is None:
+            pending = self._render
+            assert pending is not None
+            text = self._message = pending[0](*pending[1])
+            self._render = None  # what it held (context, payload) is not kept alive
+        return text
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self._message = text
+        self._render = None
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

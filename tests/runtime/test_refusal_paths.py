@@ -1,0 +1,152 @@
+"""What a refusal and the first use of a (state, event) pair cost the runtime, observably: a
+refusal's message is rendered only when read (and never for a text without markup), the flow's
+own refusals are decided by the generated function without the general path, and a pair
+takes the general path until it is hot (`Machine.hot_after`), then its generated function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flowc.runtime import Instance, Rejection
+from flowc.runtime.templating import TemplateCache
+
+from .conftest import machine
+
+FLOW = """
+flow refusals
+
+context { n: int = 0 }
+
+event bump(by: int = 1)
+  require event.by != 13 else unlucky "{{ event.by }} is unlucky"
+event hint
+event poke(k: int)
+event other
+
+initial state A {
+  on bump if event.by > 5 reject too_big "{{ event.by }} is more than 5 (n is {{ context.n }})"
+  on bump -> self do n += event.by
+  on hint reject no_hints "  No hints here.  "
+  on poke if event.k == 1 -> self
+  -> B
+}
+
+state B
+"""
+
+
+class Renders:
+    """Counts the templates rendered (by any machine)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = TemplateCache.render
+
+        def render(cache: TemplateCache, source: str, variables: Any) -> str:
+            self.count += 1
+            return real(cache, source, variables)
+
+        monkeypatch.setattr(TemplateCache, "render", render)
+
+
+@pytest.mark.parametrize("hot_after", [0, 32])
+def test_a_message_is_rendered_when_first_read(
+    monkeypatch: pytest.MonkeyPatch, hot_after: int
+) -> None:
+    m = machine(FLOW)
+    m.hot_after = hot_after
+    renders = Renders(monkeypatch)
+    inst = m.start()
+    r = inst.send("bump", {"by": 7})
+    assert isinstance(r, Rejection) and r.code == "too_big"
+    assert renders.count == 0
+    assert r.message == "7 is more than 5 (n is 0)"
+    assert renders.count == 1
+    assert r.to_dict()["message"] == r.message and repr(r) == repr(r)
+    assert renders.count == 1  # rendered once, then kept
+
+
+def test_a_message_says_what_was_true_when_refused() -> None:
+    inst = machine(FLOW).start()
+    refused = inst.send("bump", {"by": 9})
+    required = inst.send("bump", {"by": 13})
+    assert inst.send("bump", {"by": 2}).ok  # the context changes after both refusals
+    refused.data["extra"] = "added by the host"
+    assert refused.message == "9 is more than 5 (n is 0)"
+    assert required.message == "13 is unlucky"
+    assert inst.context["n"] == 2
+
+
+def test_a_text_without_markup_is_never_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = machine(FLOW)
+    renders = Renders(monkeypatch)
+    r = m.start().send("hint")
+    assert r.to_dict() == {
+        "ok": False,
+        "error": "no_hints",
+        "message": "No hints here.",
+        "kind": "reject",
+        "state": "A",
+        "event": "hint",
+    }
+    assert renders.count == 0
+
+
+def test_rejections_made_by_hand_keep_their_message() -> None:
+    r = Rejection("conflict", "conflict", "Changed meanwhile.", "A", None, {"seq": 3})
+    assert r.message == "Changed meanwhile." and r.to_dict()["seq"] == 3
+    r.message = "Reworded."
+    assert r.to_dict()["message"] == "Reworded."
+    assert r == Rejection("conflict", "conflict", "Reworded.", "A", None, {"seq": 3})
+
+
+def counting_general_path(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real = Instance._send_slow
+
+    def send_slow(self: Instance, event: str, *args: Any) -> Any:
+        calls.append(event)
+        return real(self, event, *args)
+
+    monkeypatch.setattr(Instance, "_send_slow", send_slow)
+    return calls
+
+
+def test_the_flows_refusals_are_decided_by_the_generated_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = counting_general_path(monkeypatch)  # before the machine generates anything
+    m = machine(FLOW)
+    m.hot_after = 0
+    inst = m.start()
+    assert inst.send("bump", {"by": 7}).kind == "reject"
+    assert inst.send("bump", {"by": 13}).kind == "require"
+    assert inst.send("poke", {"k": 2}).kind == "guard_failed"
+    assert calls == []
+    assert inst.send("bump", {"by": "x"}).kind == "invalid_payload"  # worded by the general path
+    assert calls == ["bump"]
+
+
+def test_a_pair_is_generated_once_it_is_hot(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = counting_general_path(monkeypatch)
+    m = machine(FLOW)
+    assert m.hot_after == 32
+    inst = m.start()
+    for _ in range(m.hot_after):
+        assert inst.send("bump").ok
+    assert m._generator is None  # no code written for the first 32 sends
+    assert len(calls) == 32
+    assert inst.send("bump").ok
+    assert len(calls) == 32  # the 33rd: generated, and run
+    assert m._generator is not None and len(m._written) == 1
+    assert inst.send("bump").ok and len(calls) == 32
+    assert inst.context["n"] == 34
+
+
+def test_hot_after_zero_generates_on_first_use() -> None:
+    m = machine(FLOW)
+    m.hot_after = 0
+    assert m.start().send("bump").ok
+    assert list(m._written) == [("A", "bump")]
