@@ -13,14 +13,15 @@ would pay it on every pair they touch. So a pair runs on the general path for it
 `Machine.hot_after` sends (`warming`), and only then is its function written.
 
 The accepted step is written out, and so are the refusals decided by the flow's own rules (a
-failed precondition, a `reject` rule, no guard holding): they return the same `Rejection` the
-general path makes (`Machine.rejection`, its message rendered only when read), since agents
-make invalid calls all the time. Whatever else may happen (an invalid payload, a run-time
-fault, a choice state to route through) hands the call to `Instance._send_slow`, the general
-path, which starts over from the unchanged instance and words the rejection; guards, actions
-and checks are pure functions of context and payload, so it reaches the same verdict. The
-generated code therefore only has to agree with the closures of `flowc.runtime.expr` on the
-steps it decides, and to fault whenever they fault.
+failed precondition, a `reject` rule, no guard holding, a `back` rule sent without force):
+they return the same `Rejection` the general path makes (`Machine.rejection`, its message
+rendered only when read), since agents make invalid calls all the time. Whatever else may
+happen (an invalid payload, a run-time fault, a choice state to route through, a forced send)
+hands the call to `Instance._send_slow`, the general path, which starts over from the
+unchanged instance and words the rejection; guards, actions and checks are pure functions of
+context and payload, so it reaches the same verdict. The generated code therefore only has
+to agree with the closures of `flowc.runtime.expr` on the steps it decides, and to fault
+whenever they fault.
 
 No text of the flow ever becomes code: every value taken from the flow (names, strings,
 numbers, literals, types, the closures used for rarer expression shapes) is bound in the
@@ -117,10 +118,13 @@ class Generator:
             "_none": _none_on_path,
             "_NO_VIA": (),
             "_EVENT": "event",
+            "_FROM": "from",
+            "_TO": "to",
             "_refuse": machine.rejection,
             "_REJECT": R.REJECT,
             "_REQUIRE": R.REQUIRE,
             "_GUARD_FAILED": R.GUARD_FAILED,
+            "_BACKWARD": R.BACKWARD_REQUIRES_FORCE,
         }
         self._consts: dict[Any, str] = {}
         self._records: dict[int, str] = {}
@@ -497,6 +501,11 @@ class Generator:
                 lines.append(
                     f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, None, "
                     f"code={self.const(t.code)}, template={self.const(t.message)})"
+                )
+            elif t.back:  # taken only by a forced send, which goes to the general path
+                lines.append(
+                    f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
+                    f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
                 )
             elif dest.choice:
                 lines.append(f"{body}{slow}")  # routing: the general path

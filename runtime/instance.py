@@ -459,13 +459,18 @@ class Instance:
         event: str,
         payload: Mapping[str, Any] | None = None,
         *,
+        force: bool = False,
         reason: str | None = None,
         key: str | None = None,
     ) -> Outcome:
         """Deliver an event. Returns the committed `StepResult`, or a `Rejection` (nothing
-        changed). With `key`, a key already applied returns the earlier step (`replayed`)."""
+        changed). A winning rule marked `back` needs `force=True`, as every backward move
+        does; without it the answer is `backward_requires_force`. With `key`, a key already
+        applied returns the earlier step (`replayed`)."""
         if key is not None and self._keys is not None and key in self._keys:
             return self._replay(key)
+        if force:  # rare and deliberate: the general path, which alone reads it
+            return self._send_slow(event, payload, reason, key, True)
         try:
             dispatch = self._state.fast[event]
         except (KeyError, TypeError):
@@ -475,7 +480,12 @@ class Instance:
         return dispatch(self, payload, reason, key)
 
     def _send_slow(
-        self, event: str, payload: Mapping[str, Any] | None, reason: str | None, key: str | None
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None,
+        reason: str | None,
+        key: str | None,
+        force: bool = False,
     ) -> Outcome:
         """`send` on the general path: what a generated dispatch function (codegen.py) hands
         over whenever the step is not a plain accepted one, and what it must agree with."""
@@ -515,6 +525,9 @@ class Instance:
         dest = t.target
         if dest is None:  # a `reject` rule
             return self._m.rejection(R.REJECT, st, event, p, c, code=t.code, template=t.message)
+        if t.back and not force:
+            data = {"from": st.name, "to": dest.name}
+            return self._m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
         # What follows is `_take`, inlined for events (the step most hosts make most often)
         # without routing; routing and the wording of faults are left to `_take`.
         if dest.choice:

@@ -63,6 +63,7 @@ event divide(by: int)
 event pick(i: int, names: list[str])
 event go
 event tick
+event reopen
 
 initial state A "First" {
   meta { limit: 3 }
@@ -95,6 +96,8 @@ state B "Second" {
   after 5s -> C
   on go -> C do outer = {"inner": {"label": coalesce(last, "none")}}
   on tick -> A
+  on reopen if n > 1000 reject too_late "too late at {{ context.n }}"
+  on reopen -> A do n += 1 back
 }
 
 final state C
@@ -133,7 +136,8 @@ class StrSub(str):
     pass
 
 
-GEN_OPS: list[tuple[str, Any]] = [
+#: (event, payload) or (event, payload, force)
+GEN_OPS: list[tuple[Any, ...]] = [
     ("put", {"outer": {"inner": {"label": "a"}}}),
     ("put", {"outer": {"inner": {"label": "stop"}}}),
     ("put", {"outer": {"inner": {"label": "a", "weight": 2}}, "color": "red", "note": "hi"}),
@@ -174,15 +178,20 @@ GEN_OPS: list[tuple[str, Any]] = [
     ("go", {"x": 1}),
     ("go", [1]),
     ("tick", None),
+    ("reopen", None),
+    ("reopen", None, True),  # forced
+    ("tick", None, True),
     ("nope", None),
 ]
 
 
-def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, Any]], ctx: Any) -> None:
+def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, ...]], ctx: Any) -> None:
     fast, slow = fast_m.start(ctx), slow_m.start(ctx)
-    for event, payload in ops:
+    for event, payload, *forced in ops:
+        force = bool(forced and forced[0])
         before = seen(fast)
-        a, b = fast.send(event, payload, reason="r"), slow.send(event, payload, reason="r")
+        a = fast.send(event, payload, force=force, reason="r")
+        b = slow.send(event, payload, force=force, reason="r")
         same(a, b)
         assert seen(fast) == seen(slow), (event, payload)
         assert fast.context == slow.context
@@ -194,7 +203,7 @@ def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, Any]], ctx:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(GEN_OPS), max_size=20))
-def test_generated_dispatch_agrees_with_the_general_path(ops: list[tuple[Any, Any]]) -> None:
+def test_generated_dispatch_agrees_with_the_general_path(ops: list[tuple[Any, ...]]) -> None:
     run_twins(*GEN, ops, None)
 
 
@@ -206,7 +215,7 @@ def test_attempt_flow_agrees_with_the_general_path(ops: list[tuple[Any, Any]]) -
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(GEN_OPS), max_size=30), st.integers(min_value=1, max_value=4))
-def test_pairs_turning_hot_midway_agree(ops: list[tuple[Any, Any]], hot_after: int) -> None:
+def test_pairs_turning_hot_midway_agree(ops: list[tuple[Any, ...]], hot_after: int) -> None:
     # Fresh machines each time: each pair runs on the general path, then is generated, within
     # one run.
     fast = Machine(GEN[0].raw, clock=FakeClock())
@@ -239,13 +248,13 @@ def test_no_flow_text_in_the_generated_source() -> None:
     m = machine(hostile)
     m.hot_after = 0
     inst = m.start()
-    for event, payload in GEN_OPS:
+    for event, payload, *_ in GEN_OPS:
         inst.send(event, payload)
     gen = m._generator
     assert gen is not None and gen.sources
     for source in gen.sources.values():
         assert "'" not in source and '"' not in source, source  # no string literal at all
-        for word in ("outer", "inner", "label", "put", "divide", "First", "limit"):
+        for word in ("outer", "inner", "label", "put", "divide", "First", "limit", "reopen"):
             assert word not in source
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from flowc.runtime import Instance, Rejection
+from flowc.runtime import Instance, Machine, Rejection
 from flowc.runtime.templating import TemplateCache
 
 from .conftest import machine
@@ -150,3 +150,94 @@ def test_hot_after_zero_generates_on_first_use() -> None:
     m.hot_after = 0
     assert m.start().send("bump").ok
     assert list(m._written) == [("A", "bump")]
+
+
+# ---- `back` rules on events need force (seed 001, NF2) ----------------------------------------
+
+BACK_FLOW = """
+flow phases
+
+context { rounds: int = 0 }
+
+event reopen(why: str = "")
+event advance
+
+initial state ANALYZING {
+  on advance -> DRAFTING
+}
+
+state DRAFTING {
+  on reopen if event.why == "" reject reason_required "Say why."
+  on reopen -> ANALYZING do rounds += 1 back
+  on advance -> DONE
+  after 1h -> ANALYZING back
+}
+
+final state DONE
+"""
+
+
+@pytest.mark.parametrize("hot_after", [0, 32], ids=["generated", "general"])
+def test_a_back_rule_on_an_event_needs_force(hot_after: int) -> None:
+    m = machine(BACK_FLOW)
+    m.hot_after = hot_after
+    inst = m.start()
+    assert inst.send("advance").ok
+    before = inst.snapshot()
+    for _ in range(3):  # the generated function, once written, refuses it too
+        refused = inst.send("reopen", {"why": "scope changed"})
+        assert isinstance(refused, Rejection)
+        assert refused.to_dict() == {
+            "ok": False,
+            "error": "backward_requires_force",
+            "message": "Going back from 'DRAFTING' to 'ANALYZING' needs force.",
+            "from": "DRAFTING",
+            "to": "ANALYZING",
+            "kind": "backward_requires_force",
+            "state": "DRAFTING",
+            "event": "reopen",
+        }
+        assert inst.snapshot() == before
+    assert inst.send("reopen").code == "reason_required"  # rules before it still decide
+    taken = inst.send("reopen", {"why": "scope changed"}, force=True, reason="new facts")
+    assert taken.ok and (taken.kind, taken.from_, taken.to, taken.reason) == (
+        "event",
+        "DRAFTING",
+        "ANALYZING",
+        "new facts",
+    )
+    assert inst.context["rounds"] == 1
+
+
+def test_force_changes_nothing_for_a_forward_rule() -> None:
+    inst = machine(BACK_FLOW).start()
+    assert inst.send("advance", force=True).ok and inst.state == "DRAFTING"
+    assert inst.send("advance", force=True).ok and inst.state == "DONE"
+
+
+def test_a_timer_marked_back_fires_as_scheduled() -> None:
+    # A timer is not a caller's move: nobody could force it, and the flow scheduled it.
+    from flowc.runtime import FakeClock
+
+    clock = FakeClock()
+    inst = Machine.from_source(BACK_FLOW, clock=clock).start()
+    assert inst.send("advance").ok
+    clock.advance(3600)
+    (fired,) = inst.advance()
+    assert fired.ok and inst.state == "ANALYZING"
+
+
+async def _async_send_with_force() -> str:
+    from flowc.runtime.aio import AsyncInstance
+
+    inst = AsyncInstance(machine(BACK_FLOW).start())
+    await inst.send("advance")
+    refused = await inst.send("reopen", {"why": "x"})
+    taken = await inst.send("reopen", {"why": "x"}, force=True)
+    return f"{refused.code} {taken.ok}"
+
+
+def test_async_send_takes_force_too() -> None:
+    import asyncio
+
+    assert asyncio.run(_async_send_with_force()) == "backward_requires_force True"
