@@ -50,7 +50,7 @@ from flowc.runtime.validate import _check_int as check_int
 
 if TYPE_CHECKING:
     from flowc.runtime.instance import Instance, Outcome
-    from flowc.runtime.machine import CEvent, CState, CTransition, Machine
+    from flowc.runtime.machine import CEvent, CState, CTransition, Machine, Requirement
 
 #: What a generated dispatch function is called with: the instance, the payload as sent, the
 #: reason and the idempotency key.
@@ -101,7 +101,7 @@ class Generator:
 
     def __init__(self, machine: Machine) -> None:
         from flowc.runtime import rejections as R
-        from flowc.runtime.instance import Instance, StepResult
+        from flowc.runtime.instance import Instance, StepResult, copy_dict
         from flowc.runtime.instance import _arm as arm
 
         self.m = machine
@@ -121,6 +121,7 @@ class Generator:
             "_FROM": "from",
             "_TO": "to",
             "_refuse": machine.rejection,
+            "_copy": copy_dict,
             "_REJECT": R.REJECT,
             "_REQUIRE": R.REQUIRE,
             "_GUARD_FAILED": R.GUARD_FAILED,
@@ -476,7 +477,7 @@ class Generator:
             m._requirement_guard(req)  # checks it (IRLoadError)
             lines += [
                 f"        if not {self.expr(req.raw['guard'], s)}:",
-                f"            return _refuse(_REQUIRE, {s}, {evname}, p, c, None, "
+                f"            return _refuse(_REQUIRE, {s}, {evname}, p, c, {self._data(req, s)}, "
                 f"code={self.const(req.code)}, template={self.const(req.message)})",
             ]
         # 3. the candidates, in order
@@ -499,7 +500,7 @@ class Generator:
             dest = t.target
             if dest is None:  # a `reject` rule
                 lines.append(
-                    f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, None, "
+                    f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, s)}, "
                     f"code={self.const(t.code)}, template={self.const(t.message)})"
                 )
             elif t.back:  # taken only by a forced send, which goes to the general path
@@ -542,6 +543,13 @@ class Generator:
             lines.append(f"    {slow}")
         fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
         return fn
+
+    def _data(self, rule: Requirement | CTransition, s: str) -> str:
+        """The expression of the data a flow's own refusal carries (a copy), or `None`."""
+        fn = self.m._refusal_data(rule)  # compiles, and so checks, it (IRLoadError)
+        if fn is None:
+            return "None"
+        return f"_copy({self.const(fn)}(c, p, {s}))"
 
     def _commit(self, st: CState, t: CTransition, evname: str, ind: str) -> list[str]:
         dest = t.target

@@ -510,8 +510,10 @@ class Instance:
                 for req in ev.requires:
                     rule = req
                     if not (req.guard or self._m._requirement_guard(req))(c, p, st):
+                        rule = _DataOf(req)
+                        data = _refusal_data(self._m, req, c, p, st)
                         return self._m.rejection(
-                            R.REQUIRE, st, event, p, c, code=req.code, template=req.message
+                            R.REQUIRE, st, event, p, c, data, code=req.code, template=req.message
                         )
             for t in candidates:
                 rule = t
@@ -520,11 +522,15 @@ class Instance:
                     break
             else:
                 return self._m.rejection(R.GUARD_FAILED, st, event, p, c)
+            dest = t.target
+            if dest is None:  # a `reject` rule
+                rule = _DataOf(t)
+                data = _refusal_data(self._m, t, c, p, st)
+                return self._m.rejection(
+                    R.REJECT, st, event, p, c, data, code=t.code, template=t.message
+                )
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, event, p)
-        dest = t.target
-        if dest is None:  # a `reject` rule
-            return self._m.rejection(R.REJECT, st, event, p, c, code=t.code, template=t.message)
         if t.back and not force:
             data = {"from": st.name, "to": dest.name}
             return self._m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
@@ -756,7 +762,13 @@ class Instance:
     def _fault_in(
         self, exc: BaseException, rule: Any, st: CState, event: str | None, p: Any
     ) -> Rejection:
-        if isinstance(rule, Requirement):
+        if isinstance(rule, _DataOf):
+            of = rule.rule
+            if isinstance(of, Requirement):
+                where = f"the data of the precondition {of.code} of {event}"
+            else:
+                where = f"the data of {of.describe()}"
+        elif isinstance(rule, Requirement):
             where = f"the precondition {rule.code} of {event}"
         elif isinstance(rule, CTransition):
             where = f"the guard of {rule.describe()}"
@@ -1071,6 +1083,21 @@ def _restore_timers(state: CState, raw: Any, entered: float, arm_missing: bool) 
     if not timers:
         return None
     return _due_order(timers)
+
+
+@dataclass(frozen=True, slots=True)
+class _DataOf:
+    """Where a fault happened: in the data (`with {...}`) of this clause or rule."""
+
+    rule: Requirement | CTransition
+
+
+def _refusal_data(
+    machine: Machine, rule: Requirement | CTransition, c: dict[str, Any], p: Any, st: CState
+) -> dict[str, Any] | None:
+    """The data a flow's own refusal carries (`with {...}`): a copy, the host's to keep."""
+    fn = machine._refusal_data(rule)
+    return None if fn is None else copy_dict(fn(c, p, st))
 
 
 def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:

@@ -57,6 +57,7 @@ class CTransition:
         "after_ms",
         "back",
         "code",
+        "data",
         "event",
         "guard",
         "index",
@@ -81,6 +82,8 @@ class CTransition:
         self.after_ms: int | None = raw.get("after_ms")
         self.code: str | None = raw.get("code")
         self.message: str | None = raw.get("message")
+        #: For `reject`: its data (`with {...}`), compiled on first use
+        self.data: Evaluator | None = None
         self.line: int = raw.get("line", 0)
         self.guard: Evaluator | None = None
         self.actions: ActionBlock | None = None
@@ -175,13 +178,15 @@ class CState:
 
 
 class Requirement:
-    __slots__ = ("code", "guard", "message", "raw")
+    __slots__ = ("code", "data", "guard", "message", "raw")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
         self.code: str = raw["code"]
         self.message: str = raw["message"]
         self.guard: Evaluator | None = None
+        #: its data (`with {...}`), compiled on first use
+        self.data: Evaluator | None = None
 
 
 class CEvent:
@@ -506,6 +511,16 @@ class Machine:
             state.fast[event] = fn
         return fn
 
+    def _refusal_data(self, rule: Requirement | CTransition) -> Evaluator | None:
+        """The compiled `with {...}` of a `require` clause or `reject` rule, or None."""
+        fn = rule.data
+        if fn is None:
+            raw = rule.raw.get("data")
+            if raw is None:
+                return None
+            fn = rule.data = self._compiler.compile(raw)
+        return fn
+
     def _requirement_guard(self, req: Requirement) -> Evaluator:
         if req.guard is None:
             req.guard = self._compiler.compile(req.raw["guard"])
@@ -529,9 +544,11 @@ class Machine:
                         t.guard = c.compile(t.raw["guard"])
                     if t.raw.get("actions"):
                         t.actions = self._compile_transition_actions(t)
+                    self._refusal_data(t)
             for ev in self.events.values():
                 for req in ev.requires:
                     self._requirement_guard(req)
+                    self._refusal_data(req)
         finally:
             if paused:
                 gc.enable()

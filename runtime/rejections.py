@@ -36,6 +36,10 @@ INSTANCE_FINAL: Final = "instance_final"
 ROUTING_LOOP: Final = "routing_loop"
 EXPRESSION_ERROR: Final = "expression_error"
 
+#: The fields `Rejection.to_dict()` gives every rejection; the data a flow attaches to its own
+#: refusals (`with {...}`) cannot use these names.
+REJECTION_FIELDS: Final = frozenset({"ok", "error", "message", "kind", "state", "event"})
+
 
 class Rejection:
     """A refused step. Nothing about the instance changed.
@@ -171,6 +175,7 @@ __all__ = [
     "INVALID_TRANSITION",
     "NO_PREVIOUS_STATE",
     "REJECT",
+    "REJECTION_FIELDS",
     "REQUIRE",
     "ROUTING_LOOP",
     "UNKNOWN_EVENT",

@@ -241,3 +241,80 @@ def test_async_send_takes_force_too() -> None:
     import asyncio
 
     assert asyncio.run(_async_send_with_force()) == "backward_requires_force True"
+
+
+# ---- data on the flow's own refusals (`with {...}`) -------------------------------------------
+
+DATA_FLOW = """
+flow stages
+
+enum Stage { required, basic }
+
+context { answers: map[str, map[str, str]] = {}, tries: list[int] = [] }
+
+event answer(stage: Stage, answers: map[str, str])
+  require event.stage == state.name
+    else stage_mismatch "In '{{ expected }}', not '{{ received }}'."
+    with {"expected": state.name, "received": event.stage}
+event probe(i: int)
+
+initial state required {
+  on answer if len(event.answers) > 2
+    reject too_many "{{ limit }} at most"
+    with {"limit": 2, "given": keys(event.answers), "tries": tries}
+  on answer -> basic do answers = merge(answers, {"required": event.answers})
+  on probe reject probed "probed" with {"item": tries[event.i]}
+}
+
+final state basic
+"""
+
+
+@pytest.mark.parametrize("hot_after", [0, 32], ids=["generated", "general"])
+def test_refusals_carry_the_flows_data(hot_after: int) -> None:
+    m = machine(DATA_FLOW)
+    m.hot_after = hot_after
+    inst = m.restore(
+        {"flow": "stages", "state": "required", "context": {"tries": [7]}, "history": []}
+    )
+    before = inst.snapshot()
+    for _ in range(2):
+        mismatch = inst.send("answer", {"stage": "basic", "answers": {}})
+        assert mismatch.to_dict() == {
+            "ok": False,
+            "error": "stage_mismatch",
+            "message": "In 'required', not 'basic'.",
+            "expected": "required",
+            "received": "basic",
+            "kind": "require",
+            "state": "required",
+            "event": "answer",
+        }
+        many = inst.send("answer", {"stage": "required", "answers": dict.fromkeys("abc", "x")})
+        assert isinstance(many, Rejection) and many.code == "too_many"
+        assert many.data == {"limit": 2, "given": ["a", "b", "c"], "tries": [7]}
+        assert many.message == "2 at most"
+        many.data["tries"].append(99)  # the host's copy: the instance keeps its own
+        assert inst.context["tries"] == [7]
+        assert inst.snapshot() == before
+
+
+@pytest.mark.parametrize("hot_after", [0, 32], ids=["generated", "general"])
+def test_a_fault_in_refusal_data_is_an_expression_error(hot_after: int) -> None:
+    m = machine(DATA_FLOW)
+    m.hot_after = hot_after
+    inst = m.start()
+    r = inst.send("probe", {"i": 3})
+    assert isinstance(r, Rejection) and r.code == "expression_error"
+    assert "out of range" in r.data["detail"]
+    assert r.data["where"].startswith("the data of rule #")
+
+
+def test_refusal_data_survives_compiled_json() -> None:
+    from flowc.compiler import compile_source
+
+    flow = compile_source(DATA_FLOW, "stages.flow").flow
+    assert flow is not None
+    m = Machine.from_json(flow.to_json())  # hash checked: `data` is part of the canonical form
+    r = m.start().send("answer", {"stage": "basic", "answers": {}})
+    assert r.data == {"expected": "required", "received": "basic"}
