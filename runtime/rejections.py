@@ -103,7 +103,10 @@ class Rejection:
         text = self._message
         if text is None:
             pending = self._render
-            assert pending is not None
+            if pending is None:  # another thread rendered it meanwhile
+                text = self._message
+                assert text is not None
+                return text
             text = self._message = pending[0](*pending[1])
             self._render = None  # what it held (context, payload) is not kept alive
         return text
@@ -136,6 +139,10 @@ class Rejection:
 
     def unwrap(self) -> Any:
         raise Rejected(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles carry the rendered message, not the machine that renders it.
+        return (type(self), (self.kind, self.code, self.message, self.state, self.event, self.data))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Rejection):

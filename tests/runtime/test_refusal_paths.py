@@ -318,3 +318,13 @@ def test_refusal_data_survives_compiled_json() -> None:
     m = Machine.from_json(flow.to_json())  # hash checked: `data` is part of the canonical form
     r = m.start().send("answer", {"stage": "basic", "answers": {}})
     assert r.data == {"expected": "required", "received": "basic"}
+
+
+def test_copies_and_pickles_of_a_rejection_carry_its_message() -> None:
+    import copy
+    import pickle
+
+    r = machine(FLOW).start().send("bump", {"by": 8})
+    assert isinstance(r, Rejection)
+    for other in (copy.deepcopy(r), copy.copy(r), pickle.loads(pickle.dumps(r))):
+        assert other == r and other.message == "8 is more than 5 (n is 0)"
