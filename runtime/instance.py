@@ -751,13 +751,15 @@ class Instance:
         return m.rejection(R.EVENT_NOT_ACCEPTED, st, event, None, self._ctx)
 
     def _invalid_payload(self, st: CState, ev: CEvent, payload: Any) -> Rejection:
-        given = payload if payload is not None else _EMPTY
-        issues = report(ev.type, given)
-        action = f"Send {ev.name} again with corrected data."
-        if issues.unknown:
-            action += " Unknown fields may be typos."
-        data = feedback(issues, action)
-        return self._m.rejection(R.INVALID_PAYLOAD, st, ev.name, None, self._ctx, data)
+        # The feedback is worked out when read, from a copy: the host may change its payload.
+        try:
+            given = copy_json(payload) if payload is not None else _EMPTY
+        except RecursionError:  # nested deeper than a copy can go: worked out now, as it is
+            data = _feedback(ev, payload)
+            return self._m.rejection(R.INVALID_PAYLOAD, st, ev.name, None, self._ctx, data)
+        return self._m.rejection(
+            R.INVALID_PAYLOAD, st, ev.name, None, self._ctx, data_of=(_feedback, (ev, given))
+        )
 
     def _fault_in(
         self, exc: BaseException, rule: Any, st: CState, event: str | None, p: Any
@@ -1083,6 +1085,15 @@ def _restore_timers(state: CState, raw: Any, entered: float, arm_missing: bool) 
     if not timers:
         return None
     return _due_order(timers)
+
+
+def _feedback(ev: CEvent, given: Any) -> dict[str, Any]:
+    """The data of `invalid_payload`: seed 003's field-level feedback."""
+    issues = report(ev.type, given)
+    action = f"Send {ev.name} again with corrected data."
+    if issues.unknown:
+        action += " Unknown fields may be typos."
+    return feedback(issues, action)
 
 
 @dataclass(frozen=True, slots=True)

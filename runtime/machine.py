@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -641,32 +641,41 @@ class Machine:
         *,
         code: str | None = None,
         template: str | None = None,
+        data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None,
     ) -> Rejection:
         """A rejection with its message from the flow's template for `kind` (or the given one,
         for `reject` / `require`), rendered when first read: refusals are a hot path (agents
         make invalid calls all the time) and most are answered by their code. `context` and
         `payload` are never changed in place by the runtime, so rendering later sees what
-        was true now; `data` is copied for the same reason."""
-        data = data if data is not None else {}
+        was true now; `data` is copied for the same reason. `data_of`, instead of `data`:
+        `data_of[0](*data_of[1])` gives the data when it is first read (or the message is)."""
         source = template if template is not None else self.messages.get(kind, kind)
         if "{" not in source:  # no Jinja2 markup: the text is the message
-            return Rejection(kind, code or kind, source.strip(), state.name, event, data)
-        args = (kind, state, event, payload, context, dict(data) if data else _EMPTY, code, source)
+            return Rejection.pending(
+                kind, code or kind, state.name, event,
+                message=source.strip(), data=data, data_of=data_of,
+            )  # fmt: skip
+        # The data the message sees: a copy of what is given now, else the data worked out.
+        seen = None if data_of is not None else (dict(data) if data else _EMPTY)
+        render = (self._message_text, (kind, state, event, payload, context, seen, code, source))
         return Rejection.pending(
-            kind, code or kind, state.name, event, data, self._message_text, args
+            kind, code or kind, state.name, event, render=render, data=data, data_of=data_of
         )
 
     def _message_text(
         self,
+        rejection: Rejection,
         kind: str,
         state: CState,
         event: str | None,
         payload: Mapping[str, Any] | None,
         context: Mapping[str, Any],
-        data: Mapping[str, Any],
+        data: Mapping[str, Any] | None,
         code: str | None,
         source: str,
     ) -> str:
+        if data is None:
+            data = rejection.data
         variables: dict[str, Any] = {
             "state": wrap(state.view()),
             "event": EventVars(event, payload) if event is not None else None,

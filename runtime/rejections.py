@@ -52,10 +52,11 @@ class Rejection:
 
     The runtime makes rejections whose message is rendered when it is first read (`message`,
     `to_dict()`, `repr`), from what was true when the step was refused: a refusal nobody
-    reads costs no template rendering.
+    reads costs no template rendering. The field-level feedback of an invalid payload is
+    likewise worked out when `data` is first read.
     """
 
-    __slots__ = ("_message", "_render", "code", "data", "event", "kind", "state")
+    __slots__ = ("_data", "_data_of", "_message", "_render", "code", "event", "kind", "state")
 
     ok: Final = False
 
@@ -74,7 +75,8 @@ class Rejection:
         self._render: tuple[Callable[..., str], tuple[Any, ...]] | None = None
         self.state = state
         self.event = event
-        self.data: dict[str, Any] = data if data is not None else {}
+        self._data: dict[str, Any] | None = data if data is not None else {}
+        self._data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None
 
     @classmethod
     def pending(
@@ -83,19 +85,24 @@ class Rejection:
         code: str,
         state: str | None,
         event: str | None,
-        data: dict[str, Any],
-        render: Callable[..., str],
-        args: tuple[Any, ...],
+        *,
+        message: str | None = None,
+        render: tuple[Callable[..., str], tuple[Any, ...]] | None = None,
+        data: dict[str, Any] | None = None,
+        data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None,
     ) -> Rejection:
-        """A rejection whose message is `render(*args)`, called when it is first read."""
+        """A rejection whose message is `message`, or `render[0](rejection, *render[1])` called
+        when first read; whose data is `data`, or `data_of[0](*data_of[1])` called when first
+        read."""
         self: Rejection = object.__new__(cls)
         self.kind = kind
         self.code = code
-        self._message = None
-        self._render = (render, args)
+        self._message = message
+        self._render = render
         self.state = state
         self.event = event
-        self.data = data
+        self._data = None if data_of is not None else (data if data is not None else {})
+        self._data_of = data_of
         return self
 
     @property
@@ -107,7 +114,7 @@ class Rejection:
                 text = self._message
                 assert text is not None
                 return text
-            text = self._message = pending[0](*pending[1])
+            text = self._message = pending[0](self, *pending[1])
             self._render = None  # what it held (context, payload) is not kept alive
         return text
 
@@ -115,6 +122,24 @@ class Rejection:
     def message(self, text: str) -> None:
         self._message = text
         self._render = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            pending = self._data_of
+            if pending is None:  # another thread worked it out meanwhile
+                data = self._data
+                assert data is not None
+                return data
+            data = self._data = pending[0](*pending[1])
+            self._data_of = None
+        return data
+
+    @data.setter
+    def data(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self._data_of = None
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

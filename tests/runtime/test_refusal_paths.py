@@ -328,3 +328,43 @@ def test_copies_and_pickles_of_a_rejection_carry_its_message() -> None:
     assert isinstance(r, Rejection)
     for other in (copy.deepcopy(r), copy.copy(r), pickle.loads(pickle.dumps(r))):
         assert other == r and other.message == "8 is more than 5 (n is 0)"
+
+
+# ---- an invalid payload's feedback is worked out when read -------------------------------------
+
+
+def test_invalid_payload_feedback_is_worked_out_when_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import flowc.runtime.instance as instance_module
+
+    calls: list[object] = []
+    real = instance_module.report
+
+    def report(t: Any, given: Any) -> Any:
+        calls.append(given)
+        return real(t, given)
+
+    monkeypatch.setattr(instance_module, "report", report)
+    inst = machine(FLOW).start()
+    payload: dict[str, Any] = {"by": "seven", "typo": 1}
+    r = inst.send("bump", payload)
+    assert isinstance(r, Rejection) and r.code == "invalid_payload" and calls == []
+    payload["by"] = 7  # the host changes its payload afterwards: the feedback is of what it sent
+    del payload["typo"]
+    assert r.data["issue_count"] == 2 and len(calls) == 1
+    assert r.message == "Invalid payload for 'bump': 2 issue(s)."
+    assert r.feedback is not None and r.feedback["issues"]["unknown"] == ["typo"]
+    assert (
+        r.to_dict()["action"] == "Send bump again with corrected data. Unknown fields may be typos."
+    )
+    assert len(calls) == 1
+
+
+def test_a_payload_too_deep_to_copy_is_still_refused_with_feedback() -> None:
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    r = machine(FLOW).start().send("bump", {"by": deep})
+    assert isinstance(r, Rejection) and r.code == "invalid_payload"
+    assert r.data["issue_count"] == 1
