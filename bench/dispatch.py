@@ -2,9 +2,11 @@
 
     python bench/dispatch.py [--episodes 3000] [--instances 10000] [--quick]
 
-Contenders, each given the same 12-event episode (mode, explanation, pattern suggestions, a
+Contenders, each given the same 15-event episode (mode, explanation, pattern suggestions, a
 chosen pattern, two hints, code, a failed test run, retry, code, passing tests, reflection) with
-the same guards and context updates:
+the same guards and context updates, and three refused events among them (a `skip` a beginner
+may not make, an event the state has no rule for, a pattern chosen without the invariant
+builder): agents make invalid calls all the time, so refusals are part of the hot path:
 
 - flowc: `flows/attempt_v2.flow` compiled to JSON and loaded with `Machine.from_json`; payload
   validation and history are on (they cannot be turned off);
@@ -12,9 +14,12 @@ the same guards and context updates:
   no payload validation and no history: the floor any engine is measured against;
 - transitions (pytransitions) and python-statemachine, written the way their docs suggest.
 
-Printed: events/second of each and the ratios, the memory of 10,000 idle instances (tracemalloc),
-the time to load a compiled 1,000-state / 3,000-transition flow, and flowc's cost per event on
-generated flows of growing size (it should not grow). Needs the `bench` extra
+Printed: events/second of each and the ratios; flowc's cost of a refusal beside an accepted
+step (with and without reading its message); the cost of the first use of a (state, event)
+pair in a freshly loaded machine (what a CLI run, a serverless call or a new MCP server pays);
+the memory of 10,000 idle instances (tracemalloc), the time to load a compiled 1,000-state /
+3,000-transition flow, and flowc's cost per event on generated flows of growing size (it
+should not grow). Needs the `bench` extra
 (`pip install -e ".[bench]"`); the figures are printed, not asserted.
 """
 
@@ -42,6 +47,7 @@ Payload = dict[str, Any] | None
 
 EPISODE: list[tuple[str, Payload]] = [
     ("set_mode", {"mode": "BEGINNER"}),
+    ("skip", None),  # refused: a beginner may not skip (a `reject` rule with a template)
     (
         "submit_explanation",
         {
@@ -65,6 +71,16 @@ EPISODE: list[tuple[str, Payload]] = [
                 },
                 {"pattern_id": "hm", "name": "Hash map", "reason": "lookup", "ai_confidence": 0.6},
             ]
+        },
+    ),
+    ("submit_code", {"code": "def solve(xs, t): ..."}),  # refused: no rule for it in PLAN
+    (
+        "choose_pattern",  # refused: on rung 1 a beginner uses the invariant builder
+        {
+            "pattern_id": "tp",
+            "confidence": 4,
+            "invariant_text": "the answer lies between i and j",
+            "evaluation": {"accepted": True, "match": "GOOD"},
         },
     ),
     (
@@ -106,6 +122,8 @@ EPISODE: list[tuple[str, Payload]] = [
     ),
 ]
 FINAL = "COMPLETE"
+#: The events of EPISODE that every contender must refuse (by position).
+REFUSED = frozenset({1, 4, 5})
 
 
 def _blank(s: str) -> bool:
@@ -384,6 +402,7 @@ def transitions_factory() -> Callable[[], Any]:
             initial="UNDERSTAND",
             send_event=True,
             auto_transitions=False,
+            ignore_invalid_triggers=True,  # an event without a rule in the state: False
         )
         return model
 
@@ -397,8 +416,16 @@ def transitions_send(model: Any, event: str, payload: Payload) -> Any:
 # ---- python-statemachine --------------------------------------------------------------------
 
 
+#: What python-statemachine raises for a refused event (set when it is imported).
+_SM_REFUSED: tuple[type[BaseException], ...] = ()
+
+
 def statemachine_factory() -> Callable[[], Any]:
+    global _SM_REFUSED
     from statemachine import State, StateMachine
+    from statemachine.exceptions import TransitionNotAllowed
+
+    _SM_REFUSED = (TransitionNotAllowed,)
 
     class Attempt(StateMachine):  # type: ignore[misc]
         UNDERSTAND = State(initial=True)
@@ -517,7 +544,10 @@ def statemachine_factory() -> Callable[[], Any]:
 
 
 def statemachine_send(sm: Any, event: str, payload: Payload) -> bool:
-    sm.send(event, payload=payload)  # raises when refused
+    try:
+        sm.send(event, payload=payload)  # raises when refused
+    except _SM_REFUSED:
+        return False
     return True
 
 
@@ -571,23 +601,28 @@ def contenders() -> list[Contender]:
 
 def check_episode(c: Contender) -> None:
     inst = c.make()
-    for event, payload in EPISODE:
+    for i, (event, payload) in enumerate(EPISODE):
         outcome = c.send(inst, event, payload)
-        if not getattr(outcome, "ok", outcome):
-            raise SystemExit(f"{c.name}: {event} was refused in {c.state(inst)}")
+        accepted = bool(getattr(outcome, "ok", outcome))
+        if accepted != (i not in REFUSED):
+            verdict = "accepted" if accepted else "refused"
+            raise SystemExit(f"{c.name}: {event} (event {i}) was {verdict} in {c.state(inst)}")
     if c.state(inst) != FINAL:
         raise SystemExit(f"{c.name} ended in {c.state(inst)}, not {FINAL}")
 
 
-def run_episodes(c: Contender, episodes: int) -> float:
+def run_episodes(
+    c: Contender, episodes: int, episode: list[tuple[str, Payload]] | None = None
+) -> float:
     """Seconds for `episodes` episodes; instances are created before the clock starts."""
     send = c.send
+    steps = EPISODE if episode is None else episode
     instances = [c.make() for _ in range(episodes)]
     gc.collect()
     gc.disable()
     t0 = time.perf_counter()
     for inst in instances:
-        for event, payload in EPISODE:
+        for event, payload in steps:
             send(inst, event, payload)
     dt = time.perf_counter() - t0
     gc.enable()
@@ -603,6 +638,83 @@ def events_per_second(cs: list[Contender], episodes: int, rounds: int = 7) -> di
             n = episodes if c.name in ("flowc", "hand") else max(50, episodes // 20)
             best[c.name] = min(best[c.name], run_episodes(c, n) / (n * len(EPISODE)))
     return {name: 1.0 / per_event for name, per_event in best.items()}
+
+
+ACCEPTED_ONLY = [step for i, step in enumerate(EPISODE) if i not in REFUSED]
+
+
+def accepted_step_cost(c: Contender, episodes: int, rounds: int = 7) -> float:
+    """Microseconds per event of the episode without its refused events."""
+    n = len(ACCEPTED_ONLY)
+    best = min(run_episodes(c, episodes, ACCEPTED_ONLY) for _ in range(rounds))
+    return best / (episodes * n) * 1e6
+
+
+def _best_of(fn: Callable[[], object], n: int, rounds: int = 7) -> float:
+    """Microseconds per call of `fn`, best of `rounds` runs of `n` calls."""
+    best = float("inf")
+    for _ in range(rounds):
+        gc.disable()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, time.perf_counter() - t0)
+        gc.enable()
+    return best / n * 1e6
+
+
+def refusal_costs(machine: Machine, n: int) -> dict[str, tuple[float, float]]:
+    """For each refused event of the episode (and an invalid payload): microseconds per
+    refused `send`, and per refused `send` whose message is then read. A refusal leaves the
+    instance as it was, so the same instance refuses the same event again and again."""
+    out: dict[str, tuple[float, float]] = {}
+    cases: list[tuple[str, int, Payload]] = []
+    for i in sorted(REFUSED):
+        event, payload = EPISODE[i]
+        cases.append((event, i, payload))
+    bad = dict(EPISODE[0][1] or {}, mode="SENIOR")  # not a member of the enum
+    cases.append(("set_mode (invalid payload)", 0, bad))
+    for label, i, payload in cases:
+        event = label.split()[0]
+        inst = machine.start()
+        for e, p in EPISODE[:i]:
+            inst.send(e, p)
+        first = inst.send(event, payload)
+        assert not first.ok, (label, first)
+        name = f"{first.kind}: {label}"
+
+        def bare(send: Any = inst.send, e: str = event, p: Payload = payload) -> object:
+            return send(e, p)
+
+        def read(send: Any = inst.send, e: str = event, p: Payload = payload) -> object:
+            return send(e, p).message
+
+        out[name] = (_best_of(bare, n), _best_of(read, n))
+    return out
+
+
+def cold_pair_costs(text: str, machines: int, preload: bool) -> tuple[float, float, float, int]:
+    """The first send of each (state, event) pair of the episode in a freshly loaded machine:
+    median, mean and largest microseconds, and how many first uses were timed (the median is
+    the figure to read on a busy machine: one preempted send moves the mean)."""
+    costs: list[float] = []
+    for _ in range(machines):
+        m = Machine.from_json(text)
+        if preload:
+            m.preload()
+        inst = m.start()
+        seen: set[tuple[str, str]] = set()
+        gc.disable()
+        for event, payload in EPISODE:
+            pair = (inst.state, event)
+            t0 = time.perf_counter()
+            inst.send(event, payload)
+            dt = time.perf_counter() - t0
+            if pair not in seen:
+                seen.add(pair)
+                costs.append(dt * 1e6)
+        gc.enable()
+    return statistics.median(costs), statistics.mean(costs), max(costs), len(costs)
 
 
 def bytes_per_instance(make: Callable[[], Any], n: int) -> float:
@@ -710,6 +822,32 @@ def main(argv: list[str] | None = None) -> int:
             f"  flowc / python-statemachine {flowc / rates['python-statemachine']:7.1f}x   "
             "(target: >= 100)"
         )
+
+    flowc_c = cs[0]
+    accepted = accepted_step_cost(flowc_c, episodes)
+    print(
+        f"\nflowc refusals (microseconds per send, best of 7; an accepted step of the "
+        f"episode: {accepted:.2f}):"
+    )
+    print(f"  {'kind: event':48} {'refused':>8} {'ratio':>6} {'+ message':>10}")
+    machine = flowc_c.make().machine
+    for name, (bare, read) in refusal_costs(machine, 2000 if args.quick else 20000).items():
+        print(f"  {name:48} {bare:8.2f} {bare / accepted:5.1f}x {read:10.2f}")
+    print("  (target: a refusal within 2x an accepted step)")
+
+    compiled = compile_file(ROOT / "flows" / "attempt_v2.flow")
+    assert compiled.flow is not None
+    text = compiled.flow.to_json()
+    n_machines = 10 if args.quick else 40
+    print("\nfirst use of a (state, event) pair in a freshly loaded machine (microseconds):")
+    for preload in (False, True):
+        median, mean, worst, count = cold_pair_costs(text, n_machines, preload)
+        label = "Machine.from_json + preload()" if preload else "Machine.from_json"
+        print(
+            f"  {label:30} median {median:7.1f}  mean {mean:7.1f}  largest {worst:8.1f}"
+            f"  ({count} first uses)"
+        )
+    print("  (target: under 20)")
 
     print(f"\nmemory of {instances:,} idle instances (tracemalloc, bytes per instance):")
     for c in cs:

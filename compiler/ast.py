@@ -228,6 +228,8 @@ class Require:
     code: Ident
     message: Text
     span: Span
+    #: `with {"key": expr, ...}`: the data the refusal carries
+    data: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +264,8 @@ class Rule:
     reject_code: Ident | None
     reject_message: Text | None
     span: Span
+    #: `reject CODE "..." with {"key": expr, ...}`: the data the refusal carries
+    reject_data: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E208": (Severity.ERROR, "optional value used without a check"),
     "E209": (Severity.ERROR, "number too large"),
     "E210": (Severity.ERROR, "template too costly"),
+    "E211": (Severity.ERROR, "invalid refusal data"),
     # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
     "W302": (Severity.WARNING, "state has no way out"),

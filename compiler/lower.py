@@ -175,6 +175,7 @@ class Lowerer:
                             guard=self.expr(req.guard),
                             code=req.code.name,
                             message=req.message.value,
+                            data=self.expr(req.data) if req.data is not None else None,
                         )
                         for req in info.decl.requires
                     ),
@@ -270,6 +271,7 @@ class Lowerer:
             after_ms=rule.after.milliseconds if rule.after else None,
             code=rule.reject_code.name if rule.reject_code else None,
             message=rule.reject_message.value if rule.reject_message else None,
+            data=self.expr(rule.reject_data) if rule.reject_data is not None else None,
             inherited=inherited,
             line=rule.span.line,
             column=rule.span.column,

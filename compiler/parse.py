@@ -85,6 +85,7 @@ _SOFT_KEYWORDS = frozenset(
         "ADVANCE",
         "EXPECT",
         "FORCE",
+        "WITH",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -754,8 +755,11 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.EventDecl(c[1], params, tuple(c[3:]), _span(c))
 
     def require(self, c: list[Any]) -> ast.Require:
-        # REQUIRE, expr, ELSE, name, text
-        return ast.Require(c[1], c[3], c[4], _span(c))
+        # REQUIRE, expr, ELSE, name, text, with_data|None
+        return ast.Require(c[1], c[3], c[4], _span(c), c[5])
+
+    def with_data(self, c: list[Any]) -> ast.Expr:
+        return c[1]  # type: ignore[no-any-return]
 
     def named_text(self, keyword: str, c: list[Any]) -> ast.NamedText:
         return ast.NamedText(keyword, c[1], c[2], _span(c))  # type: ignore[arg-type]
@@ -895,7 +899,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ("arrow", c[0], c[1], c[2] or (), c[3] is not None)
 
     def reject(self, c: list[Any]) -> Any:
-        return ("reject", c[1], c[2])
+        return ("reject", c[1], c[2], c[3])
 
     def target(self, c: list[Any]) -> ast.Ident:
         item = c[0]
@@ -922,7 +926,17 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         span = _span(c)
         if outcome[0] == "reject":
             return ast.Rule(
-                kind, event, guard_expr, None, (), False, after, outcome[1], outcome[2], span
+                kind,
+                event,
+                guard_expr,
+                None,
+                (),
+                False,
+                after,
+                outcome[1],
+                outcome[2],
+                span,
+                outcome[3],
             )
         _, _arrow, target, actions, back = outcome
         return ast.Rule(kind, event, guard_expr, target, actions, back, after, None, None, span)

@@ -20,6 +20,7 @@ from flowc.compiler.source import Span
 from flowc.compiler.template_bounds import checking_environment, oversized_constants
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.model import TypeRef
+from flowc.runtime.rejections import REJECTION_FIELDS
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class TypeChecker:
             for req in info.decl.requires:
                 self.check_guard(req.guard, scope)
                 self.check_template(req.message)
+                if req.data is not None:
+                    self.check_data(req.data, scope)
         for state in symbols.states.values():
             for block in state.blocks:
                 self.check_actions(block.actions, Scope(None, f"in an {block.when} action"))
@@ -117,6 +120,39 @@ class TypeChecker:
         self.check_actions(rule.actions, scope)
         if rule.reject_message is not None:
             self.check_template(rule.reject_message)
+        if rule.reject_data is not None:
+            self.check_data(rule.reject_data, scope)
+
+    def check_data(self, expr: ast.Expr, scope: Scope) -> None:
+        """`with {"key": value, ...}` of a `reject` rule or a `require` clause: a record
+        literal with distinct string keys, each value of its own type. The keys become fields
+        of the rejection's `data` and of `to_dict()`, next to the ones every rejection has."""
+        if not isinstance(expr, ast.MapLit):
+            self.infer(expr, scope)
+            self.error(
+                "E211",
+                "the data of a refusal must be a record literal",
+                expr.span,
+                'write `with {"key": value, ...}`',
+            )
+            return
+        seen: set[str] = set()
+        for key, value in expr.entries:
+            self.infer(value, scope)
+            if not (isinstance(key, ast.Literal_) and key.kind == "str"):
+                self.error("E211", "a key of refusal data must be a string literal", key.span)
+                continue
+            name = str(key.value)
+            if name in REJECTION_FIELDS:
+                self.error(
+                    "E211",
+                    f"`{name}` is a field of every rejection already",
+                    key.span,
+                    "choose another key",
+                )
+            elif name in seen:
+                self.error("E211", f"the key `{name}` is given twice", key.span)
+            seen.add(name)
 
     # ---- defaults ----------------------------------------------------------------------
     def _check_defaults(self, fields: dict[str, FieldInfo]) -> None:

@@ -91,11 +91,12 @@ class AsyncInstance:
         event: str,
         payload: Mapping[str, Any] | None = None,
         *,
+        force: bool = False,
         reason: str | None = None,
         key: str | None = None,
     ) -> Outcome:
         async with self._lock:
-            outcome = self.instance.send(event, payload, reason=reason, key=key)
+            outcome = self.instance.send(event, payload, force=force, reason=reason, key=key)
             await self._notify(outcome)
             return outcome
 

@@ -1,4 +1,4 @@
-"""Generated dispatch: one Python function per (state, event), compiled on first use.
+"""Generated dispatch: one Python function per (state, event), written once the pair is hot.
 
 `Instance.send` spends most of its time in small calls: the payload check of each nested
 record, a closure per guard and per action, the loop over the candidates. For each (state,
@@ -7,13 +7,21 @@ payload check of the event's fields, the preconditions, the guards of the candid
 as Python expressions, the winning transition's exit / own / entry actions on a working copy
 of the context, and the commit (history entry, state, timers, idempotency key, subscribers).
 
-Only the accepted step is written out. Whatever else may happen (an invalid payload, a failed
-precondition, a `reject` rule, no guard holding, a run-time fault, a choice state to route
-through) hands the call to `Instance._send_slow`, the general path, which starts over from the
+Writing and compiling such a function costs some hundreds of microseconds, far more than the
+general path takes for one step; a CLI run, a serverless call or a server's first requests
+would pay it on every pair they touch. So a pair runs on the general path for its first
+`Machine.hot_after` sends (`warming`), and only then is its function written.
+
+The accepted step is written out, and so are the refusals decided by the flow's own rules (a
+failed precondition, a `reject` rule, no guard holding, a `back` rule sent without force):
+they return the same `Rejection` the general path makes (`Machine.rejection`, its message
+rendered only when read), since agents make invalid calls all the time. Whatever else may
+happen (an invalid payload, a run-time fault, a choice state to route through, a forced send)
+hands the call to `Instance._send_slow`, the general path, which starts over from the
 unchanged instance and words the rejection; guards, actions and checks are pure functions of
-context and payload, so it reaches the same verdict. The generated code therefore only has to
-agree with the closures of `flowc.runtime.expr` on accepted steps, and to fault whenever they
-fault.
+context and payload, so it reaches the same verdict. The generated code therefore only has
+to agree with the closures of `flowc.runtime.expr` on the steps it decides, and to fault
+whenever they fault.
 
 No text of the flow ever becomes code: every value taken from the flow (names, strings,
 numbers, literals, types, the closures used for rarer expression shapes) is bound in the
@@ -43,7 +51,7 @@ from flowc.runtime.validate import _check_float as check_float
 
 if TYPE_CHECKING:
     from flowc.runtime.instance import Instance, Outcome
-    from flowc.runtime.machine import CEvent, CState, CTransition, Machine
+    from flowc.runtime.machine import CEvent, CState, CTransition, Machine, Requirement
 
 #: What a generated dispatch function is called with: the instance, the payload as sent, the
 #: reason and the idempotency key.
@@ -93,7 +101,8 @@ class Generator:
     one function)."""
 
     def __init__(self, machine: Machine) -> None:
-        from flowc.runtime.instance import Instance, StepResult
+        from flowc.runtime import rejections as R
+        from flowc.runtime.instance import Instance, StepResult, copy_dict
         from flowc.runtime.instance import _arm as arm
 
         self.m = machine
@@ -111,6 +120,14 @@ class Generator:
             "_NO_VIA": (),
             "_EVENT": "event",
             "_LimitExceeded": LimitExceeded,
+            "_FROM": "from",
+            "_TO": "to",
+            "_refuse": machine.rejection,
+            "_copy": copy_dict,
+            "_REJECT": R.REJECT,
+            "_REQUIRE": R.REQUIRE,
+            "_GUARD_FAILED": R.GUARD_FAILED,
+            "_BACKWARD": R.BACKWARD_REQUIRES_FORCE,
         }
         self._consts: dict[Any, str] = {}
         self._records: dict[int, str] = {}
@@ -495,7 +512,11 @@ class Generator:
         # 2. preconditions
         for req in ev.requires:
             m._requirement_guard(req)  # checks it (IRLoadError)
-            lines += [f"        if not {self.expr(req.raw['guard'], s)}:", f"            {slow}"]
+            lines += [
+                f"        if not {self.expr(req.raw['guard'], s)}:",
+                f"            return _refuse(_REQUIRE, {s}, {evname}, p, c, {self._data(req, s)}, "
+                f"code={self.const(req.code)}, template={self.const(req.message)})",
+            ]
         # 3. the candidates, in order
         event_types = {f.name: f.type for f in ev.fields}
         kw = "if"
@@ -514,8 +535,18 @@ class Generator:
                 closed = True
             body = "            "
             dest = t.target
-            if dest is None or dest.choice:
-                lines.append(f"{body}{slow}")  # a refusal, or routing: the general path
+            if dest is None:  # a `reject` rule
+                lines.append(
+                    f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, s)}, "
+                    f"code={self.const(t.code)}, template={self.const(t.message)})"
+                )
+            elif t.back:  # taken only by a forced send, which goes to the general path
+                lines.append(
+                    f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
+                    f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
+                )
+            elif dest.choice:
+                lines.append(f"{body}{slow}")  # routing: the general path
             else:
                 if t.mutates:
                     lines.append(f"{body}c = c.copy()")
@@ -532,7 +563,10 @@ class Generator:
             if closed:
                 break
         if not closed:
-            lines += ["        else:", f"            {slow}"]
+            lines += [
+                "        else:",
+                f"            return _refuse(_GUARD_FAILED, {s}, {evname}, p, c)",
+            ]
         lines += ["    except _FAULTS_OR_INVALID:", f"        {slow}"]
         # 4. commit, written out for each accepting branch: nothing below can fail
         for i, t in enumerate(accepting):
@@ -546,6 +580,13 @@ class Generator:
             lines.append(f"    {slow}")
         fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
         return fn
+
+    def _data(self, rule: Requirement | CTransition, s: str) -> str:
+        """The expression of the data a flow's own refusal carries (a copy), or `None`."""
+        fn = self.m._refusal_data(rule)  # compiles, and so checks, it (IRLoadError)
+        if fn is None:
+            return "None"
+        return f"_copy({self.const(fn)}(c, p, {s}))"
 
     def _commit(self, st: CState, t: CTransition, evname: str, ind: str) -> list[str]:
         dest = t.target
@@ -577,6 +618,21 @@ class Generator:
             "return r",
         ]
         return [ind + line for line in lines]
+
+
+def warming(machine: Machine, state: CState, event: str, uses: int) -> Dispatch:
+    """A dispatch function that takes the general path for `uses` sends, then has the pair's
+    function generated (`Machine._generated`), which replaces it in `state.fast`."""
+    left = uses
+
+    def dispatch(inst: Instance, payload: Any, reason: str | None, key: str | None) -> Outcome:
+        nonlocal left
+        left -= 1  # a race between threads only moves the moment of generating a little
+        if left >= 0:
+            return inst._send_slow(event, payload, reason, key)
+        return machine._generated(state, event)(inst, payload, reason, key)
+
+    return dispatch
 
 
 def general(event: str) -> Dispatch:

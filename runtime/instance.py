@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
 from flowc.runtime.expr import FAULTS, describe_fault
-from flowc.runtime.limits import LimitExceeded, text_problem
+from flowc.runtime.limits import LimitExceeded, Limits, text_problem
 from flowc.runtime.machine import CTransition, Requirement
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.rejections import Rejection, SnapshotError, UnknownTemplate
@@ -463,19 +463,26 @@ class Instance:
         event: str,
         payload: Mapping[str, Any] | None = None,
         *,
+        force: bool = False,
         reason: str | None = None,
         key: str | None = None,
     ) -> Outcome:
         """Deliver an event. Returns the committed `StepResult`, or a `Rejection` (nothing
-        changed). With `key`, a key already applied returns the earlier step (`replayed`)."""
+        changed). A winning rule marked `back` needs `force=True`, as every backward move
+        does; without it the answer is `backward_requires_force`. With `key`, a key already
+        applied returns the earlier step (`replayed`)."""
         if self._m.invariants and not self._guarded:
-            return self._guard(lambda: self.send(event, payload, reason=reason, key=key), event)
+            return self._guard(
+                lambda: self.send(event, payload, force=force, reason=reason, key=key), event
+            )
         if key is not None or reason is not None:
             bad = self._bad_argument(key, reason, event)
             if bad is not None:
                 return bad
             if key is not None and self._keys is not None and key in self._keys:
                 return self._replay(key)
+        if force:  # rare and deliberate: the general path, which alone reads it
+            return self._send_slow(event, payload, reason, key, True)
         try:
             dispatch = self._state.fast[event]
         except (KeyError, TypeError):
@@ -485,7 +492,12 @@ class Instance:
         return dispatch(self, payload, reason, key)
 
     def _send_slow(
-        self, event: str, payload: Mapping[str, Any] | None, reason: str | None, key: str | None
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None,
+        reason: str | None,
+        key: str | None,
+        force: bool = False,
     ) -> Outcome:
         """`send` on the general path: what a generated dispatch function (codegen.py) hands
         over whenever the step is not a plain accepted one, and what it must agree with."""
@@ -510,8 +522,10 @@ class Instance:
                 for req in ev.requires:
                     rule = req
                     if not (req.guard or self._m._requirement_guard(req))(c, p, st):
+                        rule = _DataOf(req)
+                        data = _refusal_data(self._m, req, c, p, st)
                         return self._m.rejection(
-                            R.REQUIRE, st, event, p, c, code=req.code, template=req.message
+                            R.REQUIRE, st, event, p, c, data, code=req.code, template=req.message
                         )
             for t in candidates:
                 rule = t
@@ -520,11 +534,18 @@ class Instance:
                     break
             else:
                 return self._m.rejection(R.GUARD_FAILED, st, event, p, c)
+            dest = t.target
+            if dest is None:  # a `reject` rule
+                rule = _DataOf(t)
+                data = _refusal_data(self._m, t, c, p, st)
+                return self._m.rejection(
+                    R.REJECT, st, event, p, c, data, code=t.code, template=t.message
+                )
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, event, p)
-        dest = t.target
-        if dest is None:  # a `reject` rule
-            return self._m.rejection(R.REJECT, st, event, p, c, code=t.code, template=t.message)
+        if t.back and not force:
+            data = {"from": st.name, "to": dest.name}
+            return self._m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
         # What follows is `_take`, inlined for events (the step most hosts make most often)
         # without routing; routing and the wording of faults are left to `_take`.
         if dest.choice:
@@ -756,18 +777,32 @@ class Instance:
         return m.rejection(R.EVENT_NOT_ACCEPTED, st, event, None, self._ctx)
 
     def _invalid_payload(self, st: CState, ev: CEvent, payload: Any) -> Rejection:
-        given = payload if payload is not None else _EMPTY
-        issues = report(ev.type, given, limits=self._m.limits)
-        action = f"Send {ev.name} again with corrected data."
-        if issues.unknown:
-            action += " Unknown fields may be typos."
-        data = feedback(issues, action)
-        return self._m.rejection(R.INVALID_PAYLOAD, st, ev.name, None, self._ctx, data)
+        # The feedback is worked out when read, from a copy: the host may change its payload.
+        limits = self._m.limits
+        try:
+            given = copy_json(payload) if payload is not None else _EMPTY
+        except RecursionError:  # nested deeper than a copy can go: worked out now, as it is
+            data = _feedback(ev, payload, limits)
+            return self._m.rejection(R.INVALID_PAYLOAD, st, ev.name, None, self._ctx, data)
+        return self._m.rejection(
+            R.INVALID_PAYLOAD,
+            st,
+            ev.name,
+            None,
+            self._ctx,
+            data_of=(_feedback, (ev, given, limits)),
+        )
 
     def _fault_in(
         self, exc: BaseException, rule: Any, st: CState, event: str | None, p: Any
     ) -> Rejection:
-        if isinstance(rule, Requirement):
+        if isinstance(rule, _DataOf):
+            of = rule.rule
+            if isinstance(of, Requirement):
+                where = f"the data of the precondition {of.code} of {event}"
+            else:
+                where = f"the data of {of.describe()}"
+        elif isinstance(rule, Requirement):
             where = f"the precondition {rule.code} of {event}"
         elif isinstance(rule, CTransition):
             where = f"the guard of {rule.describe()}"
@@ -1201,6 +1236,30 @@ def _restore_timers(
     if not timers:
         return None
     return _due_order(timers)
+
+
+def _feedback(ev: CEvent, given: Any, limits: Limits) -> dict[str, Any]:
+    """The data of `invalid_payload`: seed 003's field-level feedback."""
+    issues = report(ev.type, given, limits=limits)
+    action = f"Send {ev.name} again with corrected data."
+    if issues.unknown:
+        action += " Unknown fields may be typos."
+    return feedback(issues, action)
+
+
+@dataclass(frozen=True, slots=True)
+class _DataOf:
+    """Where a fault happened: in the data (`with {...}`) of this clause or rule."""
+
+    rule: Requirement | CTransition
+
+
+def _refusal_data(
+    machine: Machine, rule: Requirement | CTransition, c: dict[str, Any], p: Any, st: CState
+) -> dict[str, Any] | None:
+    """The data a flow's own refusal carries (`with {...}`): a copy, the host's to keep."""
+    fn = machine._refusal_data(rule)
+    return None if fn is None else copy_dict(fn(c, p, st))
 
 
 def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:

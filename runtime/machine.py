@@ -11,7 +11,8 @@ only when the state is first used, and guards and actions are compiled to closur
 use (a transition that is never tried is never compiled): loading a 1,000-state machine is
 parsing its JSON plus one pass over its transitions. `Machine.preload()` builds and compiles
 everything at once, and in doing so checks every expression; `flowc run` and the tests call
-it. `Instance.send` runs a function generated per (state, event) on first use (codegen.py).
+it. `Instance.send` runs a function generated per (state, event) once the pair is hot
+(codegen.py), and the general path until then.
 
 The machine never changes after loading: instances share its defaults, meta and closures.
 """
@@ -23,14 +24,14 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
 
 from flowc.runtime.clock import Clock, system_clock
-from flowc.runtime.codegen import Dispatch, Generator, general
+from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
@@ -57,6 +58,7 @@ class CTransition:
         "after_ms",
         "back",
         "code",
+        "data",
         "event",
         "guard",
         "index",
@@ -81,6 +83,8 @@ class CTransition:
         self.after_ms: int | None = raw.get("after_ms")
         self.code: str | None = raw.get("code")
         self.message: str | None = raw.get("message")
+        #: For `reject`: its data (`with {...}`), compiled on first use
+        self.data: Evaluator | None = None
         self.line: int = raw.get("line", 0)
         self.guard: Evaluator | None = None
         self.actions: ActionBlock | None = None
@@ -175,13 +179,15 @@ class CState:
 
 
 class Requirement:
-    __slots__ = ("code", "guard", "message", "raw")
+    __slots__ = ("code", "data", "guard", "message", "raw")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
         self.code: str = raw["code"]
         self.message: str = raw["message"]
         self.guard: Evaluator | None = None
+        #: its data (`with {...}`), compiled on first use
+        self.data: Evaluator | None = None
 
 
 class CEvent:
@@ -212,6 +218,12 @@ class Machine:
     """A loaded flow. Build one with `Machine.from_json`, `from_file`, `from_source` or
     `Machine(compiled_flow)`; start instances with `start` and bring them back with `restore`.
     """
+
+    #: Sends of a (state, event) pair taken by the general path before the pair's dispatch
+    #: function is generated (codegen.py). Generating costs some hundreds of microseconds:
+    #: worth it for pairs used again and again, not for the few sends of a short-lived
+    #: process. 0 generates on first use. Set it on a machine before its first send.
+    hot_after: int = 32
 
     def __init__(
         self,
@@ -411,6 +423,8 @@ class Machine:
         self._compiler = ExprCompiler(self.limits)
         self._generator: Generator | None = None
         self._generating = threading.Lock()
+        #: (state, event) -> its generated function
+        self._written: dict[tuple[str, str], Dispatch] = {}
         for state in states.values():
             state._loader = self
 
@@ -526,22 +540,44 @@ class Machine:
 
     def _dispatch(self, state: CState, event: str) -> Dispatch:
         """What `Instance.send` calls for `event` in `state` when `state.fast` has nothing yet:
-        the generated function, written now and kept; the general path for an event the state
-        has no rule for (not kept: hosts may send any name)."""
+        the general path for the pair's first `hot_after` sends, then the generated function
+        (both kept); the general path for an event the state has no rule for (not kept: hosts
+        may send any name)."""
         try:
             known = event in state.on
         except TypeError:
             known = False
         if not known:
             return general(event)
-        # One thread at a time: the generated functions share one namespace and its names.
+        if self.hot_after <= 0:
+            return self._generated(state, event)
         with self._generating:
             fn = state.fast.get(event)
+            if fn is None:
+                fn = state.fast[event] = warming(self, state, event, self.hot_after)
+        return fn
+
+    def _generated(self, state: CState, event: str) -> Dispatch:
+        """The generated function of (`state`, `event`), written now unless it was already."""
+        # One thread at a time: the generated functions share one namespace and its names.
+        with self._generating:
+            fn = self._written.get((state.name, event))
             if fn is None:
                 gen = self._generator
                 if gen is None:
                     gen = self._generator = Generator(self)
-                fn = state.fast[event] = gen.dispatch(state, event)
+                fn = self._written[state.name, event] = gen.dispatch(state, event)
+            state.fast[event] = fn
+        return fn
+
+    def _refusal_data(self, rule: Requirement | CTransition) -> Evaluator | None:
+        """The compiled `with {...}` of a `require` clause or `reject` rule, or None."""
+        fn = rule.data
+        if fn is None:
+            raw = rule.raw.get("data")
+            if raw is None:
+                return None
+            fn = rule.data = self._compiler.compile(raw)
         return fn
 
     def _requirement_guard(self, req: Requirement) -> Evaluator:
@@ -567,9 +603,11 @@ class Machine:
                         t.guard = c.compile(t.raw["guard"])
                     if t.raw.get("actions"):
                         t.actions = self._compile_transition_actions(t)
+                    self._refusal_data(t)
             for ev in self.events.values():
                 for req in ev.requires:
                     self._requirement_guard(req)
+                    self._refusal_data(req)
         finally:
             if paused:
                 gc.enable()
@@ -662,10 +700,41 @@ class Machine:
         *,
         code: str | None = None,
         template: str | None = None,
+        data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None,
     ) -> Rejection:
-        """A rejection with its message rendered from the flow's template for `kind` (or the
-        given one, for `reject` / `require`)."""
-        data = data if data is not None else {}
+        """A rejection with its message from the flow's template for `kind` (or the given one,
+        for `reject` / `require`), rendered when first read: refusals are a hot path (agents
+        make invalid calls all the time) and most are answered by their code. `context` and
+        `payload` are never changed in place by the runtime, so rendering later sees what
+        was true now; `data` is copied for the same reason. `data_of`, instead of `data`:
+        `data_of[0](*data_of[1])` gives the data when it is first read (or the message is)."""
+        source = template if template is not None else self.messages.get(kind, kind)
+        if "{" not in source:  # no Jinja2 markup: the text is the message
+            return Rejection.pending(
+                kind, code or kind, state.name, event,
+                message=source.strip(), data=data, data_of=data_of,
+            )  # fmt: skip
+        # The data the message sees: a copy of what is given now, else the data worked out.
+        seen = None if data_of is not None else (dict(data) if data else _EMPTY)
+        render = (self._message_text, (kind, state, event, payload, context, seen, code, source))
+        return Rejection.pending(
+            kind, code or kind, state.name, event, render=render, data=data, data_of=data_of
+        )
+
+    def _message_text(
+        self,
+        rejection: Rejection,
+        kind: str,
+        state: CState,
+        event: str | None,
+        payload: Mapping[str, Any] | None,
+        context: Mapping[str, Any],
+        data: Mapping[str, Any] | None,
+        code: str | None,
+        source: str,
+    ) -> str:
+        if data is None:
+            data = rejection.data
         variables: dict[str, Any] = {
             "state": wrap(state.view()),
             "event": EventVars(event, payload) if event is not None else None,
@@ -675,9 +744,7 @@ class Machine:
         }
         for k, v in data.items():
             variables[k] = wrap(v)
-        source = template if template is not None else self.messages.get(kind, kind)
-        message = self._render_message(source, variables, kind)
-        return Rejection(kind, code or kind, message, state.name, event, data)
+        return self._render_message(source, variables, kind)
 
     def _render_message(self, source: str, variables: Mapping[str, Any], kind: str) -> str:
         try:

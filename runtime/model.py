@@ -82,6 +82,10 @@ class Requirement(IRModel):
     guard: Expr
     code: str
     message: str
+    #: The data the refusal carries (`with {...}`): a `map` expression with literal string
+    #: keys, evaluated when the clause fails. Absent when there is none (IR files written
+    #: before it existed load unchanged).
+    data: Expr | None = None
 
 
 class EventDef(IRModel):
@@ -113,6 +117,8 @@ class Transition(IRModel):
     after_ms: int | None = None
     code: str | None = None
     message: str | None = None
+    #: For `reject`: the data the refusal carries (`with {...}`), as in `Requirement.data`.
+    data: Expr | None = None
     inherited: bool = False
     #: Source position of the rule (1-based; 0 when unknown), for lint and error messages.
     line: int = 0

@@ -13,6 +13,7 @@ template name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from flowc.runtime.limits import storable, text_problem
@@ -39,6 +40,10 @@ LIMIT_EXCEEDED: Final = "limit_exceeded"
 INVALID_ARGUMENT: Final = "invalid_argument"
 INVARIANT_VIOLATED: Final = "invariant_violated"
 
+#: The fields `Rejection.to_dict()` gives every rejection; the data a flow attaches to its own
+#: refusals (`with {...}`) cannot use these names.
+REJECTION_FIELDS: Final = frozenset({"ok", "error", "message", "kind", "state", "event"})
+
 
 class Rejection:
     """A refused step. Nothing about the instance changed.
@@ -48,9 +53,14 @@ class Rejection:
     itself, or the flow's CODE for `reject` / `require`. `message`: the rendered text.
     `state`: the instance's state when it was refused. `event`: the event's name (None for
     `goto`, `back` and `start`). `data`: the kind's own fields (see docs/runtime.md).
+
+    The runtime makes rejections whose message is rendered when it is first read (`message`,
+    `to_dict()`, `repr`), from what was true when the step was refused: a refusal nobody
+    reads costs no template rendering. The field-level feedback of an invalid payload is
+    likewise worked out when `data` is first read.
     """
 
-    __slots__ = ("code", "data", "event", "kind", "message", "state")
+    __slots__ = ("_data", "_data_of", "_message", "_render", "code", "event", "kind", "state")
 
     ok: Final = False
 
@@ -65,10 +75,75 @@ class Rejection:
     ) -> None:
         self.kind = kind
         self.code = code
-        self.message = message
+        self._message: str | None = message
+        self._render: tuple[Callable[..., str], tuple[Any, ...]] | None = None
         self.state = state
         self.event = event
-        self.data: dict[str, Any] = data if data is not None else {}
+        self._data: dict[str, Any] | None = data if data is not None else {}
+        self._data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None
+
+    @classmethod
+    def pending(
+        cls,
+        kind: str,
+        code: str,
+        state: str | None,
+        event: str | None,
+        *,
+        message: str | None = None,
+        render: tuple[Callable[..., str], tuple[Any, ...]] | None = None,
+        data: dict[str, Any] | None = None,
+        data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None,
+    ) -> Rejection:
+        """A rejection whose message is `message`, or `render[0](rejection, *render[1])` called
+        when first read; whose data is `data`, or `data_of[0](*data_of[1])` called when first
+        read."""
+        self: Rejection = object.__new__(cls)
+        self.kind = kind
+        self.code = code
+        self._message = message
+        self._render = render
+        self.state = state
+        self.event = event
+        self._data = None if data_of is not None else (data if data is not None else {})
+        self._data_of = data_of
+        return self
+
+    @property
+    def message(self) -> str:
+        text = self._message
+        if text is None:
+            pending = self._render
+            if pending is None:  # another thread rendered it meanwhile
+                text = self._message
+                assert text is not None
+                return text
+            text = self._message = pending[0](self, *pending[1])
+            self._render = None  # what it held (context, payload) is not kept alive
+        return text
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self._message = text
+        self._render = None
+
+    @property
+    def data(self) -> dict[str, Any]:
+        data = self._data
+        if data is None:
+            pending = self._data_of
+            if pending is None:  # another thread worked it out meanwhile
+                data = self._data
+                assert data is not None
+                return data
+            data = self._data = pending[0](*pending[1])
+            self._data_of = None
+        return data
+
+    @data.setter
+    def data(self, data: dict[str, Any]) -> None:
+        self._data = data
+        self._data_of = None
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
@@ -97,6 +172,10 @@ class Rejection:
 
     def unwrap(self) -> Any:
         raise Rejected(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles carry the rendered message, not the machine that renders it.
+        return (type(self), (self.kind, self.code, self.message, self.state, self.event, self.data))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Rejection):
@@ -138,6 +217,7 @@ __all__ = [
     "LIMIT_EXCEEDED",
     "NO_PREVIOUS_STATE",
     "REJECT",
+    "REJECTION_FIELDS",
     "REQUIRE",
     "ROUTING_LOOP",
     "UNKNOWN_EVENT",

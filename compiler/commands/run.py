@@ -485,7 +485,8 @@ def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> lis
     """One operation of an events file. Raises ValueError for a malformed one."""
     reason, key, force = _common(op)
     if "event" in op:
-        return [instance.send(_name(op, "event"), _op_payload(op), reason=reason, key=key)]
+        event = _name(op, "event")
+        return [instance.send(event, _op_payload(op), force=force, reason=reason, key=key)]
     if "goto" in op:
         return [instance.goto(_name(op, "goto"), force=force, reason=reason, key=key)]
     if "back" in op:

@@ -1,10 +1,11 @@
 """Declarations nobody uses: W310 event, W311 enum, W312 context field.
 
 A context field counts as used when any guard, action (read or write), `require` condition,
-entry/exit action or template (messages, journals, named templates, refusal messages) names
-it. A field the flow itself never touches — one only the host sets at start and reads back —
-is still reported: the flow file is where readers learn what the data is for, and a one-line
-`# flowc: allow W312` with a reason says it better than silence.
+refusal data (`with {...}`), entry/exit action or template (messages, journals, named
+templates, refusal messages) names it. A field the flow itself never touches — one only the
+host sets at start and reads back — is still reported: the flow file is where readers learn
+what the data is for, and a one-line `# flowc: allow W312` with a reason says it better than
+silence.
 """
 
 from __future__ import annotations
@@ -99,12 +100,15 @@ def _context_names_used(flow: CompiledFlow) -> set[str]:
     for t in flow.transitions:
         if t.guard is not None:
             exprs.append(t.guard)
+        if t.data is not None:
+            exprs.append(t.data)
         actions.extend(t.actions)
     for state in flow.states:
         actions.extend(state.entry)
         actions.extend(state.exit)
     for event in flow.events:
         exprs.extend(r.guard for r in event.requires)
+        exprs.extend(r.data for r in event.requires if r.data is not None)
     exprs.extend(inv.expr for inv in flow.invariants)
     for action in actions:
         if action.target:

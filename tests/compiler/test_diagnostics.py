@@ -94,6 +94,15 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E209", "flow demo\ncontext { x: float = 1.0e999 }\ninitial state A\n", 2, 22),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
+        "E211",
+        BASE.replace(
+            "event go(k: int)",
+            'event go(k: int) require event.k > 0 else bad "no" with {"ok": event.k}',
+        ),
+        3,
+        58,
+    ),
+    (
         "E208",
         BASE.replace("n: int = 0", "n: int?").replace("on go -> B", "on go if n > 1 -> B"),
         4,
@@ -285,3 +294,43 @@ def test_the_caret_sits_under_its_text_past_wide_and_combining_characters() -> N
     prefix = shown.index("|") + 2  # the gutter, then the line as written
     assert caret.index("^") - prefix == len('  on go if note == "') + 6 + 1 + len('" and ')
     assert caret.endswith(" ^^")
+
+
+@pytest.mark.parametrize(
+    ("rule", "at", "message"),
+    [
+        ('on go reject busy "busy" with n', "n", "the data of a refusal must be a record literal"),
+        ('on go reject busy "busy" with {n: 1}', "n:", "a key of refusal data must be a string"),
+        ('on go reject busy "busy" with {"a": n, "a": 1}', '"a": 1', "the key `a` is given twice"),
+        ('on go reject busy "busy" with {"event": 1}', '"event"', "`event` is a field of every"),
+    ],
+)
+def test_refusal_data_is_a_record_literal_with_new_keys(rule: str, at: str, message: str) -> None:
+    source = BASE.replace("on go -> B", f"{rule}\n  on go -> B")
+    result = compile_source(source, "case.flow")
+    (diag,) = result.diagnostics
+    column = len("initial state A { ") + rule.rindex(at) + 1
+    assert (diag.code, diag.span.line, diag.span.column) == ("E211", 4, column)
+    assert diag.message.startswith(message)
+
+
+def test_refusal_data_reads_what_its_clause_may_read() -> None:
+    source = BASE.replace(
+        "on go -> B",
+        'on go if n > 3 reject busy "busy" with {"n": n, "k": event.k, "at": state.name}\n'
+        "  on go -> B",
+    )
+    assert compile_source(source, "case.flow").diagnostics == []
+    unknown = BASE.replace(
+        "on go -> B", 'on go reject busy "busy" with {"k": event.nope}\n  on go -> B'
+    )
+    assert [d.code for d in compile_source(unknown, "case.flow").diagnostics] == ["E108"]
+
+
+def test_a_field_read_only_by_refusal_data_is_used() -> None:
+    source = BASE.replace("n: int = 0", "n: int = 0, limit: int = 3").replace(
+        "on go -> B", 'on go if event.k > 3 reject busy "busy" with {"limit": limit}\n  on go -> B'
+    )
+    assert compile_source(source, "case.flow").diagnostics == []
+    unused = source.replace('with {"limit": limit}', "")
+    assert [d.code for d in compile_source(unused, "case.flow").diagnostics] == ["W312"]

@@ -144,7 +144,11 @@ def test_stage_questions_error_messages() -> None:
     [event] = flow.events
     [requirement] = event.requires
     assert requirement.code == "stage_mismatch"
-    assert render(requirement.message, state={"name": "basic"}, event={"stage": "advanced"}) == (
+    # The seed's `expected` / `received` fields are the refusal's data, and its message's.
+    assert requirement.data is not None and requirement.data.op == "map"
+    keys = [a.value for a in requirement.data.args[::2]]
+    assert keys == ["expected", "received"]
+    assert render(requirement.message, expected="basic", received="advanced") == (
         "You're in 'basic' stage but provided 'advanced'. "
         "Complete basic questions first or skip them explicitly."
     )

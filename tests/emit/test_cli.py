@@ -175,7 +175,8 @@ def test_render_a_snapshot_saved_by_flowc_run(flow_file: Path, tmp_path: Path) -
     events = tmp_path / "events.jsonl"
     events.write_text(
         '{"event": "submit", "payload": {"text": "draft"}}\n'
-        '{"event": "decide", "payload": {"verdict": "REJECT", "note": "redo"}}\n'
+        # `on decide -> DRAFT back` is a backward move: it needs force.
+        '{"event": "decide", "payload": {"verdict": "REJECT", "note": "redo"}, "force": true}\n'
         '{"event": "submit", "payload": {"text": "again"}}\n',
         encoding="utf-8",
     )

@@ -179,3 +179,21 @@ def test_malformed_operations_are_named_not_guessed(
 def test_events_from_dev_null_is_no_events(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", RFP, "--context", '{"project": "p"}', "--events", "/dev/null"])
     assert code == 0 and [o["to"] for o in outputs(capsys)] == ["RFP_RECEIVED"]
+
+
+def test_an_event_op_can_force_a_back_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "phases.flow"
+    flow.write_text(
+        "flow phases\nevent advance\nevent reopen\n"
+        "initial state A { on advance -> B }\n"
+        "state B { on reopen -> A back }\n",
+        encoding="utf-8",
+    )
+    refused = lines(tmp_path / "r.jsonl", {"event": "advance"}, {"event": "reopen"})
+    assert main(["run", str(flow), "--events", refused]) == 1
+    assert outputs(capsys)[-1]["error"] == "backward_requires_force"
+    forced = lines(tmp_path / "f.jsonl", {"event": "advance"}, {"event": "reopen", "force": True})
+    assert main(["run", str(flow), "--events", forced]) == 0
+    assert outputs(capsys)[-1]["to"] == "A"

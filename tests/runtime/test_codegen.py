@@ -1,9 +1,10 @@
 """The generated dispatch functions (runtime/codegen.py) against the general path.
 
-`Instance.send` runs a function generated per (state, event) and hands anything but a plain
-accepted step to `Instance._send_slow`. These tests drive twin machines, one with the
-generated functions and one held to the general path, through the same operations and
-require the same outcomes and the same instances after every step (values compared with
+`Instance.send` runs a function generated per (state, event) once the pair is hot, which
+decides accepted steps and the flow's own refusals and hands anything else to
+`Instance._send_slow`. These tests drive twin machines, one with the generated functions from
+the first send (`hot_after = 0`) and one held to the general path, through the same operations
+and require the same outcomes and the same instances after every step (values compared with
 their types: `1` and `1.0` differ). They also check that no text of the flow ends up in the
 generated source."""
 
@@ -62,6 +63,7 @@ event divide(by: int)
 event pick(i: int, names: list[str])
 event go
 event tick
+event reopen
 
 initial state A "First" {
   meta { limit: 3 }
@@ -94,6 +96,8 @@ state B "Second" {
   after 5s -> C
   on go -> C do outer = {"inner": {"label": coalesce(last, "none")}}
   on tick -> A
+  on reopen if n > 1000 reject too_late "too late at {{ context.n }}"
+  on reopen -> A do n += 1 back
 }
 
 final state C
@@ -106,6 +110,7 @@ def twins(source: str | None = None, raw: dict[str, Any] | None = None) -> tuple
         assert source is not None
         raw = dict(machine(source).raw)
     fast = Machine(raw, clock=FakeClock()).preload()
+    fast.hot_after = 0
     slow = Machine(raw, clock=FakeClock()).preload()
     slow._dispatch = lambda state, event: general(event)  # type: ignore[method-assign]
     return fast, slow
@@ -131,7 +136,8 @@ class StrSub(str):
     pass
 
 
-GEN_OPS: list[tuple[str, Any]] = [
+#: (event, payload) or (event, payload, force)
+GEN_OPS: list[tuple[Any, ...]] = [
     ("put", {"outer": {"inner": {"label": "a"}}}),
     ("put", {"outer": {"inner": {"label": "stop"}}}),
     ("put", {"outer": {"inner": {"label": "a", "weight": 2}}, "color": "red", "note": "hi"}),
@@ -172,6 +178,9 @@ GEN_OPS: list[tuple[str, Any]] = [
     ("go", {"x": 1}),
     ("go", [1]),
     ("tick", None),
+    ("reopen", None),
+    ("reopen", None, True),  # forced
+    ("tick", None, True),
     ("nope", None),
     # Past the limits (runtime/limits.py): both paths refuse the same values.
     ("add", {"k": 10**999}),
@@ -189,11 +198,13 @@ GEN_OPS: list[tuple[str, Any]] = [
 ]
 
 
-def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, Any]], ctx: Any) -> None:
+def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, ...]], ctx: Any) -> None:
     fast, slow = fast_m.start(ctx), slow_m.start(ctx)
-    for event, payload in ops:
+    for event, payload, *forced in ops:
+        force = bool(forced and forced[0])
         before = seen(fast)
-        a, b = fast.send(event, payload, reason="r"), slow.send(event, payload, reason="r")
+        a = fast.send(event, payload, force=force, reason="r")
+        b = slow.send(event, payload, force=force, reason="r")
         same(a, b)
         assert seen(fast) == seen(slow), (event, payload)
         assert fast.context == slow.context
@@ -205,7 +216,7 @@ def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, Any]], ctx:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(GEN_OPS), max_size=20))
-def test_generated_dispatch_agrees_with_the_general_path(ops: list[tuple[Any, Any]]) -> None:
+def test_generated_dispatch_agrees_with_the_general_path(ops: list[tuple[Any, ...]]) -> None:
     run_twins(*GEN, ops, None)
 
 
@@ -213,6 +224,16 @@ def test_generated_dispatch_agrees_with_the_general_path(ops: list[tuple[Any, An
 @given(st.lists(st.sampled_from([op for kind, op in ATTEMPT_OPS if kind == "send"]), max_size=25))
 def test_attempt_flow_agrees_with_the_general_path(ops: list[tuple[Any, Any]]) -> None:
     run_twins(*ATTEMPT, ops, None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(GEN_OPS), max_size=30), st.integers(min_value=1, max_value=4))
+def test_pairs_turning_hot_midway_agree(ops: list[tuple[Any, ...]], hot_after: int) -> None:
+    # Fresh machines each time: each pair runs on the general path, then is generated, within
+    # one run.
+    fast = Machine(GEN[0].raw, clock=FakeClock())
+    fast.hot_after = hot_after
+    run_twins(fast, GEN[1], ops, None)
 
 
 def test_the_bench_episode_agrees() -> None:
@@ -238,14 +259,15 @@ def test_payloads_are_copies_and_keys_replay() -> None:
 def test_no_flow_text_in_the_generated_source() -> None:
     hostile = FLOW.replace('"stop"', "\"__import__('os').system('false')\"")
     m = machine(hostile)
+    m.hot_after = 0
     inst = m.start()
-    for event, payload in GEN_OPS:
+    for event, payload, *_ in GEN_OPS:
         inst.send(event, payload)
     gen = m._generator
     assert gen is not None and gen.sources
     for source in gen.sources.values():
         assert "'" not in source and '"' not in source, source  # no string literal at all
-        for word in ("outer", "inner", "label", "put", "divide", "First", "limit"):
+        for word in ("outer", "inner", "label", "put", "divide", "First", "limit", "reopen"):
             assert word not in source
 
 
@@ -256,6 +278,7 @@ GEN = twins(FLOW)
 @pytest.mark.parametrize("name", ["collab_skills", "rfp_workspace", "stage_questions"])
 def test_seed_flows_load_and_generate(name: str) -> None:
     m = Machine.from_file(ROOT / "flows" / f"{name}.flow").preload()
+    m.hot_after = 0
     gen_count = 0
     for state in m.states.values():
         for event in state.on:
@@ -267,6 +290,7 @@ def test_seed_flows_load_and_generate(name: str) -> None:
 def test_threads_generating_at_once_agree() -> None:
     raw = dict(GEN[0].raw)
     fast = Machine(raw, clock=FakeClock())
+    fast.hot_after = 2  # generated by one of the threads while others are still warming
     ops = [op for op in GEN_OPS if op[0] in ("put", "add", "divide", "pick")]
     results: dict[int, list[str]] = {}
 

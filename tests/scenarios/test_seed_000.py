@@ -87,20 +87,20 @@ def test_open_completes_with_na(inst: Instance) -> None:
     assert done.ok and inst.state == "ready_for_manifest_generation" and inst.is_final
 
 
-def test_stage_mismatch_is_the_seeds_error(inst: Instance) -> None:
+@pytest.mark.parametrize("hot_after", [0, 32], ids=["generated", "general"])
+def test_stage_mismatch_is_the_seeds_error(hot_after: int) -> None:
+    machine = load("stage_questions")
+    machine.hot_after = hot_after
+    inst = machine.start({"solution_id": "s1"})
     answer(inst, "required", {"q": "a"})
     inst.goto("basic")
     before = observed(inst)
     r = answer(inst, "advanced", {"x": "y"})
     assert isinstance(r, Rejection)
-    # The host's stage_error body: expected = the current stage, received = the request's.
-    body = {
-        "status": "stage_error",
-        "error": r.code,
-        "expected": r.state,
-        "received": "advanced",
-        "message": r.message,
-    }
+    # The flow's `require ... with {...}` gives `expected` and `received`: the host's
+    # stage_error body is the rejection's code, data and message as they are.
+    assert r.data == {"expected": "basic", "received": "advanced"}
+    body = {"status": "stage_error", "error": r.code, **r.data, "message": r.message}
     assert body == {
         "status": "stage_error",
         "error": "stage_mismatch",
