@@ -65,7 +65,8 @@ class _ClosedPipe:
         return len(data)
 
     def flush(self) -> None:
-        if not self.closed_pipe:
+        # A command may close standard output itself (the language server does on `exit`).
+        if not self.closed_pipe and not getattr(self._stream, "closed", False):
             try:
                 self._stream.flush()
             except BrokenPipeError:

@@ -4,7 +4,7 @@
     flowc instances show ID
     flowc instances history ID
     flowc instances start FLOW_NAME [--context JSON] [--id ID] --flow PATH
-    flowc instances send ID EVENT [JSON] [--key KEY] [--flow PATH] [--journal NAME=FILE]
+    flowc instances send ID EVENT [JSON] [--force] [--key KEY] [--flow PATH] [--journal NAME=FILE]
     flowc instances goto ID STATE [--force] [--flow PATH] [--journal NAME=FILE]
     flowc instances back ID [--force] [--flow PATH] [--journal NAME=FILE]
 
@@ -241,6 +241,7 @@ def register(sub: Any) -> None:
     p.add_argument("id", metavar="ID")
     p.add_argument("event", metavar="EVENT")
     p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
+    p.add_argument("--force", action="store_true", help="allow a rule marked `back`")
     p.add_argument("--key", metavar="KEY", help="idempotency key: resending it changes nothing")
     p.add_argument("--reason", metavar="TEXT", help="recorded in the history")
     add_journal_option(p, "the step")
@@ -375,7 +376,9 @@ def run_start(args: argparse.Namespace) -> int:
 def run_send(args: argparse.Namespace) -> int:
     def step(flows: DurableFlows) -> DurableOutcome:
         payload = _json_object(args.payload, "the payload")
-        return flows.send(args.id, args.event, payload, key=args.key, reason=args.reason)
+        return flows.send(
+            args.id, args.event, payload, force=args.force, key=args.key, reason=args.reason
+        )
 
     return _guarded(args, lambda store: _run_step(args, store, step))
 

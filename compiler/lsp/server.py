@@ -8,7 +8,6 @@ compiler counts characters from 1, LSP counts UTF-16 units from 0) and types, an
 
 from __future__ import annotations
 
-import importlib.util
 from functools import cached_property
 from typing import Any
 
@@ -23,6 +22,7 @@ from flowc.compiler.diagnostics import (
     utf16_offset,
 )
 from flowc.compiler.driver import CompileResult, compile_source
+from flowc.compiler.format import FormatError, format_source
 from flowc.compiler.lsp.analysis import FileIndex, Kind, Occurrence, Outline, allow_comment_edit
 from flowc.compiler.lsp.incremental import reparse
 from flowc.compiler.source import SourceFile, Span
@@ -73,8 +73,6 @@ _COMPLETION_KINDS: dict[str, lsp.CompletionItemKind] = {
     "function": lsp.CompletionItemKind.Function,
     "type": lsp.CompletionItemKind.Struct,
 }
-
-FORMATTER_MODULE = "flowc.compiler.format"
 
 
 class Analysis:
@@ -329,11 +327,9 @@ def build_server() -> FlowServer:
                 )
         return actions
 
-    if importlib.util.find_spec(FORMATTER_MODULE) is not None:
-
-        @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-        def formatting(ls: FlowServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
-            return format_edits(ls.workspace.get_text_document(params.text_document.uri).source)
+    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def formatting(ls: FlowServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+        return format_edits(ls.workspace.get_text_document(params.text_document.uri).source)
 
     return server
 
@@ -341,10 +337,9 @@ def build_server() -> FlowServer:
 def format_edits(text: str) -> list[lsp.TextEdit]:
     """One edit replacing the whole text with its canonical layout (none if already so, or if
     the text cannot be formatted because it does not parse)."""
-    module = importlib.import_module(FORMATTER_MODULE)
     try:
-        formatted: str = module.format_source(text)
-    except Exception:  # a file that does not parse is left as it is: its errors are shown
+        formatted = format_source(text)
+    except FormatError:  # a file that does not parse is left as it is: its errors are shown
         return []
     if formatted == text:
         return []

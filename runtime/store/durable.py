@@ -273,11 +273,17 @@ class DurableFlows:
         event: str,
         payload: Mapping[str, Any] | None = None,
         *,
+        force: bool = False,
         key: str | None = None,
         reason: str | None = None,
     ) -> DurableOutcome:
+        """Deliver an event to the stored instance; a winning rule marked `back` needs
+        `force=True`, as on `Instance.send`."""
         return self._step(
-            instance_id, lambda i: i.send(event, payload, reason=reason), key=key, event=event
+            instance_id,
+            lambda i: i.send(event, payload, force=force, reason=reason),
+            key=key,
+            event=event,
         )
 
     def goto(

@@ -344,26 +344,26 @@ def test_syntax_added_to_the_grammar_formats_without_a_change_to_the_formatter()
     grammar = grammar.replace("     | migrate_decl\n", "     | migrate_decl\n     | probe_decl\n")
     grammar += (
         'probe_decl: PROBE text "{" probe_item* "}"\n'
-        "?probe_item: SEND name [guard] | EXPECT expr\n"
-        'PROBE: "probe"\nSEND: "send"\nEXPECT: "expect"\n'
+        "?probe_item: POKE name [guard] | VERIFY expr\n"
+        'PROBE: "probe"\nPOKE: "poke"\nVERIFY: "verify"\n'
     )
     parser = Lark(grammar, parser="lalr", lexer=FlowLexer, strict=True, maybe_placeholders=True)
     source = (
-        'flow f\ncontext { n: int = 0 }\nevent go\ninitial state A probe "p"{send go if n>0\n'
-        "expect n==1 send go\n"
+        'flow f\ncontext { n: int = 0 }\nevent go\ninitial state A probe "p"{poke go if n>0\n'
+        "verify n==1 poke go\n"
         "  # two probes\n"
-        "expect n+1\n"
+        "verify n+1\n"
         "     ==2 }\n"
     )
     parser.parse(source)
     formatted = _layout(source, parser)
     assert formatted == (
         'flow f\ncontext { n: int = 0 }\nevent go\ninitial state A\nprobe "p" {\n'
-        "  send go if n > 0\n"
-        "  expect n == 1\n"
-        "  send go\n"
+        "  poke go if n > 0\n"
+        "  verify n == 1\n"
+        "  poke go\n"
         "  # two probes\n"
-        "  expect n + 1\n"
+        "  verify n + 1\n"
         "    == 2\n"
         "}\n"
     )

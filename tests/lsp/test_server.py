@@ -3,7 +3,6 @@ process, JSON-RPC on its stdin and stdout."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,9 +76,31 @@ def test_capabilities(tmp_path: Path) -> None:
         "codeActionProvider",
     ):
         assert caps.get(name), name
-    # Formatting is offered only when the formatter module is installed.
-    has_formatter = importlib.util.find_spec("flowc.compiler.format") is not None
-    assert bool(caps.get("documentFormattingProvider")) == has_formatter
+    assert caps.get("documentFormattingProvider")
+
+
+def test_formatting_gives_the_canonical_layout(server: tuple[LspClient, str]) -> None:
+    from flowc.compiler.format import format_source
+
+    client, uri = server
+    messy = FLOW.replace("  on retry -> DRAFT do attempts += 1", "on retry->DRAFT do attempts+=1")
+    client.open(uri, messy)
+    options = {"tabSize": 2, "insertSpaces": True}
+    edits = client.request(
+        "textDocument/formatting", {"textDocument": {"uri": uri}, "options": options}
+    )
+    (edit,) = edits
+    assert edit["range"]["start"] == {"line": 0, "character": 0}
+    assert edit["newText"] == format_source(messy) == FLOW
+    # A text that is already canonical, or does not parse, gets no edit.
+    client.change(uri, FLOW, 2)
+    assert client.request(
+        "textDocument/formatting", {"textDocument": {"uri": uri}, "options": options}
+    ) in (None, [])
+    client.change(uri, FLOW + "state {", 3)
+    assert client.request(
+        "textDocument/formatting", {"textDocument": {"uri": uri}, "options": options}
+    ) in (None, [])
 
 
 def test_diagnostics_as_you_type_then_a_code_action_fixes_the_typo(

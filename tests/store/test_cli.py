@@ -224,3 +224,22 @@ def test_run_on_a_store_appends_journals_once_per_step(
     assert log.read_text(encoding="utf-8") == "1: 1\n2: 2\n3: 3\n"
     code, _, err = flowc(capsys, "run", str(flow), *s[:2], "--journal", "nope=x", "--events", ops)
     assert code == 2 and "no journal 'nope'" in err
+
+
+def test_instances_send_force_takes_a_back_rule(
+    shared_store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from store.test_durable import REOPENING
+
+    flow = tmp_path / "reopening.flow"
+    flow.write_text(REOPENING, encoding="utf-8")
+    s = ("--store", shared_store_url)
+    code, _, _ = flowc(
+        capsys, "instances", "start", "reopening", "--id", "r", *s, "--flow", str(flow)
+    )
+    assert code == 0
+    assert flowc(capsys, "instances", "send", "r", "submit", *s)[0] == 0
+    code, out, _ = flowc(capsys, "instances", "send", "r", "reopen", *s)
+    assert code == 1 and json.loads(out)["error"] == "backward_requires_force"
+    code, out, _ = flowc(capsys, "instances", "send", "r", "reopen", "--force", *s)
+    assert code == 0 and json.loads(out)["to"] == "DRAFT"

@@ -273,3 +273,23 @@ def test_subscribers_get_committed_steps_only(store: Store, clock: Clock) -> Non
     unsubscribe()
     d.send("a", "go")
     assert len(seen) == 2
+
+
+REOPENING = """\
+flow reopening
+event submit
+event reopen
+initial state DRAFT { on submit -> REVIEW }
+state REVIEW { on reopen -> DRAFT back }
+"""
+
+
+def test_a_back_rule_through_the_store_needs_force(store: Store, clock: Clock) -> None:
+    d = flows(store, clock, REOPENING)
+    d.start("reopening", id="r")
+    assert d.send("r", "submit").ok
+    refused = d.send("r", "reopen")
+    assert refused.status == "rejected" and refused.data["error"] == "backward_requires_force"
+    assert store.load("r").seq == 1 and d.load("r").state == "REVIEW"
+    forced = d.send("r", "reopen", force=True)
+    assert forced.status == "committed" and d.load("r").state == "DRAFT"
