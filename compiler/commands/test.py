@@ -145,6 +145,8 @@ def _coverage_report(runs: list[FileRun], out: Any) -> None:
                 "; its rule is taken in another state" if cov.rule_taken_elsewhere(t) else ""
             )
             out.write(f"  not taken: {group_of(t)[:-1]} line {t.line}: {describe(t)}{elsewhere}\n")
+        for t in cov.never_fire():
+            out.write(f"  can never fire (lint proves it): line {t.line}: {describe(t)}\n")
 
 
 def _coverage_json(runs: list[FileRun]) -> dict[str, Any]:

@@ -37,6 +37,10 @@ class Shadowing:
     transition: Transition
     by: Transition
     duplicate: bool
+    #: Set when no single rule beats `transition` but the earlier guards `X == MEMBER` on its
+    #: trigger name every member of X's enum between them (`by` is one of those rules): the
+    #: enum's name.
+    exhausted: str | None = None
 
 
 @dataclass
@@ -172,8 +176,13 @@ class FlowGraph:
 
     def _find_shadowing(self) -> list[Shadowing]:
         found: list[Shadowing] = []
+        cases = _EnumCases(self.flow)
         for transitions in self.outgoing.values():
             closed: dict[Hashable, Transition] = {}
+            exhausted: dict[Hashable, str] = {}
+            # trigger -> subject (a context or payload field of enum type) -> members named
+            # by earlier `subject == MEMBER` guards, and the state's own rule among them if any
+            named: dict[Hashable, dict[Hashable, tuple[set[str], Transition]]] = {}
             # Guards are compared only between rules on the same trigger, and fingerprinted
             # only once a trigger has a second guarded rule: most never do.
             guarded: dict[Hashable, list[Transition]] = {}
@@ -181,8 +190,20 @@ class FlowGraph:
             for t in transitions:
                 key = _trigger(t)
                 if key in closed:
-                    found.append(Shadowing(t, closed[key], duplicate=False))
+                    found.append(Shadowing(t, closed[key], False, exhausted.get(key)))
                     continue
+                case = cases.of(t) if t.guard is not None and t.kind != "else" else None
+                if case is not None:
+                    subject, member, enum = case
+                    members, by = named.setdefault(key, {}).get(subject, (set(), t))
+                    members = members | {member}
+                    # Report against the state's own rule when there is one: an inherited
+                    # rule beaten by a state's rules is the intended override (lint stays quiet).
+                    by = by if by.inherited is False else t
+                    named[key][subject] = (members, by)
+                    if members >= cases.members(enum):
+                        closed[key], exhausted[key] = by, enum
+                        continue
                 if t.guard is not None and t.kind != "else":
                     earlier = guarded.setdefault(key, [])
                     if earlier:
@@ -200,6 +221,43 @@ class FlowGraph:
                 if self.unconditional(t):
                     closed[key] = t
         return found
+
+
+class _EnumCases:
+    """Reads guards of the form `field == MEMBER` (either way round) on a context or payload
+    field whose type is an enum: together, such guards on one trigger may name every member,
+    and then no later rule on that trigger can fire."""
+
+    def __init__(self, flow: CompiledFlow) -> None:
+        self._members = {e.name: frozenset(e.members) for e in flow.enums}
+        self._context = {f.name: f.type.name for f in flow.context if f.type.kind == "enum"}
+        self._payloads = {
+            ev.name: {f.name: f.type.name for f in ev.fields if f.type.kind == "enum"}
+            for ev in flow.events
+        }
+
+    def members(self, enum: str) -> frozenset[str]:
+        return self._members.get(enum, frozenset())
+
+    def of(self, t: Transition) -> tuple[Hashable, str, str] | None:
+        """(subject, member, enum) when `t`'s guard is `subject == MEMBER`."""
+        guard = t.guard
+        if guard is None or guard.op != "==" or len(guard.args) != 2:
+            return None
+        left, right = guard.args
+        if left.op == "lit":
+            left, right = right, left
+        if right.op != "lit" or not isinstance(right.value, str):
+            return None
+        if left.op == "ctx":
+            enum = self._context.get(str(left.value))
+        elif left.op == "event" and t.event is not None:
+            enum = self._payloads.get(t.event, {}).get(str(left.value))
+        else:
+            return None
+        if enum is None or right.value not in self.members(enum):
+            return None
+        return (left.op, left.value), right.value, enum
 
 
 def _fingerprint(t: Transition) -> str:

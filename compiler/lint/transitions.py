@@ -41,6 +41,14 @@ def _shadowed(g: FlowGraph, s: Shadowing) -> Diagnostic:
     else:
         what = f"{_describe(t)} in `{t.source}` never fires"
         because = f"the {_describe(by)} at {where} {reason} and is tried first"
+    if s.exhausted is not None:
+        because = f"the earlier rules on its trigger cover every member of `{s.exhausted}`"
+        return Diagnostic.make(
+            "W305",
+            f"{what}: {because}",
+            g.transition_span(t),
+            help="remove this rule, or narrow the earlier ones",
+        )
     return Diagnostic.make(
         "W305",
         f"{what}: {because}",

@@ -1,6 +1,9 @@
 """Transition coverage: which rules of a flow (transitions, refusing `reject` rules, timers) the
 tests took, and which none did. Every IR transition counts on its own, so a rule written outside
-any state is covered state by state (each copy is a way out of a different state)."""
+any state is covered state by state (each copy is a way out of a different state). Transitions
+that lint proves can never fire (an earlier rule on the same trigger always wins, or a constant
+false guard: `FlowGraph.dead`) are listed apart and left out of the percentage: no test could
+take them."""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowc.compiler.emit.labels import trigger_text
+from flowc.compiler.lint.graph import FlowGraph
+from flowc.compiler.source import SourceFile
+from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import CompiledFlow, Transition
 
 #: Coverage groups, as `flowc test --coverage` lists them.
@@ -34,14 +40,22 @@ class Coverage:
     file: str
     flow: CompiledFlow
     fired: set[int]
+    #: Indices of the transitions that can never fire.
+    dead: set[int]
+
+    def live(self) -> list[Transition]:
+        return [t for t in self.flow.transitions if t.index not in self.dead]
+
+    def never_fire(self) -> list[Transition]:
+        return [t for t in self.flow.transitions if t.index in self.dead]
 
     @property
     def total(self) -> int:
-        return len(self.flow.transitions)
+        return len(self.live())
 
     @property
     def covered(self) -> int:
-        return sum(1 for t in self.flow.transitions if t.index in self.fired)
+        return sum(1 for t in self.live() if t.index in self.fired)
 
     @property
     def percent(self) -> float:
@@ -62,11 +76,11 @@ class Coverage:
         return any(o.index in self.fired for o in self.rules()[(t.line, t.column)])
 
     def uncovered(self) -> list[Transition]:
-        return [t for t in self.flow.transitions if t.index not in self.fired]
+        return [t for t in self.live() if t.index not in self.fired]
 
     def to_dict(self) -> dict[str, Any]:
         groups: dict[str, dict[str, int]] = {g: {"total": 0, "covered": 0} for g in GROUPS}
-        for t in self.flow.transitions:
+        for t in self.live():
             g = groups[group_of(t)]
             g["total"] += 1
             g["covered"] += t.index in self.fired
@@ -95,8 +109,13 @@ class Coverage:
                 }
                 for t in self.uncovered()
             ],
+            "never_fire": [
+                {"index": t.index, "line": t.line, "column": t.column, "rule": describe(t)}
+                for t in self.never_fire()
+            ],
         }
 
 
 def coverage_of(file: str, flow: CompiledFlow, fired: Iterable[int]) -> Coverage:
-    return Coverage(file, flow, set(fired))
+    graph = FlowGraph(flow, SourceFile(file, ""), SourceMap.from_ir(flow))
+    return Coverage(file, flow, set(fired), graph.dead)

@@ -139,3 +139,51 @@ def test_seed_flows_pass_strict(path: Path) -> None:
     assert result.diagnostics == [], [
         f"{d.code} {d.span.line}: {d.message}" for d in result.diagnostics
     ]
+
+
+ENUM_CASES = """\
+flow d
+enum Mode { FAST, SLOW }
+context { mode: Mode = FAST }
+event go(kind: Mode)
+initial state A {
+  on go if mode == FAST -> B
+  on go if SLOW == mode -> B
+  on go -> C
+}
+state B {
+  on go if event.kind == FAST -> C
+  on go -> B
+}
+final state C
+"""
+
+
+def test_w305_when_earlier_guards_name_every_member_of_an_enum() -> None:
+    result = compile_source(ENUM_CASES, "d.flow")
+    (diag,) = result.warnings
+    assert (diag.code, diag.span.line, diag.span.column) == ("W305", 8, 3)
+    assert "cover every member of `Mode`" in diag.message
+    # One member short (B names only FAST of the payload's enum), nothing is reported.
+    assert not [d for d in result.warnings if d.span.line > 9]
+
+
+def test_enum_cases_beating_a_global_rule_are_silent_but_make_it_dead() -> None:
+    from flowc.compiler.lint.graph import FlowGraph
+    from flowc.compiler.sourcemap import SourceMap
+
+    source = (
+        "flow d\nenum Mode { FAST, SLOW }\ncontext { mode: Mode = FAST }\nevent go\n"
+        "initial state A {\n  on go if mode == FAST -> B\n}\nstate B { on go -> C }\n"
+        "final state C\n"
+        'on go if mode == SLOW reject slow "slow"\non go reject never "never"\n'
+    )
+    result = compile_source(source, "d.flow")
+    assert [d.code for d in result.warnings] == []
+    flow = result.flow
+    assert flow is not None
+    graph = FlowGraph(flow, result.source, SourceMap.from_ir(flow))
+    dead = {(t.source, t.code) for t in flow.transitions if t.index in graph.dead}
+    # In A the state's FAST rule and the global SLOW rule leave nothing for `never`; in B the
+    # state's own rule beats both global ones.
+    assert dead == {("A", "never"), ("B", "slow"), ("B", "never")}
