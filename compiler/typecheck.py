@@ -17,10 +17,11 @@ from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.resolve import EventInfo, FieldInfo, Symbols, suggest
 from flowc.compiler.source import Span
-from flowc.compiler.template_bounds import checking_environment, oversized_constants
+from flowc.compiler.template_bounds import checking_environment
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.model import TypeRef
 from flowc.runtime.rejections import REJECTION_FIELDS
+from flowc.runtime.templating import check_template as constants_past_limits
 
 
 @dataclass(frozen=True)
@@ -870,7 +871,7 @@ class TypeChecker:
     def check_template(self, text: ast.Text) -> None:
         try:
             tree = self._jinja.parse(text.value)
-            oversized = oversized_constants(tree)
+            oversized = constants_past_limits(text.value)
             if not oversized:
                 self._jinja.compile(tree)  # compiling also finds unknown filters and tests
         except jinja2.TemplateSyntaxError as exc:
@@ -894,7 +895,7 @@ class TypeChecker:
             self.error(
                 "E210",
                 f"template too costly: {found.message}",
-                _template_span(text, found.lineno),
+                _template_span(text, found.line),
                 "a template's constants are computed when the flow compiles; compute large "
                 "values in the host, or keep them within the limits in docs/language.md",
             )

@@ -401,16 +401,16 @@ def _fold(node: nodes.Node) -> Any:
         isinstance(node, nodes.Filter)
         and node.name in _BOUNDED_FILTERS
         and node.node is not None
-        and not node.kwargs
         and node.dyn_args is None
         and node.dyn_kwargs is None
     ):
         args = [_fold(node.node), *[_fold(a) for a in node.args]]
+        kwargs = {str(kw.key): _fold(kw.value) for kw in node.kwargs}
         if node.name in ("replace", "join"):
             args.insert(0, nodes.EvalContext(_ENV))
         elif node.name == "wordwrap":
             args.insert(0, _ENV)
-        return _BOUNDED_FILTERS[node.name](*args)
+        return _BOUNDED_FILTERS[node.name](*args, **kwargs)
     raise _NotConstant
 
 
