@@ -29,7 +29,7 @@ from flowc.runtime.clock import to_datetime
 from flowc.runtime.instance import Instance
 from flowc.runtime.store.durable import DurableFlows, DurableOutcome
 from flowc.runtime.store.types import InstanceExists, InstanceNotFound, InstanceRecord, Json
-from flowc.runtime.tools import HANDLE, REQUEST_ID, FlowTools, Tool, from_strict
+from flowc.runtime.tools import FORCE, HANDLE, REQUEST_ID, FlowTools, Tool, from_strict
 
 #: Namespace of the instance ids `start` derives from a request_id (so a retried start finds
 #: the instance its first attempt created).
@@ -102,7 +102,10 @@ class ToolDispatcher:
         problems = _Problems()
         instance_id = problems.string(args, HANDLE, required=True)
         request_id = problems.string(args, REQUEST_ID, required=False)
+        force = False
         if tool.op == "event":
+            if tool.backward:
+                force = problems.boolean(args, FORCE)
             rest: dict[str, Any] = args  # the payload: the runtime checks it field by field
         else:
             rest = self._own_arguments(tool, args, problems)
@@ -130,7 +133,7 @@ class ToolDispatcher:
         try:
             if tool.op == "event":
                 assert tool.event is not None
-                out = self.flows.send(instance_id, tool.event, rest, key=request_id)
+                out = self.flows.send(instance_id, tool.event, rest, force=force, key=request_id)
             elif tool.op == "goto":
                 out = self.flows.goto(
                     instance_id,
@@ -307,6 +310,16 @@ class _Problems:
         if not isinstance(value, str) or not value:
             self.invalid.append(_issue(name, value, "a non-empty string"))
             return None
+        return value
+
+    def boolean(self, args: dict[str, Any], name: str) -> bool:
+        """An optional boolean argument (false when absent or null)."""
+        value = args.pop(name, None)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.invalid.append(_issue(name, value, "true or false"))
+            return False
         return value
 
     def feedback(self, tool: Tool) -> dict[str, Json]:

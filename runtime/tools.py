@@ -36,6 +36,13 @@ ToolOp = Literal["start", "status", "history", "event", "goto", "back"]
 #: The arguments every tool on an instance takes besides its own.
 HANDLE = "instance_id"
 REQUEST_ID = "request_id"
+FORCE = "force"
+_FORCE_ARGUMENT: dict[str, Any] = {
+    "type": "boolean",
+    "default": False,
+    "description": "true to move along a backward edge (a step back in the process); without "
+    "it backward moves are refused.",
+}
 #: Tools that only read: always allowed on an existing instance, so never listed as "allowed".
 READ_OPS: frozenset[str] = frozenset({"status", "history"})
 
@@ -61,6 +68,9 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     event: str | None = None
+    #: An event tool whose event some rule takes backwards (`on E -> X back`): it has a `force`
+    #: argument, the consent every backward move needs.
+    backward: bool = False
 
     @property
     def read_only(self) -> bool:
@@ -235,7 +245,11 @@ class FlowTools:
             where = f" Accepted in: {', '.join(states)}." if states else ""
             schema = machine.event_schema(name)
             fields: dict[str, Any] = dict(schema.get("properties", {}))
-            for reserved in (HANDLE, REQUEST_ID):
+            backward = any(
+                t.get("back") and t.get("event") == name and t.get("kind") == "event"
+                for t in transitions
+            )
+            for reserved in (HANDLE, REQUEST_ID, *((FORCE,) if backward else ())):
                 if reserved in fields:
                     raise ValueError(
                         f"event `{name}` of {machine.name} has a field `{reserved}`, which its "
@@ -249,8 +263,12 @@ class FlowTools:
                     f"Send the event `{name}` to an instance of {title!r}.{where} "
                     f"The result gives the new state and the tools accepted next; a refusal "
                     f"says why and what is allowed instead.",
-                    _arguments(fields, list(schema.get("required", []))),
+                    _arguments(
+                        {**fields, FORCE: _FORCE_ARGUMENT} if backward else fields,
+                        list(schema.get("required", [])),
+                    ),
                     event=name,
+                    backward=backward,
                 )
             )
         direct = [t for t in transitions if t.get("kind") == "direct" and t.get("target")]
@@ -264,12 +282,7 @@ class FlowTools:
                 }
             }
             if any(t.get("back") for t in direct):
-                properties["force"] = {
-                    "type": "boolean",
-                    "default": False,
-                    "description": "true to move along a backward edge (a step back in the "
-                    "process); without it backward edges are refused.",
-                }
+                properties[FORCE] = _FORCE_ARGUMENT
             tools.append(
                 Tool(
                     self._name(machine, "goto"),

@@ -314,3 +314,27 @@ def test_prefixed_tools_advise_with_the_tool_name(durable: DurableFlows) -> None
         "Call interactive_stage_user_input again with corrected arguments. "
         "Unknown fields may be typos."
     )
+
+
+def test_an_event_taken_backwards_has_a_force_argument(tmp_path: Path) -> None:
+    reopening = Machine.from_source(
+        "flow reopening\nevent submit\nevent reopen(note: str)\n"
+        "initial state DRAFT { on submit -> REVIEW }\n"
+        "state REVIEW { on reopen -> DRAFT back }\n"
+    )
+    tools = FlowTools([reopening])
+    reopen = tools.tool("reopening", "event", "reopen")
+    submit = tools.tool("reopening", "event", "submit")
+    assert reopen is not None and submit is not None
+    assert reopen.input_schema["properties"]["force"]["type"] == "boolean"
+    assert "force" not in submit.input_schema["properties"]
+    with open_durable(f"sqlite:///{tmp_path / 'r.db'}", [reopening]) as flows:
+        calls = ToolDispatcher(flows, tools)
+        iid = calls.call("start", {"context": {}}).data["instance_id"]
+        assert not calls.call("submit", {"instance_id": iid}).is_error
+        refused = calls.call("reopen", {"instance_id": iid, "note": "typo"})
+        assert refused.is_error and refused.data["error"] == "backward_requires_force"
+        bad = calls.call("reopen", {"instance_id": iid, "note": "typo", "force": "yes"})
+        assert bad.is_error and bad.data["issues"]["invalid"][0]["field"] == "force"  # type: ignore[index]
+        moved = calls.call("reopen", {"instance_id": iid, "note": "typo", "force": True})
+        assert not moved.is_error and moved.data["state"] == "DRAFT"
