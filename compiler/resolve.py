@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flowc.compiler import ast
 from flowc.compiler import types as t
@@ -544,6 +544,37 @@ class Resolver:
             self._check_state_rules(state)
         for rule in self.symbols.global_rules:
             self._check_rule_names(rule)
+        self._expand_event_lists()
+
+    def _expand_event_lists(self) -> None:
+        """`on a, b -> X` and `on error.* -> X` become one rule per event, in the order listed
+        (a prefix: in the order the events are declared), each marked with all the events the
+        written rule covers. The IR stays one transition per event, so dispatch stays a lookup."""
+        states = self.symbols.states
+        for name, state in states.items():
+            if any(_lists_events(rule) for rule in state.rules):
+                states[name] = replace(state, rules=tuple(self._expanded(state.rules)))
+        self.symbols.global_rules = list(self._expanded(self.symbols.global_rules))
+
+    def _expanded(self, rules: Iterable[ast.Rule]) -> Iterator[ast.Rule]:
+        events = self.symbols.events
+        for rule in rules:
+            if not _lists_events(rule):
+                yield rule
+                continue
+            covered: dict[str, ast.Ident] = {}
+            for listed in rule.listed_events:
+                if listed.name.endswith(".*"):
+                    for event in _matching(listed.name, events):
+                        covered.setdefault(event, ast.Ident(event, listed.span))
+                elif listed.name in events:
+                    covered.setdefault(listed.name, listed)
+            if not covered:  # every name unknown (reported): typecheck the rule as written
+                yield rule
+                continue
+            covers = tuple(covered)
+            for ident in covered.values():
+                yield replace(rule, event=ident, more_events=(), covers=covers)
 
     def _check_state_rules(self, state: ast.StateDecl) -> None:
         is_choice = state.has("choice")
@@ -619,14 +650,24 @@ class Resolver:
             )
 
     def _check_rule_names(self, rule: ast.Rule) -> None:
-        if rule.event is not None and rule.event.name not in self.symbols.events:
-            self.error(
-                "E105",
-                f"unknown event `{rule.event.name}`",
-                rule.event.span,
-                suggest(rule.event.name, self.symbols.events)
-                or f"declare it: `event {rule.event.name}`",
-            )
+        events = self.symbols.events
+        for listed in rule.listed_events:
+            if listed.name.endswith(".*"):
+                if not _matching(listed.name, events):
+                    prefix = listed.name[:-1]
+                    self.error(
+                        "E126",
+                        f"no declared event starts with `{prefix}`",
+                        listed.span,
+                        suggest(listed.name[:-2], events) or f"declare one: `event {prefix}NAME`",
+                    )
+            elif listed.name not in events:
+                self.error(
+                    "E105",
+                    f"unknown event `{listed.name}`",
+                    listed.span,
+                    suggest(listed.name, events) or f"declare it: `event {listed.name}`",
+                )
         target = rule.target
         if target is not None and target.name != "self":
             self._check_state_exists(target)
@@ -714,6 +755,17 @@ class Resolver:
             old.span,
             f"first on line {first.span.line}",
         )
+
+
+def _lists_events(rule: ast.Rule) -> bool:
+    """Whether `rule` names several events or a prefix of them."""
+    return rule.event is not None and (bool(rule.more_events) or rule.event.name.endswith(".*"))
+
+
+def _matching(pattern: str, events: dict[str, EventInfo]) -> list[str]:
+    """The declared events a prefix pattern `a.b.*` names: those starting with `a.b.`."""
+    prefix = pattern[:-1]
+    return [name for name in events if name.startswith(prefix)]
 
 
 def resolve(module: ast.Module) -> tuple[Symbols, list[Diagnostic]]:

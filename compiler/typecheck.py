@@ -33,6 +33,8 @@ class Scope:
     constant: bool = False  # defaults: literals and enum members only
     #: paths (see `_path_key`) known not to be none here, e.g. right of `x != none and ...`
     narrowed: frozenset[str] = frozenset()
+    #: the other events of `on a, b -> X`: a payload field read must be the same in each
+    also: tuple[EventInfo, ...] = ()
 
     def narrow(self, facts: frozenset[str]) -> Scope:
         return self if not facts else replace(self, narrowed=self.narrowed | facts)
@@ -98,10 +100,15 @@ class TypeChecker:
             self.check_guard(invariant.expr, Scope(None, "in an invariant (it reads the context)"))
 
     def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
+        if rule.covers and rule.event is not None and rule.event.name != rule.covers[0]:
+            return  # one copy of `on a, b -> X`: the first copy checks it for every event
         if rule.event is not None:
             info = self.symbols.events.get(rule.event.name)
             # An unknown event was reported by resolve; check the rest without `event.` noise.
             scope = Scope(info) if info is not None else _UNKNOWN_EVENT_SCOPE
+            if info is not None and len(rule.covers) > 1:
+                events = self.symbols.events
+                scope = replace(scope, also=tuple(events[name] for name in rule.covers[1:]))
         else:
             where = {
                 "direct": "on a direct edge (`-> X` is taken by an explicit go-to, not an event)",
@@ -454,6 +461,32 @@ class TypeChecker:
             "E107", f"unknown name `{expr.name}`", expr.span, suggest(expr.name, candidates)
         )
 
+    def _check_shared_field(self, expr: ast.EventField, param: FieldInfo, scope: Scope) -> None:
+        """A rule for several events reads `event.x`: each of them must have `x`, of one type,
+        so that the guard and actions mean the same whichever event arrives."""
+        assert scope.event is not None
+        first = scope.event.decl.name.name
+        for other in scope.also:
+            name = other.decl.name.name
+            theirs = other.params.get(expr.name)
+            if theirs is None:
+                self.error(
+                    "E212",
+                    f"`event.{expr.name}` is read by a rule for `{first}` and `{name}`, "
+                    f"but `{name}` has no field `{expr.name}`",
+                    expr.span,
+                    f"give `{name}` a field `{expr.name}: {param.ty}`, or write "
+                    "a rule of its own for it",
+                )
+            elif theirs.ty != param.ty:
+                self.error(
+                    "E212",
+                    f"`event.{expr.name}` is `{param.ty}` in `{first}` but "
+                    f"`{theirs.ty}` in `{name}`",
+                    expr.span,
+                    "a rule for several events reads only fields they declare alike",
+                )
+
     def _infer_EventField(self, expr: ast.EventField, scope: Scope) -> t.Ty:
         if scope is _UNKNOWN_EVENT_SCOPE:
             return t.ANY
@@ -466,6 +499,8 @@ class TypeChecker:
                 "`require` clauses can read the payload",
             )
         param = scope.event.params.get(expr.name)
+        if param is not None and scope.also:
+            self._check_shared_field(expr, param, scope)
         if param is None:
             name = scope.event.decl.name.name
             return self.error(

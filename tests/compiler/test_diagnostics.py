@@ -92,6 +92,14 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E206", 'flow demo\njournal log "{{ source "\ninitial state A\n', 2, 13),
     ("E207", "flow demo\nversion 0\ninitial state A\n", 2, 1),
     ("E209", "flow demo\ncontext { x: float = 1.0e999 }\ninitial state A\n", 2, 22),
+    ("E126", "flow demo\nevent error.net\ninitial state A { on eror.* -> A }\n", 3, 22),
+    (
+        "E212",
+        "flow demo\nevent a(x: int)\nevent b(x: str)\n"
+        "initial state A { on a, b if event.x == 1 -> A }\n",
+        4,
+        30,
+    ),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
         "E211",
@@ -175,7 +183,7 @@ def test_did_you_mean_for_states_events_and_fields() -> None:
 
 def test_syntax_error_says_what_was_expected_in_words() -> None:
     (diag,) = compile_source("flow demo\ninitial state A { on go B }\n", "x.flow").diagnostics
-    assert diag.message == "unexpected name `B`; expected `->`, `if` or `reject`"
+    assert diag.message == "unexpected name `B`; expected `,`, `->`, `.`, `if` or `reject`"
 
 
 def test_missing_token_at_line_end_points_at_the_line_end() -> None:
@@ -334,3 +342,19 @@ def test_a_field_read_only_by_refusal_data_is_used() -> None:
     assert compile_source(source, "case.flow").diagnostics == []
     unused = source.replace('with {"limit": limit}', "")
     assert [d.code for d in compile_source(unused, "case.flow").diagnostics] == ["W312"]
+
+
+def test_a_rule_for_several_events_reads_fields_they_all_have() -> None:
+    source = (
+        "flow demo\nevent a(x: int)\nevent b(y: int)\ncontext { n: int = 0 }\n"
+        "initial state A { on a, b -> A do n = event.x }\n"
+    )
+    (diag,) = compile_source(source, "case.flow").diagnostics
+    assert (diag.code, diag.span.line, diag.span.column) == ("E212", 5, 39)
+    assert "`b` has no field `x`" in diag.message
+
+
+def test_an_unknown_event_in_a_list_is_reported_alone() -> None:
+    source = "flow demo\nevent a\nevent b\ninitial state A { on a, bb, b -> A }\n"
+    (diag,) = compile_source(source, "case.flow").diagnostics
+    assert (diag.code, diag.span.line, diag.span.column) == ("E105", 4, 25)
