@@ -256,7 +256,7 @@ class Resolver:
             if not isinstance(decl, ast.EnumDecl | ast.TypeDecl):
                 continue
             name = decl.name.name
-            if name in t.PRIMITIVES or name in ("list", "map"):
+            if name in t.PRIMITIVES or name in ("list", "map", "json"):
                 self.error(
                     "E103", f"`{name}` is a built-in type", decl.name.span, "choose another name"
                 )
@@ -370,11 +370,20 @@ class Resolver:
             return unknown
         if name in t.PRIMITIVES:
             return t.PRIMITIVES[name], TypeRef(kind=name)  # type: ignore[arg-type]
+        if name == "json":
+            return t.JSON, TypeRef(kind="json")
         if name in self.symbols.enums:
             return t.EnumTy(name), TypeRef(kind="enum", name=name)
         if name in self.symbols.record_decls:
             return t.RecordTy(name), TypeRef(kind="record", name=name)
-        known = [*t.PRIMITIVES, "list", "map", *self.symbols.enums, *self.symbols.record_decls]
+        known = [
+            *t.PRIMITIVES,
+            "list",
+            "map",
+            "json",
+            *self.symbols.enums,
+            *self.symbols.record_decls,
+        ]
         self.error("E106", f"unknown type `{name}`", texpr.name.span, suggest(name, known))
         return unknown
 

@@ -351,6 +351,18 @@ class TypeChecker:
         if isinstance(expected, t.RecordTy) and isinstance(expr, ast.MapLit):
             self._check_record_literal(expr, expected, scope, code)
             return
+        if isinstance(expected, t.OptionalTy) and isinstance(expected.inner, t.JsonTy):
+            expected = expected.inner  # null is a JSON value already
+        if isinstance(expected, t.JsonTy) and isinstance(expr, ast.ListLit | ast.MapLit):
+            # A JSON literal may mix item types: `[1, "a", none]`, `{"a": 1, "b": [true]}`.
+            self.expect(
+                expr,
+                t.ListTy(t.JSON) if isinstance(expr, ast.ListLit) else t.MapTy(t.JSON),
+                scope,
+                code=code,
+                what=what,
+            )
+            return
         if isinstance(expected, t.OptionalTy) and isinstance(expr, ast.MapLit):
             self.expect(expr, expected.inner, scope, code=code, what=what)
             return
@@ -736,6 +748,8 @@ class TypeChecker:
                     )
             return t.BOOL
         if op in ("==", "!="):
+            if self._json_compared(expr, left, right):
+                return t.BOOL
             if not t.comparable(left, right):
                 self.error(
                     "E201",
@@ -762,7 +776,44 @@ class TypeChecker:
             return self._check_membership(expr, left, right)
         return self._check_arithmetic(expr, left, right)
 
+    def _json_compared(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> bool:
+        """E201 for `==`, `!=`, `in` on values holding `json` (other than a test against
+        `none`): JSON's equality is not the language's (`true` is not `1` in JSON, nor `1.0`
+        an integer), so a json value is passed along, not compared. True when reported."""
+        if isinstance(left, t.NoneTy) or isinstance(right, t.NoneTy):
+            return False
+        for side, ty in ((expr.left, left), (expr.right, right)):
+            if self._holds_json(ty, set()):
+                self.error(
+                    "E201",
+                    "a `json` value can only be compared with `none`"
+                    if isinstance(ty, t.JsonTy)
+                    else f"`{ty}` holds `json` values, which can only be compared with `none`",
+                    side.span,
+                    "pass a json value along (store it, send it in refusal data); declare "
+                    "typed fields for what a guard must inspect",
+                )
+                return True
+        return False
+
+    def _holds_json(self, ty: t.Ty, seen: set[str]) -> bool:
+        if isinstance(ty, t.JsonTy):
+            return True
+        if isinstance(ty, t.ListTy):
+            return self._holds_json(ty.item, seen)
+        if isinstance(ty, t.MapTy):
+            return self._holds_json(ty.value, seen)
+        if isinstance(ty, t.OptionalTy):
+            return self._holds_json(ty.inner, seen)
+        if isinstance(ty, t.RecordTy) and ty.name not in seen:
+            seen.add(ty.name)
+            fields = self.symbols.records.get(ty.name, {})
+            return any(self._holds_json(f.ty, seen) for f in fields.values())
+        return False
+
     def _check_membership(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> t.Ty:
+        if self._json_compared(expr, left, right):
+            return t.BOOL
         ok = (
             (isinstance(right, t.ListTy) and t.comparable(left, right.item))
             or (isinstance(right, t.MapTy) and left == t.STR)

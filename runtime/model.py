@@ -28,7 +28,9 @@ class TypeRef(IRModel):
     """A value type. `item` is the element of a list, the value of a map, or the inner type of an
     optional; `name` names an enum or record; `min`/`max` bound an `int(1..5)` range."""
 
-    kind: Literal["bool", "int", "float", "str", "list", "map", "enum", "record", "optional"]
+    kind: Literal[
+        "bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"
+    ]
     name: str | None = None
     item: TypeRef | None = None
     min: float | None = None
@@ -262,7 +264,7 @@ _ACTION = _members(Action)
 _JOURNAL = _members(Journal)
 _MIGRATION = _members(Migration)
 _TYPE_KINDS = frozenset(
-    {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional"}
+    {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"}
 )
 _ACTION_OPS = frozenset({"set", "add", "sub", "append", "remove"})
 
