@@ -280,6 +280,15 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class UnhandledDecl:
+    """`unhandled ignore` / `unhandled refuse`: what a state does with a declared event it has
+    no rule for; at the top level, the default of every state."""
+
+    policy: Ident
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class MetaDecl:
     value: dict[str, JsonValue]
     span: Span
@@ -303,6 +312,8 @@ class StateDecl:
     blocks: tuple[ActionBlock, ...]
     rules: tuple[Rule, ...]
     span: Span
+    #: `unhandled ignore|refuse` written in the state (resolve allows one)
+    unhandled: tuple[UnhandledDecl, ...] = ()
 
     def has(self, modifier: str) -> bool:
         return any(m.name == modifier for m in self.modifiers)
@@ -456,6 +467,7 @@ Decl = (
     | MigrateDecl
     | InvariantDecl
     | TestDecl
+    | UnhandledDecl
 )
 
 

@@ -60,6 +60,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E124": (Severity.ERROR, "unknown rejection code"),
     "E125": (Severity.ERROR, "unknown journal"),
     "E126": (Severity.ERROR, "event prefix matches no event"),
+    "E127": (Severity.ERROR, "invalid `unhandled` policy"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),

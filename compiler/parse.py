@@ -86,6 +86,7 @@ _SOFT_KEYWORDS = frozenset(
         "EXPECT",
         "FORCE",
         "WITH",
+        "UNHANDLED",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -879,7 +880,11 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             tuple(x for x in body if isinstance(x, ast.ActionBlock)),
             tuple(x for x in body if isinstance(x, ast.Rule)),
             _span(c),
+            tuple(x for x in body if isinstance(x, ast.UnhandledDecl)),
         )
+
+    def unhandled_decl(self, c: list[Any]) -> ast.UnhandledDecl:
+        return ast.UnhandledDecl(c[1], _span(c))
 
     def meta_decl(self, c: list[Any]) -> ast.MetaDecl:
         return ast.MetaDecl(c[1], _span(c))

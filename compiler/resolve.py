@@ -68,6 +68,8 @@ class Symbols:
     invariants: dict[str, ast.InvariantDecl] = field(default_factory=dict)
     #: `test "..." { ... }` blocks, in source order (never lowered: see compiler/testblocks.py)
     tests: list[ast.TestDecl] = field(default_factory=list)
+    #: the states that ignore the declared events they have no rule for (`unhandled ignore`)
+    ignoring: set[str] = field(default_factory=set)
 
     def is_enum_member(self, obj: str, attr: str, *, constant: bool = False) -> bool:
         """Whether `obj.attr` names the member `attr` of enum `obj` rather than reading field
@@ -185,6 +187,7 @@ class Resolver:
         self._collect_context(decls)
         self._collect_events(decls)
         self._collect_states(decls)
+        self._resolve_unhandled(decls)
         self._collect_texts(decls)
         self._check_rules()
         self._check_migrations(decls)
@@ -547,6 +550,50 @@ class Resolver:
                 continue
             table[name] = decl
 
+    def _resolve_unhandled(self, decls: tuple[ast.Decl, ...]) -> None:
+        """`unhandled ignore|refuse`: at most one at the top level (every state's default) and
+        one per state (that state's own), only where events are waited for."""
+        default = self._unhandled_policy(
+            [d for d in decls if isinstance(d, ast.UnhandledDecl)], "this flow"
+        )
+        for name, state in self.symbols.states.items():
+            own = self._unhandled_policy(list(state.unhandled), f"state `{name}`")
+            if state.unhandled and (state.has("final") or state.has("choice")):
+                kind = "final" if state.has("final") else "choice"
+                self.error(
+                    "E127",
+                    f"`unhandled` in a {kind} state",
+                    state.unhandled[0].span,
+                    "a final state refuses every event, and a choice state routes at once; "
+                    "remove it",
+                )
+                continue
+            if state.has("final") or state.has("choice"):
+                continue
+            if (own or default) == "ignore":
+                self.symbols.ignoring.add(name)
+
+    def _unhandled_policy(self, found: list[ast.UnhandledDecl], where: str) -> str | None:
+        for extra in found[1:]:
+            self.error(
+                "E127",
+                f"`unhandled` is given twice for {where}",
+                extra.span,
+                f"first given on line {found[0].span.line}",
+            )
+        if not found:
+            return None
+        policy = found[0].policy
+        if policy.name not in UNHANDLED_POLICIES:
+            self.error(
+                "E127",
+                f"unknown `unhandled` policy `{policy.name}`",
+                policy.span,
+                suggest(policy.name, UNHANDLED_POLICIES) or "write `ignore` or `refuse`",
+            )
+            return None
+        return policy.name
+
     # ---- rules -------------------------------------------------------------------------
     def _check_rules(self) -> None:
         for state in self.symbols.states.values():
@@ -764,6 +811,10 @@ class Resolver:
             old.span,
             f"first on line {first.span.line}",
         )
+
+
+#: what `unhandled` may say: refuse with `event_not_accepted` (the default), or ignore
+UNHANDLED_POLICIES = ("refuse", "ignore")
 
 
 def _lists_events(rule: ast.Rule) -> bool:

@@ -139,6 +139,9 @@ class State(IRModel):
     parent: str | None = None
     line: int = 0
     column: int = 0
+    #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
+    #: `ignore` (the `ignored` outcome). Added within version 1; absent when `refuse`.
+    unhandled: Literal["refuse", "ignore"] = "refuse"
 
 
 class Journal(IRModel):
@@ -415,6 +418,8 @@ def _state(st: Any) -> None:
         raise _Bad(f"{where} meta must be an object")
     _list(st.get("entry"), f"{where} entry")
     _list(st.get("exit"), f"{where} exit")
+    if st.get("unhandled", "refuse") not in ("refuse", "ignore"):
+        raise _Bad(f"{where} unhandled must be 'refuse' or 'ignore'")
 
 
 def _transition(t: Any) -> None:

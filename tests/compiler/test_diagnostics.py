@@ -92,6 +92,7 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E206", 'flow demo\njournal log "{{ source "\ninitial state A\n', 2, 13),
     ("E207", "flow demo\nversion 0\ninitial state A\n", 2, 1),
     ("E209", "flow demo\ncontext { x: float = 1.0e999 }\ninitial state A\n", 2, 22),
+    ("E127", "flow demo\nunhandled ignor\ninitial state A\n", 2, 11),
     ("E126", "flow demo\nevent error.net\ninitial state A { on eror.* -> A }\n", 3, 22),
     (
         "E212",
@@ -358,3 +359,20 @@ def test_an_unknown_event_in_a_list_is_reported_alone() -> None:
     source = "flow demo\nevent a\nevent b\ninitial state A { on a, bb, b -> A }\n"
     (diag,) = compile_source(source, "case.flow").diagnostics
     assert (diag.code, diag.span.line, diag.span.column) == ("E105", 4, 25)
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "column", "message"),
+    [
+        ("unhandled ignore\nunhandled refuse\ninitial state A\n", 3, 1, "given twice for this"),
+        ("initial state A { unhandled ignore unhandled ignore }\n", 2, 36, "given twice for state"),
+        ("initial state A\nfinal state B { unhandled ignore }\n", 3, 17, "in a final state"),
+        ("initial state A\nchoice state C { unhandled ignore else -> A }\n", 3, 18, "choice state"),
+    ],
+)
+def test_unhandled_is_said_once_where_events_are_waited_for(
+    source: str, line: int, column: int, message: str
+) -> None:
+    (diag,) = compile_source("flow demo\n" + source, "case.flow").diagnostics
+    assert (diag.code, diag.span.line, diag.span.column) == ("E127", line, column)
+    assert message in diag.message
