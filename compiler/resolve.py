@@ -715,7 +715,8 @@ class Resolver:
                         "E126",
                         f"no declared event starts with `{prefix}`",
                         listed.span,
-                        suggest(listed.name[:-2], events) or f"declare one: `event {prefix}NAME`",
+                        suggest(listed.name, _prefix_patterns(events))
+                        or f"declare one: `event {prefix}NAME`",
                     )
             elif listed.name not in events:
                 self.error(
@@ -820,6 +821,16 @@ UNHANDLED_POLICIES = ("refuse", "ignore")
 def _lists_events(rule: ast.Rule) -> bool:
     """Whether `rule` names several events or a prefix of them."""
     return rule.event is not None and (bool(rule.more_events) or rule.event.name.endswith(".*"))
+
+
+def _prefix_patterns(events: dict[str, EventInfo]) -> list[str]:
+    """Every prefix pattern that names some declared event: `a.*` and `a.b.*` for `a.b.c`."""
+    found: dict[str, None] = {}
+    for name in events:
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            found[".".join(parts[:i]) + ".*"] = None
+    return list(found)
 
 
 def _matching(pattern: str, events: dict[str, EventInfo]) -> list[str]:

@@ -376,3 +376,11 @@ def test_unhandled_is_said_once_where_events_are_waited_for(
     (diag,) = compile_source("flow demo\n" + source, "case.flow").diagnostics
     assert (diag.code, diag.span.line, diag.span.column) == ("E127", line, column)
     assert message in diag.message
+
+
+def test_a_mistyped_prefix_is_told_the_family_it_resembles() -> None:
+    source = (
+        "flow demo\nevent error.net.down\nevent errands\ninitial state A { on eror.net.* -> A }\n"
+    )
+    (diag,) = compile_source(source, "case.flow").diagnostics
+    assert (diag.code, diag.help) == ("E126", "did you mean `error.net.*`?")
