@@ -154,3 +154,26 @@ def test_dotted_event_names_load_from_compiled_json() -> None:
     again = Machine.from_json(result.flow.to_json())
     inst = again.start()
     assert isinstance(inst.send("error.disk.full", {"code": 1}), StepResult)
+
+
+def test_a_list_written_outside_states_is_copied_into_every_state() -> None:
+    source = """
+flow shared
+context { pings: int = 0 }
+event ping
+event pong
+event go
+initial state A { on go -> B }
+state B { on go -> C }
+final state C
+on ping, pong -> self do pings += 1
+"""
+    result = compile_source(source, "x.flow")
+    assert result.flow is not None
+    inherited = [(t.source, t.event) for t in result.flow.transitions if t.inherited]
+    assert inherited == [("A", "ping"), ("A", "pong"), ("B", "ping"), ("B", "pong")]
+    inst = machine(source).start()
+    inst.send("pong")
+    inst.send("go")
+    inst.send("ping")
+    assert (inst.state, inst.context["pings"]) == ("B", 2)
