@@ -266,6 +266,26 @@ class Rule:
     span: Span
     #: `reject CODE "..." with {"key": expr, ...}`: the data the refusal carries
     reject_data: Expr | None = None
+    #: `on a, b, error.* -> X`: the events listed after the first (`event`); a name ending in
+    #: `.*` is a prefix of event names. Resolve expands such a rule into one rule per event.
+    more_events: tuple[Ident, ...] = ()
+    #: set by resolve on each rule it expanded: every event the written rule covers, in order
+    #: (the first copy typechecks the guard and actions for all of them)
+    covers: tuple[str, ...] = ()
+
+    @property
+    def listed_events(self) -> tuple[Ident, ...]:
+        """The event names and prefixes written after `on`, in order."""
+        return () if self.event is None else (self.event, *self.more_events)
+
+
+@dataclass(frozen=True, slots=True)
+class UnhandledDecl:
+    """`unhandled ignore` / `unhandled refuse`: what a state does with a declared event it has
+    no rule for; at the top level, the default of every state."""
+
+    policy: Ident
+    span: Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +312,8 @@ class StateDecl:
     blocks: tuple[ActionBlock, ...]
     rules: tuple[Rule, ...]
     span: Span
+    #: `unhandled ignore|refuse` written in the state (resolve allows one)
+    unhandled: tuple[UnhandledDecl, ...] = ()
 
     def has(self, modifier: str) -> bool:
         return any(m.name == modifier for m in self.modifiers)
@@ -445,6 +467,7 @@ Decl = (
     | MigrateDecl
     | InvariantDecl
     | TestDecl
+    | UnhandledDecl
 )
 
 

@@ -59,6 +59,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E123": (Severity.ERROR, "invalid test step"),
     "E124": (Severity.ERROR, "unknown rejection code"),
     "E125": (Severity.ERROR, "unknown journal"),
+    "E126": (Severity.ERROR, "event prefix matches no event"),
+    "E127": (Severity.ERROR, "invalid `unhandled` policy"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),
@@ -71,6 +73,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E209": (Severity.ERROR, "number too large"),
     "E210": (Severity.ERROR, "template too costly"),
     "E211": (Severity.ERROR, "invalid refusal data"),
+    "E212": (Severity.ERROR, "payload field differs between a rule's events"),
     # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
     "W302": (Severity.WARNING, "state has no way out"),

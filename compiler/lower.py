@@ -236,6 +236,7 @@ class Lowerer:
             meta=meta,
             entry=entry,
             exit=exit_,
+            unhandled="ignore" if decl.name.name in self.symbols.ignoring else "refuse",
             line=decl.name.span.line,
             column=decl.name.span.column,
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -86,6 +86,7 @@ _SOFT_KEYWORDS = frozenset(
         "EXPECT",
         "FORCE",
         "WITH",
+        "UNHANDLED",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -879,7 +880,11 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             tuple(x for x in body if isinstance(x, ast.ActionBlock)),
             tuple(x for x in body if isinstance(x, ast.Rule)),
             _span(c),
+            tuple(x for x in body if isinstance(x, ast.UnhandledDecl)),
         )
+
+    def unhandled_decl(self, c: list[Any]) -> ast.UnhandledDecl:
+        return ast.UnhandledDecl(c[1], _span(c))
 
     def meta_decl(self, c: list[Any]) -> ast.MetaDecl:
         return ast.MetaDecl(c[1], _span(c))
@@ -942,7 +947,31 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.Rule(kind, event, guard_expr, target, actions, back, after, None, None, span)
 
     def on_rule(self, c: list[Any]) -> ast.Rule:
-        return self._rule("on", c, c[1], c[2], c[3])
+        # ON, event_pattern+, guard|None, outcome
+        rule = self._rule("on", c, c[1], c[-2], c[-1])
+        more = tuple(c[2:-2])
+        return replace(rule, more_events=more) if more else rule
+
+    def event_name(self, c: list[ast.Ident]) -> ast.Ident:
+        if len(c) == 1:
+            return c[0]
+        return ast.Ident(".".join(part.name for part in c), c[0].span.to(c[-1].span))
+
+    def event_pattern(self, c: list[Any]) -> ast.Ident:
+        # name+, MUL_OP|None: `error.*` is a prefix pattern, kept as one name ending in `.*`
+        star = c[-1]
+        name = self.event_name([x for x in c[:-1]])
+        if star is None:
+            return name
+        span = name.span.to(_token_span(star))
+        if str(star) != "*":
+            self.report(
+                "E003",
+                f"unexpected `{star}` in an event name",
+                _token_span(star),
+                "a prefix of event names ends in `.*`: `on error.* -> X`",
+            )
+        return ast.Ident(name.name + ".*", span)
 
     def direct_rule(self, c: list[Any]) -> ast.Rule:
         return self._rule("direct", c, None, c[0], c[1])

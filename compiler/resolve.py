@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flowc.compiler import ast
 from flowc.compiler import types as t
@@ -68,6 +68,8 @@ class Symbols:
     invariants: dict[str, ast.InvariantDecl] = field(default_factory=dict)
     #: `test "..." { ... }` blocks, in source order (never lowered: see compiler/testblocks.py)
     tests: list[ast.TestDecl] = field(default_factory=list)
+    #: the states that ignore the declared events they have no rule for (`unhandled ignore`)
+    ignoring: set[str] = field(default_factory=set)
 
     def is_enum_member(self, obj: str, attr: str, *, constant: bool = False) -> bool:
         """Whether `obj.attr` names the member `attr` of enum `obj` rather than reading field
@@ -185,6 +187,7 @@ class Resolver:
         self._collect_context(decls)
         self._collect_events(decls)
         self._collect_states(decls)
+        self._resolve_unhandled(decls)
         self._collect_texts(decls)
         self._check_rules()
         self._check_migrations(decls)
@@ -256,7 +259,7 @@ class Resolver:
             if not isinstance(decl, ast.EnumDecl | ast.TypeDecl):
                 continue
             name = decl.name.name
-            if name in t.PRIMITIVES or name in ("list", "map"):
+            if name in t.PRIMITIVES or name in ("list", "map", "json"):
                 self.error(
                     "E103", f"`{name}` is a built-in type", decl.name.span, "choose another name"
                 )
@@ -370,11 +373,20 @@ class Resolver:
             return unknown
         if name in t.PRIMITIVES:
             return t.PRIMITIVES[name], TypeRef(kind=name)  # type: ignore[arg-type]
+        if name == "json":
+            return t.JSON, TypeRef(kind="json")
         if name in self.symbols.enums:
             return t.EnumTy(name), TypeRef(kind="enum", name=name)
         if name in self.symbols.record_decls:
             return t.RecordTy(name), TypeRef(kind="record", name=name)
-        known = [*t.PRIMITIVES, "list", "map", *self.symbols.enums, *self.symbols.record_decls]
+        known = [
+            *t.PRIMITIVES,
+            "list",
+            "map",
+            "json",
+            *self.symbols.enums,
+            *self.symbols.record_decls,
+        ]
         self.error("E106", f"unknown type `{name}`", texpr.name.span, suggest(name, known))
         return unknown
 
@@ -538,12 +550,87 @@ class Resolver:
                 continue
             table[name] = decl
 
+    def _resolve_unhandled(self, decls: tuple[ast.Decl, ...]) -> None:
+        """`unhandled ignore|refuse`: at most one at the top level (every state's default) and
+        one per state (that state's own), only where events are waited for."""
+        default = self._unhandled_policy(
+            [d for d in decls if isinstance(d, ast.UnhandledDecl)], "this flow"
+        )
+        for name, state in self.symbols.states.items():
+            own = self._unhandled_policy(list(state.unhandled), f"state `{name}`")
+            if state.unhandled and (state.has("final") or state.has("choice")):
+                kind = "final" if state.has("final") else "choice"
+                self.error(
+                    "E127",
+                    f"`unhandled` in a {kind} state",
+                    state.unhandled[0].span,
+                    "a final state refuses every event, and a choice state routes at once; "
+                    "remove it",
+                )
+                continue
+            if state.has("final") or state.has("choice"):
+                continue
+            if (own or default) == "ignore":
+                self.symbols.ignoring.add(name)
+
+    def _unhandled_policy(self, found: list[ast.UnhandledDecl], where: str) -> str | None:
+        for extra in found[1:]:
+            self.error(
+                "E127",
+                f"`unhandled` is given twice for {where}",
+                extra.span,
+                f"first given on line {found[0].span.line}",
+            )
+        if not found:
+            return None
+        policy = found[0].policy
+        if policy.name not in UNHANDLED_POLICIES:
+            self.error(
+                "E127",
+                f"unknown `unhandled` policy `{policy.name}`",
+                policy.span,
+                suggest(policy.name, UNHANDLED_POLICIES) or "write `ignore` or `refuse`",
+            )
+            return None
+        return policy.name
+
     # ---- rules -------------------------------------------------------------------------
     def _check_rules(self) -> None:
         for state in self.symbols.states.values():
             self._check_state_rules(state)
         for rule in self.symbols.global_rules:
             self._check_rule_names(rule)
+        self._expand_event_lists()
+
+    def _expand_event_lists(self) -> None:
+        """`on a, b -> X` and `on error.* -> X` become one rule per event, in the order listed
+        (a prefix: in the order the events are declared), each marked with all the events the
+        written rule covers. The IR stays one transition per event, so dispatch stays a lookup."""
+        states = self.symbols.states
+        for name, state in states.items():
+            if any(_lists_events(rule) for rule in state.rules):
+                states[name] = replace(state, rules=tuple(self._expanded(state.rules)))
+        self.symbols.global_rules = list(self._expanded(self.symbols.global_rules))
+
+    def _expanded(self, rules: Iterable[ast.Rule]) -> Iterator[ast.Rule]:
+        events = self.symbols.events
+        for rule in rules:
+            if not _lists_events(rule):
+                yield rule
+                continue
+            covered: dict[str, ast.Ident] = {}
+            for listed in rule.listed_events:
+                if listed.name.endswith(".*"):
+                    for event in _matching(listed.name, events):
+                        covered.setdefault(event, ast.Ident(event, listed.span))
+                elif listed.name in events:
+                    covered.setdefault(listed.name, listed)
+            if not covered:  # every name unknown (reported): typecheck the rule as written
+                yield rule
+                continue
+            covers = tuple(covered)
+            for ident in covered.values():
+                yield replace(rule, event=ident, more_events=(), covers=covers)
 
     def _check_state_rules(self, state: ast.StateDecl) -> None:
         is_choice = state.has("choice")
@@ -619,14 +706,25 @@ class Resolver:
             )
 
     def _check_rule_names(self, rule: ast.Rule) -> None:
-        if rule.event is not None and rule.event.name not in self.symbols.events:
-            self.error(
-                "E105",
-                f"unknown event `{rule.event.name}`",
-                rule.event.span,
-                suggest(rule.event.name, self.symbols.events)
-                or f"declare it: `event {rule.event.name}`",
-            )
+        events = self.symbols.events
+        for listed in rule.listed_events:
+            if listed.name.endswith(".*"):
+                if not _matching(listed.name, events):
+                    prefix = listed.name[:-1]
+                    self.error(
+                        "E126",
+                        f"no declared event starts with `{prefix}`",
+                        listed.span,
+                        suggest(listed.name, _prefix_patterns(events))
+                        or f"declare one: `event {prefix}NAME`",
+                    )
+            elif listed.name not in events:
+                self.error(
+                    "E105",
+                    f"unknown event `{listed.name}`",
+                    listed.span,
+                    suggest(listed.name, events) or f"declare it: `event {listed.name}`",
+                )
         target = rule.target
         if target is not None and target.name != "self":
             self._check_state_exists(target)
@@ -714,6 +812,31 @@ class Resolver:
             old.span,
             f"first on line {first.span.line}",
         )
+
+
+#: what `unhandled` may say: refuse with `event_not_accepted` (the default), or ignore
+UNHANDLED_POLICIES = ("refuse", "ignore")
+
+
+def _lists_events(rule: ast.Rule) -> bool:
+    """Whether `rule` names several events or a prefix of them."""
+    return rule.event is not None and (bool(rule.more_events) or rule.event.name.endswith(".*"))
+
+
+def _prefix_patterns(events: dict[str, EventInfo]) -> list[str]:
+    """Every prefix pattern that names some declared event: `a.*` and `a.b.*` for `a.b.c`."""
+    found: dict[str, None] = {}
+    for name in events:
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            found[".".join(parts[:i]) + ".*"] = None
+    return list(found)
+
+
+def _matching(pattern: str, events: dict[str, EventInfo]) -> list[str]:
+    """The declared events a prefix pattern `a.b.*` names: those starting with `a.b.`."""
+    prefix = pattern[:-1]
+    return [name for name in events if name.startswith(prefix)]
 
 
 def resolve(module: ast.Module) -> tuple[Symbols, list[Diagnostic]]:

@@ -34,6 +34,8 @@ class Scope:
     constant: bool = False  # defaults: literals and enum members only
     #: paths (see `_path_key`) known not to be none here, e.g. right of `x != none and ...`
     narrowed: frozenset[str] = frozenset()
+    #: the other events of `on a, b -> X`: a payload field read must be the same in each
+    also: tuple[EventInfo, ...] = ()
 
     def narrow(self, facts: frozenset[str]) -> Scope:
         return self if not facts else replace(self, narrowed=self.narrowed | facts)
@@ -99,10 +101,15 @@ class TypeChecker:
             self.check_guard(invariant.expr, Scope(None, "in an invariant (it reads the context)"))
 
     def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
+        if rule.covers and rule.event is not None and rule.event.name != rule.covers[0]:
+            return  # one copy of `on a, b -> X`: the first copy checks it for every event
         if rule.event is not None:
             info = self.symbols.events.get(rule.event.name)
             # An unknown event was reported by resolve; check the rest without `event.` noise.
             scope = Scope(info) if info is not None else _UNKNOWN_EVENT_SCOPE
+            if info is not None and len(rule.covers) > 1:
+                events = self.symbols.events
+                scope = replace(scope, also=tuple(events[name] for name in rule.covers[1:]))
         else:
             where = {
                 "direct": "on a direct edge (`-> X` is taken by an explicit go-to, not an event)",
@@ -345,6 +352,18 @@ class TypeChecker:
         if isinstance(expected, t.RecordTy) and isinstance(expr, ast.MapLit):
             self._check_record_literal(expr, expected, scope, code)
             return
+        if isinstance(expected, t.OptionalTy) and isinstance(expected.inner, t.JsonTy):
+            expected = expected.inner  # null is a JSON value already
+        if isinstance(expected, t.JsonTy) and isinstance(expr, ast.ListLit | ast.MapLit):
+            # A JSON literal may mix item types: `[1, "a", none]`, `{"a": 1, "b": [true]}`.
+            self.expect(
+                expr,
+                t.ListTy(t.JSON) if isinstance(expr, ast.ListLit) else t.MapTy(t.JSON),
+                scope,
+                code=code,
+                what=what,
+            )
+            return
         if isinstance(expected, t.OptionalTy) and isinstance(expr, ast.MapLit):
             self.expect(expr, expected.inner, scope, code=code, what=what)
             return
@@ -455,6 +474,32 @@ class TypeChecker:
             "E107", f"unknown name `{expr.name}`", expr.span, suggest(expr.name, candidates)
         )
 
+    def _check_shared_field(self, expr: ast.EventField, param: FieldInfo, scope: Scope) -> None:
+        """A rule for several events reads `event.x`: each of them must have `x`, of one type,
+        so that the guard and actions mean the same whichever event arrives."""
+        assert scope.event is not None
+        first = scope.event.decl.name.name
+        for other in scope.also:
+            name = other.decl.name.name
+            theirs = other.params.get(expr.name)
+            if theirs is None:
+                self.error(
+                    "E212",
+                    f"`event.{expr.name}` is read by a rule for `{first}` and `{name}`, "
+                    f"but `{name}` has no field `{expr.name}`",
+                    expr.span,
+                    f"give `{name}` a field `{expr.name}: {param.ty}`, or write "
+                    "a rule of its own for it",
+                )
+            elif theirs.ty != param.ty:
+                self.error(
+                    "E212",
+                    f"`event.{expr.name}` is `{param.ty}` in `{first}` but "
+                    f"`{theirs.ty}` in `{name}`",
+                    expr.span,
+                    "a rule for several events reads only fields they declare alike",
+                )
+
     def _infer_EventField(self, expr: ast.EventField, scope: Scope) -> t.Ty:
         if scope is _UNKNOWN_EVENT_SCOPE:
             return t.ANY
@@ -467,6 +512,8 @@ class TypeChecker:
                 "`require` clauses can read the payload",
             )
         param = scope.event.params.get(expr.name)
+        if param is not None and scope.also:
+            self._check_shared_field(expr, param, scope)
         if param is None:
             name = scope.event.decl.name.name
             return self.error(
@@ -702,6 +749,8 @@ class TypeChecker:
                     )
             return t.BOOL
         if op in ("==", "!="):
+            if self._json_compared(expr, left, right):
+                return t.BOOL
             if not t.comparable(left, right):
                 self.error(
                     "E201",
@@ -728,7 +777,44 @@ class TypeChecker:
             return self._check_membership(expr, left, right)
         return self._check_arithmetic(expr, left, right)
 
+    def _json_compared(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> bool:
+        """E201 for `==`, `!=`, `in` on values holding `json` (other than a test against
+        `none`): JSON's equality is not the language's (`true` is not `1` in JSON, nor `1.0`
+        an integer), so a json value is passed along, not compared. True when reported."""
+        if isinstance(left, t.NoneTy) or isinstance(right, t.NoneTy):
+            return False
+        for side, ty in ((expr.left, left), (expr.right, right)):
+            if self._holds_json(ty, set()):
+                self.error(
+                    "E201",
+                    "a `json` value can only be compared with `none`"
+                    if isinstance(ty, t.JsonTy)
+                    else f"`{ty}` holds `json` values, which can only be compared with `none`",
+                    side.span,
+                    "pass a json value along (store it, send it in refusal data); declare "
+                    "typed fields for what a guard must inspect",
+                )
+                return True
+        return False
+
+    def _holds_json(self, ty: t.Ty, seen: set[str]) -> bool:
+        if isinstance(ty, t.JsonTy):
+            return True
+        if isinstance(ty, t.ListTy):
+            return self._holds_json(ty.item, seen)
+        if isinstance(ty, t.MapTy):
+            return self._holds_json(ty.value, seen)
+        if isinstance(ty, t.OptionalTy):
+            return self._holds_json(ty.inner, seen)
+        if isinstance(ty, t.RecordTy) and ty.name not in seen:
+            seen.add(ty.name)
+            fields = self.symbols.records.get(ty.name, {})
+            return any(self._holds_json(f.ty, seen) for f in fields.values())
+        return False
+
     def _check_membership(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> t.Ty:
+        if self._json_compared(expr, left, right):
+            return t.BOOL
         ok = (
             (isinstance(right, t.ListTy) and t.comparable(left, right.item))
             or (isinstance(right, t.MapTy) and left == t.STR)

@@ -64,6 +64,16 @@ class NoneTy:
 
 
 @dataclass(frozen=True, slots=True)
+class JsonTy:
+    """`json`: any JSON value (null, booleans, numbers, strings, lists, objects). Every value
+    of the language is one, so anything may be stored in it; nothing but `none` is compared
+    with it (see `holds_json`)."""
+
+    def __str__(self) -> str:
+        return "json"
+
+
+@dataclass(frozen=True, slots=True)
 class AnyTy:
     # Shown only inside the type of an empty literal (`[]` is `list[_]`), as rustc writes an
     # element type not known yet; a bare ANY is never reported.
@@ -71,13 +81,14 @@ class AnyTy:
         return "_"
 
 
-Ty = Prim | ListTy | MapTy | OptionalTy | EnumTy | RecordTy | NoneTy | AnyTy
+Ty = Prim | ListTy | MapTy | OptionalTy | EnumTy | RecordTy | NoneTy | JsonTy | AnyTy
 
 BOOL = Prim("bool")
 INT = Prim("int")
 FLOAT = Prim("float")
 STR = Prim("str")
 NONE = NoneTy()
+JSON = JsonTy()
 ANY = AnyTy()
 
 PRIMITIVES = {"bool": BOOL, "int": INT, "float": FLOAT, "str": STR}
@@ -95,6 +106,8 @@ def assignable(source: Ty, target: Ty) -> bool:
     """Can a value of type `source` be stored where `target` is expected?"""
     if isinstance(source, AnyTy) or isinstance(target, AnyTy) or source == target:
         return True
+    if isinstance(target, JsonTy):
+        return True  # every value is a JSON value, `none` (null) included
     if source == INT and target == FLOAT:
         return True
     if isinstance(target, OptionalTy):

@@ -505,7 +505,7 @@ class Instance:
         try:
             ev, candidates = st.on[event]
         except (KeyError, TypeError):
-            return self._not_accepted(st, event)
+            return self._not_accepted(st, event, payload)
         try:
             if payload:
                 p = ev.check(payload)
@@ -768,12 +768,19 @@ class Instance:
         return r
 
     # ---- refusals ---------------------------------------------------------------------------
-    def _not_accepted(self, st: CState, event: str) -> Rejection:
+    def _not_accepted(self, st: CState, event: str, payload: Any = None) -> Rejection:
         m = self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, event, None, self._ctx)
         if event not in m.events:
             return m.rejection(R.UNKNOWN_EVENT, st, event, None, self._ctx)
+        if st.raw.get("unhandled") == "ignore":  # `unhandled ignore`: a valid payload, no step
+            ev = m.events[event]
+            try:
+                ev.check(payload or _EMPTY)
+            except (Invalid, RecursionError):
+                return self._invalid_payload(st, ev, payload)
+            return m.rejection(R.IGNORED, st, event, None, self._ctx)
         return m.rejection(R.EVENT_NOT_ACCEPTED, st, event, None, self._ctx)
 
     def _invalid_payload(self, st: CState, ev: CEvent, payload: Any) -> Rejection:

@@ -14,6 +14,7 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "invalid_context": "Invalid context: {{ issue_count }} issue(s).",
     "unknown_event": "Unknown event '{{ event }}'.",
     "event_not_accepted": "Event '{{ event }}' is not accepted in state '{{ state.name }}'.",
+    "ignored": "Event '{{ event }}' was ignored in state '{{ state.name }}'.",
     "guard_failed": (
         "{% if event %}No rule for '{{ event }}' in state '{{ state.name }}' has a guard that"
         " holds.{% else %}The edge from '{{ from }}' to '{{ to }}' is closed: its guard does not"

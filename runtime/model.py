@@ -28,7 +28,9 @@ class TypeRef(IRModel):
     """A value type. `item` is the element of a list, the value of a map, or the inner type of an
     optional; `name` names an enum or record; `min`/`max` bound an `int(1..5)` range."""
 
-    kind: Literal["bool", "int", "float", "str", "list", "map", "enum", "record", "optional"]
+    kind: Literal[
+        "bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"
+    ]
     name: str | None = None
     item: TypeRef | None = None
     min: float | None = None
@@ -137,6 +139,9 @@ class State(IRModel):
     parent: str | None = None
     line: int = 0
     column: int = 0
+    #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
+    #: `ignore` (the `ignored` outcome). Added within version 1; absent when `refuse`.
+    unhandled: Literal["refuse", "ignore"] = "refuse"
 
 
 class Journal(IRModel):
@@ -262,7 +267,7 @@ _ACTION = _members(Action)
 _JOURNAL = _members(Journal)
 _MIGRATION = _members(Migration)
 _TYPE_KINDS = frozenset(
-    {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional"}
+    {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"}
 )
 _ACTION_OPS = frozenset({"set", "add", "sub", "append", "remove"})
 
@@ -413,6 +418,8 @@ def _state(st: Any) -> None:
         raise _Bad(f"{where} meta must be an object")
     _list(st.get("entry"), f"{where} entry")
     _list(st.get("exit"), f"{where} exit")
+    if st.get("unhandled", "refuse") not in ("refuse", "ignore"):
+        raise _Bad(f"{where} unhandled must be 'refuse' or 'ignore'")
 
 
 def _transition(t: Any) -> None:

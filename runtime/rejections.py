@@ -28,6 +28,8 @@ INVALID_PAYLOAD: Final = "invalid_payload"
 INVALID_CONTEXT: Final = "invalid_context"
 UNKNOWN_EVENT: Final = "unknown_event"
 EVENT_NOT_ACCEPTED: Final = "event_not_accepted"
+#: Not a refusal: a state that says `unhandled ignore` had no rule for the event; nothing changed.
+IGNORED: Final = "ignored"
 GUARD_FAILED: Final = "guard_failed"
 UNKNOWN_STATE: Final = "unknown_state"
 INVALID_TRANSITION: Final = "invalid_transition"
@@ -209,6 +211,7 @@ __all__ = [
     "EVENT_NOT_ACCEPTED",
     "EXPRESSION_ERROR",
     "GUARD_FAILED",
+    "IGNORED",
     "INSTANCE_FINAL",
     "INVALID_ARGUMENT",
     "INVALID_CONTEXT",

@@ -93,6 +93,8 @@ class Type:
             return "a string"
         if kind == "enum":
             return "one of " + ", ".join(sorted(self.members))
+        if kind == "json":
+            return "any JSON value"
         assert self.item is not None or kind == "record"
         if kind == "list":
             assert self.item is not None
@@ -122,6 +124,8 @@ class Type:
             return {"type": "string"}
         if kind == "enum":
             return {"type": "string", "enum": sorted(self.members)}
+        if kind == "json":
+            return {}  # the schema every JSON value meets
         if kind == "list":
             assert self.item is not None
             return {"type": "array", "items": self.item.schema()}
@@ -255,6 +259,8 @@ class TypeSystem:
                 raise IRLoadError(f"unknown enum {t.name!r}")
             t.members = members
             t.check = _enum_check(members)
+        elif kind == "json":
+            t.check = _json_check(self.limits, self.check_str, self.check_int)
         elif kind in ("list", "map", "optional"):
             if ref.get("item") is None:
                 raise IRLoadError(f"a {kind} type needs an item type")
@@ -409,6 +415,82 @@ def _map_check(item: Type, limits: Limits, check_key: Check) -> Check:
         return out
 
     return check
+
+
+def _json_check(limits: Limits, check_str: Check, check_int: Check) -> Check:
+    """Any JSON value, copied: null, booleans, finite numbers, strings, lists (tuples become
+    lists) and objects with string keys, within the limits on strings, integers, items, depth
+    and overall size (`Limits.max_value_size`, counted as `check_computed` counts it)."""
+    most, deepest = limits.max_items, limits.max_depth
+
+    def copy(x: Any, depth: int, budget: list[int]) -> Any:
+        if x is None or x is True or x is False:
+            return x
+        if isinstance(x, str):
+            x = check_str(x)
+            budget[0] -= len(x)
+        elif isinstance(x, bool):
+            return bool(x)
+        elif isinstance(x, int):
+            return check_int(int(x))
+        elif isinstance(x, float):
+            if x - x == 0.0:  # not nan, not an infinity
+                return float(x)
+            raise _INVALID
+        elif isinstance(x, list | tuple | Mapping):
+            if depth >= deepest or len(x) > most:
+                raise _INVALID
+            budget[0] -= len(x)
+            if isinstance(x, Mapping):
+                out: Any = {}
+                for k, v in x.items():
+                    if not isinstance(k, str):
+                        raise _INVALID
+                    key = check_str(k)
+                    budget[0] -= len(key)
+                    out[key] = copy(v, depth + 1, budget)
+            else:
+                out = [copy(v, depth + 1, budget) for v in x]
+            x = out
+        else:
+            raise _INVALID
+        if budget[0] < 0:
+            raise _INVALID
+        return x
+
+    def check(x: Any) -> Any:
+        return copy(x, 0, [limits.max_value_size])
+
+    return check
+
+
+def _json_problem(value: Any, limits: Limits) -> str:
+    """Why `value` is not a JSON value the machine accepts: the first thing found wrong."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, float) and not math.isfinite(x):
+            return f"{x!r} is not a finite number"
+        if isinstance(x, str) and limits.string_problem(x) is not None:
+            return limits.string_problem(x) or ""
+        if isinstance(x, int) and not isinstance(x, bool) and limits.int_problem(int(x)):
+            return limits.int_problem(int(x)) or ""
+        if isinstance(x, list | tuple | Mapping):
+            if depth >= limits.max_depth:
+                return f"the value is nested more than {limits.max_depth} levels deep"
+            if len(x) > limits.max_items:
+                return f"{len(x):,} items; at most {limits.max_items:,}"
+            if isinstance(x, Mapping):
+                for k in x:
+                    if not isinstance(k, str):
+                        return f"key {_key_text(k)} is not a string"
+                stack.extend((v, depth + 1) for v in x.values())
+                stack.extend((k, depth + 1) for k in x)
+            else:
+                stack.extend((v, depth + 1) for v in x)
+        elif not (x is None or isinstance(x, bool | int | float | str)):
+            return f"expected a JSON value, got {_json_kind(x)}"
+    return f"the value is larger than {limits.max_value_size:,} (characters plus items)"
 
 
 def _optional_check(item: Type) -> Check:
@@ -627,6 +709,8 @@ _LARGEST_FLOAT = sys.float_info.max
 def _problem(t: Type, value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
     kind = t.kind
     got = _json_kind(value)
+    if kind == "json":
+        return _json_problem(value, limits)
     if kind == "str" and isinstance(value, str):
         return limits.string_problem(value) or f"expected {t.requirement()}, got {got}"
     if kind == "enum":

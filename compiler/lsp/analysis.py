@@ -405,8 +405,9 @@ class FileIndex:
 
     def _rule(self, rule: ast.Rule, s: Symbols) -> None:
         event = rule.event.name if rule.event is not None else None
-        if rule.event is not None and event in s.events:
-            self._add("event", (rule.event.name,), rule.event.span, False)
+        for listed in rule.listed_events:
+            if listed.name in s.events:
+                self._add("event", (listed.name,), listed.span, False)
         if rule.target is not None and rule.target.name in s.states:
             self._add("state", (rule.target.name,), rule.target.span, False)
         if rule.guard is not None:

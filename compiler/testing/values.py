@@ -101,6 +101,8 @@ class ValueSource:
         if kind == "enum":
             name = ref.name or ""
             return [(m, f"{name}.{m}") for m in self.enums.get(name, ())]
+        if kind == "json":
+            return [(None, "none"), ({}, "{}"), ([], "[]")]
         if kind == "optional":
             assert ref.item is not None
             return [(None, "none"), *self.candidates(ref.item, depth)]

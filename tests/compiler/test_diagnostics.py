@@ -92,6 +92,15 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E206", 'flow demo\njournal log "{{ source "\ninitial state A\n', 2, 13),
     ("E207", "flow demo\nversion 0\ninitial state A\n", 2, 1),
     ("E209", "flow demo\ncontext { x: float = 1.0e999 }\ninitial state A\n", 2, 22),
+    ("E127", "flow demo\nunhandled ignor\ninitial state A\n", 2, 11),
+    ("E126", "flow demo\nevent error.net\ninitial state A { on eror.* -> A }\n", 3, 22),
+    (
+        "E212",
+        "flow demo\nevent a(x: int)\nevent b(x: str)\n"
+        "initial state A { on a, b if event.x == 1 -> A }\n",
+        4,
+        30,
+    ),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
         "E211",
@@ -175,7 +184,7 @@ def test_did_you_mean_for_states_events_and_fields() -> None:
 
 def test_syntax_error_says_what_was_expected_in_words() -> None:
     (diag,) = compile_source("flow demo\ninitial state A { on go B }\n", "x.flow").diagnostics
-    assert diag.message == "unexpected name `B`; expected `->`, `if` or `reject`"
+    assert diag.message == "unexpected name `B`; expected `,`, `->`, `.`, `if` or `reject`"
 
 
 def test_missing_token_at_line_end_points_at_the_line_end() -> None:
@@ -334,3 +343,44 @@ def test_a_field_read_only_by_refusal_data_is_used() -> None:
     assert compile_source(source, "case.flow").diagnostics == []
     unused = source.replace('with {"limit": limit}', "")
     assert [d.code for d in compile_source(unused, "case.flow").diagnostics] == ["W312"]
+
+
+def test_a_rule_for_several_events_reads_fields_they_all_have() -> None:
+    source = (
+        "flow demo\nevent a(x: int)\nevent b(y: int)\ncontext { n: int = 0 }\n"
+        "initial state A { on a, b -> A do n = event.x }\n"
+    )
+    (diag,) = compile_source(source, "case.flow").diagnostics
+    assert (diag.code, diag.span.line, diag.span.column) == ("E212", 5, 39)
+    assert "`b` has no field `x`" in diag.message
+
+
+def test_an_unknown_event_in_a_list_is_reported_alone() -> None:
+    source = "flow demo\nevent a\nevent b\ninitial state A { on a, bb, b -> A }\n"
+    (diag,) = compile_source(source, "case.flow").diagnostics
+    assert (diag.code, diag.span.line, diag.span.column) == ("E105", 4, 25)
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "column", "message"),
+    [
+        ("unhandled ignore\nunhandled refuse\ninitial state A\n", 3, 1, "given twice for this"),
+        ("initial state A { unhandled ignore unhandled ignore }\n", 2, 36, "given twice for state"),
+        ("initial state A\nfinal state B { unhandled ignore }\n", 3, 17, "in a final state"),
+        ("initial state A\nchoice state C { unhandled ignore else -> A }\n", 3, 18, "choice state"),
+    ],
+)
+def test_unhandled_is_said_once_where_events_are_waited_for(
+    source: str, line: int, column: int, message: str
+) -> None:
+    (diag,) = compile_source("flow demo\n" + source, "case.flow").diagnostics
+    assert (diag.code, diag.span.line, diag.span.column) == ("E127", line, column)
+    assert message in diag.message
+
+
+def test_a_mistyped_prefix_is_told_the_family_it_resembles() -> None:
+    source = (
+        "flow demo\nevent error.net.down\nevent errands\ninitial state A { on eror.net.* -> A }\n"
+    )
+    (diag,) = compile_source(source, "case.flow").diagnostics
+    assert (diag.code, diag.help) == ("E126", "did you mean `error.net.*`?")

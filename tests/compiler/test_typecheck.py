@@ -273,3 +273,59 @@ final state Z
     assert instance.send("e").ok and instance.context["Mode"] == "B"
     typo = compile_source(source.replace("Mode = Mode.B", "Mode = Mode.Z"), "t.flow")
     assert [(d.code, d.message) for d in typo.errors] == [("E108", "enum `Mode` has no member `Z`")]
+
+
+JSON_HEAD = """flow j
+type Call { tool: str, args: json }
+context { data: json = none, n: int = 0, calls: list[Call] = [], names: list[str] = [] }
+event e(args: json, k: int)
+"""
+
+
+def check_json(rule: str) -> list[tuple[str, str]]:
+    source = f"{JSON_HEAD}initial state A {{\n  {rule}\n}}\nfinal state B\n"
+    return [(d.code, d.message) for d in compile_source(source, "j.flow").errors]
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "on e if event.args != none -> B do data = event.args",
+        "on e if none == data -> B do data = none",
+        'on e -> B do data = {"k": [1, "two", none, {"x": 2.5}], "t": true}',
+        "on e -> B do data = [event.k, names, calls]",
+        'on e -> B do append(calls, {"tool": "t", "args": event.args})',
+        'on e reject r "no" with {"got": event.args}',
+        "on e -> B do data = event.k",
+    ],
+)
+def test_json_takes_any_value_and_is_passed_along(rule: str) -> None:
+    assert check_json(rule) == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ("on e if event.args == 1 -> B", "a `json` value can only be compared with `none`"),
+        ("on e if data != event.args -> B", "a `json` value can only be compared with `none`"),
+        ("on e if calls[0] == calls[0] -> B", "`Call` holds `json` values"),
+        ("on e if data in [1, 2] -> B", "a `json` value can only be compared with `none`"),
+        ("on e -> B do n = data", "`n` expects `int`, found `json`"),
+        ("on e -> B do n = data + 1", "cannot apply `+` to `json` and `int`"),
+    ],
+)
+def test_json_values_are_not_inspected(rule: str, message: str) -> None:
+    errors = check_json(rule)
+    assert errors and message in errors[0][1], errors
+
+
+def test_json_is_a_built_in_type_name() -> None:
+    result = compile_source("flow j\ntype json { a: int }\ninitial state A\n", "j.flow")
+    assert [(d.code, d.message) for d in result.errors] == [("E103", "`json` is a built-in type")]
+
+
+def test_json_lowers_to_its_own_type_kind() -> None:
+    result = compile_source(f"{JSON_HEAD}initial state A {{ on e -> B }}\nfinal state B\n", "j")
+    assert result.flow is not None
+    (args, _) = result.flow.events[0].fields
+    assert args.type.model_dump(exclude_defaults=True) == {"kind": "json"}

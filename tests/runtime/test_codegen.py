@@ -11,6 +11,7 @@ generated source."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from flowc.runtime import FakeClock, Instance, Machine
 from flowc.runtime.codegen import general
 
 from .conftest import machine
+from .test_json_type import FLOW as JSON_FLOW
 from .test_properties import ATTEMPT_OPS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -313,3 +315,24 @@ def test_threads_generating_at_once_agree() -> None:
         expected = [json.dumps(inst.send(e, p).ok) for e, p in ops[n % 3 :: 3] * 3]
         assert out[:-1] == expected
         assert out[-1] == without_id(inst)
+
+
+JSON_OPS: list[tuple[Any, ...]] = [
+    ("call", {"tool": "t", "args": {"a": [1, 2.5, None]}}),
+    ("call", {"tool": "t", "args": None}),
+    ("call", {"tool": "t", "args": [math.nan]}),
+    ("call", {"tool": "t", "args": {2: 1}}),
+    ("call", {"tool": "t", "args": (1, "x")}),
+    ("call", {"tool": "t", "args": True}),
+    ("call", {"tool": "t", "args": 10**5000}),
+    ("call", {"tool": "t"}),
+    ("note", {"extra": {"deep": [[[]]]}}),
+    ("note", {}),
+    ("reset", {}),
+]
+
+
+def test_generated_and_general_paths_agree_on_json_payloads() -> None:
+    fast, slow = twins(JSON_FLOW)
+    run_twins(fast, slow, [(e, p, False) for e, p in JSON_OPS], None)
+    assert "call" in fast.states["READY"].fast  # the generated function did run

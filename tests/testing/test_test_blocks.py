@@ -188,3 +188,28 @@ def test_a_field_read_only_by_an_invariant_is_not_unused() -> None:
     assert [d.message for d in warned if d.code == "W312"] == [
         "context field `tags` is never read or written by the flow",
     ]
+
+
+def test_dotted_events_and_ignored_ones_in_test_steps() -> None:
+    source = """flow sensors
+unhandled ignore
+context { faults: int = 0 }
+event fault.disk(code: int)
+event fault.net
+event reading(value: float)
+initial state WATCH {
+  on fault.* -> self do faults += 1
+}
+test "faults count, readings are ignored" {
+  send fault.disk(code: 5)
+  send fault.net
+  send reading(value: 1.5)
+  expect reject ignored
+  expect faults == 2
+}
+"""
+    result = compile_source(source, "sensors.flow")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    assert [(o.name, o.failure) for o in run_file(result).outcomes] == [
+        ("faults count, readings are ignored", None)
+    ]
