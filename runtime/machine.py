@@ -42,6 +42,7 @@ from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_
 
 if TYPE_CHECKING:
     from flowc.runtime.instance import Instance
+    from flowc.runtime.kernel import Plan
 
 _KINDS = frozenset({"event", "direct", "choice", "else", "timer", "reject"})
 _STATE_KINDS = frozenset({"normal", "final", "choice"})
@@ -51,7 +52,7 @@ _EMPTY: dict[str, Any] = {}
 class CTransition:
     """One transition, ready to run. `guard` / `actions` are closures (compiled on first call)
     or None; `target` is the target `CState` (None for `reject`); `internal` marks `-> self`
-    (no exit or entry actions, timers kept)."""
+    (no exit or entry actions, timers kept); `plan` is what taking it does (kernel.py)."""
 
     __slots__ = (
         "actions",
@@ -66,7 +67,7 @@ class CTransition:
         "kind",
         "line",
         "message",
-        "mutates",
+        "plan",
         "raw",
         "source",
         "target",
@@ -89,7 +90,8 @@ class CTransition:
         self.guard: Evaluator | None = None
         self.actions: ActionBlock | None = None
         self.internal = False
-        self.mutates = False
+        #: What taking it does (kernel.py), worked out on first use
+        self.plan: Plan | None = None
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
@@ -487,18 +489,6 @@ class Machine:
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
-            for t in transitions:
-                target = t.target
-                # Read from the IR, not from `target`'s wired attributes: wiring one state
-                # never wires another.
-                t.mutates = bool(
-                    t.actions
-                    or (
-                        target is not None
-                        and not t.internal
-                        and (state.raw.get("exit") or target.raw.get("entry") or target.choice)
-                    )
-                )
             self._unwired.pop(state.name, None)
             state._loader = None
 

@@ -341,9 +341,9 @@ def test_invalid_payload_feedback_is_worked_out_when_read(
     calls: list[object] = []
     real = instance_module.report
 
-    def report(t: Any, given: Any) -> Any:
+    def report(t: Any, given: Any, **kw: Any) -> Any:
         calls.append(given)
-        return real(t, given)
+        return real(t, given, **kw)
 
     monkeypatch.setattr(instance_module, "report", report)
     inst = machine(FLOW).start()
