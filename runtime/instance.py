@@ -648,26 +648,35 @@ class Instance:
 
     def advance(self, now: float | datetime | None = None) -> list[Outcome]:
         """Fire every timer due at `now` (default: the clock's time), soonest first, each as
-        an ordinary step recorded at its deadline. A timer whose guard does not hold is
-        dropped; one whose step is refused is dropped and its rejection returned."""
+        an ordinary step recorded at its deadline. The timers due at one deadline are tried
+        in source order and the first whose guard holds is taken; the others due then are
+        not (when the one taken is an internal `after D -> self`, they repeat with it). A
+        timer whose guard faults is dropped and its rejection returned."""
         if self._m.invariants and not self._guarded:
             return self._guard(lambda: self.advance(now))
         when = self._clock() if now is None else to_seconds(now)
         out: list[Outcome] = []
         while self._timers:
-            due, t = self._timers[0]
+            due = self._timers[0][0]
             if due > when:
                 break
             st, c = self._state, self._ctx
-            self._timers = self._timers[1:] or None
-            try:
-                if t.guard is not None and not t.guard(c, None, st):
+            # Soonest first, and those due together in source order (`_due_order`).
+            n = 1
+            while n < len(self._timers) and self._timers[n][0] == due:
+                n += 1
+            tried = tuple(t for _, t in self._timers[:n])
+            self._timers = self._timers[n:] or None
+            for t in tried:
+                try:
+                    if t.guard is not None and not t.guard(c, None, st):
+                        continue
+                except FAULTS as exc:
+                    out.append(self._fault_in(exc, t, st, None, None))
                     continue
-            except FAULTS as exc:
-                out.append(self._fault_in(exc, t, st, None, None))
-                continue
-            at = max(due, self._history[-1][_AT])
-            out.append(self._take(st, t, None, "timer", None, None, None, at))
+                at = max(due, self._history[-1][_AT])
+                out.append(self._take(st, t, None, "timer", None, None, None, at, tried))
+                break
         return out
 
     # ---- the step ---------------------------------------------------------------------------
@@ -681,8 +690,10 @@ class Instance:
         reason: str | None,
         key: str | None,
         at: float | None,
+        tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
-        """Take `t`: interpret its plan (kernel.py), route through choice states, commit."""
+        """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
+        `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
         plan = t.plan or plan_of(t)
         c = self._ctx
         dest = plan.target
@@ -714,8 +725,8 @@ class Instance:
             self._state = dest
             self._timers = _arm_rules(last.arm, now) if last.arm else None
         elif plan.repeats:
-            # `after D -> self` repeats every D while its guard holds.
-            self._timers = _rearm(self._timers, t, now)
+            # `after D -> self` repeats every D, with the timers it was tried with.
+            self._timers = _rearm(self._timers, tried or (t,), now)
         if key is not None:
             self._remember(key, seq)
         r: StepResult = _new(StepResult)
@@ -1096,8 +1107,8 @@ def _arm_rules(rules: tuple[CTransition, ...], now: float) -> Timers:
     return _due_order([(now + t.after_ms / 1000.0, t) for t in rules if t.after_ms])
 
 
-def _rearm(timers: Timers | None, t: CTransition, now: float) -> Timers:
-    return _due_order([*(timers or ()), (now + (t.after_ms or 0) / 1000.0, t)])
+def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) -> Timers:
+    return _due_order([*(timers or ()), *((now + (t.after_ms or 0) / 1000.0, t) for t in rules)])
 
 
 def _due_order(timers: list[tuple[float, CTransition]]) -> Timers:
