@@ -266,6 +266,8 @@ class Rule:
     span: Span
     #: `reject CODE "..." with {"key": expr, ...}`: the data the refusal carries
     reject_data: Expr | None = None
+    #: `-> TARGET reenter`: external even when TARGET is the rule's own state
+    reenter: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,8 +48,9 @@ class Plan:
         source, target = t.source, t.target
         assert target is not None, "a reject rule is never taken"
         self.target: CState = target
-        #: `-> self`: nothing left or entered, the timers keep running
-        self.internal: bool = target is source
+        #: `-> self`: nothing left or entered, the timers keep running (`-> self reenter` is
+        #: external: the state is left and entered again)
+        self.internal: bool = t.internal
         self.exits: tuple[CState, ...] = () if self.internal else (source,)
         self.entries: tuple[CState, ...] = () if self.internal else (target,)
         steps = [Step("exit", s, "exit", s) for s in self.exits if s.raw.get("exit")]

@@ -450,7 +450,7 @@ class Machine:
                 t.guard = self._lazy_guard(t)
             if t.raw.get("actions"):
                 t.actions = self._lazy_transition_actions(t)
-            t.internal = t.target is state
+            t.internal = t.target is state and not t.raw.get("reenter")
             kind = t.kind
             if kind in ("event", "reject"):
                 assert t.event is not None

@@ -120,6 +120,9 @@ class Transition(IRModel):
     #: For `reject`: the data the refusal carries (`with {...}`), as in `Requirement.data`.
     data: Expr | None = None
     inherited: bool = False
+    #: `-> self reenter`: an external self-transition (exit and entry actions run, the state's
+    #: timers restart); without it a transition to its own source is internal.
+    reenter: bool = False
     #: Source position of the rule (1-based; 0 when unknown), for lint and error messages.
     line: int = 0
     column: int = 0
