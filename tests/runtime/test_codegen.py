@@ -64,6 +64,7 @@ event pick(i: int, names: list[str])
 event go
 event tick
 event reopen
+event again
 
 initial state A "First" {
   meta { limit: 3 }
@@ -98,6 +99,7 @@ state B "Second" {
   on tick -> A
   on reopen if n > 1000 reject too_late "too late at {{ context.n }}"
   on reopen -> A do n += 1 back
+  on again -> self reenter do n += 1
 }
 
 final state C
@@ -180,6 +182,7 @@ GEN_OPS: list[tuple[Any, ...]] = [
     ("tick", None),
     ("reopen", None),
     ("reopen", None, True),  # forced
+    ("again", None),  # re-enters B: its entry actions run, its timer starts over
     ("tick", None, True),
     ("nope", None),
     # Past the limits (runtime/limits.py): both paths refuse the same values.
