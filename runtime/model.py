@@ -429,6 +429,7 @@ def _transition(t: Any) -> None:
     _expr(t.get("guard"), f"{where} guard", optional=True)
     _list(t.get("actions"), f"{where} actions")
     _is(t.get("back", False), bool, f"{where} back")
+    _is(t.get("reenter", False), bool, f"{where} reenter")
     _is(t.get("after_ms"), int, f"{where} after_ms", optional=True)
     _is(t.get("code"), str, f"{where} code", optional=True)
     _is(t.get("message"), str, f"{where} message", optional=True)
@@ -506,6 +507,7 @@ def _check_ir(raw: Any) -> None:
             and type(t.get("guard", _NO_GUARD)) in _DICT_OR_NONE
             and type(t.get("actions", _NO_LIST)) is list
             and type(t.get("back", False)) is bool
+            and type(t.get("reenter", False)) is bool
             and type(t.get("after_ms")) in _INT_OR_NONE
             and type(t.get("code")) in _STR_OR_NONE
             and type(t.get("message")) in _STR_OR_NONE

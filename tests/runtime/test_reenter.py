@@ -127,3 +127,14 @@ final state B
     assert "reenter" not in plain  # left out: the hashes of flows without it do not change
     inst = Machine(result.flow).start()
     assert inst.send("reenter").ok and inst.get("reenter") == 1
+
+
+def test_a_reenter_that_is_not_a_boolean_is_refused_at_load() -> None:
+    from flowc.runtime import IRLoadError
+
+    raw = dict(Machine.from_source(FLOW, "review.flow").raw)
+    raw["transitions"] = [dict(t) for t in raw["transitions"]]
+    raw["transitions"][0]["reenter"] = "yes"
+    raw.pop("hash", None)
+    with pytest.raises(IRLoadError, match="transition #0 reenter"):
+        Machine(raw)
