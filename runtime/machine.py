@@ -35,7 +35,14 @@ from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
-from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError, check_ir
+from flowc.runtime.model import (
+    IR_VERSION,
+    STATE_KINDS,
+    TRANSITION_KINDS,
+    CompiledFlow,
+    IRLoadError,
+    check_ir,
+)
 from flowc.runtime.rejections import Rejected, Rejection
 from flowc.runtime.templating import EventVars, TemplateCache, wrap
 from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_schema
@@ -44,8 +51,6 @@ if TYPE_CHECKING:
     from flowc.runtime.instance import Instance
     from flowc.runtime.kernel import Plan
 
-_KINDS = frozenset({"event", "direct", "choice", "else", "timer", "reject"})
-_STATE_KINDS = frozenset({"normal", "final", "choice"})
 _EMPTY: dict[str, Any] = {}
 
 
@@ -140,7 +145,7 @@ class CState:
         self.raw = raw
         self.name: str = raw["name"]
         self.kind: str = raw.get("kind", "normal")
-        if self.kind not in _STATE_KINDS:
+        if self.kind not in STATE_KINDS:
             raise IRLoadError(f"state {self.name!r} has unknown kind {self.kind!r}")
         self.raw_title: str | None = raw.get("title")
         #: What `state.title` reads: the title, or the name when there is none.
@@ -400,7 +405,7 @@ class Machine:
                     f"transition #{t.get('index')} leaves unknown state {t['source']!r}"
                 )
             index, kind = t["index"], t["kind"]
-            if kind not in _KINDS:
+            if kind not in TRANSITION_KINDS:
                 raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
             target = t.get("target")
             if target is not None:

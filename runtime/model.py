@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -95,6 +95,10 @@ class EventDef(IRModel):
 
 
 TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject"]
+StateKind = Literal["normal", "final", "choice"]
+#: The kinds as sets, for readers of the raw JSON (the runtime's loader).
+TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
+STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
 
 
 class Transition(IRModel):
@@ -130,7 +134,7 @@ class Transition(IRModel):
 
 class State(IRModel):
     name: str
-    kind: Literal["normal", "final", "choice"] = "normal"
+    kind: StateKind = "normal"
     initial: bool = False
     title: str | None = None
     meta: dict[str, JsonValue] = Field(default_factory=dict)
