@@ -266,6 +266,8 @@ class Rule:
     span: Span
     #: `reject CODE "..." with {"key": expr, ...}`: the data the refusal carries
     reject_data: Expr | None = None
+    #: `-> TARGET reenter`: external even when TARGET is the rule's own state
+    reenter: bool = False
     #: `on a, b, error.* -> X`: the events listed after the first (`event`); a name ending in
     #: `.*` is a prefix of event names. Resolve expands such a rule into one rule per event.
     more_events: tuple[Ident, ...] = ()

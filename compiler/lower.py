@@ -269,6 +269,7 @@ class Lowerer:
             guard=self.expr(rule.guard) if rule.guard is not None else None,
             actions=self.actions(rule.actions),
             back=rule.back,
+            reenter=rule.reenter,
             after_ms=rule.after.milliseconds if rule.after else None,
             code=rule.reject_code.name if rule.reject_code else None,
             message=rule.reject_message.value if rule.reject_message else None,

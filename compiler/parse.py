@@ -87,6 +87,7 @@ _SOFT_KEYWORDS = frozenset(
         "FORCE",
         "WITH",
         "UNHANDLED",
+        "REENTER",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -899,9 +900,9 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ("guard", c[0], c[1])  # the IF token stays: it starts the rule's span
 
     def arrow(self, c: list[Any]) -> Any:
-        # ARROW, target, do_clause|None, BACK|None
+        # ARROW, target, REENTER|None, do_clause|None, BACK|None
         # the ARROW token stays: it starts the span of a direct rule
-        return ("arrow", c[0], c[1], c[2] or (), c[3] is not None)
+        return ("arrow", c[0], c[1], c[3] or (), c[4] is not None, c[2] is not None)
 
     def reject(self, c: list[Any]) -> Any:
         return ("reject", c[1], c[2], c[3])
@@ -943,8 +944,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 span,
                 outcome[3],
             )
-        _, _arrow, target, actions, back = outcome
-        return ast.Rule(kind, event, guard_expr, target, actions, back, after, None, None, span)
+        _, _arrow, target, actions, back, reenter = outcome
+        return ast.Rule(
+            kind, event, guard_expr, target, actions, back, after, None, None, span, reenter=reenter
+        )
 
     def on_rule(self, c: list[Any]) -> ast.Rule:
         # ON, event_pattern+, guard|None, outcome

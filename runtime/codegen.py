@@ -4,8 +4,10 @@
 record, a closure per guard and per action, the loop over the candidates. For each (state,
 event) pair actually sent, this module writes one function that does all of it inline: the
 payload check of the event's fields, the preconditions, the guards of the candidates in order
-as Python expressions, the winning transition's exit / own / entry actions on a working copy
-of the context, and the commit (history entry, state, timers, idempotency key, subscribers).
+as Python expressions, the winning transition's plan (kernel.py: its exit / own / entry
+actions on a working copy of the context, the timers to arm) written out, and the commit
+(history entry, state, timers, idempotency key, subscribers). The general path runs the same
+plan, so what a step does is decided in one place.
 
 Writing and compiling such a function costs some hundreds of microseconds, far more than the
 general path takes for one step; a CLI run, a serverless call or a server's first requests
@@ -44,6 +46,7 @@ from flowc.runtime.expr import (
 from flowc.runtime.expr import _identity as identity
 from flowc.runtime.expr import _normaliser as normaliser
 from flowc.runtime.expr import _then as then
+from flowc.runtime.kernel import plan_of
 from flowc.runtime.limits import LimitExceeded
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.validate import Invalid, Type
@@ -103,7 +106,7 @@ class Generator:
     def __init__(self, machine: Machine) -> None:
         from flowc.runtime import rejections as R
         from flowc.runtime.instance import Instance, StepResult, copy_dict
-        from flowc.runtime.instance import _arm as arm
+        from flowc.runtime.instance import _arm_rules as arm
 
         self.m = machine
         self.ns: dict[str, Any] = {
@@ -548,16 +551,16 @@ class Generator:
             elif dest.choice:
                 lines.append(f"{body}{slow}")  # routing: the general path
             else:
-                if t.mutates:
+                plan = plan_of(t)
+                if plan.copies:
                     lines.append(f"{body}c = c.copy()")
-                    if not t.internal:
-                        lines += self.actions(st.raw.get("exit"), s, {}, body)
-                    lines += self.actions(t.raw.get("actions"), s, event_types, body)
-                    if not t.internal:
-                        lines += self.actions(dest.raw.get("entry"), self.const(dest), {}, body)
+                    for step in plan.steps:
+                        types = event_types if step.phase == "actions" else {}
+                        raw = step.owner.raw.get(step.block)
+                        lines += self.actions(raw, self.const(step.state), types, body)
                 if many:
                     lines.append(f"{body}{which} = {self.const(len(accepting))}")
-                elif not t.mutates:
+                elif not plan.copies:
                     lines.append(f"{body}pass")
                 accepting.append(t)
             if closed:
@@ -600,10 +603,11 @@ class Generator:
             "inst._seq = seq",
             "inst._ctx = c",
         ]
-        if not t.internal:
+        plan = plan_of(t)
+        if not plan.internal:
             lines.append(f"inst._state = {self.const(dest)}")
-            if dest.timers:
-                lines.append(f"inst._timers = _arm({self.const(dest)}, now)")
+            if plan.arm:
+                lines.append(f"inst._timers = _arm({self.const(plan.arm)}, now)")
             else:
                 lines.append("inst._timers = None")
         lines += [

@@ -9,7 +9,9 @@ it was.
 
 The hot path is written for speed: `send` makes one lookup for the function generated for the
 event in the current state (codegen.py), which checks the payload, picks the rule and commits
-an accepted step inline, and hands everything else to `_send_slow`, the general path. The
+an accepted step inline, and hands everything else to `_send_slow`, the general path. Both
+take a transition the way its plan (kernel.py) says: `_take` interprets it, and the generated
+function is written from it. The
 context is copied only when an action will run, and history records a tuple per step
 (`HistoryEntry` objects are built only when asked for).
 """
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
 from flowc.runtime.expr import FAULTS, describe_fault
+from flowc.runtime.kernel import Plan, Step, plan_of
 from flowc.runtime.limits import LimitExceeded, Limits, text_problem
 from flowc.runtime.machine import CTransition, Requirement
 from flowc.runtime.model import IRLoadError
@@ -334,7 +337,7 @@ class Instance:
                 routed = _route(machine, initial, initial, ctx, None, None)
                 if type(routed) is Rejection:
                     return routed
-                state, via = routed  # type: ignore[misc]
+                state, via, _ = routed  # type: ignore[misc]
         except FAULTS as exc:
             return _fault(
                 machine, exc, f"the entry actions of {initial.name}", initial, None, None, ctx
@@ -546,44 +549,7 @@ class Instance:
         if t.back and not force:
             data = {"from": st.name, "to": dest.name}
             return self._m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
-        # What follows is `_take`, inlined for events (the step most hosts make most often)
-        # without routing; routing and the wording of faults are left to `_take`.
-        if dest.choice:
-            return self._take(st, t, p, "event", event, reason, key, None)
-        if t.mutates:
-            c = dict(c)  # the working copy; the committed context is never touched
-            try:
-                if t.internal:
-                    t.actions(c, p, st)  # type: ignore[misc]
-                else:
-                    if st.exit is not None:
-                        st.exit(c, p, st)
-                    if t.actions is not None:
-                        t.actions(c, p, st)
-                    if dest.entry is not None:
-                        dest.entry(c, p, dest)
-            except FAULTS:
-                # Run it again on the general path, which says where it failed (the actions
-                # are pure functions of context and payload: it fails the same way).
-                return self._take(st, t, p, "event", event, reason, key, None)
-        now = self._clock()
-        seq = self._seq + 1
-        entry: Entry = (seq, now, "event", st.name, dest.name, event, p, reason, _NO_VIA)
-        self._history.append(entry)
-        self._seq = seq
-        self._ctx = c
-        if not t.internal:
-            self._state = dest
-            self._timers = _arm(dest, now) if dest.timers else None
-        if key is not None:
-            self._remember(key, seq)
-        r: StepResult = _new(StepResult)
-        r._e = entry
-        r._c = c
-        r._m = self._m
-        if self._subs:
-            self._notify(r)
-        return r
+        return self._take(st, t, p, "event", event, reason, key, None)
 
     def goto(
         self,
@@ -682,26 +648,35 @@ class Instance:
 
     def advance(self, now: float | datetime | None = None) -> list[Outcome]:
         """Fire every timer due at `now` (default: the clock's time), soonest first, each as
-        an ordinary step recorded at its deadline. A timer whose guard does not hold is
-        dropped; one whose step is refused is dropped and its rejection returned."""
+        an ordinary step recorded at its deadline. The timers due at one deadline are tried
+        in source order and the first whose guard holds is taken; the others due then are
+        not (when the one taken is an internal `after D -> self`, they repeat with it). A
+        timer whose guard faults is dropped and its rejection returned."""
         if self._m.invariants and not self._guarded:
             return self._guard(lambda: self.advance(now))
         when = self._clock() if now is None else to_seconds(now)
         out: list[Outcome] = []
         while self._timers:
-            due, t = self._timers[0]
+            due = self._timers[0][0]
             if due > when:
                 break
             st, c = self._state, self._ctx
-            self._timers = self._timers[1:] or None
-            try:
-                if t.guard is not None and not t.guard(c, None, st):
+            # Soonest first, and those due together in source order (`_due_order`).
+            n = 1
+            while n < len(self._timers) and self._timers[n][0] == due:
+                n += 1
+            tried = tuple(t for _, t in self._timers[:n])
+            self._timers = self._timers[n:] or None
+            for t in tried:
+                try:
+                    if t.guard is not None and not t.guard(c, None, st):
+                        continue
+                except FAULTS as exc:
+                    out.append(self._fault_in(exc, t, st, None, None))
                     continue
-            except FAULTS as exc:
-                out.append(self._fault_in(exc, t, st, None, None))
-                continue
-            at = max(due, self._history[-1][_AT])
-            out.append(self._take(st, t, None, "timer", None, None, None, at))
+                at = max(due, self._history[-1][_AT])
+                out.append(self._take(st, t, None, "timer", None, None, None, at, tried))
+                break
         return out
 
     # ---- the step ---------------------------------------------------------------------------
@@ -715,34 +690,29 @@ class Instance:
         reason: str | None,
         key: str | None,
         at: float | None,
+        tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
+        """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
+        `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
+        plan = t.plan or plan_of(t)
         c = self._ctx
-        dest = t.target
-        assert dest is not None
+        dest = plan.target
         via = _NO_VIA
-        if t.mutates:
+        last = plan  # the plan whose target the instance rests in (after any routing)
+        if plan.copies:
             c = dict(c)  # the working copy; the committed context is never touched
-            phase = "actions"
+            step = None
             try:
-                if t.internal:
-                    t.actions(c, p, st)  # type: ignore[misc]
-                else:
-                    if st.exit is not None:
-                        phase = "exit"
-                        st.exit(c, p, st)
-                    if t.actions is not None:
-                        phase = "actions"
-                        t.actions(c, p, st)
-                    if dest.entry is not None:
-                        phase = "entry"
-                        dest.entry(c, p, dest)
-                    if dest.choice:
-                        routed = _route(self._m, st, dest, c, p, event)
-                        if type(routed) is Rejection:
-                            return routed
-                        dest, via = routed  # type: ignore[misc]
+                for step in plan.steps:
+                    getattr(step.owner, step.block)(c, p, step.state)
+                step = None
+                if dest.choice and not plan.internal:
+                    routed = _route(self._m, st, dest, c, p, event)
+                    if type(routed) is Rejection:
+                        return routed
+                    dest, via, last = routed  # type: ignore[misc]
             except FAULTS as exc:
-                where = _phase_words(phase, st, t)
+                where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
         # Commit: nothing below can fail.
         now = self._clock() if at is None else at
@@ -751,12 +721,12 @@ class Instance:
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
-        if not t.internal:
+        if not plan.internal:
             self._state = dest
-            self._timers = _arm(dest, now) if dest.timers else None
-        elif kind == "timer" and t.after_ms:
-            # `after D -> self` repeats every D while its guard holds.
-            self._timers = _rearm(self._timers, t, now)
+            self._timers = _arm_rules(last.arm, now) if last.arm else None
+        elif plan.repeats:
+            # `after D -> self` repeats every D, with the timers it was tried with.
+            self._timers = _rearm(self._timers, tried or (t,), now)
         if key is not None:
             self._remember(key, seq)
         r: StepResult = _new(StepResult)
@@ -1074,10 +1044,13 @@ def _route(
     c: dict[str, Any],
     p: dict[str, Any] | None,
     event: str | None,
-) -> tuple[CState, tuple[str, ...]] | Rejection:
-    """Route through choice states from `node` until a state that waits. Entering the same
-    choice state twice within one step is a loop, refused as `routing_loop`."""
+) -> tuple[CState, tuple[str, ...], Plan] | Rejection:
+    """Route through choice states from `node` until a state that waits, running the plan of
+    each route taken on `c`; returns that state, the choice states passed and the last route's
+    plan. Entering the same choice state twice within one step is a loop, refused as
+    `routing_loop`."""
     seen: list[CState] = []
+    plan: Plan | None = None
     while node.choice:
         if node in seen:
             path = [s.name for s in seen] + [node.name]
@@ -1095,21 +1068,17 @@ def _route(
                 return machine.rejection(
                     R.GUARD_FAILED, st, event, p, c, {"from": node.name, "to": None}
                 )
-            if node.exit is not None:
-                node.exit(c, p, node)
-            if t.actions is not None:
-                t.actions(c, p, node)
-            nxt = t.target
-            assert nxt is not None
-            if nxt.entry is not None:
-                nxt.entry(c, p, nxt)
+            plan = t.plan or plan_of(t)
+            for step in plan.steps:
+                getattr(step.owner, step.block)(c, p, step.state)
         except FAULTS as exc:
             where = f"routing through {node.name}"
             if rule is not None:
                 where += f" ({rule.describe()})"
             return _fault(machine, exc, where, st, event, p, c)
-        node = nxt
-    return node, tuple(s.name for s in seen)
+        node = plan.target
+    assert plan is not None, "routing starts at a choice state"
+    return node, tuple(s.name for s in seen), plan
 
 
 def _fault(
@@ -1128,11 +1097,9 @@ def _fault(
     return machine.rejection(kind, st, event, p, c, data)
 
 
-def _phase_words(phase: str, st: CState, t: CTransition) -> str:
-    if phase == "exit":
-        return f"the exit actions of {st.name}"
-    if phase == "entry":
-        return f"the entry actions of {t.target.name if t.target else '?'}"
+def _phase_words(step: Step | None, t: CTransition) -> str:
+    if step is not None and step.phase != "actions":
+        return f"the {step.phase} actions of {step.state.name}"
     return f"the actions of {t.describe()}"
 
 
@@ -1140,11 +1107,15 @@ Timers = tuple[tuple[float, CTransition], ...]
 
 
 def _arm(state: CState, now: float) -> Timers:
-    return _due_order([(now + t.after_ms / 1000.0, t) for t in state.timers if t.after_ms])
+    return _arm_rules(state.timers, now)
 
 
-def _rearm(timers: Timers | None, t: CTransition, now: float) -> Timers:
-    return _due_order([*(timers or ()), (now + (t.after_ms or 0) / 1000.0, t)])
+def _arm_rules(rules: tuple[CTransition, ...], now: float) -> Timers:
+    return _due_order([(now + t.after_ms / 1000.0, t) for t in rules if t.after_ms])
+
+
+def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) -> Timers:
+    return _due_order([*(timers or ()), *((now + (t.after_ms or 0) / 1000.0, t) for t in rules)])
 
 
 def _due_order(timers: list[tuple[float, CTransition]]) -> Timers:

@@ -35,23 +35,29 @@ from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
-from flowc.runtime.model import IR_VERSION, CompiledFlow, IRLoadError, check_ir
+from flowc.runtime.model import (
+    IR_VERSION,
+    STATE_KINDS,
+    TRANSITION_KINDS,
+    CompiledFlow,
+    IRLoadError,
+    check_ir,
+)
 from flowc.runtime.rejections import Rejected, Rejection
 from flowc.runtime.templating import EventVars, TemplateCache, wrap
 from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_schema
 
 if TYPE_CHECKING:
     from flowc.runtime.instance import Instance
+    from flowc.runtime.kernel import Plan
 
-_KINDS = frozenset({"event", "direct", "choice", "else", "timer", "reject"})
-_STATE_KINDS = frozenset({"normal", "final", "choice"})
 _EMPTY: dict[str, Any] = {}
 
 
 class CTransition:
     """One transition, ready to run. `guard` / `actions` are closures (compiled on first call)
     or None; `target` is the target `CState` (None for `reject`); `internal` marks `-> self`
-    (no exit or entry actions, timers kept)."""
+    (no exit or entry actions, timers kept); `plan` is what taking it does (kernel.py)."""
 
     __slots__ = (
         "actions",
@@ -66,7 +72,7 @@ class CTransition:
         "kind",
         "line",
         "message",
-        "mutates",
+        "plan",
         "raw",
         "source",
         "target",
@@ -89,7 +95,8 @@ class CTransition:
         self.guard: Evaluator | None = None
         self.actions: ActionBlock | None = None
         self.internal = False
-        self.mutates = False
+        #: What taking it does (kernel.py), worked out on first use
+        self.plan: Plan | None = None
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
@@ -138,7 +145,7 @@ class CState:
         self.raw = raw
         self.name: str = raw["name"]
         self.kind: str = raw.get("kind", "normal")
-        if self.kind not in _STATE_KINDS:
+        if self.kind not in STATE_KINDS:
             raise IRLoadError(f"state {self.name!r} has unknown kind {self.kind!r}")
         self.raw_title: str | None = raw.get("title")
         #: What `state.title` reads: the title, or the name when there is none.
@@ -398,7 +405,7 @@ class Machine:
                     f"transition #{t.get('index')} leaves unknown state {t['source']!r}"
                 )
             index, kind = t["index"], t["kind"]
-            if kind not in _KINDS:
+            if kind not in TRANSITION_KINDS:
                 raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
             target = t.get("target")
             if target is not None:
@@ -448,7 +455,7 @@ class Machine:
                 t.guard = self._lazy_guard(t)
             if t.raw.get("actions"):
                 t.actions = self._lazy_transition_actions(t)
-            t.internal = t.target is state
+            t.internal = t.target is state and not t.raw.get("reenter")
             kind = t.kind
             if kind in ("event", "reject"):
                 assert t.event is not None
@@ -487,18 +494,6 @@ class Machine:
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
-            for t in transitions:
-                target = t.target
-                # Read from the IR, not from `target`'s wired attributes: wiring one state
-                # never wires another.
-                t.mutates = bool(
-                    t.actions
-                    or (
-                        target is not None
-                        and not t.internal
-                        and (state.raw.get("exit") or target.raw.get("entry") or target.choice)
-                    )
-                )
             self._unwired.pop(state.name, None)
             state._loader = None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -97,6 +97,10 @@ class EventDef(IRModel):
 
 
 TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject"]
+StateKind = Literal["normal", "final", "choice"]
+#: The kinds as sets, for readers of the raw JSON (the runtime's loader).
+TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
+STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
 
 
 class Transition(IRModel):
@@ -122,6 +126,9 @@ class Transition(IRModel):
     #: For `reject`: the data the refusal carries (`with {...}`), as in `Requirement.data`.
     data: Expr | None = None
     inherited: bool = False
+    #: `-> self reenter`: an external self-transition (exit and entry actions run, the state's
+    #: timers restart); without it a transition to its own source is internal.
+    reenter: bool = False
     #: Source position of the rule (1-based; 0 when unknown), for lint and error messages.
     line: int = 0
     column: int = 0
@@ -129,7 +136,7 @@ class Transition(IRModel):
 
 class State(IRModel):
     name: str
-    kind: Literal["normal", "final", "choice"] = "normal"
+    kind: StateKind = "normal"
     initial: bool = False
     title: str | None = None
     meta: dict[str, JsonValue] = Field(default_factory=dict)
@@ -433,6 +440,7 @@ def _transition(t: Any) -> None:
     _expr(t.get("guard"), f"{where} guard", optional=True)
     _list(t.get("actions"), f"{where} actions")
     _is(t.get("back", False), bool, f"{where} back")
+    _is(t.get("reenter", False), bool, f"{where} reenter")
     _is(t.get("after_ms"), int, f"{where} after_ms", optional=True)
     _is(t.get("code"), str, f"{where} code", optional=True)
     _is(t.get("message"), str, f"{where} message", optional=True)
@@ -510,6 +518,7 @@ def _check_ir(raw: Any) -> None:
             and type(t.get("guard", _NO_GUARD)) in _DICT_OR_NONE
             and type(t.get("actions", _NO_LIST)) is list
             and type(t.get("back", False)) is bool
+            and type(t.get("reenter", False)) is bool
             and type(t.get("after_ms")) in _INT_OR_NONE
             and type(t.get("code")) in _STR_OR_NONE
             and type(t.get("message")) in _STR_OR_NONE

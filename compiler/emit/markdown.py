@@ -243,7 +243,7 @@ def _transition_row(t: Transition, state_cell: str) -> _TransitionRow:
         if t.message:
             target += f" “{t.message}”"
     elif t.target == t.source and not t.inherited:
-        target = "stays"
+        target = "re-enters" if t.reenter else "stays"
     else:
         target = f"`{t.target}`" if t.target != t.source else "stays"
         if t.back:

@@ -2,7 +2,11 @@
 
 Only literals fold: context fields, event payloads, state attributes and function calls are
 unknown at compile time. `and`/`or` fold when one side alone decides them (`false and x` is
-false whatever `x` is), which is how a guard such as `x or true` is found to be constant.
+false whatever `x` is), which is how a guard such as `x or true` is found to be constant; as at
+run time the operands are taken left to right, so a constant operand that faults (`1 / 0 > 0`)
+decides nothing after it. A folded value is what the runtime computes (`*` is bounded by the
+runtime's default limits): tests/lint/test_fold_properties.py checks this on random constant
+expressions.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import operator
 from collections.abc import Callable
 from typing import Any, Final
 
+from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded
 from flowc.runtime.model import Expr
 
 
@@ -36,7 +41,7 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
-    "*": operator.mul,
+    "*": DEFAULT_LIMITS.mul,  # as the runtime bounds it
     "/": operator.truediv,
     "%": operator.mod,
 }
@@ -90,7 +95,7 @@ def fold(expr: Expr) -> object:
                 return left + right  # type: ignore[operator]
             return UNKNOWN
         return _ARITHMETIC[op](left, right)
-    except (ArithmeticError, TypeError, ValueError):
+    except (ArithmeticError, TypeError, ValueError, LimitExceeded):
         # Division by zero and friends fail at run time; that is not a constant.
         return UNKNOWN
 
@@ -112,8 +117,17 @@ def _fold_bool(op: str, args: tuple[Expr, ...]) -> object:
         if value is decider:
             return decider
         if not isinstance(value, bool):
+            if _constant(arg):
+                return UNKNOWN  # it faults at run time, before any operand after it is taken
             unknown = True
     return UNKNOWN if unknown else not decider
+
+
+def _constant(expr: Expr) -> bool:
+    """Whether `expr` is made of literals only (so a value fold cannot give is a fault)."""
+    return expr.op not in ("ctx", "event", "state", "meta", "call") and all(
+        _constant(a) for a in expr.args
+    )
 
 
 def _freeze(value: object) -> object:

@@ -91,3 +91,17 @@ initial state COUNTING { on inc -> self do total += 1 }
         ["2", "", "", "`scratch`"],
     ]
     assert "## Migrations" not in to_markdown(sample)
+
+
+def test_a_reentering_self_transition_is_told_apart() -> None:
+    from flowc.compiler import compile_source
+
+    source = (
+        "flow f\nevent poke\nevent nudge\ninitial state A {\n"
+        "  on poke -> self\n  on nudge -> self reenter\n}\n"
+    )
+    flow = compile_source(source, "f.flow").flow
+    assert flow is not None
+    text = to_markdown(flow, None)
+    rows = table_rows(section(text, "Transitions"))
+    assert [(r[1], r[3]) for r in rows] == [("`poke`", "stays"), ("`nudge`", "re-enters")]

@@ -66,6 +66,7 @@ event pick(i: int, names: list[str])
 event go
 event tick
 event reopen
+event again
 
 initial state A "First" {
   meta { limit: 3 }
@@ -100,6 +101,7 @@ state B "Second" {
   on tick -> A
   on reopen if n > 1000 reject too_late "too late at {{ context.n }}"
   on reopen -> A do n += 1 back
+  on again -> self reenter do n += 1
 }
 
 final state C
@@ -182,6 +184,7 @@ GEN_OPS: list[tuple[Any, ...]] = [
     ("tick", None),
     ("reopen", None),
     ("reopen", None, True),  # forced
+    ("again", None),  # re-enters B: its entry actions run, its timer starts over
     ("tick", None, True),
     ("nope", None),
     # Past the limits (runtime/limits.py): both paths refuse the same values.

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from flowc.runtime import IRLoadError, Machine
+from flowc.runtime.kernel import plan_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +43,7 @@ def test_wiring_order_makes_no_difference() -> None:
         return [
             (
                 s.name,
-                [(t.index, t.internal, t.mutates) for t in s.transitions],
+                [(t.index, t.internal, plan_of(t).copies) for t in s.transitions if t.target],
                 sorted(s.on),
             )
             for s in m.states.values()
