@@ -191,6 +191,11 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
     def report(code: str, message: str, span: Span, help: str | None = None) -> None:
         diagnostics.append(Diagnostic(code, message, span, file, help, CODES[code][0]))
 
+    #: the last token reported was dropped (it fit nowhere): the parser may be stuck mid-statement
+    dropping = False
+    #: `{` dropped as out of place, whose `}` must be dropped too
+    open_dropped = 0
+
     def on_error(error: UnexpectedInput) -> bool:
         if len(lines_reported) >= MAX_SYNTAX_ERRORS:
             return False
@@ -222,6 +227,21 @@ def parse_source(text: str, file: str = "<input>") -> ParseResult:
             # A placeholder that makes the token fit means something is missing before it; when
             # none does, the token itself is out of place.
             repaired = _repair(error.interactive_parser, token)
+            nonlocal dropping, open_dropped
+            if not repaired and token.type == "LBRACE":
+                open_dropped += 1  # its `}` closes nothing the parser knows of
+            if not repaired and token.type == "RBRACE" and open_dropped:
+                open_dropped -= 1
+                dropping = True
+                return True
+            if not repaired and _resync(error.interactive_parser, token):
+                # The parser was stuck inside a broken statement and this token starts the next
+                # one: it is not a new slip when the tokens before it were already reported.
+                was_dropping, dropping = dropping, False
+                if was_dropping:
+                    return True
+            else:
+                dropping = not repaired
             line_end = _end_of_previous_code(text, token.start_pos or 0, token.line or 1)
             if repaired and line_end is not None and line_end[0] < span.line:
                 # Something is missing at the end of an earlier line: point there, not at the
@@ -483,6 +503,39 @@ def _repair(parser: InteractiveParser | None, token: Token) -> bool:
                     return True
                 following.append((trial, (*prefix, kind)))
         level = following
+    return False
+
+
+#: Tokens that begin a declaration or a state's statement (or close a block): where a parser stuck
+#: in a broken statement may start again.
+_RESYNC_TOKENS = frozenset(
+    {
+        "FLOW", "VERSION", "ENUM", "TYPE", "CONTEXT", "EVENT", "STATE", "INITIAL", "FINAL",
+        "CHOICE", "ON", "AFTER", "ENTRY", "EXIT", "META", "MESSAGE", "JOURNAL", "TEMPLATE",
+        "MIGRATE", "INVARIANT", "TEST", "UNHANDLED", "RBRACE",
+    }
+)  # fmt: skip
+
+
+def _resync(parser: InteractiveParser | None, token: Token) -> bool:
+    """Panic-mode recovery: when `token` starts a statement but fits nowhere, drop the parser's
+    most recent states (the statement it was stuck in) until the token can be shifted, and feed
+    it. The dropped values are discarded; the file has errors, so its tree is never lowered."""
+    if parser is None or token.type not in _RESYNC_TOKENS:
+        return False
+    state = parser.parser_state
+    states = state.parse_conf.parse_table.states
+    stack = state.state_stack
+    values = state.value_stack
+    for depth in range(len(stack) - 1, 0, -1):
+        popped = values[depth - 1] if depth - 1 < len(values) else None
+        if isinstance(popped, Token) and popped.type == "RBRACE":
+            return False  # a block already closed stays closed
+        if _shifted(states, stack[:depth], token.type) is not None:
+            del stack[depth:]
+            del state.value_stack[depth - 1 :]
+            parser.feed_token(token)
+            return True
     return False
 
 

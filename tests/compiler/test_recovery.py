@@ -109,3 +109,23 @@ final state Z
 )
 def test_a_common_slip_is_one_error(slip: str, where: tuple[int, int]) -> None:
     assert found(SLIP_BASE.replace("{X}", slip)) == [("E003", *where)]
+
+
+def test_a_parser_stuck_in_a_broken_statement_starts_again_at_the_next_one() -> None:
+    # `entry` takes `do`, not a block: before, every later line was reported ("expected `do`").
+    source = """flow t "T"
+context { n: int = 0 }
+event go
+initial state A {
+  entry { n += 1 }
+  on go -> B
+}
+final state B
+"""
+    result = compile_source(source, "case.flow")
+    assert [(d.code, d.span.line, d.span.column) for d in result.diagnostics] == [("E003", 5, 9)]
+    # The block whose `{` was dropped does not close the state early, and later slips are
+    # still reported, once each.
+    worse = source.replace("  on go -> B", "  on go -> B\n  on go if -> B")
+    found = compile_source(worse, "case.flow").diagnostics
+    assert [(d.span.line) for d in found] == [5, 7]
