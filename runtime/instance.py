@@ -479,11 +479,9 @@ class Instance:
                 lambda: self.send(event, payload, force=force, reason=reason, key=key), event
             )
         if key is not None or reason is not None:
-            bad = self._bad_argument(key, reason, event)
-            if bad is not None:
-                return bad
-            if key is not None and self._keys is not None and key in self._keys:
-                return self._replay(key)
+            early = self._early_outcome(key, reason, event)
+            if early is not None:
+                return early
         if force:  # rare and deliberate: the general path, which alone reads it
             return self._send_slow(event, payload, reason, key, True)
         try:
@@ -564,11 +562,9 @@ class Instance:
         if self._m.invariants and not self._guarded:
             return self._guard(lambda: self.goto(target, force=force, reason=reason, key=key))
         if key is not None or reason is not None:
-            bad = self._bad_argument(key, reason, None)
-            if bad is not None:
-                return bad
-            if key is not None and self._keys is not None and key in self._keys:
-                return self._replay(key)
+            early = self._early_outcome(key, reason, None)
+            if early is not None:
+                return early
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
@@ -606,11 +602,9 @@ class Instance:
         if self._m.invariants and not self._guarded:
             return self._guard(lambda: self.back(force=force, reason=reason, key=key))
         if key is not None or reason is not None:
-            bad = self._bad_argument(key, reason, None)
-            if bad is not None:
-                return bad
-            if key is not None and self._keys is not None and key in self._keys:
-                return self._replay(key)
+            early = self._early_outcome(key, reason, None)
+            if early is not None:
+                return early
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
@@ -786,6 +780,16 @@ class Instance:
         else:
             where = "a guard"
         return _fault(self._m, exc, where, st, event, p, self._ctx)
+
+    def _early_outcome(self, key: Any, reason: Any, event: Any) -> Outcome | None:
+        """What a step with a `key` or `reason` answers before it runs: `invalid_argument` for
+        a bad one, or the earlier step for a key already applied (None: the step runs)."""
+        bad = self._bad_argument(key, reason, event)
+        if bad is not None:
+            return bad
+        if key is not None and self._keys is not None and key in self._keys:
+            return self._replay(key)
+        return None
 
     def _bad_argument(self, key: Any, reason: Any, event: Any) -> Rejection | None:
         """`invalid_argument` for a key or reason that is not a string the history and every
