@@ -13,12 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from flowc.compiler.commands import COMMAND_MODULES
+from flowc.compiler.commands import COMMAND_MODULES, EXIT_FAILURE
 from flowc.runtime import __version__
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,9 +11,8 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_USAGE
 from flowc.compiler.driver import FLOW_SUFFIX
-
-EXIT_FAILURE, EXIT_USAGE = 1, 2
 
 
 def rerun_on_change(paths: Iterable[Path], once: Callable[[], int], *, command: str) -> int:

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.ci_formats import github_annotations, render_sarif
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.diagnostics import Severity, summary_line
 from flowc.compiler.driver import CompileResult, compile_file, find_flow_files, print_diagnostics
 from flowc.compiler.watch import rerun_on_change
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:

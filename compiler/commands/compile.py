@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.output import OutputError, write_output
 from flowc.compiler.driver import compile_file, print_diagnostics
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:

@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.output import OutputError, is_stdout, write_output
 from flowc.compiler.commands.render import load_flow
 from flowc.compiler.emit.dot import GraphvizMissing
 from flowc.compiler.emit.markdown import to_markdown
 from flowc.compiler.emit.site import FlowDoc, build, source_name, stale_files
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:

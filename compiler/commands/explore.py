@@ -6,10 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.driver import compile_file, print_diagnostics
 from flowc.compiler.testing.explore import explore
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:

@@ -11,12 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.driver import CompileResult, decode, find_flow_files, print_diagnostics
 from flowc.compiler.format import FormatError, FormatterBug, format_source
 from flowc.compiler.source import SourceFile, Span
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 STDIN = "-"
 
 

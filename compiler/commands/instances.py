@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.runtime import FlowcError, Machine
 from flowc.runtime.instance import StepResult
 from flowc.runtime.journal import JournalFile
@@ -40,8 +41,6 @@ from flowc.runtime.store import (
     open_store,
 )
 from flowc.runtime.store.durable import DurableFlows, DurableOutcome, UnknownFlow
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 DEFAULT_STORE = "sqlite:///flowc.db"
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK
 
 
 def register(sub: Any) -> None:

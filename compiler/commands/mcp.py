@@ -12,10 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.instances import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_USAGE,
     add_store_option,
     store_url,
 )

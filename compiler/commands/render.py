@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.output import OutputError, is_stdout, write_output
 from flowc.compiler.driver import compile_file, print_diagnostics
 from flowc.compiler.emit.dot import RENDER_FORMATS, GraphvizMissing, render, to_dot
@@ -16,8 +17,6 @@ from flowc.compiler.emit.snapshot import SnapshotError, read_snapshot
 from flowc.compiler.watch import rerun_on_change
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow, IRLoadError
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 FORMATS = ("dot", *RENDER_FORMATS, "mermaid")
 _SUFFIXES = {

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from flowc.runtime.store import InstanceRecord, StepOutcome, Store, TimerClaim
     from flowc.runtime.store.durable import DurableFlows
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 EVENTS_HELP = """\
 one JSON object a line (blank lines and lines starting with # are skipped):

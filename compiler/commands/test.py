@@ -9,13 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.diagnostics import Diagnostic, render_text
 from flowc.compiler.driver import compile_file, find_flow_files, print_diagnostics, use_color
 from flowc.compiler.testing.coverage import coverage_of, describe, group_of
 from flowc.compiler.testing.junit import junit_xml
 from flowc.compiler.testing.runner import FileRun, TestOutcome, run_file
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:

@@ -20,10 +20,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.instances import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_USAGE,
     StepJournals,
     UsageError,
     add_flow_option,
