@@ -63,18 +63,7 @@ class MemoryStore:
         )
         slot = _Slot(record)
         slot.history = [
-            HistoryRow(
-                new.id,
-                i,
-                e.at,
-                e.source,
-                e.target,
-                e.trigger,
-                copy_json(e.payload),
-                e.reason,
-                e.kind,
-                tuple(e.via),
-            )
+            HistoryRow.of(new.id, i, e, copy_json(e.payload))
             for i, e in enumerate(new.history, start=new.first_seq)
         ]
         _, write = plan_timers([], new.timers)
@@ -138,18 +127,7 @@ class MemoryStore:
     ) -> StepOutcome:
         now = self._clock()
         rows = tuple(
-            HistoryRow(
-                old.id,
-                old.seq + i,
-                e.at,
-                e.source,
-                e.target,
-                e.trigger,
-                copy_json(e.payload),
-                e.reason,
-                e.kind,
-                tuple(e.via),
-            )
+            HistoryRow.of(old.id, old.seq + i, e, copy_json(e.payload))
             for i, e in enumerate(change.history, start=1)
         )
         record = replace(

@@ -684,18 +684,7 @@ def _insert_history(
     entries: Sequence[HistoryEntry],
 ) -> tuple[HistoryRow, ...]:
     rows = tuple(
-        HistoryRow(
-            instance_id,
-            last_seq + i,
-            e.at,
-            e.source,
-            e.target,
-            e.trigger,
-            copy_json(e.payload),
-            e.reason,
-            e.kind,
-            tuple(e.via),
-        )
+        HistoryRow.of(instance_id, last_seq + i, e, copy_json(e.payload))
         for i, e in enumerate(entries, start=1)
     )
     if rows:

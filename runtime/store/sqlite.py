@@ -643,18 +643,7 @@ def _insert_history(
     conn: sqlite3.Connection, instance_id: str, last_seq: int, entries: Sequence[HistoryEntry]
 ) -> tuple[HistoryRow, ...]:
     rows = tuple(
-        HistoryRow(
-            instance_id,
-            last_seq + i,
-            e.at,
-            e.source,
-            e.target,
-            e.trigger,
-            _roundtrip(e.payload),
-            e.reason,
-            e.kind,
-            tuple(e.via),
-        )
+        HistoryRow.of(instance_id, last_seq + i, e, _roundtrip(e.payload))
         for i, e in enumerate(entries, start=1)
     )
     conn.executemany(

@@ -102,6 +102,18 @@ class HistoryRow:
     kind: str | None = None
     via: tuple[str, ...] = ()
 
+    @classmethod
+    def of(
+        cls, instance_id: str, seq: int, entry: HistoryEntry, payload: Json = None
+    ) -> HistoryRow:
+        """The stored row of `entry` as step `seq`; `payload` is the entry's payload as the
+        backend keeps it (a copy, or what a JSON round trip gives)."""
+        e = entry
+        return cls(
+            instance_id, seq, e.at, e.source, e.target, e.trigger, payload, e.reason, e.kind,
+            tuple(e.via),
+        )  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class TimerSpec:
