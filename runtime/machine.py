@@ -36,7 +36,7 @@ from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import (
-    IR_VERSION,
+    READABLE_IR_VERSIONS,
     STATE_KINDS,
     TRANSITION_KINDS,
     CompiledFlow,
@@ -775,9 +775,10 @@ def _by_index(t: CTransition) -> int:
 
 def _check_version(raw: Mapping[str, Any]) -> None:
     version = raw.get("ir_version")
-    if version != IR_VERSION:
+    if type(version) is not int or version not in READABLE_IR_VERSIONS:
         raise IRLoadError(
-            f"compiled flow has ir_version {version!r}; this runtime reads {IR_VERSION}"
+            f"compiled flow has ir_version {version!r}; this runtime reads "
+            f"{' and '.join(map(str, READABLE_IR_VERSIONS))}"
         )
 
 

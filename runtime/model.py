@@ -16,8 +16,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-#: Bumped on any change a loader written for the previous version could misread.
-IR_VERSION = 1
+#: Bumped on any change a loader written for the previous version could misread. The compiler
+#: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
+#: that uses no member added in version 2 is written as version 1, byte for byte as before.
+IR_VERSION = 2
+#: The versions this runtime reads.
+READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2)
 
 
 class IRModel(BaseModel):
@@ -71,11 +75,25 @@ class Expr(IRModel):
 
 
 class Action(IRModel):
-    """`target` is a path into the context (`["stats", "hits"]` for `stats.hits`)."""
+    """`target` is a path into the context (`["stats", "hits"]` for `stats.hits`).
 
-    op: Literal["set", "add", "sub", "append", "remove"]
-    target: tuple[str, ...]
-    value: Expr
+    Version 2 adds three ops: `raise` (an internal event: `event`, and its payload as a `map`
+    expression in `value`, or null), `emit` (an effect for the host: its name in `event`, its
+    payload in `value`) and `if` (`branches`, tried in order; the first whose guard holds runs;
+    a branch without a guard is the `else`, and comes last)."""
+
+    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if"]
+    target: tuple[str, ...] = ()
+    value: Expr | None = None
+    event: str | None = None
+    branches: tuple[Branch, ...] = ()
+
+
+class Branch(IRModel):
+    """One arm of an `if` action: its guard (none for `else`) and its actions."""
+
+    guard: Expr | None = None
+    actions: tuple[Action, ...] = ()
 
 
 class Requirement(IRModel):
@@ -96,8 +114,11 @@ class EventDef(IRModel):
     requires: tuple[Requirement, ...] = ()
 
 
-TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject"]
-StateKind = Literal["normal", "final", "choice"]
+TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject", "always"]
+StateKind = Literal["normal", "final", "choice", "compound", "parallel", "history"]
+#: The members and values added in version 2 (see `CompiledFlow.required_version`).
+V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
+V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if"})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
@@ -121,6 +142,9 @@ class Transition(IRModel):
     actions: tuple[Action, ...] = ()
     back: bool = False
     after_ms: int | None = None
+    #: Version 2: the delay of a timer as an expression giving milliseconds, evaluated when
+    #: the timer is armed (`after backoff_ms ms`); `after_ms` is null then.
+    after_expr: Expr | None = None
     code: str | None = None
     message: str | None = None
     #: For `reject`: the data the refusal carries (`with {...}`), as in `Requirement.data`.
@@ -142,8 +166,13 @@ class State(IRModel):
     meta: dict[str, JsonValue] = Field(default_factory=dict)
     entry: tuple[Action, ...] = ()
     exit: tuple[Action, ...] = ()
-    #: Reserved for compound states; always null in IR version 1.
+    #: The enclosing compound or parallel state (version 2); null at the top level. `initial`
+    #: marks the initial child of a compound.
     parent: str | None = None
+    #: Version 2, on `kind: history` states only: `shallow` or `deep`, and the state entered
+    #: when no history is recorded yet (null: the parent's initial child).
+    history: Literal["shallow", "deep"] | None = None
+    default: str | None = None
     line: int = 0
     column: int = 0
     #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
@@ -177,7 +206,7 @@ class Invariant(IRModel):
 
 
 class CompiledFlow(IRModel):
-    ir_version: int = IR_VERSION
+    ir_version: int = 1
     name: str
     title: str | None = None
     version: int = 1
@@ -196,6 +225,8 @@ class CompiledFlow(IRModel):
     #: `invariant` declarations, in source order (checked by tests, `flowc explore`, and by a
     #: runtime whose host asks for it: `Machine(..., check_invariants=True)`).
     invariants: tuple[Invariant, ...] = ()
+    #: Version 2: declared effects (`effect NAME(params)`), the output events actions `emit`.
+    effects: tuple[EventDef, ...] = ()
     #: sha256 of the canonical JSON of everything else; filled by `with_hash`.
     hash: str = ""
 
@@ -208,8 +239,26 @@ class CompiledFlow(IRModel):
     def compute_hash(self) -> str:
         return "sha256:" + hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
 
+    def required_version(self) -> int:
+        """The lowest IR version that can express this flow: 2 when it uses a member added in
+        version 2, else 1 (so flows that do not are written exactly as before)."""
+        if self.effects or any(
+            s.kind in V2_STATE_KINDS or s.parent is not None for s in self.states
+        ):
+            return 2
+        for t in self.transitions:
+            if t.kind == "always" or t.after_expr is not None or _uses_v2_ops(t.actions):
+                return 2
+        if any(_uses_v2_ops(s.entry) or _uses_v2_ops(s.exit) for s in self.states):
+            return 2
+        return 1
+
     def with_hash(self) -> CompiledFlow:
-        return self.model_copy(update={"hash": self.compute_hash()})
+        """The flow at its required IR version, with its content hash."""
+        flow = self
+        if flow.ir_version != flow.required_version():
+            flow = flow.model_copy(update={"ir_version": flow.required_version()})
+        return flow.model_copy(update={"hash": flow.compute_hash()})
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """The published form: keys sorted, fields at their default value left out (a loader
@@ -231,9 +280,10 @@ class CompiledFlow(IRModel):
         if not isinstance(raw, dict):
             raise IRLoadError("compiled flow must be a JSON object")
         version = raw.get("ir_version")
-        if type(version) is not int or version != IR_VERSION:
+        if type(version) is not int or version not in READABLE_IR_VERSIONS:
             raise IRLoadError(
-                f"compiled flow has ir_version {version!r}; this runtime reads {IR_VERSION}"
+                f"compiled flow has ir_version {version!r}; this runtime reads "
+                f"{' and '.join(map(str, READABLE_IR_VERSIONS))}"
             )
         try:
             flow = cls.model_validate(raw)
@@ -244,6 +294,10 @@ class CompiledFlow(IRModel):
         if flow.hash and flow.hash != flow.compute_hash():
             raise IRLoadError("compiled flow's content hash does not match: it was edited by hand")
         return flow
+
+
+def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
+    return any(a.op in V2_ACTION_OPS for a in actions)
 
 
 # ---- a fast structural check of the JSON form -------------------------------------------------
@@ -273,10 +327,12 @@ _TRANSITION = _members(Transition)
 _ACTION = _members(Action)
 _JOURNAL = _members(Journal)
 _MIGRATION = _members(Migration)
+_BRANCH = _members(Branch)
 _TYPE_KINDS = frozenset(
     {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"}
 )
 _ACTION_OPS = frozenset({"set", "add", "sub", "append", "remove"})
+_ALL_ACTION_OPS = _ACTION_OPS | V2_ACTION_OPS
 
 
 class _Bad(Exception):
@@ -398,14 +454,31 @@ def _actions(raw: Any, where: str) -> None:
         _action(a, where)
 
 
-def _action(a: Any, where: str) -> None:
+def _action(a: Any, where: str, depth: int = 0) -> None:
     _object(a, _ACTION, where)
-    if a["op"] not in _ACTION_OPS:
-        raise _Bad(f"{where} has unknown op {a['op']!r}")
-    target = a["target"]
+    op = a["op"]
+    if op not in _ALL_ACTION_OPS:
+        raise _Bad(f"{where} has unknown op {op!r}")
+    if op in ("raise", "emit"):
+        _is(a.get("event"), str, f"{where} {op} event")
+        _expr(a.get("value"), f"{where} {op} payload", optional=True)
+        return
+    if op == "if":
+        if depth > 32:
+            raise _Bad(f"{where} nests `if` too deeply")
+        branches = _list(a.get("branches"), f"{where} branches")
+        if not branches:
+            raise _Bad(f"{where} `if` needs at least one branch")
+        for b in branches:
+            _object(b, _BRANCH, f"{where} branch")
+            _expr(b.get("guard"), f"{where} branch guard", optional=True)
+            for inner in _list(b.get("actions"), f"{where} branch actions"):
+                _action(inner, where, depth + 1)
+        return
+    target = a.get("target")
     if type(target) is not list or not target or not all(type(p) is str for p in target):
         raise _Bad(f"{where} needs a target path of names")
-    _expr(a["value"], f"{where} value")
+    _expr(a.get("value"), f"{where} value")
 
 
 _STR_OR_NONE = (str, type(None))
@@ -427,6 +500,10 @@ def _state(st: Any) -> None:
     _list(st.get("exit"), f"{where} exit")
     if st.get("unhandled", "refuse") not in ("refuse", "ignore"):
         raise _Bad(f"{where} unhandled must be 'refuse' or 'ignore'")
+    _is(st.get("parent"), str, f"{where} parent", optional=True)
+    if st.get("history") not in (None, "shallow", "deep"):
+        raise _Bad(f"{where} history must be 'shallow' or 'deep'")
+    _is(st.get("default"), str, f"{where} default", optional=True)
 
 
 def _transition(t: Any) -> None:
@@ -442,6 +519,7 @@ def _transition(t: Any) -> None:
     _is(t.get("back", False), bool, f"{where} back")
     _is(t.get("reenter", False), bool, f"{where} reenter")
     _is(t.get("after_ms"), int, f"{where} after_ms", optional=True)
+    _expr(t.get("after_expr"), f"{where} after_expr", optional=True)
     _is(t.get("code"), str, f"{where} code", optional=True)
     _is(t.get("message"), str, f"{where} message", optional=True)
     _is(t.get("line", 0), int, f"{where} line")
@@ -474,7 +552,9 @@ def _check_ir(raw: Any) -> None:
         _is(r["name"], str, "a record's name")
         _fields(r["fields"], f"record {r['name']}")
     _fields(raw.get("context"), "context")
-    for ev in _list(raw.get("events"), "events"):
+    if raw.get("ir_version", 1) not in READABLE_IR_VERSIONS:
+        raise _Bad(f"ir_version {raw['ir_version']!r} is not one this runtime reads")
+    for ev in [*_list(raw.get("events"), "events"), *_list(raw.get("effects"), "effects")]:
         _object(ev, _EVENT, "an event")
         _is(ev["name"], str, "an event's name")
         _fields(ev.get("fields"), f"event {ev['name']}")
@@ -496,6 +576,9 @@ def _check_ir(raw: Any) -> None:
             and type(st.get("meta", _NO_META)) is dict
             and type(st.get("entry", _NO_LIST)) is list
             and type(st.get("exit", _NO_LIST)) is list
+            and type(st.get("parent")) in _STR_OR_NONE
+            and st.get("history") in (None, "shallow", "deep")
+            and type(st.get("default")) in _STR_OR_NONE
         ):
             _state(st)
         if st.get("meta") and value_too_deep(st["meta"]):
@@ -520,6 +603,7 @@ def _check_ir(raw: Any) -> None:
             and type(t.get("back", False)) is bool
             and type(t.get("reenter", False)) is bool
             and type(t.get("after_ms")) in _INT_OR_NONE
+            and type(t.get("after_expr", _NO_GUARD)) in _DICT_OR_NONE
             and type(t.get("code")) in _STR_OR_NONE
             and type(t.get("message")) in _STR_OR_NONE
             and type(t.get("line", 0)) is int
@@ -554,6 +638,7 @@ def _canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+Action.model_rebuild()
 FieldDef.model_rebuild()
 TypeRef.model_rebuild()
 Expr.model_rebuild()
