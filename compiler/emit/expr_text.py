@@ -43,6 +43,18 @@ def expr_text(expr: Expr) -> str:
 
 
 def action_text(action: Action) -> str:
+    if action.op in ("raise", "emit"):
+        payload = "" if action.value is None else f"({expr_text(action.value)})"
+        return f"{action.op} {action.event}{payload}"
+    if action.op == "if":
+        arms = []
+        for i, b in enumerate(action.branches):
+            head = (
+                "else" if b.guard is None else f"{'if' if i == 0 else 'elif'} {expr_text(b.guard)}"
+            )
+            arms.append(f"{head} {{ {actions_text(b.actions)} }}")
+        return " ".join(arms)
+    assert action.value is not None, "set/add/sub/append/remove always have a value"
     target = ".".join(action.target)
     symbol = {"set": "=", "add": "+=", "sub": "-="}.get(action.op)
     if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions

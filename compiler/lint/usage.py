@@ -110,10 +110,16 @@ def _context_names_used(flow: CompiledFlow) -> set[str]:
         exprs.extend(r.guard for r in event.requires)
         exprs.extend(r.data for r in event.requires if r.data is not None)
     exprs.extend(inv.expr for inv in flow.invariants)
-    for action in actions:
+    while actions:
+        action = actions.pop()
         if action.target:
             used.add(action.target[0])
-        exprs.append(action.value)
+        if action.value is not None:
+            exprs.append(action.value)
+        for branch in action.branches:  # `if`: its guards and the actions of every arm
+            if branch.guard is not None:
+                exprs.append(branch.guard)
+            actions.extend(branch.actions)
     # Iterative walk: generated flows can nest expressions deeply.
     stack = exprs
     while stack:
