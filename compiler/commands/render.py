@@ -61,7 +61,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--snapshot",
         metavar="FILE",
-        help="a snapshot saved by `flowc run`: colour its current state and the path taken",
+        help="a snapshot saved by `flowc run`: colour its current state (every active state "
+        "of a hierarchical flow) and the path taken",
     )
     parser.add_argument(
         "--direction",
@@ -145,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     if args.highlight:
         mark.current = args.highlight
+        mark.configuration = ()
     names = {s.name for s in flow.states}
-    unknown = sorted({mark.current or ""} - names - {""})
+    unknown = sorted({mark.current or "", *mark.configuration} - names - {""})
     if unknown:
         print(f"flowc render: `{unknown[0]}` is not a state of {flow.name}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,6 +4,13 @@ Conventions (the ones a reader of state diagrams expects): a black dot points at
 state; final states are double circles; choice states are diamonds; `back` edges are dashed and
 do not take part in ranking (so the forward path stays straight); rules that apply in every
 state leave from one dotted "any state" box; each state shows its title under its name.
+
+Hierarchy (IR version 2): a compound state is a box (a cluster) around its children, titled
+with its name, with its own black dot pointing at its initial child; each region of a parallel
+state is a dashed box inside it; a history state is a small circle `H` (shallow) or `H*` (deep)
+with a dashed arrow to its default. An arrow from or to a compound state ends at its border;
+one that cannot (a rule of a compound state leading inside it, or a state leading to its own
+ancestor) leaves from the compound's "any state" box or ends at its initial dot.
 """
 
 from __future__ import annotations
@@ -13,10 +20,12 @@ import itertools
 import shutil
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import graphviz
 
 from flowc.compiler.emit.expr_text import expr_text
+from flowc.compiler.emit.hierarchy import StateTree, is_hierarchical
 from flowc.compiler.emit.labels import (
     ANY_STATE,
     Edge,
@@ -102,6 +111,9 @@ def to_dot(
     graph.node(START, label="", shape="point", width="0.16", color="black", fillcolor="black")
     visited = mark.visited
     refused = refusals(flow) if labels == "full" else {}
+    if is_hierarchical(flow):
+        _Hierarchy(graph, flow, labels, mark, refused).draw()
+        return graph
     for state in flow.states:
         _state_node(
             graph,
@@ -183,7 +195,7 @@ def _highlight(highlight: str | Highlight | None, path: Sequence[str] | None) ->
     mark = highlight if isinstance(highlight, Highlight) else Highlight(current=highlight)
     if path:
         steps = [(a, b, None) for a, b in itertools.pairwise(path)]
-        mark = Highlight(current=mark.current or path[-1], steps=[*mark.steps, *steps])
+        mark = replace(mark, current=mark.current or path[-1], steps=[*mark.steps, *steps])
     return mark
 
 
@@ -193,9 +205,12 @@ def _state_node(
     refused: list[Transition],
     current: bool,
     visited: bool,
+    shown: str | None = None,
 ) -> None:
+    """`shown` is the name the node displays, when not the state's IR name."""
     attrs: dict[str, str] = {}
-    name = html.escape(state.name)
+    shown = shown or state.name
+    name = html.escape(shown)
     lines = [f"<b>{name}</b>"]
     if state.title and state.kind != "choice":
         lines.append(f'<font point-size="9">{html.escape(state.title)}</font>')
@@ -205,7 +220,7 @@ def _state_node(
         lines.append(f'<font point-size="8" color="{_MUTED}"><i>{text}</i></font>')
     if state.kind == "final":
         # A circle is as wide as its longest line: wrap name and title into short lines.
-        lines = ["<br/>".join(f"<b>{html.escape(p)}</b>" for p in _wrap(state.name, "_", 10))]
+        lines = ["<br/>".join(f"<b>{html.escape(p)}</b>" for p in _wrap(shown, "_", 10))]
         if state.title:
             title = "<br/>".join(html.escape(p) for p in _wrap(state.title, " "))
             lines.append(f'<font point-size="8">{title}</font>')
@@ -234,7 +249,14 @@ def _bundles(arrows: list[Edge]) -> list[list[int]]:
     return list(groups.values())
 
 
-def _edge(graph: graphviz.Digraph, bundle: list[Edge], labels: LabelMode, taken: bool) -> None:
+def _edge(
+    graph: graphviz.Digraph,
+    bundle: list[Edge],
+    labels: LabelMode,
+    taken: bool,
+    ends: _Ends | None = None,
+) -> None:
+    """`ends` replaces the arrow's two states by the nodes it is drawn between (hierarchy)."""
     first = bundle[0]
     attrs: dict[str, str] = {}
     lines: list[str] = []
@@ -254,7 +276,10 @@ def _edge(graph: graphviz.Digraph, bundle: list[Edge], labels: LabelMode, taken:
         attrs.update(style="dotted", color=_MUTED)
     if taken:
         attrs.update(color=_PATH, penwidth="2.2", fontcolor=_PATH)
-    graph.edge(first.source, first.target, **attrs)
+    if ends is None:
+        graph.edge(first.source, first.target, **attrs)
+    else:
+        graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
 
 
 def _wrap(text: str, separator: str, width: int = 12) -> list[str]:
@@ -280,3 +305,215 @@ def _dot_text(text: str) -> str:
     """Escape for a quoted DOT string (the graphviz package quotes but keeps backslashes)."""
     lines = [line.replace("\\", "\\\\") for line in text.split("\n")]
     return "\\n".join(lines)
+
+
+# ---- hierarchy ------------------------------------------------------------------------------
+
+
+def _cluster_id(name: str) -> str:
+    return f"cluster_{name}"  # dot draws a subgraph as a box when its name starts `cluster`
+
+
+def _initial_id(name: str) -> str:
+    return f"__initial__/{name}"  # `/` never occurs in a state name
+
+
+def _any_id(name: str) -> str:
+    return f"{ANY_STATE}/{name}"
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """The nodes an arrow is drawn between, and `ltail`/`lhead` to clip it at a box border."""
+
+    tail: str
+    head: str
+    attrs: dict[str, str]
+
+
+class _Hierarchy:
+    """Draws a hierarchical flow: nested clusters, initial dots, H/H* circles, clipped arrows."""
+
+    def __init__(
+        self,
+        graph: graphviz.Digraph,
+        flow: CompiledFlow,
+        labels: LabelMode,
+        mark: Highlight,
+        refused: dict[str, list[Transition]],
+    ) -> None:
+        self.graph = graph
+        self.flow = flow
+        self.labels = labels
+        self.mark = mark
+        self.refused = refused
+        self.tree = StateTree.of(flow)
+        named = mark.configuration or ((mark.current,) if mark.current else ())
+        self.active = self.tree.active(named)
+        self.visited = mark.visited
+        #: compound and parallel states whose own rules lead inside them: they get a box
+        self.boxes: set[str] = set()
+
+    def draw(self) -> None:
+        graph, flow = self.graph, self.flow
+        graph.attr(compound="true")  # lets arrows end at a cluster's border (ltail/lhead)
+        arrows = edges(flow)
+        taken = self.mark.taken(arrows)
+        # Ends first: they decide which compound states need an "any state" box.
+        plans = [
+            (bundle, self.ends(bundle[0].source, bundle[0].target), any(i in taken for i in group))
+            for group in _bundles(arrows)
+            for bundle in [[arrows[i] for i in group]]
+        ]
+        start = self.ends(START, flow.initial)
+        self.level(graph, None)
+        if any(e.inherited for e in arrows):
+            self.any_box(graph, ANY_STATE)
+        graph.edge(start.tail, start.head, color="black", **start.attrs)
+        for bundle, ends, was_taken in plans:
+            _edge(graph, bundle, self.labels, was_taken, ends)
+
+    # -- where arrows end ----------------------------------------------------------------------
+
+    def anchor(self, name: str) -> str:
+        """A node inside the box of `name` that an arrow clipped at that box points at."""
+        kind = self.tree.kind(name)
+        if kind == "compound":
+            return _initial_id(name)
+        if kind == "parallel":
+            regions = [k for k in self.tree.kids(name) if k.kind != "history"]
+            return self.anchor(regions[0].name) if regions else _initial_id(name)
+        return name
+
+    def inside(self, node: str, container: str) -> bool:
+        """The node `node` is drawn inside the box of `container`."""
+        owner = node.split("/", 1)[-1]  # `__initial__/C` and `__any__/C` are drawn in C's box
+        return owner in self.tree.states and self.tree.within(owner, container)
+
+    def ends(self, source: str, target: str) -> _Ends:
+        tree = self.tree
+        attrs: dict[str, str] = {}
+        tail = source
+        if tree.is_container(source):
+            if tree.within(target, source):
+                # An arrow cannot leave a box's border and end inside it: it leaves from the
+                # box's own "any state" node, as rules written outside every state do.
+                tail = _any_id(source)
+                self.boxes.add(source)
+            else:
+                tail = self.anchor(source)
+                attrs["ltail"] = _cluster_id(source)
+        head = target
+        if tree.is_container(target):
+            if self.inside(tail, target):
+                # Entering a compound from inside it: its initial dot says where that leads.
+                head = (
+                    _initial_id(target) if tree.kind(target) == "compound" else self.anchor(target)
+                )
+            else:
+                head = self.anchor(target)
+                attrs["lhead"] = _cluster_id(target)
+        return _Ends(tail, head, attrs)
+
+    # -- what is drawn --------------------------------------------------------------------------
+
+    def level(self, graph: graphviz.Digraph, parent: str | None) -> None:
+        in_parallel = parent is not None and self.tree.kind(parent) == "parallel"
+        for state in self.tree.kids(parent):
+            if self.tree.is_container(state.name):
+                self.container(graph, state, region=in_parallel)
+            elif in_parallel and state.kind != "history":
+                # Every region is a dashed box, an atomic one too.
+                with graph.subgraph(name=_cluster_id(state.name)) as box:
+                    box.attr(label="", style="rounded,dashed", color=_MUTED, penwidth="1")
+                    self.leaf(box, state)
+            else:
+                self.leaf(graph, state)
+
+    def leaf(self, graph: graphviz.Digraph, state: State) -> None:
+        if state.kind == "history":
+            self.history(graph, state)
+            return
+        _state_node(
+            graph,
+            state,
+            self.refused.get(state.name, []),
+            state.name in self.active,
+            state.name in self.visited,
+            shown=self.tree.short_name(state.name),
+        )
+
+    def container(self, graph: graphviz.Digraph, state: State, *, region: bool) -> None:
+        name = state.name
+        lines = [f"<b>{html.escape(self.tree.short_name(name))}</b>"]
+        if state.title:
+            lines.append(f'<font point-size="9">{html.escape(state.title)}</font>')
+        for t in self.refused.get(name, []):
+            guard = f" [{expr_text(t.guard)}]" if t.guard is not None else ""
+            text = html.escape(f"{t.event}{guard}: refuse {t.code}")
+            lines.append(f'<font point-size="8" color="{_MUTED}"><i>{text}</i></font>')
+        with graph.subgraph(name=_cluster_id(name)) as box:
+            attrs = {
+                "label": "<" + "<br/>".join(lines) + ">",
+                "labeljust": "l",
+                "fontsize": "11",
+                "style": "rounded,dashed" if region else "rounded",
+                "color": _MUTED if region else _INK,
+                "fontcolor": _INK,
+                "penwidth": "1",
+                "margin": "10",
+            }
+            if name in self.active:
+                attrs.update(color=_PATH, penwidth="2.2")
+            box.attr(**attrs)
+            kids = [k for k in self.tree.kids(name) if k.kind != "history"]
+            if state.kind == "compound" or not kids:
+                first = self.tree.initial_child(name)
+                # A parallel state with no region (bad IR) still needs a node for its box.
+                style = {} if state.kind == "compound" else {"style": "invis"}
+                box.node(
+                    _initial_id(name),
+                    label="",
+                    shape="point",
+                    width="0.12",
+                    color="black",
+                    fillcolor="black",
+                    **style,
+                )
+                if first is not None and state.kind == "compound":
+                    ends = self.ends(_initial_id(name), first.name)
+                    box.edge(ends.tail, ends.head, color="black", **ends.attrs)
+            if name in self.boxes:
+                self.any_box(box, _any_id(name))
+            self.level(box, name)
+
+    def history(self, graph: graphviz.Digraph, state: State) -> None:
+        deep = state.history == "deep"
+        graph.node(
+            state.name,
+            label="H*" if deep else "H",
+            tooltip=f"{state.name}: {'deep' if deep else 'shallow'} history",
+            shape="circle",
+            width="0.32",
+            fixedsize="true",
+            margin="0",
+            fontsize="10",
+            style="filled",
+            fillcolor="white",
+        )
+        if state.default is not None and state.default in self.tree.states:
+            ends = self.ends(state.name, state.default)
+            graph.edge(
+                ends.tail, ends.head, style="dashed", color=_MUTED, arrowhead="vee", **ends.attrs
+            )
+
+    def any_box(self, graph: graphviz.Digraph, node: str) -> None:
+        graph.node(
+            node,
+            label="any state",
+            shape="box",
+            style="rounded,dashed",
+            color=_MUTED,
+            fontcolor=_MUTED,
+            fontsize="10",
+        )

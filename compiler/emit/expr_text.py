@@ -44,8 +44,7 @@ def expr_text(expr: Expr) -> str:
 
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
-        payload = "" if action.value is None else f"({expr_text(action.value)})"
-        return f"{action.op} {action.event}{payload}"
+        return f"{action.op} {action.event}{_payload_text(action.value)}"
     if action.op == "if":
         arms = []
         for i, b in enumerate(action.branches):
@@ -60,6 +59,19 @@ def action_text(action: Action) -> str:
     if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions
         return f"{action.op}({target}, {expr_text(action.value)})"
     return f"{target} {symbol} {expr_text(action.value)}"
+
+
+def _payload_text(value: Expr | None) -> str:
+    """`(n: attempts)`, as the source writes a payload (the IR holds it as a map)."""
+    if value is None:
+        return ""
+    keys, values = value.args[::2], value.args[1::2]
+    if value.op == "map" and all(
+        k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
+    ):
+        fields = (f"{k.value}: {expr_text(v)}" for k, v in zip(keys, values, strict=False))
+        return "(" + ", ".join(fields) + ")"
+    return f"({expr_text(value)})"
 
 
 def actions_text(actions: Iterable[Action]) -> str:

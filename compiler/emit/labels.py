@@ -35,9 +35,14 @@ def trigger_text(t: Transition) -> str:
     if t.kind in ("event", "reject"):
         return t.event or "?"
     if t.kind == "timer":
+        if t.after_expr is not None:
+            # A computed delay gives milliseconds, as the source writes it: `after backoff_ms ms`.
+            return f"after {expr_text(t.after_expr)} ms"
         return f"after {duration_text(t.after_ms)}"
     if t.kind == "else":
         return "else"
+    if t.kind == "always":
+        return "always"
     return ""
 
 
@@ -55,7 +60,7 @@ def label_parts(t: Transition, mode: LabelMode) -> list[str]:
     if trigger:
         parts.append(trigger)
     # Without an event, the guard is what decides the edge: show it even in `events` mode.
-    show_guard = mode == "full" or t.kind in ("choice", "direct", "timer")
+    show_guard = mode == "full" or t.kind in ("choice", "direct", "timer", "always")
     if show_guard and t.guard is not None:
         parts.append(f"[{expr_text(t.guard)}]")
     if mode == "full" and t.actions:
@@ -136,6 +141,12 @@ def edges(flow: CompiledFlow) -> list[Edge]:
     """Arrows to draw, in source order; refusals (no target) are not arrows."""
     result: list[Edge] = []
     seen_rules: set[tuple[int, int]] = set()
+    # A global `-> self` has a different target in every state: draw it on "any state". A
+    # global rule into one state has that state as target in every copy, its own included.
+    fixed_target: dict[tuple[int, int], str] = {}
+    for t in flow.transitions:
+        if t.inherited and t.target is not None and t.target != t.source:
+            fixed_target[(t.line, t.column)] = t.target
     for t in sorted(flow.transitions, key=lambda t: t.index):
         if t.target is None:
             continue
@@ -144,9 +155,7 @@ def edges(flow: CompiledFlow) -> list[Edge]:
             if rule in seen_rules:
                 continue
             seen_rules.add(rule)
-            # A global `-> self` has a different target in every state: draw it on "any state".
-            target = ANY_STATE if t.target == t.source else t.target
-            result.append(Edge(ANY_STATE, target, t))
+            result.append(Edge(ANY_STATE, fixed_target.get(rule, ANY_STATE), t))
         else:
             result.append(Edge(t.source, t.target, t))
     return result
@@ -169,6 +178,9 @@ class Highlight:
     """The current state and the path taken, from `--highlight` or a runtime snapshot."""
 
     current: str | None = None
+    #: the active atomic states of a hierarchical instance (its snapshot's `configuration`);
+    #: empty for a flat one, whose `current` says it all
+    configuration: tuple[str, ...] = ()
     #: (source, target, event or None) of each step taken, oldest first.
     steps: list[tuple[str, str, str | None]] = field(default_factory=list)
     #: the flow a snapshot says it belongs to, when it says so

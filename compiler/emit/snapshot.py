@@ -1,6 +1,7 @@
 """Reading what `flowc run` saved (a runtime snapshot) into what a diagram highlights.
 
-Only the parts a diagram needs are read: the current state and the steps taken. The reader
+Only the parts a diagram needs are read: the current state, the active configuration of a
+hierarchical instance (`configuration`: its active atomic states) and the steps taken. The reader
 accepts the few spellings a snapshot may use (`source`/`target` or `from`/`to`, the trigger
 as `event` or `trigger`, the choice states a step routed through as `via`) and ignores
 everything else, so it keeps working as the snapshot
@@ -69,5 +70,13 @@ def snapshot_highlight(raw: Any) -> Highlight:
         event = trigger if isinstance(trigger, str) else None
         for i, (a, b) in enumerate(itertools.pairwise(hops)):
             steps.append((a, b, event if i == 0 else None))
+    configuration = raw.get("configuration", [])
+    if not isinstance(configuration, list) or not all(isinstance(n, str) for n in configuration):
+        raise SnapshotError("`configuration` must be a list of state names")
     flow = raw.get("flow")
-    return Highlight(current=state, steps=steps, flow=flow if isinstance(flow, str) else None)
+    return Highlight(
+        current=state,
+        configuration=tuple(configuration),
+        steps=steps,
+        flow=flow if isinstance(flow, str) else None,
+    )
