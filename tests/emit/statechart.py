@@ -106,7 +106,9 @@ def microwave() -> CompiledFlow:
                 guard=_op(">", _ctx("attempts"), _lit(2)),
                 actions=(Action(op="set", target=("backoff_ms",), value=_lit(1000)),),
             ),
-            Branch(actions=(Action(op="set", target=("backoff_ms",), value=_lit(100)),),),
+            Branch(
+                actions=(Action(op="set", target=("backoff_ms",), value=_lit(100)),),
+            ),
         ),
     )
     rules: list[dict[str, object]] = [
@@ -171,24 +173,23 @@ def microwave() -> CompiledFlow:
     transitions = tuple(
         Transition.model_validate({"index": i, **rule}) for i, rule in enumerate(rules)
     )
-    events = tuple(
-        EventDef(name=n)
-        for n in (
-            "door_opened",
-            "door_closed",
-            "restart",
-            "submit",
-            "fail",
-            "ci_passed",
-            "approved",
-            "check",
-            "reset",
-            "done.state.Cooking",
-            "done.state.Review",
-            "done.state.CI",
-            "done.state.Approvals",
-        )
-    ) + (
+    plain = (
+        "door_opened",
+        "door_closed",
+        "restart",
+        "submit",
+        "fail",
+        "ci_passed",
+        "approved",
+        "check",
+        "reset",
+        "done.state.Cooking",
+        "done.state.Review",
+        "done.state.CI",
+        "done.state.Approvals",
+    )
+    events = (
+        *(EventDef(name=n) for n in plain),
         EventDef(name="start", fields=(FieldDef(name="seconds", type=INT),)),
         EventDef(name="poke", fields=(FieldDef(name="n", type=INT),)),
     )

@@ -123,3 +123,18 @@ def test_missing_dot_is_a_clear_error(
         render(to_dot(sample), "svg")
     # DOT source needs no Graphviz at all.
     assert render(to_dot(sample), "dot").startswith(b"digraph")
+
+
+def test_a_global_rule_into_one_state_points_at_that_state() -> None:
+    from flowc.compiler import compile_source
+
+    source = (
+        "flow t\nevent go\nevent reset\n"
+        "initial state A { on go -> B }\nstate B { on go -> DONE }\nfinal state DONE\n"
+        "on reset -> A\n"
+    )
+    flow = compile_source(source, "t.flow").flow
+    assert flow is not None
+    # The copy in A itself goes from A to A, like a `-> self`; the rule still leads to A.
+    assert "__any__ -> A [label=reset" in to_dot(flow).source
+    assert [(e.source, e.target) for e in edges(flow) if e.inherited] == [("__any__", "A")]

@@ -99,3 +99,21 @@ def test_round_trip_through_the_compiler(guard: str) -> None:
     first = compiled(guard)
     printed = expr_text(first)
     assert compiled(printed) == first, printed
+
+
+def test_version_2_actions_print_as_source() -> None:
+    from flowc.runtime.model import Branch
+
+    payload = Expr(op="map", args=(lit("n"), ctx("attempts"), lit("on"), lit(True)))
+    assert action_text(Action(op="raise", event="poke", value=payload)) == (
+        "raise poke(n: attempts, on: true)"
+    )
+    assert action_text(Action(op="emit", event="lamp")) == "emit lamp"
+    branch = Branch(
+        guard=op(">", ctx("n"), lit(2)),
+        actions=(Action(op="set", target=("b",), value=lit(1)),),
+    )
+    otherwise = Branch(actions=(Action(op="set", target=("b",), value=lit(0)),))
+    assert action_text(Action(op="if", branches=(branch, branch, otherwise))) == (
+        "if n > 2 { b = 1 } elif n > 2 { b = 1 } else { b = 0 }"
+    )
