@@ -13,7 +13,7 @@ from functools import cache
 import jinja2
 
 from flowc.compiler.emit.expr_text import actions_text, expr_text, literal_text
-from flowc.compiler.emit.labels import duration_text, type_text
+from flowc.compiler.emit.labels import trigger_text, type_text
 from flowc.compiler.emit.mermaid import to_mermaid
 from flowc.runtime.model import Action, CompiledFlow, FieldDef, Migration, State, Transition
 
@@ -183,7 +183,9 @@ def _state_row(state: State, mine: list[Transition]) -> _StateRow:
     if state.initial:
         kinds.append("initial")
     if state.kind != "normal":
-        kinds.append(state.kind)
+        kinds.append(state.history + " history" if state.history else state.kind)
+    if state.parent is not None:
+        kinds.append(f"in `{state.parent}`")
     accepts: list[str] = []
     for t in mine:
         if t.kind in ("event", "reject") and t.event and f"`{t.event}`" not in accepts:
@@ -194,7 +196,9 @@ def _state_row(state: State, mine: list[Transition]) -> _StateRow:
         extra.append("go to " + ", ".join(f"`{d}`" for d in directs))
     timers = [t for t in mine if t.kind == "timer"]
     for t in timers:
-        extra.append(f"after {duration_text(t.after_ms)}")
+        extra.append(trigger_text(t))
+    if any(t.kind == "always" for t in mine):
+        extra.append("always")
     if state.kind == "choice":
         extra.append("routes at once")
     blocks = []
@@ -230,8 +234,8 @@ def _transition_rows(flow: CompiledFlow, transitions: list[Transition]) -> list[
 def _transition_row(t: Transition, state_cell: str) -> _TransitionRow:
     if t.kind in ("event", "reject"):
         trigger = f"`{t.event}`"
-    elif t.kind == "timer":
-        trigger = f"after {duration_text(t.after_ms)}"
+    elif t.kind in ("timer", "always"):
+        trigger = trigger_text(t)
     elif t.kind == "direct":
         trigger = "direct"
     elif t.kind == "else":
@@ -262,14 +266,15 @@ def _actions(actions: tuple[Action, ...]) -> str:
 
 
 def _unique_rules(transitions: list[Transition]) -> list[Transition]:
-    seen: set[tuple[int, int]] = set()
-    unique: list[Transition] = []
+    """One copy of each rule written outside any state. The copy in the rule's own target
+    state leads from that state to itself: another copy says where the rule leads."""
+    unique: dict[tuple[int, int], Transition] = {}
     for t in sorted(transitions, key=lambda t: t.index):
-        if (t.line, t.column) in seen:
-            continue
-        seen.add((t.line, t.column))
-        unique.append(t)
-    return unique
+        rule = (t.line, t.column)
+        kept = unique.get(rule)
+        if kept is None or (kept.target == kept.source and t.target != t.source):
+            unique[rule] = t
+    return list(unique.values())
 
 
 def _field_text(f: FieldDef) -> str:

@@ -307,3 +307,21 @@ def test_golden_diagrams() -> None:
         assert (GOLDEN / name).read_text(encoding="utf-8") == text, name
     # The IR golden is what the diagrams are drawn from, and it loads back.
     assert CompiledFlow.from_json((GOLDEN / "microwave.json").read_text()) == microwave()
+
+
+# ---- Markdown -------------------------------------------------------------------------------
+
+
+def test_markdown_names_parents_history_and_the_new_triggers(flow: CompiledFlow) -> None:
+    from flowc.compiler.emit.markdown import to_markdown
+
+    page = to_markdown(flow, "m.svg")
+    assert "| `CI.Waiting` |  | initial, in `CI` | `ci_passed` |" in page
+    assert "| `Everything` |  | deep history, in `Cooking` |" in page
+    assert "| `Resume` |  | shallow history, in `Cooking` |" in page
+    assert "| `Review` |  | parallel |" in page
+    assert "|  | always | `remaining == 0` | `Done` |  |" in page
+    assert "|  | after backoff_ms ms |  | `Idle` |  |" in page
+    assert "`poke`, `check`, `reset`, after backoff_ms ms" in page
+    # The rule written outside every state leads to Idle (its copy in Idle goes to itself).
+    assert "| `reset` |  | `Idle` |  |" in page
