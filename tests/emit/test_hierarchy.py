@@ -325,3 +325,26 @@ def test_markdown_names_parents_history_and_the_new_triggers(flow: CompiledFlow)
     assert "`poke`, `check`, `reset`, after backoff_ms ms" in page
     # The rule written outside every state leads to Idle (its copy in Idle goes to itself).
     assert "| `reset` |  | `Idle` |  |" in page
+
+
+# ---- docs/diagrams.md ---------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_docs_diagrams_page_is_current(flow: CompiledFlow) -> None:
+    """The picture in docs/diagrams.md is drawn from today's DOT source of the test flow, and
+    every line of its Mermaid example is a line flowc writes for that flow."""
+    from flowc.compiler.emit.site import dot_hash, svg_source_hash
+
+    svg = (DOCS / "diagrams" / "microwave.svg").read_bytes()
+    assert svg_source_hash(svg) == dot_hash(flow), (
+        "regenerate docs/diagrams/microwave.svg with flowc.compiler.emit.site.svg_for"
+    )
+    page = (DOCS / "diagrams.md").read_text(encoding="utf-8")
+    assert "](diagrams/microwave.svg)" in page
+    example = re.search(r"```mermaid\n(.*?)```", page, re.S)
+    assert example is not None
+    written = set(to_mermaid(flow).splitlines())
+    for line in example.group(1).splitlines():
+        assert line in written, line
