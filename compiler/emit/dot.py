@@ -52,6 +52,8 @@ _MUTED = "#90a4ae"
 _CURRENT_FILL = "#ffca28"
 _VISITED_FILL = "#fff3c4"
 _PATH = "#e65100"
+_INITIAL = {"color": "black"}
+_TO_DEFAULT = {"style": "dashed", "color": _MUTED, "arrowhead": "vee"}
 
 
 class GraphvizMissing(RuntimeError):
@@ -353,6 +355,12 @@ class _Hierarchy:
         self.visited = mark.visited
         #: compound and parallel states whose own rules lead inside them: they get a box
         self.boxes: set[str] = set()
+        #: parallel states entered from inside: they get a dot of their own to point at
+        self.entries: set[str] = set()
+        #: arrows within the boxes (initial dots, history defaults), as (ends, attrs). They are
+        #: written at the top level after every node: a node named first in an arrow inside a
+        #: cluster would belong to that cluster.
+        self.inner: list[tuple[_Ends, dict[str, str]]] = []
 
     def draw(self) -> None:
         graph, flow = self.graph, self.flow
@@ -366,10 +374,18 @@ class _Hierarchy:
             for bundle in [[arrows[i] for i in group]]
         ]
         start = self.ends(START, flow.initial)
+        for state in flow.states:
+            first = self.tree.initial_child(state.name) if state.kind == "compound" else None
+            if first is not None:
+                self.inner.append((self.ends(_initial_id(state.name), first.name), _INITIAL))
+            if state.kind == "history" and state.default in self.tree.states:
+                self.inner.append((self.ends(state.name, state.default), _TO_DEFAULT))
         self.level(graph, None)
         if any(e.inherited for e in arrows):
             self.any_box(graph, ANY_STATE)
         graph.edge(start.tail, start.head, color="black", **start.attrs)
+        for ends, attrs in self.inner:
+            graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
         for bundle, ends, was_taken in plans:
             _edge(graph, bundle, self.labels, was_taken, ends)
 
@@ -406,10 +422,11 @@ class _Hierarchy:
         head = target
         if tree.is_container(target):
             if self.inside(tail, target):
-                # Entering a compound from inside it: its initial dot says where that leads.
-                head = (
-                    _initial_id(target) if tree.kind(target) == "compound" else self.anchor(target)
-                )
+                # Entering a compound from inside it: its initial dot says where that leads. A
+                # parallel state gets a dot for the purpose (entering it enters every region).
+                head = _initial_id(target)
+                if tree.kind(target) == "parallel":
+                    self.entries.add(target)
             else:
                 head = self.anchor(target)
                 attrs["lhead"] = _cluster_id(target)
@@ -467,10 +484,9 @@ class _Hierarchy:
                 attrs.update(color=_PATH, penwidth="2.2")
             box.attr(**attrs)
             kids = [k for k in self.tree.kids(name) if k.kind != "history"]
-            if state.kind == "compound" or not kids:
-                first = self.tree.initial_child(name)
+            if state.kind == "compound" or name in self.entries or not kids:
                 # A parallel state with no region (bad IR) still needs a node for its box.
-                style = {} if state.kind == "compound" else {"style": "invis"}
+                hidden = state.kind == "parallel" and name not in self.entries
                 box.node(
                     _initial_id(name),
                     label="",
@@ -478,11 +494,8 @@ class _Hierarchy:
                     width="0.12",
                     color="black",
                     fillcolor="black",
-                    **style,
+                    **({"style": "invis"} if hidden else {}),
                 )
-                if first is not None and state.kind == "compound":
-                    ends = self.ends(_initial_id(name), first.name)
-                    box.edge(ends.tail, ends.head, color="black", **ends.attrs)
             if name in self.boxes:
                 self.any_box(box, _any_id(name))
             self.level(box, name)
@@ -501,11 +514,6 @@ class _Hierarchy:
             style="filled",
             fillcolor="white",
         )
-        if state.default is not None and state.default in self.tree.states:
-            ends = self.ends(state.name, state.default)
-            graph.edge(
-                ends.tail, ends.head, style="dashed", color=_MUTED, arrowhead="vee", **ends.attrs
-            )
 
     def any_box(self, graph: graphviz.Digraph, node: str) -> None:
         graph.node(

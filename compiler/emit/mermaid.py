@@ -147,16 +147,18 @@ class _Nested:
     def arrow(self, source: str, target: str, label: str) -> None:
         tree = self.tree
         tail = self.ids[source]
-        above_tail = tree.ancestors(source) if source in tree.states else []
+        tail_parent = tree.parent(source) if source in tree.states else None
         if tree.kind(source) == "compound" and target != source and tree.within(target, source):
             # A composite cannot point into itself: its rules leave from its "any state" box.
             tail = self.box(source)
-            above_tail = [source, *above_tail]
-        above_head = set(tree.ancestors(target)) if target in tree.states else set()
-        scope = next((s for s in above_tail if s in above_head), None)
-        # Between the `--` of a parallel state's regions there is no place for an arrow.
-        while scope is not None and tree.kind(scope) == "parallel":
-            scope = tree.parent(scope)
+            tail_parent = source
+        head_parent = tree.parent(target) if target in tree.states else None
+        # Mermaid moves a state into the composite where an arrow names it (everywhere but at
+        # the top level): an arrow goes in a composite only when both its ends are declared
+        # there, and never between the `--` of a parallel state's regions.
+        scope = tail_parent if tail_parent == head_parent else None
+        if scope is not None and tree.kind(scope) == "parallel":
+            scope = None
         self.arrows.setdefault(scope, []).append(f"{tail} --> {self.ids[target]}{label}")
 
     def box(self, name: str) -> str:
