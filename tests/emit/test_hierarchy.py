@@ -348,3 +348,37 @@ def test_docs_diagrams_page_is_current(flow: CompiledFlow) -> None:
     written = set(to_mermaid(flow).splitlines())
     for line in example.group(1).splitlines():
         assert line in written, line
+
+
+def test_refusals_of_a_compound_state_are_listed_in_its_box(flow: CompiledFlow) -> None:
+    refusal = Transition(
+        index=len(flow.transitions),
+        source="Cooking",
+        target=None,
+        kind="reject",
+        event="start",
+        code="busy",
+        message="Already cooking.",
+    )
+    busy = flow.model_copy(update={"transitions": (*flow.transitions, refusal)})
+    assert "start: refuse busy" in clusters(to_dot(busy, labels="full").source)["cluster_Cooking"]
+    assert "refuse busy" not in to_dot(busy).source
+
+
+def test_a_state_entering_its_parallel_ancestor_points_at_a_dot_of_the_parallel_state() -> None:
+    flow = CompiledFlow(
+        name="p",
+        states=(
+            State(name="P", kind="parallel", initial=True),
+            State(name="A", parent="P"),
+            State(name="B", parent="P"),
+        ),
+        transitions=(Transition(index=0, source="A", target="P", kind="event", event="again"),),
+        initial="P",
+    )
+    source = to_dot(flow).source
+    inside = source.split("subgraph cluster_P {", 1)[1]
+    assert '"__initial__/P" [' in inside and "invis" not in node_line(source, '"__initial__/P"')
+    assert "again" in edge_line(source, "A", '"__initial__/P"')
+    # Without such an arrow a parallel state has no dot of its own.
+    assert "__initial__/P" not in to_dot(flow.model_copy(update={"transitions": ()})).source
