@@ -49,7 +49,12 @@ class ExportResult:
 
 
 class _Refused(Exception):
-    pass
+    """What cannot be exported, and the source position of the rule or state it is about."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
 
 
 def type_text(ty: TypeRef) -> str:
@@ -101,10 +106,11 @@ def export_scxml(flow: CompiledFlow, path: str = "<flow>") -> ExportResult:
     try:
         return ExportResult(_Writer(flow).document())
     except _Refused as refused:
+        where = Span.point(refused.line, refused.column) if refused.line else Span(1, 1, 1, 2)
         diag = Diagnostic.make(
             "E420",
             f"cannot export to SCXML: {refused}",
-            Span(1, 1, 1, 2),
+            where,
             help="SCXML has no equivalent; see docs/scxml.md (exporting)",
         )
         return ExportResult(
@@ -223,8 +229,10 @@ class _Writer:
             attrs += f" event={quoteattr(f'flowc.timer.{t.source}.{t.index}')}"
         elif t.kind in ("direct", "reject"):
             raise _Refused(
-                f"the {t.kind} rule of `{t.source}` (line {t.line}): SCXML has no rule a host "
-                "takes by name, nor refusals with a code"
+                f"the {t.kind} rule of `{t.source}`: SCXML has no rule a host takes by name, "
+                "nor refusals with a code",
+                t.line,
+                t.column,
             )
         guard = t.guard
         if t.kind == "else":

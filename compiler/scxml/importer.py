@@ -517,13 +517,6 @@ class _Importer:
         events = transition.attrs.get("event", "").split()
         cond = transition.attrs.get("cond")
         targets = transition.attrs.get("target", "").split()
-        if len(targets) > 1:
-            self.features.add("multiple-targets")
-            self.error("E419", "a transition with several targets is not supported", transition)
-            return None
-        if targets and targets[0] not in self.states:
-            self.error("E413", f"unknown target state `{targets[0]}`", transition)
-            return None
         outer_fields = self.names.event_fields
         self.names.event_fields = set()
         try:
@@ -541,8 +534,16 @@ class _Importer:
         self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
     ) -> str | None:
         guard = ""
+        expr = self.expr(cond, transition) if cond else None
+        actions = self.actions(transition.children)
+        if len(targets) > 1:
+            self.features.add("multiple-targets")
+            self.error("E419", "a transition with several targets is not supported", transition)
+            return None
+        if targets and targets[0] not in self.states:
+            self.error("E413", f"unknown target state `{targets[0]}`", transition)
+            return None
         if cond:
-            expr = self.expr(cond, transition)
             if expr is None:
                 return None
             guard = f" if {expr_text(expr)}"
@@ -554,7 +555,6 @@ class _Importer:
         else:
             self.features.add("targetless")
             target = "self"
-        actions = self.actions(transition.children)
         do = f" do {'; '.join(actions)}" if actions else ""
         if not events:
             self.features.add("eventless")

@@ -1,6 +1,6 @@
 """The W3C SCXML conformance runner: import, compile and run each test of a directory.
 
-    python -m tests.conformance.runner DIR [DIR ...] [--json] [--features]
+    python tests/conformance/w3c_runner.py DIR [DIR ...] [--json] [--features]
 
 A test passes when the instance reaches its `pass` final state. Each test is reported as
 `pass`, `fail` or `unsupported`, with a reason:
