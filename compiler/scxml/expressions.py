@@ -125,8 +125,7 @@ class _Translator:
                 "E410",
                 f"the Python construct `{type(node).__name__}` has no flowc equivalent",
                 "flowc reads literals, variables, arithmetic, comparisons, `and`/`or`/`not`, "
-                "indexing, `_event.data` and the builtins "
-                + ", ".join(sorted(SUPPORTED_CALLS)),
+                "indexing, `_event.data` and the builtins " + ", ".join(sorted(SUPPORTED_CALLS)),
             )
         result: Expr = method(node)
         return result

@@ -129,6 +129,10 @@ class _Importer:
         self.var_types: dict[str, str | None] = {}
         self.names = Names({}, "")
         self.send_ids = 0
+        #: Payload field -> type, inferred from its uses (`infer_from_uses`).
+        self.field_types: dict[str, str] = {}
+        #: Every expression translated, with the variable it is assigned to (if any).
+        self.used: list[tuple[str | None, Expr]] = []
         #: Event fields whose type an export declared (not optional on re-import).
         self.declared_fields: set[str] = set()
 
@@ -145,10 +149,12 @@ class _Importer:
 
     def expr(self, text: str, element: Element) -> Expr | None:
         try:
-            return translate(text, self.names)
+            translated = translate(text, self.names)
         except Refusal as refusal:
             self.refused(refusal, element)
             return None
+        self.used.append((None, translated))
+        return translated
 
     # ---- the document ---------------------------------------------------------------------
 
@@ -189,10 +195,15 @@ class _Importer:
             on_state=None,
         )
         body = self.write_states(root, None, "")
+        self.infer_from_uses()
         # Fields read where no single event is known (entry, exit, `*` rules): every event.
         for fields in self.events.values():
             for name in sorted(self.names.event_fields):
                 fields.setdefault(name, None)
+            for name, ty in fields.items():
+                if ty is None and name in self.field_types:
+                    fields[name] = self.field_types[name]
+
         body = _PATTERN.sub(self.resolve_pattern, body)
         header = self.write_header(root)
         if self.diagnostics:
@@ -200,6 +211,43 @@ class _Importer:
             self.diagnostics = [unique[k] for k in sorted(unique)]
             return None
         return header + body
+
+    def infer_from_uses(self) -> None:
+        """Types for untyped variables and payload fields from how expressions use them: an
+        operand compared or combined with a typed one, a value stored in a typed variable
+        (SCXML is untyped; flowc is not)."""
+        by_field = {flow_name(v, "v"): v for v in self.var_types}
+
+        def known(expr: Expr) -> str | None:
+            if expr.op == "event":
+                return self.field_types.get(str(expr.value))
+            return _infer(expr, self.var_types, self.names)
+
+        def learn(expr: Expr, ty: str | None) -> None:
+            if ty not in ("int", "float", "str", "bool"):
+                return
+            if expr.op == "event":
+                self.field_types.setdefault(str(expr.value), ty)
+            elif expr.op == "ctx" and expr.value in by_field:
+                var = by_field[str(expr.value)]
+                if self.var_types.get(var) is None:
+                    self.var_types[var] = ty
+
+        def walk(expr: Expr) -> None:
+            if expr.op in _TYPED_PAIRS and len(expr.args) == 2:
+                left, right = expr.args
+                learn(left, known(right))
+                learn(right, known(left))
+            for arg in expr.args:
+                walk(arg)
+
+        for _ in range(3):  # a few rounds let one inference feed the next
+            for target, expr in self.used:
+                walk(expr)
+                if target is not None and target in by_field:
+                    var = by_field[target]
+                    learn(expr, self.var_types.get(var))
+                    learn(Expr(op="ctx", value=target), known(expr))
 
     def resolve_pattern(self, match: re.Match[str]) -> str:
         """The event list of a descriptor, once every event is known: `*` is every event;
@@ -348,6 +396,10 @@ class _Importer:
             source = data.attrs.get("expr") or data.text
             if data.attrs.get("id") and source:
                 self.var_types[data.attrs["id"]] = self.type_of(source, names)
+        for send in self.walk(element, "send"):
+            # The id a send stores is a string: `<cancel sendidexpr>` reads it back.
+            if send.attrs.get("idlocation") in self.var_types:
+                self.var_types[send.attrs["idlocation"]] = "str"
         for assign in self.walk(element, "assign"):
             var = assign.attrs.get("location", "")
             if var in self.var_types and self.var_types[var] is None:
@@ -394,7 +446,7 @@ class _Importer:
             if event.startswith("done.state."):
                 continue
             params = ", ".join(
-                f"{f}: {t}" if f in self.declared_fields and t else f"{f}: {_optional(t)} = none"
+                f"{f}: {t}" if f in self.declared_fields and t else f"{f}: {_with_default(t)}"
                 for f, t in fields.items()
             )
             lines.append(f"event {event}({params})" if params else f"event {event}")
@@ -408,11 +460,13 @@ class _Importer:
         for var, ty in self.var_types.items():
             default = self.data_default(var)
             if default is None:
-                context.append(f"  {flow_name(var, 'v')}: {_optional(ty)} = none")
+                context.append(f"  {flow_name(var, 'v')}: {_with_default(ty)}")
             else:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
         if self.uses_sessionid:
             context.append(f'  sessionid: str = "{name}"')
+        for datamodel in self.walk(self.root, "datamodel"):
+            lines.extend(f"# {c}" for c in datamodel.comments)
         if context:
             lines.append("context {")
             lines.extend(context)
@@ -610,7 +664,10 @@ class _Importer:
                 return None
             source = element.attrs.get("expr") or element.text
             value = self.expr(source, element) if source else None
-            return None if value is None else f"{var} = {expr_text(value)}"
+            if value is None:
+                return None
+            self.used.append((var, value))
+            return f"{var} = {expr_text(value)}"
         if tag == "raise":
             self.features.add("raise")
             event = event_flow_name(element.attrs.get("event", ""))
@@ -723,7 +780,9 @@ class _Importer:
             raw = attrs.get("delay")
             if raw is None:
                 expr = self.expr(attrs["delayexpr"], element)
-                value = expr.value if expr is not None and expr.op == "lit" else None
+                if expr is None:
+                    return None
+                value = expr.value if expr.op == "lit" else None
                 if not isinstance(value, str):
                     self.error("E414", "`delayexpr` must be a constant duration string", element)
                     return None
@@ -776,6 +835,25 @@ def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
         block = "{ " + "; ".join(actions) + " }"
         parts.append(f"else {block}" if guard is None else f"{head} {guard} {block}")
     return " ".join(parts)
+
+
+_TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
+_ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
+
+
+def _with_default(ty: str | None) -> str:
+    """`TYPE = DEFAULT` for a variable or payload field SCXML leaves unset: the zero value of
+    a type the importer could infer (flowc values are typed, and an optional would need a
+    check at every use), else `json = none`."""
+    if ty is None or ty == "json":
+        return "json = none"
+    if ty.endswith("?"):
+        return f"{ty} = none"
+    if ty in _ZERO:
+        return f"{ty} = {_ZERO[ty]}"
+    if ty.startswith("list["):
+        return f"{ty} = []"
+    return f"{_optional(ty)} = none"
 
 
 def _optional(ty: str | None) -> str:

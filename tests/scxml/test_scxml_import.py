@@ -1,0 +1,270 @@
+"""The importer: SCXML to `.flow` text. Flat charts are compiled and run with the runtime;
+charts that need the statecharts syntax are checked as text here and compiled and run in
+pending_after_merge.py once that syntax is merged."""
+
+from __future__ import annotations
+
+from charts import FLAT, chart
+
+from flowc.compiler.driver import compile_source
+from flowc.compiler.scxml.importer import event_flow_name, flow_name, import_scxml, parse_delay
+from flowc.runtime import FakeClock, Machine, Rejection
+
+
+def imported(text: str) -> str:
+    result = import_scxml(text, "chart.scxml")
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    return result.flow_text
+
+
+def codes(text: str) -> list[tuple[str, int]]:
+    result = import_scxml(text, "chart.scxml")
+    assert result.flow_text is None
+    return [(d.code, d.span.line) for d in result.diagnostics]
+
+
+def test_a_flat_chart_imports_to_a_flow_that_compiles_and_runs() -> None:
+    text = imported(FLAT)
+    compiled = compile_source(text, "counter.flow")
+    assert compiled.flow is not None, [str(d) for d in compiled.diagnostics]
+    machine = Machine.from_json(compiled.flow.to_json(), clock=FakeClock())
+    instance = machine.start()
+    assert instance.state == "state_"
+    instance.send("add", {"n": 2})
+    instance.send("add", {"n": 0})  # the guard fails; `*` matches it
+    assert instance.state == "other"
+    instance = machine.start()
+    for n in (2, 3):
+        instance.send("add", {"n": n})
+    instance.send("note", {"text": "go on"})  # targetless: stays, assigns
+    assert instance.state == "state_"
+    assert instance.context == {"count": 2, "last": "go on", "total": 5}
+    instance.send("finish")
+    assert instance.state == "pass" and instance.is_final
+
+
+def test_a_descriptor_matches_its_dotted_descendants() -> None:
+    text = imported(FLAT)
+    assert "  on error, error.* -> failed\n" in text
+    compiled = compile_source(text, "counter.flow")
+    assert compiled.flow is not None
+    instance = Machine.from_json(compiled.flow.to_json()).start()
+    instance.send("error.execution")
+    assert instance.state == "failed"
+
+
+def test_unhandled_events_are_ignored_as_scxml_does() -> None:
+    compiled = compile_source(imported(FLAT), "counter.flow")
+    assert compiled.flow is not None
+    instance = Machine.from_json(compiled.flow.to_json()).start()
+    instance.send("finish")  # the guard does not hold: `*` takes it
+    assert instance.state == "other"
+    outcome = instance.send("add", {"n": 1})  # `other` has no rules
+    assert isinstance(outcome, Rejection) and outcome.code == "ignored"
+    assert instance.state == "other"
+
+
+def test_declarations_names_and_comments() -> None:
+    text = imported(FLAT)
+    assert text.startswith("flow counter\n")
+    # every event used is declared; payload fields read through `_event.data` get a type
+    # from the variable they are stored in, or from their use (json when unknown)
+    assert "event add(n: int = 0)\n" in text
+    assert 'event note(text: str = "")\n' in text
+    assert "event error\nevent finish\nevent error.execution\n" in text
+    assert 'context {\n  count: int = 0\n  last: str = ""\n  total: int = 0\n}\n' in text
+    assert (
+        "# the counter\ncontext {" in text and "# waits for work\ninitial state state_ {\n" in text
+    )
+    assert "  on note -> self do last = event.text\n" in text
+    assert "  on add, note, error, finish, error.execution -> other\n" in text
+
+
+def test_expressions_are_translated_to_the_flow_language() -> None:
+    text = imported(FLAT)
+    assert "on add if event.n > 0 -> state_ reenter do count = count + 1; " in text
+    assert "total = total + event.n" in text
+    assert 'on finish if count >= 2 and not last == "stop" -> pass' in text
+
+
+def test_names_are_made_flow_names() -> None:
+    assert flow_name("state") == "state_"
+    assert flow_name("s-1.b") == "s_1_b"
+    assert flow_name("1x", "s") == "s_1x"
+    assert event_flow_name("done.state.p-1") == "done.state.p_1"
+    assert event_flow_name("error.if") == "error.if_"
+    assert parse_delay("1s") == 1000
+    assert parse_delay(".5s") == 500
+    assert parse_delay("250ms") == 250
+    assert parse_delay("2") == 2
+    assert parse_delay("soon") is None
+
+
+HIERARCHY = chart(
+    """  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="outer" initial="b">
+    <state id="a"/>
+    <state id="b"><transition event="go" target="a"/></state>
+    <final id="end"/>
+    <history id="h" type="deep"><transition target="a"/></history>
+    <history id="hs"/>
+    <transition event="back" target="outer"/>
+    <transition event="done.state.outer" target="p"/>
+  </state>
+  <parallel id="p">
+    <state id="r1"><state id="x"><transition event="t" target="y"/></state><final id="y"/></state>
+    <state id="r2"/>
+    <transition cond="n &gt; 1" target="outer"/>
+    <transition event="again" target="h"/>
+  </parallel>""",
+    attrs=' initial="outer"',
+)
+
+
+def test_compound_parallel_history_and_done_events_in_the_statecharts_syntax() -> None:
+    text = imported(HIERARCHY)
+    body = text[text.index("initial state outer") :]
+    assert body == (
+        "initial state outer {\n"
+        "  on back -> outer reenter\n"
+        "  on done.state.outer -> p\n"
+        "  state a\n"
+        "  initial state b {\n"
+        "    on go -> a\n"
+        "  }\n"
+        "  final state end\n"
+        "  history deep h -> a\n"
+        "  history hs\n"
+        "}\n"
+        "parallel state p {\n"
+        "  always if n > 1 -> outer\n"
+        "  on again -> h\n"
+        "  state r1 {\n"
+        "    initial state x {\n"
+        "      on t -> y\n"
+        "    }\n"
+        "    final state y\n"
+        "  }\n"
+        "  state r2\n"
+        "}\n"
+    )
+    assert "event done" not in text  # done.state events are declared by the compiler
+
+
+def test_an_initial_element_and_a_deep_initial_that_agrees_with_the_defaults() -> None:
+    text = imported(
+        chart(
+            """  <state id="top">
+    <initial><transition target="inner2"/></initial>
+    <state id="inner1"/>
+    <state id="inner"><state id="inner2"/></state>
+  </state>"""
+        )
+    )
+    assert "  state inner1\n  initial state inner {\n    initial state inner2\n" in text
+
+
+EXECUTABLE = chart(
+    """  <datamodel>
+    <data id="x" expr="1"/>
+    <data id="sid"/>
+    <data id="who" expr="'me'"/>
+  </datamodel>
+  <state id="s">
+    <onentry>
+      <raise event="poke"/>
+      <send event="later" delay="1.5s" id="t1"/>
+      <send event="soon" delayexpr="'20ms'" idlocation="sid"/>
+      <send event="now"><param name="v" expr="x + 1"/></send>
+      <send event="names" namelist="x who"/>
+      <send event="inside" target="#_internal"><param name="v" expr="x"/></send>
+      <cancel sendid="t1"/>
+      <cancel sendidexpr="sid"/>
+      <log label="state" expr="_name"/>
+      <log expr="_sessionid"/>
+    </onentry>
+    <onexit>
+      <if cond="x == 1"><assign location="x" expr="2"/>
+      <elseif cond="x == 2"/>
+      <elseif cond="x == 3"/><raise event="three"/>
+      <else/><assign location="x" expr="0"/></if>
+      <if cond="x &gt; 5"/>
+    </onexit>
+    <transition event="poke" target="s"/>
+  </state>""",
+    attrs=' name="exec"',
+)
+
+
+def test_executable_content_becomes_actions() -> None:
+    text = imported(EXECUTABLE)
+    entry = next(line.strip() for line in text.splitlines() if "entry do" in line)
+    assert entry.split("; ") == [
+        "entry do raise poke",
+        'emit scxml_send(event: "later", delay_ms: 1500, id: "t1", data: {})',
+        'sid = "send1"',
+        'emit scxml_send(event: "soon", delay_ms: 20, id: "send1", data: {})',
+        'emit scxml_send(event: "now", delay_ms: 0, id: "send2", data: {"v": x + 1})',
+        'emit scxml_send(event: "names", delay_ms: 0, id: "send3", data: {"x": x, "who": who})',
+        "raise inside(v: x)",
+        'emit scxml_cancel(id: "t1")',
+        "emit scxml_cancel(id: sid)",
+        'emit scxml_log(label: "state", value: "exec")',
+        'emit scxml_log(label: "", value: sessionid)',
+    ]
+    exit_ = next(line.strip() for line in text.splitlines() if "exit do" in line)
+    # an empty branch becomes the negated guard around the branches after it
+    assert exit_ == (
+        "exit do if x == 1 { x = 2 } elif not (x == 2) { if x == 3 { raise three } else { x = 0 } }"
+    )
+    assert "event now(v: int = 0)\n" in text
+    assert 'event names(x: int = 0, who: str = "")\n' in text
+    assert "event inside(v: int = 0)\n" in text
+    assert "effect scxml_send(event: str, delay_ms: int, id: str, data: json)\n" in text
+    assert "effect scxml_cancel(id: str)\neffect scxml_log(label: str, value: json)\n" in text
+    assert '  sid: str = ""\n' in text and '  sessionid: str = "exec"\n' in text
+
+
+def test_refusals_name_the_element_and_line() -> None:
+    text = chart(
+        """  <state id="s">
+    <invoke src="other.scxml"/>
+    <onentry>
+      <foreach array="[1]" item="i"/>
+      <send event="x" target="#_parent"/>
+      <send event="x" type="http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"/>
+      <send event="x" delayexpr="d"/>
+      <assign location="y" expr="1"/>
+      <assign location="a.b" expr="1"/>
+    </onentry>
+    <transition event="e" cond="In('s')" target="s"/>
+    <transition event="e" target="s t"/>
+  </state>
+  <final id="f"><donedata><content expr="1"/></donedata></final>"""
+    )
+    assert codes(text) == [
+        ("E408", 4),
+        ("E415", 6),
+        ("E409", 7),
+        ("E409", 8),
+        ("E410", 9),
+        ("E410", 10),
+        ("E411", 11),
+        ("E417", 13),
+        ("E419", 14),
+        ("E418", 16),
+    ]
+
+
+def test_datamodels_other_than_null_and_python_are_refused_unless_overridden() -> None:
+    ecma = chart('  <state id="s"/>', datamodel="ecmascript")
+    assert codes(ecma) == [("E406", 2)]
+    assert import_scxml(ecma, "x.scxml", datamodel="python").flow_text is not None
+    xpath = chart('  <state id="s"/>', datamodel="xpath")
+    assert codes(xpath) == [("E406", 2)]
+
+
+def test_a_document_that_is_not_scxml() -> None:
+    assert codes('<scxml xmlns="urn:other"><state id="s"/></scxml>') == [("E405", 1)]
+    assert codes(chart("")) == [("E413", 2)]
+    assert codes(chart('  <state id="s"/><state id="s"/>')) == [("E413", 3)]
