@@ -15,7 +15,7 @@ is how SCXML charts write timeouts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import quoteattr
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.scxml.importer import CANCEL_EFFECT, LOG_EFFECT, SEND_EFFECT
@@ -135,12 +135,11 @@ class _Writer:
             if event.requires:
                 raise _Refused(f"`require` on event `{event.name}` has no SCXML form")
         self.lines.append('<?xml version="1.0" encoding="UTF-8"?>')
-        if flow.title:
-            self.lines.append(f"<!-- {escape(flow.title).replace('--', '- -')} -->")
         self.lines.append(
             f'<scxml xmlns="{SCXML_NS}" xmlns:flowc="{FLOWC_NS}" version="1.0" '
             f'datamodel="python" name={quoteattr(flow.name)} initial={quoteattr(flow.initial)}'
             + (' flowc:unhandled="refuse"' if self.refuses() else "")
+            + (f" flowc:title={quoteattr(flow.title)}" if flow.title else "")
             + ">"
         )
         for event in flow.events:

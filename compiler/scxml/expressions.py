@@ -11,6 +11,7 @@ diagnostic naming the element and its line, so the file's text never reaches Pyt
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -76,7 +77,10 @@ def translate(text: str, names: Names) -> Expr:
     if len(text) > MAX_EXPRESSION_CHARS:
         raise Refusal("E410", f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with warnings.catch_warnings():
+            # Python warns about odd literals (`1s`); the file's text is not ours to lint.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise Refusal("E410", f"not a Python expression: {exc.msg}") from None
     except (RecursionError, MemoryError, ValueError):

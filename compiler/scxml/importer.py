@@ -438,7 +438,8 @@ class _Importer:
     def write_header(self, root: Element) -> str:
         lines = [f"# {c}" for c in self.document.preamble]
         name = flow_name(root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
-        lines.append(f"flow {name}")
+        title = root.attrs.get(f"{FLOWC_NS} title")
+        lines.append(f"flow {name} {literal_text(title)}" if title else f"flow {name}")
         if root.attrs.get(f"{FLOWC_NS} unhandled") != "refuse":
             lines.append("# SCXML discards the events a state does not handle.")
             lines.append("unhandled ignore")
