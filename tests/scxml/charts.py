@@ -37,3 +37,57 @@ FLAT = chart(
   <state id="unused"><transition event="error.execution" target="failed"/></state>""",
     attrs=' initial="state" name="counter"',
 )
+
+#: Compound, parallel and history states, done events, an eventless rule.
+HIERARCHY = chart(
+    """  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="outer" initial="b">
+    <state id="a"/>
+    <state id="b"><transition event="go" target="a"/></state>
+    <final id="end"/>
+    <history id="h" type="deep"><transition target="a"/></history>
+    <history id="hs"/>
+    <transition event="back" target="outer"/>
+    <transition event="done.state.outer" target="p"/>
+  </state>
+  <parallel id="p">
+    <state id="r1"><state id="x"><transition event="t" target="y"/></state><final id="y"/></state>
+    <state id="r2"/>
+    <transition cond="n &gt; 1" target="outer"/>
+    <transition event="again" target="h"/>
+  </parallel>""",
+    attrs=' initial="outer"',
+)
+
+#: Executable content: raise, send (delays, ids, params, namelist, #_internal), cancel, log,
+#: _name, _sessionid, if/elseif/else with empty branches.
+EXECUTABLE = chart(
+    """  <datamodel>
+    <data id="x" expr="1"/>
+    <data id="sid"/>
+    <data id="who" expr="'me'"/>
+  </datamodel>
+  <state id="s">
+    <onentry>
+      <raise event="poke"/>
+      <send event="later" delay="1.5s" id="t1"/>
+      <send event="soon" delayexpr="'20ms'" idlocation="sid"/>
+      <send event="now"><param name="v" expr="x + 1"/></send>
+      <send event="names" namelist="x who"/>
+      <send event="inside" target="#_internal"><param name="v" expr="x"/></send>
+      <cancel sendid="t1"/>
+      <cancel sendidexpr="sid"/>
+      <log label="state" expr="_name"/>
+      <log expr="_sessionid"/>
+    </onentry>
+    <onexit>
+      <if cond="x == 1"><assign location="x" expr="2"/>
+      <elseif cond="x == 2"/>
+      <elseif cond="x == 3"/><raise event="three"/>
+      <else/><assign location="x" expr="0"/></if>
+      <if cond="x &gt; 5"/>
+    </onexit>
+    <transition event="poke" target="s"/>
+  </state>""",
+    attrs=' name="exec"',
+)

@@ -67,7 +67,7 @@ def test_the_export_is_scxml_with_the_python_datamodel() -> None:
     data = {d.get("id"): d.get("expr") for d in root.iter(f"{ns}data")}
     assert data == {"paid": "0", "tries": "0", "memo": "''", "log": "[]"}
     # `-> self` is SCXML's targetless internal transition, `reenter` an external one
-    note = [t for t in root.iter(f"{ns}transition") if t.get("event") == "note"][0]
+    note = next(t for t in root.iter(f"{ns}transition") if t.get("event") == "note")
     assert note.get("target") is None and note.get("type") == "internal"
     again = [t for t in root.iter(f"{ns}transition") if t.get("event") == "pay"][2]
     assert again.get("target") == "PAID" and again.get("type") is None

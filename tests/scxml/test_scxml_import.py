@@ -4,7 +4,7 @@ pending_after_merge.py once that syntax is merged."""
 
 from __future__ import annotations
 
-from charts import FLAT, chart
+from charts import EXECUTABLE, FLAT, HIERARCHY, chart
 
 from flowc.compiler.driver import compile_source
 from flowc.compiler.scxml.importer import event_flow_name, flow_name, import_scxml, parse_delay
@@ -100,27 +100,6 @@ def test_names_are_made_flow_names() -> None:
     assert parse_delay("soon") is None
 
 
-HIERARCHY = chart(
-    """  <datamodel><data id="n" expr="0"/></datamodel>
-  <state id="outer" initial="b">
-    <state id="a"/>
-    <state id="b"><transition event="go" target="a"/></state>
-    <final id="end"/>
-    <history id="h" type="deep"><transition target="a"/></history>
-    <history id="hs"/>
-    <transition event="back" target="outer"/>
-    <transition event="done.state.outer" target="p"/>
-  </state>
-  <parallel id="p">
-    <state id="r1"><state id="x"><transition event="t" target="y"/></state><final id="y"/></state>
-    <state id="r2"/>
-    <transition cond="n &gt; 1" target="outer"/>
-    <transition event="again" target="h"/>
-  </parallel>""",
-    attrs=' initial="outer"',
-)
-
-
 def test_compound_parallel_history_and_done_events_in_the_statecharts_syntax() -> None:
     text = imported(HIERARCHY)
     body = text[text.index("initial state outer") :]
@@ -162,38 +141,6 @@ def test_an_initial_element_and_a_deep_initial_that_agrees_with_the_defaults() -
         )
     )
     assert "  state inner1\n  initial state inner {\n    initial state inner2\n" in text
-
-
-EXECUTABLE = chart(
-    """  <datamodel>
-    <data id="x" expr="1"/>
-    <data id="sid"/>
-    <data id="who" expr="'me'"/>
-  </datamodel>
-  <state id="s">
-    <onentry>
-      <raise event="poke"/>
-      <send event="later" delay="1.5s" id="t1"/>
-      <send event="soon" delayexpr="'20ms'" idlocation="sid"/>
-      <send event="now"><param name="v" expr="x + 1"/></send>
-      <send event="names" namelist="x who"/>
-      <send event="inside" target="#_internal"><param name="v" expr="x"/></send>
-      <cancel sendid="t1"/>
-      <cancel sendidexpr="sid"/>
-      <log label="state" expr="_name"/>
-      <log expr="_sessionid"/>
-    </onentry>
-    <onexit>
-      <if cond="x == 1"><assign location="x" expr="2"/>
-      <elseif cond="x == 2"/>
-      <elseif cond="x == 3"/><raise event="three"/>
-      <else/><assign location="x" expr="0"/></if>
-      <if cond="x &gt; 5"/>
-    </onexit>
-    <transition event="poke" target="s"/>
-  </state>""",
-    attrs=' name="exec"',
-)
 
 
 def test_executable_content_becomes_actions() -> None:
