@@ -70,6 +70,8 @@ class Names:
     event_fields: set[str] = field(default_factory=set)
     reads_event: bool = False
     on_state: Callable[[str], Expr] | None = None
+    #: The SCXML name of the one event the rule being translated is for (`_event.name`).
+    current_event: str | None = None
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -145,6 +147,8 @@ class _Translator:
         _refuse_dunder(name)
         if name in self.names.variables:
             return Expr(op="ctx", value=self.names.variables[name])
+        if name in ("true", "false"):  # ECMAScript spellings the suite's Python files keep
+            return _lit(name == "true")
         if name == "_name":
             return _lit(self.names.session_name)
         if name == "_sessionid":
@@ -164,6 +168,8 @@ class _Translator:
         _refuse_dunder(node.attr)
         base = node.value
         if isinstance(base, ast.Name) and base.id == "_event":
+            if node.attr == "name" and self.names.current_event is not None:
+                return _lit(self.names.current_event)
             if node.attr == "data":
                 raise Refusal(
                     "E416",
@@ -173,7 +179,7 @@ class _Translator:
             raise Refusal(
                 "E416",
                 f"`_event.{node.attr}` has no flowc equivalent",
-                "a flowc rule knows its event by name; only `_event.data` fields are read",
+                "only `_event.data` fields are read, and `_event.name` in a rule for one event",
             )
         if _is_event_data(base):
             return self._event_field(node.attr)

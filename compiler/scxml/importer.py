@@ -15,7 +15,9 @@ external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect ca
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +131,8 @@ class _Importer:
         self.var_types: dict[str, str | None] = {}
         self.names = Names({}, "")
         self.send_ids = 0
+        #: (SCXML event, transition) of the rules that know their one event (`_event.name`).
+        self.named_rules: list[tuple[str, Element]] = []
         #: Payload field -> type, inferred from its uses (`infer_from_uses`).
         self.field_types: dict[str, str] = {}
         #: Every expression translated, with the variable it is assigned to (if any).
@@ -146,6 +150,19 @@ class _Importer:
 
     def refused(self, refusal: Refusal, element: Element) -> None:
         self.error(refusal.code, refusal.message, element, refusal.help)
+
+    def fails_at_run_time(self, location: str, source: str) -> bool:
+        loc = location.strip()
+        undeclared = loc.isidentifier() and loc not in self.var_types and not loc.startswith("_")
+        return undeclared or _syntax_error(source)
+
+    def condition(self, text: str, element: Element) -> Expr | None:
+        """A `cond`: one that is not an expression at all is false, as SCXML says (which also
+        raises error.execution: flowc's guards raise nothing, see docs/scxml.md)."""
+        if _syntax_error(text):
+            self.features.add("invalid-cond")
+            return Expr(op="lit", value=False)
+        return self.expr(text, element)
 
     def expr(self, text: str, element: Element) -> Expr | None:
         try:
@@ -205,6 +222,17 @@ class _Importer:
                     fields[name] = self.field_types[name]
 
         body = _PATTERN.sub(self.resolve_pattern, body)
+        for scxml_event, transition in self.named_rules:
+            prefix = event_flow_name(scxml_event) + "."
+            if "_event.name" in str(transition.attrs) + _texts(transition) and any(
+                e.startswith(prefix) for e in self.events
+            ):
+                self.error(
+                    "E416",
+                    f"`_event.name` in a rule for `{scxml_event}`, which also matches "
+                    f"`{prefix}*` events",
+                    transition,
+                )
         header = self.write_header(root)
         if self.diagnostics:
             unique = {(d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics}
@@ -465,7 +493,7 @@ class _Importer:
             else:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
         if self.uses_sessionid:
-            context.append(f'  sessionid: str = "{name}"')
+            context.append(f"  sessionid: str = {literal_text(self.session_id)}")
         for datamodel in self.walk(self.root, "datamodel"):
             lines.extend(f"# {c}" for c in datamodel.comments)
         if context:
@@ -473,6 +501,11 @@ class _Importer:
             lines.extend(context)
             lines.append("}")
         return "\n".join(lines) + "\n\n"
+
+    @property
+    def session_id(self) -> str:
+        """`_sessionid`: the flow's name, unless the host starts the instance with another."""
+        return flow_name(self.root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
 
     @property
     def uses_sessionid(self) -> bool:
@@ -488,6 +521,8 @@ class _Importer:
             expr = self.expr(source, data)
             if expr is None:
                 return None
+            if expr.op == "ctx" and expr.value == "sessionid":
+                return literal_text(self.session_id)
             if not _constant(expr):
                 self.features.add("computed-data")
                 self.error(
@@ -589,8 +624,15 @@ class _Importer:
         self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
     ) -> str | None:
         guard = ""
-        expr = self.expr(cond, transition) if cond else None
-        actions = self.actions(transition.children)
+        plain = [e for e in events if e not in ("*", ".*") and not e.endswith(".*")]
+        self.names.current_event = plain[0] if len(events) == 1 and plain else None
+        if self.names.current_event is not None:
+            self.named_rules.append((self.names.current_event, transition))
+        try:
+            expr = self.condition(cond, transition) if cond else None
+            actions = self.actions(transition.children)
+        finally:
+            self.names.current_event = None
         if len(targets) > 1:
             self.features.add("multiple-targets")
             self.error("E419", "a transition with several targets is not supported", transition)
@@ -658,6 +700,13 @@ class _Importer:
         tag = element.tag
         if tag == "assign":
             self.features.add("assign")
+            source = element.attrs.get("expr") or element.text
+            if self.fails_at_run_time(element.attrs.get("location", ""), source):
+                # SCXML raises error.execution for an assignment that cannot be made (an
+                # undeclared location, an expression that is not one) and goes on.
+                self.features.add("error.execution")
+                self.events.setdefault("error.execution", {})
+                return "raise error.execution"
             try:
                 var = location(element.attrs.get("location", ""), self.names)
             except Refusal as refusal:
@@ -810,6 +859,23 @@ class _Importer:
             f"{assigns}emit {SEND_EFFECT}(event: {literal_text(event)}, delay_ms: {delay}, "
             f"id: {literal_text(sendid)}, data: {payload})"
         )
+
+
+def _syntax_error(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return True
+    except (RecursionError, MemoryError):
+        return False  # an expression too deep to read is refused where it is translated
+    return False
+
+
+def _texts(element: Element) -> str:
+    """Every attribute value below `element`, for a quick textual check."""
+    return " ".join(str(c.attrs) + _texts(c) for c in element.children)
 
 
 def _kw(entry: str) -> str:

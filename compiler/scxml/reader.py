@@ -174,6 +174,8 @@ class _TreeBuilder:
         if len(self.stack) >= MAX_DEPTH:
             raise self._refuse("E404", f"elements nested more than {MAX_DEPTH} deep")
         namespace, _, local = name.rpartition(" ")
+        # Elements without a namespace are read as SCXML, as SCXML processors commonly do.
+        namespace = namespace or SCXML_NS
         where = self._where()
         element = Element(
             local,

@@ -181,7 +181,6 @@ def test_refusals_name_the_element_and_line() -> None:
       <send event="x" target="#_parent"/>
       <send event="x" type="http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"/>
       <send event="x" delayexpr="d"/>
-      <assign location="y" expr="1"/>
       <assign location="a.b" expr="1"/>
     </onentry>
     <transition event="e" cond="In('s')" target="s"/>
@@ -195,11 +194,10 @@ def test_refusals_name_the_element_and_line() -> None:
         ("E409", 7),
         ("E409", 8),
         ("E410", 9),
-        ("E410", 10),
-        ("E411", 11),
-        ("E417", 13),
-        ("E419", 14),
-        ("E418", 16),
+        ("E411", 10),
+        ("E417", 12),
+        ("E419", 13),
+        ("E418", 15),
     ]
 
 
@@ -215,3 +213,37 @@ def test_a_document_that_is_not_scxml() -> None:
     assert codes('<scxml xmlns="urn:other"><state id="s"/></scxml>') == [("E405", 1)]
     assert codes(chart("")) == [("E413", 2)]
     assert codes(chart('  <state id="s"/><state id="s"/>')) == [("E413", 3)]
+
+
+def test_what_fails_at_run_time_in_scxml_is_mapped_to_its_outcome() -> None:
+    text = imported(
+        chart(
+            """  <datamodel><data id="x" expr="1"/><data id="sid" expr="_sessionid"/></datamodel>
+  <state id="s">
+    <onentry>
+      <assign location="undeclared" expr="1"/>
+      <assign location="x" expr="1 +"/>
+    </onentry>
+    <transition event="go" cond="1 = 1" target="s"/>
+    <transition event="named" cond="_event.name == 'named' and true" target="s"/>
+  </state>""",
+            attrs=' name="sess"',
+        )
+    )
+    # an assignment SCXML cannot make raises error.execution; a cond that is not an
+    # expression is false; `_event.name` in a rule for one event is that event's name
+    assert "  entry do raise error.execution; raise error.execution\n" in text
+    assert "event error.execution\n" in text
+    assert "  on go if false -> s reenter\n" in text
+    assert '  on named if "named" == "named" and true -> s reenter\n' in text
+    assert '  sid: str = "sess"\n' in text and '  sessionid: str = "sess"\n' in text
+
+
+def test_event_name_is_refused_where_the_rule_matches_longer_names() -> None:
+    text = chart(
+        """  <state id="s">
+    <transition event="a" cond="_event.name == 'a'" target="s"/>
+    <onentry><raise event="a.b"/></onentry>
+  </state>"""
+    )
+    assert codes(text) == [("E416", 4)]
