@@ -694,7 +694,16 @@ class _Importer:
             text = self.action(element)
             if text:
                 out.append(text)
+            if text == _FAILS:
+                # SCXML stops a block at its first error: what follows never runs.
+                break
         return out
+
+    def fails(self) -> str:
+        """An element SCXML would fail to run: it raises error.execution (the block stops)."""
+        self.features.add("error.execution")
+        self.events.setdefault("error.execution", {})
+        return _FAILS
 
     def action(self, element: Element) -> str | None:
         tag = element.tag
@@ -703,10 +712,8 @@ class _Importer:
             source = element.attrs.get("expr") or element.text
             if self.fails_at_run_time(element.attrs.get("location", ""), source):
                 # SCXML raises error.execution for an assignment that cannot be made (an
-                # undeclared location, an expression that is not one) and goes on.
-                self.features.add("error.execution")
-                self.events.setdefault("error.execution", {})
-                return "raise error.execution"
+                # undeclared location, an expression that is not one).
+                return self.fails()
             try:
                 var = location(element.attrs.get("location", ""), self.names)
             except Refusal as refusal:
@@ -786,6 +793,10 @@ class _Importer:
             self.features.add("external-send")
             self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
             return None
+        if target and not target.startswith("#") and ":" not in target:
+            # Not a URI nor a special target: SCXML raises error.execution (the target is
+            # invalid) rather than sending.
+            return self.fails()
         if target not in ("", "#_internal"):
             self.features.add("external-send")
             self.error(
@@ -806,6 +817,8 @@ class _Importer:
         fields = self.events.setdefault(event, {})
         data: list[str] = []
         for var in attrs.get("namelist", "").split():
+            if var.isidentifier() and var not in self.var_types:
+                return self.fails()  # an undeclared name: SCXML raises error.execution
             expr = self.expr(var, element)
             if expr is None:
                 return None
@@ -904,6 +917,8 @@ def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
     return " ".join(parts)
 
 
+#: The action of an element SCXML would fail to run (`_Importer.fails`).
+_FAILS = "raise error.execution"
 _TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
 _ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
 

@@ -28,6 +28,7 @@ from typing import Any
 from flowc.compiler.driver import compile_source
 from flowc.compiler.scxml.importer import CANCEL_EFFECT, SEND_EFFECT, import_file
 from flowc.runtime import FakeClock, Instance, Machine, Rejected
+from flowc.runtime.outputs import collecting
 
 #: Bounds per test: events delivered, and fake time (the suite's longest delay is seconds).
 MAX_DELIVERIES = 1_000
@@ -69,11 +70,14 @@ def run_test(path: Path) -> Outcome:
     clock = FakeClock(0.0)
     machine = Machine.from_json(compiled.flow.to_json(), clock=clock)
     try:
-        instance = machine.start(clock=clock)
+        # Effects of the start (entry actions of the initial states): from the runtime's
+        # record of the start if it keeps one, else from a collector around it.
+        with collecting() as around_start:
+            instance = machine.start(clock=clock)
     except Rejected as exc:
         return Outcome(path.stem, "fail", f"start refused: {exc}", features)
     host = _Host(instance, clock)
-    host.take(_start_effects(instance))
+    host.take(_start_effects(instance) or around_start.effects)
     host.run()
     if instance.state == "pass":
         return Outcome(path.stem, "pass", "", features)
@@ -100,7 +104,11 @@ class _Host:
 
     def take(self, effects: Iterable[Any]) -> None:
         for effect in effects:
-            name, payload = effect.get("effect"), effect.get("payload") or {}
+            # `StepResult.effects` holds {"effect", "payload"} dicts; a collector, tuples.
+            if isinstance(effect, tuple):
+                name, payload = effect[0], effect[1] or {}
+            else:
+                name, payload = effect.get("effect"), effect.get("payload") or {}
             if name == SEND_EFFECT:
                 due = self.clock() + payload.get("delay_ms", 0) / 1000.0
                 self.seq += 1

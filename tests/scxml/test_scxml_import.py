@@ -230,9 +230,9 @@ def test_what_fails_at_run_time_in_scxml_is_mapped_to_its_outcome() -> None:
             attrs=' name="sess"',
         )
     )
-    # an assignment SCXML cannot make raises error.execution; a cond that is not an
-    # expression is false; `_event.name` in a rule for one event is that event's name
-    assert "  entry do raise error.execution; raise error.execution\n" in text
+    # an assignment SCXML cannot make raises error.execution (and ends its block); a cond
+    # that is not an expression is false; `_event.name` in a rule for one event is its name
+    assert "  entry do raise error.execution\n" in text
     assert "event error.execution\n" in text
     assert "  on go if false -> s reenter\n" in text
     assert '  on named if "named" == "named" and true -> s reenter\n' in text
@@ -247,3 +247,27 @@ def test_event_name_is_refused_where_the_rule_matches_longer_names() -> None:
   </state>"""
     )
     assert codes(text) == [("E416", 4)]
+
+
+def test_an_element_that_would_fail_raises_error_execution_and_ends_its_block() -> None:
+    text = imported(
+        chart(
+            """  <datamodel><data id="x" expr="1"/></datamodel>
+  <state id="s">
+    <onentry>
+      <assign location="x" expr="2"/>
+      <send event="e" target="baz"/>
+      <assign location="x" expr="3"/>
+    </onentry>
+    <onentry>
+      <send event="f" namelist="nope"/>
+      <raise event="never"/>
+    </onentry>
+    <onexit><send event="e" target="#_internal"/></onexit>
+  </state>"""
+        )
+    )
+    # each <onentry> is its own block: an error ends only the block it is in
+    assert "  entry do x = 2; raise error.execution; raise error.execution\n" in text
+    assert "never" not in text
+    assert "  exit do raise e\n" in text
