@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
 
 from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.emit.expr_text import literal_text
 from flowc.compiler.scxml.importer import CANCEL_EFFECT, LOG_EFFECT, SEND_EFFECT
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS
 from flowc.compiler.source import Span
@@ -143,7 +144,11 @@ class _Writer:
             + ">"
         )
         for event in flow.events:
-            fields = "; ".join(f"{f.name}: {type_text(f.type)}" for f in event.fields)
+            fields = "; ".join(
+                f"{f.name}: {type_text(f.type)}"
+                + ("" if f.required else f" = {literal_text(f.default)}")
+                for f in event.fields
+            )
             attr = f" fields={quoteattr(fields)}" if fields else ""
             self.lines.append(f"  <flowc:event name={quoteattr(event.name)}{attr}/>")
         if flow.context:
@@ -167,8 +172,8 @@ class _Writer:
 
     def refuses(self) -> bool:
         """Whether the flow refuses unhandled events (SCXML ignores them); per-state
-        policies other than the flow's are not kept."""
-        return any(s.unhandled == "refuse" for s in self.flow.states)
+        policies other than the flow's are not kept. A final state takes no event either way."""
+        return any(s.unhandled == "refuse" for s in self.flow.states if s.kind != "final")
 
     def children(self, name: str) -> list[State]:
         return [s for s in self.flow.states if s.parent == name]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from charts import FLAT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -144,3 +145,42 @@ def test_the_round_trip_keeps_behaviour(steps: list[tuple[str, int, str]]) -> No
     original = compiled(ORDER)
     again = compiled(reimported(original), "again.flow")
     assert run(original, steps) == run(again, steps)
+
+
+def test_import_export_import_of_an_scxml_chart_keeps_behaviour() -> None:
+    first = compiled(import_text(FLAT), "first.flow")
+    second_text = import_text(exported(first))
+    second = compiled(second_text, "second.flow")
+    assert "event add(n: int = 0)\n" in second_text  # defaults kept through flowc:event
+    steps = [
+        ("add", {"n": 2}),
+        ("add", {}),
+        ("note", {"text": "stop"}),
+        ("add", {"n": 3}),
+        ("finish", {}),
+        ("bogus", {}),
+        ("error.execution", {}),
+    ]
+    assert first.name == second.name == "counter"
+
+    def trace(flow: CompiledFlow) -> list[object]:
+        instance = Machine.from_json(flow.to_json()).start()
+        out: list[object] = []
+        for event, payload in steps:
+            outcome = instance.send(event, payload)
+            out.append(
+                (
+                    outcome.code if isinstance(outcome, Rejection) else "ok",
+                    instance.state,
+                    instance.context,
+                )
+            )
+        return out
+
+    assert trace(first) == trace(second)
+
+
+def import_text(text: str) -> str:
+    result = import_scxml(text, "chart.scxml")
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    return result.flow_text
