@@ -88,6 +88,27 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W311": (Severity.WARNING, "unused enum"),
     "W312": (Severity.WARNING, "unused context field"),
     "W313": (Severity.WARNING, "allow comment names no warning"),
+    # E4xx: SCXML import and export (compiler/scxml/, docs/scxml.md)
+    "E401": (Severity.ERROR, "SCXML file is not well-formed XML"),
+    "E402": (Severity.ERROR, "DTD or entity refused"),
+    "E403": (Severity.ERROR, "SCXML file too large"),
+    "E404": (Severity.ERROR, "SCXML elements nested too deeply"),
+    "E405": (Severity.ERROR, "not an SCXML document"),
+    "E406": (Severity.ERROR, "unsupported datamodel"),
+    "E407": (Severity.ERROR, "script refused"),
+    "E408": (Severity.ERROR, "invoke not supported"),
+    "E409": (Severity.ERROR, "external I/O or resource not supported"),
+    "E410": (Severity.ERROR, "expression not supported"),
+    "E411": (Severity.ERROR, "expression reaches outside the language"),
+    "E412": (Severity.ERROR, "SCXML element or attribute not supported"),
+    "E413": (Severity.ERROR, "unknown or duplicate SCXML state id"),
+    "E414": (Severity.ERROR, "invalid SCXML value"),
+    "E415": (Severity.ERROR, "foreach not supported"),
+    "E416": (Severity.ERROR, "event data not supported"),
+    "E417": (Severity.ERROR, "In() not supported"),
+    "E418": (Severity.ERROR, "done data not supported"),
+    "E419": (Severity.ERROR, "initial or multi-target transition not expressible"),
+    "E420": (Severity.ERROR, "flow cannot be exported to SCXML"),
 }
 
 

@@ -20,4 +20,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker",
     "mcp",
     "lsp",
+    "scxml_import",
+    "scxml_export",
 )

@@ -1,0 +1,59 @@
+"""`flowc import scxml FILE [-o OUT.flow]`: an SCXML chart as readable `.flow` source."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from flowc.compiler.commands.output import OutputError, write_output
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "import",
+        help="turn a chart in another notation (SCXML) into a .flow file",
+        description=(
+            "Read FILE in the given notation and write the equivalent .flow source. SCXML "
+            "(null and Python datamodels) is read safely: nothing in the file is run, DTDs and "
+            "entities are refused, and what flowc has no equivalent for (invoke, scripts, "
+            "external I/O processors, ...) is reported with its line. See docs/scxml.md."
+        ),
+    )
+    parser.add_argument("notation", choices=["scxml"], help="the notation of FILE")
+    parser.add_argument("file", metavar="FILE", help="the chart to import")
+    parser.add_argument(
+        "-o", "--output", metavar="OUT", help="where to write the .flow (default, or `-`: stdout)"
+    )
+    parser.add_argument(
+        "--datamodel",
+        choices=["null", "python"],
+        help="read expressions with this datamodel whatever the file declares",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from flowc.compiler.driver import use_color
+    from flowc.compiler.scxml.importer import import_file
+    from flowc.compiler.scxml.reader import render_diagnostics
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"flowc import: no such file: {path}", file=sys.stderr)
+        return EXIT_USAGE
+    result = import_file(path, datamodel=args.datamodel)
+    render_diagnostics(result.diagnostics, result.document.text, sys.stderr, use_color(sys.stderr))
+    if result.flow_text is None:
+        print(f"flowc import: {path}: not imported", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        out = write_output(args.output, result.flow_text.encode("utf-8"))
+    except OutputError as exc:
+        print(f"flowc import: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if out is not None:
+        print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,327 @@
+"""A compiled flow (IR) to SCXML with the Python datamodel.
+
+What SCXML has no word for is kept in the `flowc` namespace (`FLOWC_NS`), which SCXML
+processors ignore: the types of context fields (`flowc:type` on `<data>`) and the declared
+events with their payload fields (`<flowc:event>`), so that importing the export gives back the
+same declarations. What cannot be expressed at all (rules the host takes by name, refusals
+with codes, `require` clauses, enums and records, effects other than the SCXML ones) is
+refused with E420 naming the rule or declaration.
+
+Timers: `after D -> T` in state S becomes `<send event="flowc.timer.S.N" delay="Dms"
+id="flowc.timer.S.N"/>` on entry, a `<cancel>` on exit and a transition on that event, which
+is how SCXML charts write timeouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from xml.sax.saxutils import quoteattr
+
+from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.emit.expr_text import literal_text
+from flowc.compiler.scxml.importer import CANCEL_EFFECT, LOG_EFFECT, SEND_EFFECT
+from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS
+from flowc.compiler.source import Span
+from flowc.runtime.model import Action, CompiledFlow, Expr, State, Transition, TypeRef
+
+_PY_BINARY = {
+    "and",
+    "or",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "in",
+    "not in",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+}
+
+
+@dataclass
+class ExportResult:
+    text: str | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class _Refused(Exception):
+    """What cannot be exported, and the source position of the rule or state it is about."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def type_text(ty: TypeRef) -> str:
+    if ty.kind in ("bool", "int", "float", "str", "json"):
+        return ty.kind
+    if ty.kind == "list" and ty.item is not None:
+        return f"list[{type_text(ty.item)}]"
+    if ty.kind == "map" and ty.item is not None:
+        return f"map[str, {type_text(ty.item)}]"
+    if ty.kind == "optional" and ty.item is not None:
+        return f"{type_text(ty.item)}?"
+    raise _Refused(f"the type `{ty.name or ty.kind}` has no SCXML form")
+
+
+def python_text(expr: Expr) -> str:
+    """Python-datamodel text of an IR expression, fully parenthesised where nested."""
+    op, args = expr.op, expr.args
+    if op == "lit":
+        return repr(expr.value)  # JSON values: None, bools, numbers, strings, lists, dicts
+    if op == "ctx":
+        return "_sessionid" if expr.value == "sessionid" else str(expr.value)
+    if op == "event":
+        return f"_event.data[{expr.value!r}]"
+    if op == "index":
+        return f"{_py(args[0])}[{python_text(args[1])}]"
+    if op == "call" and expr.value in ("len", "min", "max", "abs", "round", "str"):
+        return f"{expr.value}({', '.join(python_text(a) for a in args)})"
+    if op == "list":
+        return "[" + ", ".join(python_text(a) for a in args) + "]"
+    if op == "map":
+        pairs = zip(args[::2], args[1::2], strict=True)
+        return "{" + ", ".join(f"{python_text(k)}: {python_text(v)}" for k, v in pairs) + "}"
+    if op == "not":
+        return f"not {_py(args[0])}"
+    if op == "neg":
+        return f"-{_py(args[0])}"
+    if op in _PY_BINARY and len(args) == 2:
+        return f"{_py(args[0])} {op} {_py(args[1])}"
+    raise _Refused(f"the expression `{op}` has no Python-datamodel form")
+
+
+def _py(expr: Expr) -> str:
+    text = python_text(expr)
+    simple = expr.op in ("lit", "ctx", "event", "index", "call", "list", "map")
+    return text if simple else f"({text})"
+
+
+def export_scxml(flow: CompiledFlow, path: str = "<flow>") -> ExportResult:
+    try:
+        return ExportResult(_Writer(flow).document())
+    except _Refused as refused:
+        where = Span.point(refused.line, refused.column) if refused.line else Span(1, 1, 1, 2)
+        diag = Diagnostic.make(
+            "E420",
+            f"cannot export to SCXML: {refused}",
+            where,
+            help="SCXML has no equivalent; see docs/scxml.md (exporting)",
+        )
+        return ExportResult(
+            None, [Diagnostic(diag.code, diag.message, diag.span, path, diag.help, diag.severity)]
+        )
+
+
+class _Writer:
+    def __init__(self, flow: CompiledFlow) -> None:
+        self.flow = flow
+        self.lines: list[str] = []
+        self.timers: dict[str, list[Transition]] = {}
+        for t in flow.transitions:
+            if t.kind == "timer":
+                self.timers.setdefault(t.source, []).append(t)
+
+    def document(self) -> str:
+        flow = self.flow
+        if flow.enums or flow.records:
+            raise _Refused("enums and records have no SCXML form")
+        for event in flow.events:
+            if event.requires:
+                raise _Refused(f"`require` on event `{event.name}` has no SCXML form")
+        self.lines.append('<?xml version="1.0" encoding="UTF-8"?>')
+        self.lines.append(
+            f'<scxml xmlns="{SCXML_NS}" xmlns:flowc="{FLOWC_NS}" version="1.0" '
+            f'datamodel="python" name={quoteattr(flow.name)} initial={quoteattr(flow.initial)}'
+            + (' flowc:unhandled="refuse"' if self.refuses() else "")
+            + (f" flowc:title={quoteattr(flow.title)}" if flow.title else "")
+            + ">"
+        )
+        for event in flow.events:
+            fields = "; ".join(
+                f"{f.name}: {type_text(f.type)}"
+                + ("" if f.required else f" = {literal_text(f.default)}")
+                for f in event.fields
+            )
+            attr = f" fields={quoteattr(fields)}" if fields else ""
+            self.lines.append(f"  <flowc:event name={quoteattr(event.name)}{attr}/>")
+        if flow.context:
+            self.lines.append("  <datamodel>")
+            for f in flow.context:
+                if f.name == "sessionid":
+                    continue
+                expr = (
+                    ""
+                    if f.required and f.default is None
+                    else f" expr={quoteattr(repr(f.default))}"
+                )
+                declared = quoteattr(type_text(f.type))
+                self.lines.append(f"    <data id={quoteattr(f.name)}{expr} flowc:type={declared}/>")
+            self.lines.append("  </datamodel>")
+        for state in flow.states:
+            if state.parent is None:
+                self.state(state, "  ")
+        self.lines.append("</scxml>")
+        return "\n".join(self.lines) + "\n"
+
+    def refuses(self) -> bool:
+        """Whether the flow refuses unhandled events (SCXML ignores them); per-state
+        policies other than the flow's are not kept. A final state takes no event either way."""
+        return any(s.unhandled == "refuse" for s in self.flow.states if s.kind != "final")
+
+    def children(self, name: str) -> list[State]:
+        return [s for s in self.flow.states if s.parent == name]
+
+    def state(self, state: State, pad: str) -> None:
+        if state.kind == "history":
+            self.lines.append(
+                f'{pad}<history id={quoteattr(state.name)} type="{state.history or "shallow"}">'
+            )
+            if state.default:
+                self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}/>")
+            self.lines.append(f"{pad}</history>")
+            return
+        tag = {"final": "final", "parallel": "parallel"}.get(state.kind, "state")
+        kids = self.children(state.name)
+        attrs = f" id={quoteattr(state.name)}"
+        initial = [k.name for k in kids if k.initial]
+        if tag == "state" and initial:
+            attrs += f" initial={quoteattr(initial[0])}"
+        start = len(self.lines)
+        self.lines.append(f"{pad}<{tag}{attrs}>")
+        inner = pad + "  "
+        timers = self.timers.get(state.name, [])
+        entry = [self.action(a) for a in state.entry]
+        for t in timers:
+            if t.after_ms is None:
+                raise _Refused(f"the computed delay of a timer of `{state.name}`")
+            tid = quoteattr(f"flowc.timer.{state.name}.{t.index}")
+            entry.append(f'<send event={tid} id={tid} delay="{t.after_ms}ms"/>')
+        exit_ = [self.action(a) for a in state.exit]
+        exit_.extend(
+            f"<cancel sendid={quoteattr(f'flowc.timer.{state.name}.{t.index}')}/>" for t in timers
+        )
+        self.block("onentry", entry, inner)
+        self.block("onexit", exit_, inner)
+        for t in self.flow.transitions:
+            if t.source == state.name:
+                self.transition(t, inner)
+        for kid in kids:
+            self.state(kid, inner)
+        if len(self.lines) == start + 1:
+            self.lines[start] = f"{pad}<{tag}{attrs}/>"
+        else:
+            self.lines.append(f"{pad}</{tag}>")
+
+    def block(self, tag: str, actions: list[str], pad: str) -> None:
+        if actions:
+            self.lines.append(f"{pad}<{tag}>")
+            self.lines.extend(f"{pad}  {a}" for a in actions)
+            self.lines.append(f"{pad}</{tag}>")
+
+    def transition(self, t: Transition, pad: str) -> None:
+        attrs = ""
+        if t.kind == "event":
+            attrs += f" event={quoteattr(t.event or '')}"
+        elif t.kind == "timer":
+            attrs += f" event={quoteattr(f'flowc.timer.{t.source}.{t.index}')}"
+        elif t.kind in ("direct", "reject"):
+            raise _Refused(
+                f"the {t.kind} rule of `{t.source}`: SCXML has no rule a host takes by name, "
+                "nor refusals with a code",
+                t.line,
+                t.column,
+            )
+        guard = t.guard
+        if t.kind == "else":
+            guard = None
+        if guard is not None:
+            attrs += f" cond={quoteattr(python_text(guard))}"
+        if t.target is not None and not (t.target == t.source and not t.reenter):
+            attrs += f" target={quoteattr(t.target)}"
+        if t.target == t.source and not t.reenter:
+            attrs += ' type="internal"'
+        actions = [self.action(a) for a in t.actions]
+        if actions:
+            self.lines.append(f"{pad}<transition{attrs}>")
+            self.lines.extend(f"{pad}  {a}" for a in actions)
+            self.lines.append(f"{pad}</transition>")
+        else:
+            self.lines.append(f"{pad}<transition{attrs}/>")
+
+    def action(self, a: Action) -> str:
+        if a.op in ("set", "add", "sub") and a.value is not None:
+            if len(a.target) != 1:
+                raise _Refused(f"assigning to the record field `{'.'.join(a.target)}`")
+            var = a.target[0]
+            value = python_text(a.value)
+            if a.op != "set":
+                value = f"{var} {'+' if a.op == 'add' else '-'} {_py(a.value)}"
+            return f"<assign location={quoteattr(var)} expr={quoteattr(value)}/>"
+        if a.op == "append" and a.value is not None:
+            var = a.target[0]
+            value = quoteattr(f"{var} + [{python_text(a.value)}]")
+            return f"<assign location={quoteattr(var)} expr={value}/>"
+        if a.op == "raise":
+            params = self.params(a.value)
+            if not params:
+                return f"<raise event={quoteattr(a.event or '')}/>"
+            return f'<send event={quoteattr(a.event or "")} target="#_internal">{params}</send>'
+        if a.op == "emit":
+            return self.effect(a)
+        if a.op == "if":
+            parts: list[str] = []
+            for i, branch in enumerate(a.branches):
+                if i == 0:
+                    guard = branch.guard or Expr(op="lit", value=True)
+                    parts.append(f"<if cond={quoteattr(python_text(guard))}>")
+                elif branch.guard is None:
+                    parts.append("<else/>")
+                else:
+                    parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
+                parts.extend(self.action(x) for x in branch.actions)
+            return "".join(parts) + "</if>"
+        raise _Refused(f"the action `{a.op}`")
+
+    def params(self, value: Expr | None) -> str:
+        if value is None:
+            return ""
+        if value.op != "map":
+            raise _Refused("a payload that is not a literal map")
+        out = []
+        for k, v in zip(value.args[::2], value.args[1::2], strict=True):
+            out.append(f"<param name={quoteattr(str(k.value))} expr={quoteattr(python_text(v))}/>")
+        return "".join(out)
+
+    def effect(self, a: Action) -> str:
+        fields: dict[str, Expr] = {}
+        if a.value is not None and a.value.op == "map":
+            for k, v in zip(a.value.args[::2], a.value.args[1::2], strict=True):
+                fields[str(k.value)] = v
+        if a.event == SEND_EFFECT:
+            event, delay, sid = fields.get("event"), fields.get("delay_ms"), fields.get("id")
+            if event is None or event.op != "lit" or delay is None or delay.op != "lit":
+                raise _Refused(f"`{SEND_EFFECT}` with a computed event or delay")
+            attrs = f" event={quoteattr(str(event.value))}"
+            if sid is not None and sid.op == "lit":
+                attrs += f" id={quoteattr(str(sid.value))}"
+            if delay.value:
+                attrs += f' delay="{delay.value}ms"'
+            data = fields.get("data")
+            return f"<send{attrs}>{self.params(data)}</send>"
+        if a.event == CANCEL_EFFECT and "id" in fields:
+            return f"<cancel sendidexpr={quoteattr(python_text(fields['id']))}/>"
+        if a.event == LOG_EFFECT:
+            label = fields.get("label")
+            value = fields.get("value")
+            attrs = f" label={quoteattr(str(label.value))}" if label is not None else ""
+            if value is not None:
+                attrs += f" expr={quoteattr(python_text(value))}"
+            return f"<log{attrs}/>"
+        raise _Refused(f"the effect `{a.event}` (SCXML has no host outputs)")

@@ -1,0 +1,993 @@
+"""SCXML to `.flow` text, written in the statecharts syntax (STATECHARTS.md, docs/scxml.md).
+
+The reader (reader.py) has already refused anything unsafe in the XML itself; this module maps
+the elements flowc has an equivalent for and refuses the rest with a diagnostic naming the
+element and its line. It never runs anything from the file: expressions go through
+expressions.py, which only parses them.
+
+What a `<send>` to the session becomes: SCXML puts such events on the *external* queue, after
+the events the step raises, possibly after a delay; flowc's `raise` is the internal queue. So a
+`<send>` becomes the effect `scxml_send(event, delay_ms, id, data)`, which the host (the
+conformance runner, or any host honouring docs/scxml.md) delivers back to the instance as an
+external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
+`<send target="#_internal">` is a `raise`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.emit.expr_text import expr_text, literal_text
+from flowc.compiler.scxml.expressions import Names, Refusal, location, translate
+from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
+from flowc.runtime.model import Expr
+
+#: Effects the imported flow emits for its host; docs/scxml.md gives their contract.
+SEND_EFFECT = "scxml_send"
+CANCEL_EFFECT = "scxml_cancel"
+LOG_EFFECT = "scxml_log"
+SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+
+#: Words that cannot name a state, event part or field in `.flow` (reserved in the grammar or
+#: keywords of the statecharts syntax).
+_RESERVED_WORDS = (
+    "and or not in if else elif do event state self true false none null on entry exit after "
+    "meta always raise emit parallel history deep effect reenter initial final choice flow "
+    "context reject unhandled"
+)
+RESERVED: frozenset[str] = frozenset(_RESERVED_WORDS.split())
+_STATE_TAGS = ("state", "parallel", "final", "history")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
+#: Event patterns resolved once every event is known (`resolve_pattern`).
+_PATTERN = re.compile(r"(?:, )?\0([^\0]*)\0")
+_SEP = ", "
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclass
+class ImportResult:
+    flow_text: str | None
+    diagnostics: list[Diagnostic]
+    document: Document
+    #: SCXML features the document uses (see `_Importer.features`), for reports.
+    features: set[str] = field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return self.flow_text is not None
+
+
+def import_file(path: str | Path, *, datamodel: str | None = None) -> ImportResult:
+    data = Path(path).read_bytes()
+    return import_scxml(data, str(path), datamodel=datamodel)
+
+
+def import_scxml(
+    data: bytes | str, path: str = "<input>", *, datamodel: str | None = None
+) -> ImportResult:
+    """SCXML text to `.flow` text. `datamodel` overrides the document's `datamodel`
+    attribute (the W3C Python-datamodel tests keep `ecmascript` in some files while their
+    expressions are Python)."""
+    document = read_scxml(data, path)
+    if document.root is None:
+        return ImportResult(None, document.diagnostics, document)
+    importer = _Importer(document, path, datamodel)
+    text = importer.run()
+    return ImportResult(text, importer.diagnostics, document, importer.features)
+
+
+def flow_name(text: str, fallback: str = "x") -> str:
+    """A `.flow` name for an SCXML id: other characters become `_`, a leading digit gets a
+    prefix, reserved words a trailing `_`."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text) or fallback
+    if name[0].isdigit():
+        name = f"{fallback}_{name}"
+    if name in RESERVED:
+        name += "_"
+    return name
+
+
+def event_flow_name(text: str) -> str:
+    if text.startswith("done.state."):
+        return "done.state." + flow_name(text[len("done.state.") :], "s")
+    return ".".join(flow_name(part, "e") for part in text.split("."))
+
+
+def parse_delay(text: str) -> int | None:
+    """Milliseconds of a CSS2 duration (`1s`, `500ms`, `.5s`), or None."""
+    match = _DURATION.match(text if not text.startswith(".") else "0" + text)
+    if match is None:
+        return None
+    number = float(match.group(1))
+    return round(number * _UNIT_MS[match.group(2) or "ms"])
+
+
+@dataclass
+class _StateInfo:
+    element: Element
+    name: str
+    kind: str  # state | parallel | final | history
+    parent: str | None
+    children: list[str] = field(default_factory=list)
+
+
+class _Importer:
+    def __init__(self, document: Document, path: str, datamodel: str | None) -> None:
+        assert document.root is not None
+        self.root = document.root
+        self.document = document
+        self.path = path
+        self.datamodel_override = datamodel
+        self.diagnostics: list[Diagnostic] = []
+        self.features: set[str] = set()
+        self.states: dict[str, _StateInfo] = {}  # SCXML id -> info, document order
+        self.events: dict[str, dict[str, str | None]] = {}  # flow event -> field -> type
+        self.var_types: dict[str, str | None] = {}
+        self.names = Names({}, "")
+        self.send_ids = 0
+        #: (SCXML event, transition) of the rules that know their one event (`_event.name`).
+        self.named_rules: list[tuple[str, Element]] = []
+        #: Payload field -> type, inferred from its uses (`infer_from_uses`).
+        self.field_types: dict[str, str] = {}
+        #: Every expression translated, with the variable it is assigned to (if any).
+        self.used: list[tuple[str | None, Expr]] = []
+        #: Event fields whose type an export declared (not optional on re-import).
+        self.declared_fields: set[str] = set()
+
+    # ---- diagnostics ----------------------------------------------------------------------
+
+    def error(self, code: str, message: str, element: Element, help: str | None = None) -> None:
+        diag = Diagnostic.make(code, f"<{element.tag}>: {message}", element.span, help=help)
+        self.diagnostics.append(
+            Diagnostic(diag.code, diag.message, diag.span, self.path, diag.help, diag.severity)
+        )
+
+    def refused(self, refusal: Refusal, element: Element) -> None:
+        self.error(refusal.code, refusal.message, element, refusal.help)
+
+    def fails_at_run_time(self, location: str, source: str) -> bool:
+        loc = location.strip()
+        undeclared = loc.isidentifier() and loc not in self.var_types and not loc.startswith("_")
+        return undeclared or _syntax_error(source)
+
+    def condition(self, text: str, element: Element) -> Expr | None:
+        """A `cond`: one that is not an expression at all is false, as SCXML says (which also
+        raises error.execution: flowc's guards raise nothing, see docs/scxml.md)."""
+        if _syntax_error(text):
+            self.features.add("invalid-cond")
+            return Expr(op="lit", value=False)
+        return self.expr(text, element)
+
+    def expr(self, text: str, element: Element) -> Expr | None:
+        try:
+            translated = translate(text, self.names)
+        except Refusal as refusal:
+            self.refused(refusal, element)
+            return None
+        self.used.append((None, translated))
+        return translated
+
+    # ---- the document ---------------------------------------------------------------------
+
+    def run(self) -> str | None:
+        root = self.root
+        if root.tag != "scxml" or root.namespace != SCXML_NS:
+            self.error(
+                "E405",
+                "not an SCXML document",
+                root,
+                f'the root must be <scxml xmlns="{SCXML_NS}">',
+            )
+            return None
+        datamodel = self.datamodel_override or root.attrs.get("datamodel", "null")
+        if datamodel not in ("null", "python"):
+            self.error(
+                "E406",
+                f"the `{datamodel}` datamodel is not supported",
+                root,
+                "flowc maps the null and Python datamodels onto its own expression language",
+            )
+            return None
+        if root.attrs.get("binding", "early") != "early":
+            self.features.add("late-binding")
+            self.error("E412", "late data binding is not supported", root)
+        # Every problem at once: the refusals of whole elements, then whatever the states,
+        # rules and expressions add.
+        self.check_elements(root)
+        self.collect_states(root, None)
+        if not self.states:
+            self.error("E413", "the document has no state", root)
+            return None
+        self.collect_data(root)
+        self.collect_declarations(root)
+        self.names = Names(
+            {k: flow_name(k, "v") for k in self.var_types},
+            root.attrs.get("name", ""),
+            on_state=None,
+        )
+        body = self.write_states(root, None, "")
+        self.infer_from_uses()
+        # Fields read where no single event is known (entry, exit, `*` rules): every event.
+        for fields in self.events.values():
+            for name in sorted(self.names.event_fields):
+                fields.setdefault(name, None)
+            for name, ty in fields.items():
+                if ty is None and name in self.field_types:
+                    fields[name] = self.field_types[name]
+
+        body = _PATTERN.sub(self.resolve_pattern, body)
+        for scxml_event, transition in self.named_rules:
+            prefix = event_flow_name(scxml_event) + "."
+            if "_event.name" in str(transition.attrs) + _texts(transition) and any(
+                e.startswith(prefix) for e in self.events
+            ):
+                self.error(
+                    "E416",
+                    f"`_event.name` in a rule for `{scxml_event}`, which also matches "
+                    f"`{prefix}*` events",
+                    transition,
+                )
+        header = self.write_header(root)
+        if self.diagnostics:
+            unique = {(d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics}
+            self.diagnostics = [unique[k] for k in sorted(unique)]
+            return None
+        return header + body
+
+    def infer_from_uses(self) -> None:
+        """Types for untyped variables and payload fields from how expressions use them: an
+        operand compared or combined with a typed one, a value stored in a typed variable
+        (SCXML is untyped; flowc is not)."""
+        by_field = {flow_name(v, "v"): v for v in self.var_types}
+
+        def known(expr: Expr) -> str | None:
+            if expr.op == "event":
+                return self.field_types.get(str(expr.value))
+            return _infer(expr, self.var_types, self.names)
+
+        def learn(expr: Expr, ty: str | None) -> None:
+            if ty not in ("int", "float", "str", "bool"):
+                return
+            if expr.op == "event":
+                self.field_types.setdefault(str(expr.value), ty)
+            elif expr.op == "ctx" and expr.value in by_field:
+                var = by_field[str(expr.value)]
+                if self.var_types.get(var) is None:
+                    self.var_types[var] = ty
+
+        def walk(expr: Expr) -> None:
+            if expr.op in _TYPED_PAIRS and len(expr.args) == 2:
+                left, right = expr.args
+                learn(left, known(right))
+                learn(right, known(left))
+            for arg in expr.args:
+                walk(arg)
+
+        for _ in range(3):  # a few rounds let one inference feed the next
+            for target, expr in self.used:
+                walk(expr)
+                if target is not None and target in by_field:
+                    var = by_field[target]
+                    learn(expr, self.var_types.get(var))
+                    learn(Expr(op="ctx", value=target), known(expr))
+
+    def resolve_pattern(self, match: re.Match[str]) -> str:
+        """The event list of a descriptor, once every event is known: `*` is every event;
+        `name.*` stays only where some event has that prefix (E126 otherwise)."""
+        lead = ", " if match.group(0).startswith(", ") else ""
+        pattern = match.group(1)
+        if pattern == "*":
+            done = [
+                f"done.state.{info.name}"
+                for info in self.states.values()
+                if info.kind == "parallel" or (info.kind == "state" and info.children)
+            ]
+            return lead + ", ".join([*self.events, *done])
+        prefix = pattern.removesuffix(".*")
+        if any(e.startswith(prefix + ".") for e in self.events):
+            return lead + pattern
+        return ""
+
+    def check_elements(self, element: Element) -> None:
+        """Refuse what flowc has no place for, wherever it is."""
+        for child in element.children:
+            if child.namespace == FLOWC_NS and child.tag == "event" and element is self.root:
+                continue
+            if child.namespace != SCXML_NS:
+                self.error(
+                    "E412", f"element from namespace `{child.namespace}` is not SCXML", child
+                )
+                continue
+            tag = child.tag
+            if tag == "script":
+                self.features.add("script")
+                self.error(
+                    "E407",
+                    "scripts are refused",
+                    child,
+                    "flowc never runs code from a file; use <assign>, <if>, <raise>",
+                )
+            elif tag == "invoke":
+                self.features.add("invoke")
+                self.error("E408", "<invoke> (child sessions) is not supported", child)
+            elif tag == "foreach":
+                self.features.add("foreach")
+                self.error(
+                    "E415",
+                    "<foreach> has no flowc equivalent",
+                    child,
+                    "flowc's actions have no loops, so that every step is bounded; unroll a "
+                    "loop over a fixed list by hand",
+                )
+            elif tag == "donedata":
+                self.features.add("donedata")
+                self.error(
+                    "E418",
+                    "done data is not supported",
+                    child,
+                    "flowc's done.state events carry no payload",
+                )
+            else:
+                self.check_elements(child)
+
+    # ---- states ---------------------------------------------------------------------------
+
+    def collect_states(self, element: Element, parent: str | None) -> None:
+        taken = {info.name for info in self.states.values()}
+        for child in element.children:
+            if child.tag not in _STATE_TAGS or child.namespace != SCXML_NS:
+                continue
+            sid = self.id_of(child)
+            name = flow_name(sid, "s")
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            if sid in self.states:
+                self.error("E413", f"state id `{sid}` is used twice", child)
+                continue
+            self.states[sid] = _StateInfo(child, name, child.tag, parent)
+            if parent is not None:
+                self.states[parent].children.append(sid)
+            self.collect_states(child, sid)
+
+    def initial_children(self, element: Element, parent: str | None) -> set[str]:
+        """The SCXML ids of the children of `element` entered by default."""
+        kids = [c for c in element.children if c.tag in ("state", "parallel", "final")]
+        if not kids:
+            return set()
+        if element.tag == "parallel":
+            return set()
+        wanted: list[str] = []
+        if element.attrs.get("initial"):
+            wanted = element.attrs["initial"].split()
+        for initial in element.find("initial"):
+            for transition in initial.find("transition"):
+                if transition.children:
+                    self.error(
+                        "E419",
+                        "actions on an initial transition are not supported",
+                        transition,
+                    )
+                wanted = transition.attrs.get("target", "").split()
+        if not wanted:
+            return {kids[0].attrs.get("id") or f"s_{kids[0].line}_{kids[0].column}"}
+        if len(wanted) > 1:
+            self.error("E419", "an initial with several targets is not supported", element)
+            return set()
+        target = wanted[0]
+        if target not in self.states:
+            self.error("E413", f"unknown initial state `{target}`", element)
+            return set()
+        own = {self.id_of(c) for c in kids}
+        chain = target
+        while chain not in own:
+            up = self.states[chain].parent
+            if up is None or up == parent:
+                break
+            # A deeper initial: the child containing it becomes this one's initial, and the
+            # chain below marks the rest (only when it agrees with the inner defaults).
+            inner_parent = up
+            inner = self.initial_children(self.states[inner_parent].element, inner_parent)
+            if self.states[inner_parent].kind != "parallel" and chain not in inner:
+                self.error(
+                    "E419",
+                    f"initial `{target}` differs from the default child of `{inner_parent}`",
+                    element,
+                    "flowc enters a compound through its one initial child",
+                )
+                return set()
+            chain = up
+        return {chain}
+
+    def id_of(self, element: Element) -> str:
+        return element.attrs.get("id") or f"s_{element.line}_{element.column}"
+
+    # ---- data -----------------------------------------------------------------------------
+
+    def collect_data(self, element: Element) -> None:
+        for data in self.walk(element, "data"):
+            did = data.attrs.get("id")
+            if not did:
+                self.error("E414", "<data> needs an id", data)
+                continue
+            if "src" in data.attrs:
+                self.error("E409", "<data src> (reading another resource) is refused", data)
+            self.var_types.setdefault(did, None)
+        names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
+        for data in self.walk(element, "data"):
+            source = data.attrs.get("expr") or data.text
+            if data.attrs.get("id") and source:
+                self.var_types[data.attrs["id"]] = self.type_of(source, names)
+        for send in self.walk(element, "send"):
+            # The id a send stores is a string: `<cancel sendidexpr>` reads it back.
+            if send.attrs.get("idlocation") in self.var_types:
+                self.var_types[send.attrs["idlocation"]] = "str"
+        for assign in self.walk(element, "assign"):
+            var = assign.attrs.get("location", "")
+            if var in self.var_types and self.var_types[var] is None:
+                self.var_types[var] = self.type_of(assign.attrs.get("expr", ""), names)
+
+    def collect_declarations(self, root: Element) -> None:
+        """Types an export kept in the flowc namespace (exporter.py): they win over inference."""
+        for data in self.walk(root, "data"):
+            declared = data.attrs.get(f"{FLOWC_NS} type")
+            if declared and data.attrs.get("id") in self.var_types:
+                self.var_types[data.attrs["id"]] = declared
+        for event in root.children:
+            if event.namespace != FLOWC_NS or event.tag != "event":
+                continue
+            fields = self.events.setdefault(event_flow_name(event.attrs.get("name", "")), {})
+            for item in event.attrs.get("fields", "").split(";"):
+                name, _, ty = item.partition(":")
+                if name.strip():
+                    fields[name.strip()] = ty.strip() or None
+                    self.declared_fields.add(name.strip())
+
+    def type_of(self, text: str, names: Names) -> str | None:
+        try:
+            return _infer(translate(text, Names(dict(names.variables), "")), self.var_types, names)
+        except Refusal:
+            return None
+
+    def walk(self, element: Element, tag: str) -> Iterator[Element]:
+        for child in element.children:
+            if child.tag == tag:
+                yield child
+            yield from self.walk(child, tag)
+
+    # ---- writing --------------------------------------------------------------------------
+
+    def write_header(self, root: Element) -> str:
+        lines = [f"# {c}" for c in self.document.preamble]
+        name = flow_name(root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
+        title = root.attrs.get(f"{FLOWC_NS} title")
+        lines.append(f"flow {name} {literal_text(title)}" if title else f"flow {name}")
+        if root.attrs.get(f"{FLOWC_NS} unhandled") != "refuse":
+            lines.append("# SCXML discards the events a state does not handle.")
+            lines.append("unhandled ignore")
+        for event, fields in self.events.items():
+            if event.startswith("done.state."):
+                continue
+            params = ", ".join(
+                f"{f}: {t}" if f in self.declared_fields and t else f"{f}: {_with_default(t)}"
+                for f, t in fields.items()
+            )
+            lines.append(f"event {event}({params})" if params else f"event {event}")
+        if "send" in self.features:
+            lines.append(f"effect {SEND_EFFECT}(event: str, delay_ms: int, id: str, data: json)")
+        if "cancel" in self.features:
+            lines.append(f"effect {CANCEL_EFFECT}(id: str)")
+        if "log" in self.features:
+            lines.append(f"effect {LOG_EFFECT}(label: str, value: json)")
+        context: list[str] = []
+        for var, ty in self.var_types.items():
+            default = self.data_default(var)
+            if default is None:
+                context.append(f"  {flow_name(var, 'v')}: {_with_default(ty)}")
+            else:
+                context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
+        if self.uses_sessionid:
+            context.append(f"  sessionid: str = {literal_text(self.session_id)}")
+        for datamodel in self.walk(self.root, "datamodel"):
+            lines.extend(f"# {c}" for c in datamodel.comments)
+        if context:
+            lines.append("context {")
+            lines.extend(context)
+            lines.append("}")
+        return "\n".join(lines) + "\n\n"
+
+    @property
+    def session_id(self) -> str:
+        """`_sessionid`: the flow's name, unless the host starts the instance with another."""
+        return flow_name(self.root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
+
+    @property
+    def uses_sessionid(self) -> bool:
+        return "_sessionid" in self.document.text
+
+    def data_default(self, var: str) -> str | None:
+        for data in self.walk(self.root, "data"):
+            if data.attrs.get("id") != var:
+                continue
+            source = data.attrs.get("expr") or data.text
+            if not source:
+                return None
+            expr = self.expr(source, data)
+            if expr is None:
+                return None
+            if expr.op == "ctx" and expr.value == "sessionid":
+                return literal_text(self.session_id)
+            if not _constant(expr):
+                self.features.add("computed-data")
+                self.error(
+                    "E414",
+                    f"the initial value of `{var}` is not a constant",
+                    data,
+                    "flowc context defaults are constants; assign it in the initial state's "
+                    "entry instead",
+                )
+                return None
+            return expr_text(expr)
+        return None
+
+    def write_states(self, element: Element, parent: str | None, indent: str) -> str:
+        out: list[str] = []
+        initial = self.initial_children(element, parent)
+        for child in element.children:
+            if child.tag not in _STATE_TAGS:
+                continue
+            sid = self.id_of(child)
+            info = self.states.get(sid)
+            if info is None:
+                continue
+            out.extend(f"{indent}# {c}" for c in child.comments)
+            if info.kind == "history":
+                out.append(indent + self.write_history(child))
+                continue
+            modifiers = []
+            if sid in initial:
+                modifiers.append("initial")
+            if info.kind == "final":
+                modifiers.append("final")
+            if info.kind == "parallel":
+                self.features.add("parallel")
+                modifiers.append("parallel")
+            if info.kind == "state" and parent is not None:
+                self.features.add("compound")
+            head = " ".join([*modifiers, "state", info.name])
+            body = self.write_body(child, sid, indent + "  ")
+            if body:
+                out.append(f"{head} {{".join([indent, ""]))
+                out.extend(body)
+                out.append(indent + "}")
+            else:
+                out.append(indent + head)
+        return "\n".join(out) + ("\n" if out else "")
+
+    def write_history(self, element: Element) -> str:
+        self.features.add("history")
+        info = self.states[self.id_of(element)]
+        deep = element.attrs.get("type", "shallow") == "deep"
+        text = f"history {'deep ' if deep else ''}{info.name}"
+        for transition in element.find("transition"):
+            if transition.children:
+                self.error("E419", "actions on a history default are not supported", transition)
+            targets = transition.attrs.get("target", "").split()
+            if len(targets) != 1 or targets[0] not in self.states:
+                self.error("E413", "a history default needs one known target", transition)
+                continue
+            text += f" -> {self.states[targets[0]].name}"
+        return text
+
+    def write_body(self, element: Element, sid: str, indent: str) -> list[str]:
+        lines: list[str] = []
+        for tag, keyword_ in (("onentry", "entry"), ("onexit", "exit")):
+            actions: list[str] = []
+            for block in element.find(tag):
+                actions.extend(self.actions(block.children))
+            if actions:
+                lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
+        for transition in element.find("transition"):
+            lines.extend(f"{indent}# {c}" for c in transition.comments)
+            rule = self.write_transition(transition, sid)
+            if rule:
+                lines.append(indent + rule)
+        inner = self.write_states(element, sid, indent)
+        if inner:
+            lines.extend(inner.rstrip("\n").split("\n"))
+        return lines
+
+    def write_transition(self, transition: Element, sid: str) -> str | None:
+        events = transition.attrs.get("event", "").split()
+        cond = transition.attrs.get("cond")
+        targets = transition.attrs.get("target", "").split()
+        outer_fields = self.names.event_fields
+        self.names.event_fields = set()
+        try:
+            return self.write_rule(transition, sid, events, cond, targets)
+        finally:
+            read, self.names.event_fields = self.names.event_fields, outer_fields
+            named = [event_flow_name(e.removesuffix(".*")) for e in events if e not in ("*", ".*")]
+            if "*" in events or ".*" in events or not named:
+                outer_fields |= read
+            for event in named:
+                for name in sorted(read):
+                    self.events.setdefault(event, {}).setdefault(name, None)
+
+    def write_rule(
+        self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
+    ) -> str | None:
+        guard = ""
+        plain = [e for e in events if e not in ("*", ".*") and not e.endswith(".*")]
+        self.names.current_event = plain[0] if len(events) == 1 and plain else None
+        if self.names.current_event is not None:
+            self.named_rules.append((self.names.current_event, transition))
+        try:
+            expr = self.condition(cond, transition) if cond else None
+            actions = self.actions(transition.children)
+        finally:
+            self.names.current_event = None
+        if len(targets) > 1:
+            self.features.add("multiple-targets")
+            self.error("E419", "a transition with several targets is not supported", transition)
+            return None
+        if targets and targets[0] not in self.states:
+            self.error("E413", f"unknown target state `{targets[0]}`", transition)
+            return None
+        if cond:
+            if expr is None:
+                return None
+            guard = f" if {expr_text(expr)}"
+        if targets:
+            target = self.states[targets[0]].name
+            internal = transition.attrs.get("type") == "internal"
+            if targets[0] == sid or (not internal and self.is_descendant(targets[0], sid)):
+                target += " reenter"
+        else:
+            self.features.add("targetless")
+            target = "self"
+        do = f" do {'; '.join(actions)}" if actions else ""
+        if not events:
+            self.features.add("eventless")
+            return f"always{guard} -> {target}{do}"
+        names = self.event_patterns(events)
+        return f"on {_SEP.join(names)}{guard} -> {target}{do}"
+
+    def is_descendant(self, sid: str, ancestor: str) -> bool:
+        up = self.states[sid].parent
+        while up is not None:
+            if up == ancestor:
+                return True
+            up = self.states[up].parent
+        return False
+
+    def event_patterns(self, descriptors: list[str]) -> list[str]:
+        names: list[str] = []
+        for descriptor in descriptors:
+            if descriptor in ("*", ".*"):
+                self.features.add("wildcard")
+                names.append("\0*\0")
+                continue
+            descriptor = descriptor.removesuffix(".*")
+            name = event_flow_name(descriptor)
+            if name.startswith("done.state."):
+                self.features.add("done-events")
+            else:
+                self.events.setdefault(name, {})
+            names.append(name)
+            # SCXML descriptors match by prefix of dotted tokens: `error` matches
+            # `error.execution`, which flowc writes as a separate `error.*`.
+            names.append(f"\0{name}.*\0")
+        return names
+
+    # ---- executable content ---------------------------------------------------------------
+
+    def actions(self, elements: list[Element]) -> list[str]:
+        out: list[str] = []
+        for element in elements:
+            text = self.action(element)
+            if text:
+                out.append(text)
+            if text == _FAILS:
+                # SCXML stops a block at its first error: what follows never runs.
+                break
+        return out
+
+    def fails(self) -> str:
+        """An element SCXML would fail to run: it raises error.execution (the block stops)."""
+        self.features.add("error.execution")
+        self.events.setdefault("error.execution", {})
+        return _FAILS
+
+    def action(self, element: Element) -> str | None:
+        tag = element.tag
+        if tag == "assign":
+            self.features.add("assign")
+            source = element.attrs.get("expr") or element.text
+            if self.fails_at_run_time(element.attrs.get("location", ""), source):
+                # SCXML raises error.execution for an assignment that cannot be made (an
+                # undeclared location, an expression that is not one).
+                return self.fails()
+            try:
+                var = location(element.attrs.get("location", ""), self.names)
+            except Refusal as refusal:
+                self.refused(refusal, element)
+                return None
+            source = element.attrs.get("expr") or element.text
+            value = self.expr(source, element) if source else None
+            if value is None:
+                return None
+            self.used.append((var, value))
+            return f"{var} = {expr_text(value)}"
+        if tag == "raise":
+            self.features.add("raise")
+            event = event_flow_name(element.attrs.get("event", ""))
+            self.events.setdefault(event, {})
+            return f"raise {event}"
+        if tag == "log":
+            self.features.add("log")
+            label = element.attrs.get("label", "")
+            value = self.expr(element.attrs["expr"], element) if "expr" in element.attrs else None
+            shown = "none" if value is None else expr_text(value)
+            return f"emit {LOG_EFFECT}(label: {literal_text(label)}, value: {shown})"
+        if tag == "send":
+            return self.send(element)
+        if tag == "cancel":
+            self.features.add("cancel")
+            if "sendid" in element.attrs:
+                sendid = literal_text(element.attrs["sendid"])
+            else:
+                expr = self.expr(element.attrs.get("sendidexpr", ""), element)
+                if expr is None:
+                    return None
+                sendid = expr_text(expr)
+            return f"emit {CANCEL_EFFECT}(id: {sendid})"
+        if tag == "if":
+            return self.if_action(element)
+        if tag in ("script", "foreach"):
+            return None  # refused by check_elements
+        self.error("E412", "not executable content flowc supports", element)
+        return None
+
+    def if_action(self, element: Element) -> str | None:
+        self.features.add("if")
+        branches: list[tuple[str | None, list[str]]] = []
+        guard: str | None = self.guard_text(element.attrs.get("cond", ""), element)
+        current: list[str] = []
+        for child in element.children:
+            if child.tag in ("elseif", "else"):
+                branches.append((guard, current))
+                current = []
+                guard = (
+                    self.guard_text(child.attrs.get("cond", ""), child)
+                    if child.tag == "elseif"
+                    else None
+                )
+                continue
+            text = self.action(child)
+            if text:
+                current.append(text)
+        branches.append((guard, current))
+        return _if_chain(branches)
+
+    def guard_text(self, cond: str, element: Element) -> str:
+        expr = self.expr(cond, element) if cond else None
+        return "false" if expr is None else expr_text(expr)
+
+    def send(self, element: Element) -> str | None:
+        self.features.add("send")
+        attrs = element.attrs
+        if "targetexpr" in attrs or "typeexpr" in attrs:
+            self.features.add("external-send")
+            self.error("E409", "computed send targets are not supported", element)
+            return None
+        target = attrs.get("target", "")
+        kind = attrs.get("type", SCXML_PROCESSOR)
+        if kind not in (SCXML_PROCESSOR, "scxml"):
+            self.features.add("external-send")
+            self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
+            return None
+        if target and not target.startswith("#") and ":" not in target:
+            # Not a URI nor a special target: SCXML raises error.execution (the target is
+            # invalid) rather than sending.
+            return self.fails()
+        if target not in ("", "#_internal"):
+            self.features.add("external-send")
+            self.error(
+                "E409",
+                f"sending to `{target}` is not supported",
+                element,
+                "flowc sends only to the session itself",
+            )
+            return None
+        if "eventexpr" in attrs:
+            self.error("E410", "computed event names (`eventexpr`) are not supported", element)
+            return None
+        if element.find("content"):
+            self.features.add("send-content")
+            self.error("E416", "<content> in <send> is not supported", element)
+            return None
+        event = event_flow_name(attrs.get("event", ""))
+        fields = self.events.setdefault(event, {})
+        data: list[str] = []
+        for var in attrs.get("namelist", "").split():
+            if var.isidentifier() and var not in self.var_types:
+                return self.fails()  # an undeclared name: SCXML raises error.execution
+            expr = self.expr(var, element)
+            if expr is None:
+                return None
+            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
+            data.append(f"{literal_text(flow_name(var, 'v'))}: {expr_text(expr)}")
+        for param in element.find("param"):
+            name = flow_name(param.attrs.get("name", ""), "p")
+            source = param.attrs.get("expr") or param.attrs.get("location", "")
+            expr = self.expr(source, param)
+            if expr is None:
+                return None
+            ty = _infer(expr, self.var_types, self.names)
+            if fields.get(name) is None:
+                fields[name] = ty
+            data.append(f"{literal_text(name)}: {expr_text(expr)}")
+        if target == "#_internal":
+            self.features.add("raise")
+            return f"raise {event}" + (f"({', '.join(_kw(d) for d in data)})" if data else "")
+        delay = 0
+        if "delay" in attrs or "delayexpr" in attrs:
+            self.features.add("delayed-send")
+            raw = attrs.get("delay")
+            if raw is None:
+                expr = self.expr(attrs["delayexpr"], element)
+                if expr is None:
+                    return None
+                value = expr.value if expr.op == "lit" else None
+                if not isinstance(value, str):
+                    self.error("E414", "`delayexpr` must be a constant duration string", element)
+                    return None
+                raw = value
+            parsed = parse_delay(raw)
+            if parsed is None:
+                self.error("E414", f"invalid delay `{raw}`", element)
+                return None
+            delay = parsed
+        sendid = attrs.get("id")
+        assigns = ""
+        if sendid is None:
+            self.send_ids += 1
+            sendid = f"send{self.send_ids}"
+            if "idlocation" in attrs:
+                try:
+                    var = location(attrs["idlocation"], self.names)
+                except Refusal as refusal:
+                    self.refused(refusal, element)
+                    return None
+                assigns = f"{var} = {literal_text(sendid)}; "
+        payload = "{" + ", ".join(data) + "}"
+        return (
+            f"{assigns}emit {SEND_EFFECT}(event: {literal_text(event)}, delay_ms: {delay}, "
+            f"id: {literal_text(sendid)}, data: {payload})"
+        )
+
+
+def _syntax_error(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return True
+    except (RecursionError, MemoryError):
+        return False  # an expression too deep to read is refused where it is translated
+    return False
+
+
+def _texts(element: Element) -> str:
+    """Every attribute value below `element`, for a quick textual check."""
+    return " ".join(str(c.attrs) + _texts(c) for c in element.children)
+
+
+def _kw(entry: str) -> str:
+    """`"name": expr` (a map entry) as `name: expr` (a payload argument)."""
+    key, _, value = entry.partition(": ")
+    return f"{key.strip(chr(34))}: {value}"
+
+
+def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
+    """`if/elif/else` text; an empty branch becomes the negated guard around what follows, as
+    the action syntax has no empty block."""
+    while branches and not branches[-1][1]:
+        branches = branches[:-1]
+    if not branches:
+        return None
+    parts: list[str] = []
+    for i, (guard, actions) in enumerate(branches):
+        head = "if" if i == 0 else "elif"
+        if not actions:
+            rest = _if_chain(branches[i + 1 :])
+            assert rest is not None and guard is not None
+            parts.append(f"{head} not ({guard}) {{ {rest} }}")
+            break
+        block = "{ " + "; ".join(actions) + " }"
+        parts.append(f"else {block}" if guard is None else f"{head} {guard} {block}")
+    return " ".join(parts)
+
+
+#: The action of an element SCXML would fail to run (`_Importer.fails`).
+_FAILS = "raise error.execution"
+_TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
+_ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
+
+
+def _with_default(ty: str | None) -> str:
+    """`TYPE = DEFAULT` for a variable or payload field SCXML leaves unset: the zero value of
+    a type the importer could infer (flowc values are typed, and an optional would need a
+    check at every use), else `json = none`."""
+    if ty is None or ty == "json":
+        return "json = none"
+    if ty.endswith("?"):
+        return f"{ty} = none"
+    if ty in _ZERO:
+        return f"{ty} = {_ZERO[ty]}"
+    if ty.startswith("list["):
+        return f"{ty} = []"
+    return f"{_optional(ty)} = none"
+
+
+def _optional(ty: str | None) -> str:
+    if ty is None or ty == "json" or ty.endswith("?"):
+        return ty or "json"
+    return f"{ty}?"
+
+
+def _constant(expr: Expr) -> bool:
+    if expr.op == "lit":
+        return True
+    if expr.op in ("list", "map", "neg"):
+        return all(_constant(a) for a in expr.args)
+    return False
+
+
+def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | None:
+    """A flowc type for `expr` where it is plain to see, else None (the caller uses json)."""
+    op = expr.op
+    if op == "lit":
+        value = expr.value
+        if isinstance(value, bool):
+            return "bool"
+        if isinstance(value, int):
+            return "int"
+        if isinstance(value, float):
+            return "float"
+        if isinstance(value, str):
+            return "str"
+        return None
+    if op == "ctx":
+        for var, field_name in names.variables.items():
+            if field_name == expr.value:
+                return var_types.get(var)
+        return "str" if expr.value == "sessionid" else None
+    if op in ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "and", "or", "not"):
+        return "bool"
+    if op == "neg":
+        return _infer(expr.args[0], var_types, names)
+    if op in ("+", "-", "*", "/", "%"):
+        left = _infer(expr.args[0], var_types, names)
+        right = _infer(expr.args[1], var_types, names)
+        if left == right and left in ("int", "float", "str"):
+            return left
+        if {left, right} == {"int", "float"}:
+            return "float"
+        return None
+    if op == "call":
+        return {"len": "int", "str": "str"}.get(str(expr.value))
+    if op == "list":
+        items = {_infer(a, var_types, names) for a in expr.args}
+        if len(items) == 1 and None not in items:
+            return f"list[{items.pop()}]"
+        return None
+    return None

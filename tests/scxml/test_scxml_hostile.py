@@ -1,0 +1,157 @@
+"""Hostile SCXML files: each is refused with a diagnostic, runs nothing, and is read within
+bounded memory (measured with tracemalloc) and time."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from flowc.compiler.scxml.importer import import_scxml
+from flowc.compiler.scxml.reader import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
+
+NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
+#: Peak memory allowed for refusing one hostile file; the billion-laughs document below would
+#: need gigabytes if its entities were expanded.
+MEMORY_BOUND = 64 * 1024 * 1024
+#: Not a benchmark: a guard that a refusal never hangs (real figures are microseconds).
+TIME_BOUND = 10.0
+
+
+def refused(text: str | bytes) -> list[tuple[str, int, int]]:
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        result = import_scxml(text, "hostile.scxml")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - started < TIME_BOUND
+    assert peak < MEMORY_BOUND, peak
+    assert result.flow_text is None
+    assert result.diagnostics
+    return [(d.code, d.span.line, d.span.column) for d in result.diagnostics]
+
+
+def billion_laughs() -> str:
+    entities = ['  <!ENTITY lol0 "lol">']
+    for i in range(1, 10):
+        entities.append(f'  <!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">')
+    return (
+        '<?xml version="1.0"?>\n<!DOCTYPE scxml [\n'
+        + "\n".join(entities)
+        + f"\n]>\n<scxml {NS}><state id='&lol9;'/></scxml>\n"
+    )
+
+
+def test_billion_laughs_is_refused_before_any_entity_is_declared() -> None:
+    assert refused(billion_laughs()) == [("E402", 2, 1)]
+
+
+def test_quadratic_blowup_without_a_dtd_is_an_undefined_entity() -> None:
+    text = f"<scxml {NS}><state id='{'&a;' * 100_000}'/></scxml>"
+    assert [code for code, *_ in refused(text)] == ["E401"]
+
+
+def test_an_external_entity_is_never_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET", encoding="utf-8")
+    text = (
+        f'<?xml version="1.0"?>\n<!DOCTYPE scxml [<!ENTITY xxe SYSTEM "{secret.as_uri()}">]>\n'
+        f"<scxml {NS}><state id='a'><onentry><log expr='&xxe;'/></onentry></state></scxml>"
+    )
+    result = import_scxml(text, "xxe.scxml")
+    assert [d.code for d in result.diagnostics] == ["E402"]
+    assert "TOP-SECRET" not in repr(result)
+
+
+def test_an_external_dtd_and_parameter_entities_are_refused() -> None:
+    text = (
+        '<?xml version="1.0"?>\n<!DOCTYPE scxml SYSTEM "http://example.invalid/x.dtd">\n'
+        f"<scxml {NS}/>"
+    )
+    assert refused(text) == [("E402", 2, 1)]
+    text = (
+        '<?xml version="1.0"?>\n<!DOCTYPE scxml [<!ENTITY % p SYSTEM "file:///etc/passwd"> %p;]>'
+        f"\n<scxml {NS}/>"
+    )
+    assert refused(text) == [("E402", 2, 1)]
+
+
+def test_import_and_dunder_escapes_run_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = f"""<scxml {NS} datamodel="python">
+  <datamodel>
+    <data id="x" expr="__import__('os').system('touch {marker}')"/>
+  </datamodel>
+  <state id="a">
+    <transition cond="().__class__.__bases__[0].__subclasses__()" target="a"/>
+    <transition cond="x.__globals__" target="a"/>
+    <onentry>
+      <assign location="x" expr="getattr(x, '__dict__')"/>
+      <assign location="x" expr="eval('1')"/>
+      <assign location="x" expr="(lambda: 1)()"/>
+    </onentry>
+  </state>
+</scxml>
+"""
+    found = refused(text)
+    assert [code for code, *_ in found] == ["E411", "E411", "E411", "E411", "E411", "E411"]
+    assert [line for _, line, _ in found] == [3, 6, 7, 9, 10, 11]
+    assert not marker.exists()
+
+
+def test_scripts_are_refused_with_every_other_problem() -> None:
+    text = f"""<scxml {NS} datamodel="python">
+  <script>import os; os.system("true")</script>
+  <state id="a">
+    <onentry><script src="evil.py"/></onentry>
+    <transition event="go" cond="__builtins__" target="nowhere"/>
+  </state>
+</scxml>
+"""
+    assert refused(text) == [("E407", 2, 3), ("E407", 4, 14), ("E411", 5, 5), ("E413", 5, 5)]
+
+
+def test_a_file_over_the_size_bound_is_not_parsed() -> None:
+    text = f"<scxml {NS}><!--" + "x" * MAX_BYTES + "--></scxml>"
+    assert refused(text) == [("E403", 1, 1)]
+
+
+def test_nesting_and_element_count_are_bounded() -> None:
+    deep = f"<scxml {NS}>" + "<state>" * (MAX_DEPTH + 5) + "</state>" * (MAX_DEPTH + 5)
+    assert [code for code, *_ in refused(deep + "</scxml>")] == ["E404"]
+    many = f"<scxml {NS}>" + "<state/>" * (MAX_ELEMENTS + 1) + "</scxml>"
+    assert [code for code, *_ in refused(many)] == ["E403"]
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "open('/etc/passwd').read()",
+        "[c for c in ().__class__.__base__.__subclasses__()]",
+        "'a' * 10 ** 10",
+        "(1).__add__(2)",
+        "globals()",
+        "__builtins__['eval']('1')",
+    ],
+)
+def test_expressions_that_would_reach_python_are_refused(expr: str) -> None:
+    text = f"""<scxml {NS} datamodel="python">
+  <datamodel><data id="x" expr="0"/></datamodel>
+  <state id="a"><onentry><assign location="x" expr="{expr.replace('"', "&quot;")}"/></onentry>
+  </state>
+</scxml>"""
+    codes = [code for code, *_ in refused(text)]
+    assert codes and set(codes) <= {"E410", "E411"}, codes
+
+
+def test_an_enormous_expression_is_refused_without_recursing() -> None:
+    expr = "1" + "+1" * 100_000
+    text = f"""<scxml {NS} datamodel="python">
+  <datamodel><data id="x" expr="0"/></datamodel>
+  <state id="a"><onentry><assign location="x" expr="{expr}"/></onentry></state>
+</scxml>"""
+    assert [code for code, *_ in refused(text)] == ["E410"]
