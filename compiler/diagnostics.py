@@ -97,6 +97,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W311": (Severity.WARNING, "unused enum"),
     "W312": (Severity.WARNING, "unused context field"),
     "W313": (Severity.WARNING, "allow comment names no warning"),
+    "W314": (Severity.WARNING, "nested state never entered"),
+    "W315": (Severity.WARNING, "state can never complete"),
+    "W316": (Severity.WARNING, "regions write one field in one step"),
 }
 
 
