@@ -220,7 +220,10 @@ class Lowerer:
             if isinstance(item, ast.MigrateDrop):
                 drop.extend(n.name for n in item.names)
             elif item.kind == "state":
-                states[item.old.name] = item.new.name
+                # resolve checked that the new name names one state; written as its IR name
+                # or as a unique path suffix
+                (new,) = self.symbols.state_candidates(item.new.name)
+                states[item.old.name] = new
             else:
                 rename[item.old.name] = item.new.name
         return _new(

@@ -1006,6 +1006,9 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             return ast.Ident("self", _token_span(item))
         return item  # type: ignore[no-any-return]
 
+    def state_name(self, c: list[ast.Ident]) -> ast.Ident:
+        return c[0] if len(c) == 1 else self.state_path(c)
+
     def state_path(self, c: list[ast.Ident]) -> ast.Ident:
         """`Cooking.Paused`: one name whose dots the resolver reads as a path."""
         return ast.Ident(".".join(part.name for part in c), c[0].span.to(c[-1].span))

@@ -334,3 +334,21 @@ final state parallel
     data = compiled(source)
     assert [s["name"] for s in data["states"]] == ["history", "parallel"]
     assert data["ir_version"] == 1
+
+
+def test_tests_and_migrations_name_nested_states_by_their_ir_names() -> None:
+    source = """\
+flow demo
+version 2
+event go
+initial state A { initial state Paused { on go -> B.Paused } }
+state B { initial state Paused }
+migrate from 1 { state Old -> B.Paused }
+test "moves" { send go  expect state B.Paused }
+"""
+    result = compile_source(source, "h.flow")
+    assert not result.errors, result.errors
+    assert result.flow is not None
+    assert result.flow.migrations[0].states == {"Old": "B.Paused"}
+    wrong = source.replace("expect state B.Paused", "expect state B.Pausd")
+    assert [d.code for d in compile_source(wrong, "h.flow").errors] == ["E104"]
