@@ -943,7 +943,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     def _with_history_defaults(self, body: list[Any]) -> list[Any]:
         """`history H -> X` in a state body: the grammar reads `-> X` as a direct rule (see
-        flow.lark); on the history's own line it is the history's default."""
+        flow.lark); right after a history, wherever the line breaks, it is the history's
+        default (a direct rule goes before the history, or takes a guard)."""
         out: list[Any] = []
         for item in body:
             last = out[-1] if out else None
@@ -952,14 +953,14 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 and item.kind == "direct"
                 and isinstance(last, ast.HistoryDecl)
                 and last.default is None
-                and item.span.line == last.span.end_line
+                and item.guard is None
             ):
-                if item.guard is not None or item.actions or item.back or item.reenter:
+                if item.actions or item.back or item.reenter:
                     self.report(
                         "E003",
-                        "a history's default is a state, with no guard or actions",
+                        "a history's default is a state, with no actions",
                         item.span,
-                        "write `history NAME -> STATE`",
+                        "write `history NAME -> STATE`; a direct rule goes before the history",
                     )
                 out[-1] = replace(last, default=item.target, span=last.span.to(item.span))
                 continue

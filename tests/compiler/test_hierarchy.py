@@ -352,3 +352,25 @@ test "moves" { send go  expect state B.Paused }
     assert result.flow.migrations[0].states == {"Old": "B.Paused"}
     wrong = source.replace("expect state B.Paused", "expect state B.Pausd")
     assert [d.code for d in compile_source(wrong, "h.flow").errors] == ["E104"]
+
+
+def test_an_unguarded_arrow_right_after_a_history_is_its_default_wherever_the_line_breaks() -> None:
+    source = """\
+flow demo
+event go
+initial state A {
+  initial state B { on go -> C }
+  state C
+  history H
+    -> C
+  if 1 > 2 -> B
+}
+"""
+    data = compiled(source)
+    (history,) = [s for s in data["states"] if s.get("kind") == "history"]
+    assert history["default"] == "C"
+    # a guarded `-> X` after a history is a direct rule of the state
+    assert [(t["source"], t["kind"], t["target"]) for t in data["transitions"]] == [
+        ("A", "direct", "B"),
+        ("B", "event", "C"),
+    ]
