@@ -99,6 +99,9 @@ class Symbols:
     #: `done.state.NAME` -> NAME, for every compound and parallel state (implicitly declared,
     #: without payload)
     done_events: dict[str, str] = field(default_factory=dict)
+    #: IR names by short name (an index `state_candidates` builds once `nodes` is complete)
+    by_short: dict[str, list[str]] = field(default_factory=dict)
+    indexed: int = 0
 
     @property
     def hierarchical(self) -> bool:
@@ -115,11 +118,17 @@ class Symbols:
         """IR names of the states a written name may mean: the state whose path from the top it
         is, else every state whose path ends with it (a unique suffix names one state)."""
         parts = tuple(written.split("."))
-        exact = [n.name for n in self.nodes.values() if n.path == parts]
+        if self.indexed != len(self.nodes):
+            self.by_short = {}
+            self.indexed = len(self.nodes)
+            for node in self.nodes.values():
+                self.by_short.setdefault(node.path[-1], []).append(node.name)
+        same = [self.nodes[n] for n in self.by_short.get(parts[-1], ())]
+        exact = [n.name for n in same if n.path == parts]
         if exact:
             return exact
         width = len(parts)
-        return [n.name for n in self.nodes.values() if n.path[-width:] == parts]
+        return [n.name for n in same if n.path[-width:] == parts]
 
     def is_enum_member(self, obj: str, attr: str, *, constant: bool = False) -> bool:
         """Whether `obj.attr` names the member `attr` of enum `obj` rather than reading field
@@ -662,6 +671,9 @@ class Resolver:
     def state_ref(self, written: ast.Ident) -> str | None:
         """The IR name of the state a written name means; reports an unknown (E104) or an
         ambiguous one (E130) and returns None."""
+        node = self.symbols.nodes.get(written.name)
+        if node is not None and node.parent is None:
+            return written.name  # a top-level state (every state of a flat flow)
         found = self.symbols.state_candidates(written.name)
         if len(found) == 1:
             return found[0]
@@ -815,6 +827,8 @@ class Resolver:
             rules = tuple(self._resolve_rule(rule, name) for rule in state.rules)
             if rules != state.rules:
                 states[name] = replace(state, rules=rules)
+        for rule in self.symbols.global_rules:
+            self._check_rule_names(rule)
         self.symbols.global_rules = [
             self._resolve_rule(rule, None) for rule in self.symbols.global_rules
         ]
@@ -823,13 +837,14 @@ class Resolver:
 
     def _resolve_rule(self, rule: ast.Rule, source: str | None) -> ast.Rule:
         """Checks the names a rule uses and returns it with its target and completion events
-        written as IR names (so later passes need not know about scoped names)."""
-        self._check_rule_names(rule)
+        written as IR names (so later passes need not know about scoped names). The names
+        themselves were checked (`_check_rule_names`)."""
         changes: dict[str, object] = {}
-        listed = [self._done_event(e) for e in rule.listed_events]
-        if listed and listed != list(rule.listed_events):
-            changes["event"] = listed[0]
-            changes["more_events"] = tuple(listed[1:])
+        listed = rule.listed_events
+        if any(e.name.startswith("done.state.") for e in listed):
+            done = [self._done_event(e) for e in listed]
+            changes["event"] = done[0]
+            changes["more_events"] = tuple(done[1:])
         target = rule.target
         if target is not None and target.name != "self":
             resolved = self.state_ref(target)
@@ -864,6 +879,8 @@ class Resolver:
     def _check_regions(self, source: str, target: str, span_of: ast.Ident) -> None:
         """E134: a rule inside one region of a parallel state may not lead into another."""
         symbols = self.symbols
+        if symbols.nodes[source].parent is None or symbols.nodes[target].parent is None:
+            return  # a rule of a top-level state, or a target outside every parallel state
         source_chain = [source, *symbols.ancestors(source)]
         target_chain = [target, *symbols.ancestors(target)]
         for region in source_chain:
@@ -1133,11 +1150,12 @@ UNHANDLED_POLICIES = ("refuse", "ignore")
 def _node_kind(decl: ast.StateDecl | ast.HistoryDecl) -> str:
     if isinstance(decl, ast.HistoryDecl):
         return "history"
-    if decl.has("parallel"):
+    modifiers = {m.name for m in decl.modifiers} if decl.modifiers else ()
+    if "parallel" in modifiers:
         return "parallel"
-    if decl.child_states:
+    if decl.children and decl.child_states:
         return "compound"
-    return "final" if decl.has("final") else "choice" if decl.has("choice") else "normal"
+    return "final" if "final" in modifiers else "choice" if "choice" in modifiers else "normal"
 
 
 def _lists_events(rule: ast.Rule) -> bool:
