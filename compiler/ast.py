@@ -240,7 +240,7 @@ class EventDecl:
     span: Span
 
 
-RuleKind = Literal["on", "direct", "else", "after"]
+RuleKind = Literal["on", "direct", "else", "after", "always"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +306,16 @@ class ActionBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryDecl:
+    """`history [deep] NAME [-> DEFAULT]`: a history pseudo-state of the enclosing state."""
+
+    name: Ident
+    deep: bool
+    default: Ident | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class StateDecl:
     name: Ident
     title: Text | None
@@ -316,9 +326,16 @@ class StateDecl:
     span: Span
     #: `unhandled ignore|refuse` written in the state (resolve allows one)
     unhandled: tuple[UnhandledDecl, ...] = ()
+    #: the states and history pseudo-states declared in its body, in source order: a state
+    #: with child states is compound (or, `parallel state`, parallel)
+    children: tuple[StateDecl | HistoryDecl, ...] = ()
 
     def has(self, modifier: str) -> bool:
         return any(m.name == modifier for m in self.modifiers)
+
+    @property
+    def child_states(self) -> tuple[StateDecl, ...]:
+        return tuple(c for c in self.children if isinstance(c, StateDecl))
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +487,7 @@ Decl = (
     | InvariantDecl
     | TestDecl
     | UnhandledDecl
+    | HistoryDecl
 )
 
 

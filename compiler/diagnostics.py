@@ -61,6 +61,15 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E125": (Severity.ERROR, "unknown journal"),
     "E126": (Severity.ERROR, "event prefix matches no event"),
     "E127": (Severity.ERROR, "invalid `unhandled` policy"),
+    # E13x: compound and parallel states, history (docs/language.md)
+    "E130": (Severity.ERROR, "ambiguous state name"),
+    "E131": (Severity.ERROR, "history outside a compound or parallel state"),
+    "E132": (Severity.ERROR, "compound state without exactly one initial child"),
+    "E133": (Severity.ERROR, "initial child in a parallel state"),
+    "E134": (Severity.ERROR, "transition crosses regions"),
+    "E135": (Severity.ERROR, "history default outside its parent"),
+    "E136": (Severity.ERROR, "`done.state` of a state that never completes"),
+    "E137": (Severity.ERROR, "invalid child states"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),
@@ -88,6 +97,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W311": (Severity.WARNING, "unused enum"),
     "W312": (Severity.WARNING, "unused context field"),
     "W313": (Severity.WARNING, "allow comment names no warning"),
+    "W314": (Severity.WARNING, "nested state never entered"),
+    "W315": (Severity.WARNING, "state can never complete"),
+    "W316": (Severity.WARNING, "regions write one field in one step"),
     # E4xx: SCXML import and export (compiler/scxml/, docs/scxml.md)
     "E401": (Severity.ERROR, "SCXML file is not well-formed XML"),
     "E402": (Severity.ERROR, "DTD or entity refused"),

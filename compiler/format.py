@@ -258,6 +258,21 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
     for first, last in sorted(items, key=lambda span: (span[0], -span[1])):
         starts_item[first] = True
         item_start[first : last + 1] = [first] * (last + 1 - first)
+    for index in range(1, count):
+        # `history H -> X`: the parser reads `-> X` as a direct rule, which the AST builder
+        # makes the history's default; keep it on the history's line.
+        previous = item_start[index - 1]
+        if (
+            starts_item[index]
+            and kinds[index] == "ARROW"
+            and previous >= 0
+            and kinds[previous] == "HISTORY"
+        ):
+            starts_item[index] = False
+            following = index
+            while following < count and item_start[following] == index:
+                item_start[following] = previous
+                following += 1
     clause_start = [-1] * count
     for first, last in sorted(clauses, key=lambda span: (span[0], -span[1])):
         clause_start[first + 1 : last + 1] = [first] * (last - first)

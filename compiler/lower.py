@@ -6,6 +6,10 @@ Decisions made here, which the runtime relies on:
 - rules written outside any state are copied into every non-final, non-choice state, after the
   state's own rules (`inherited=True`), so the runtime sees one flat, ordered list per state;
 - `-> self` becomes the state's own name;
+- states are listed in document order (a parent before its children) under their IR names
+  (resolve.py): a nested state's `parent` is set, a compound or parallel state's kind says so,
+  and rules outside any state are copied into top-level states only (rules of an ancestor
+  apply in its descendants at run time);
 - transition `index` numbers transitions state by state (each state's own rules in source
   order, then its inherited copies): within a state, the order the runtime tries them in.
 """
@@ -17,7 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from flowc.compiler import ast
-from flowc.compiler.resolve import FieldInfo, Symbols
+from flowc.compiler.resolve import FieldInfo, StateNode, Symbols
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime import model as ir
 
@@ -142,14 +146,22 @@ class Lowerer:
         where.context = {name: info.decl.name.span for name, info in symbols.context.items()}
         states: list[ir.State] = []
         transitions: list[ir.Transition] = []
-        for decl in symbols.states.values():
-            states.append(self.state(decl))
+        for node in symbols.nodes.values():
+            if isinstance(node.decl, ast.HistoryDecl):
+                states.append(self.history(node))
+                continue
+            decl = symbols.states[node.name]
+            states.append(self.state(decl, node))
             for rule in decl.rules:
-                transitions.append(self.transition(rule, decl, len(transitions), inherited=False))
-            if decl.has("final") or decl.has("choice"):
+                transitions.append(
+                    self.transition(rule, decl, len(transitions), inherited=False, source=node.name)
+                )
+            if decl.has("final") or decl.has("choice") or node.parent is not None:
                 continue
             for rule in symbols.global_rules:
-                transitions.append(self.transition(rule, decl, len(transitions), inherited=True))
+                transitions.append(
+                    self.transition(rule, decl, len(transitions), inherited=True, source=node.name)
+                )
         flow = _new(
             ir.CompiledFlow,
             name=symbols.flow.name.name,
@@ -208,7 +220,10 @@ class Lowerer:
             if isinstance(item, ast.MigrateDrop):
                 drop.extend(n.name for n in item.names)
             elif item.kind == "state":
-                states[item.old.name] = item.new.name
+                # resolve checked that the new name names one state; written as its IR name
+                # or as a unique path suffix
+                (new,) = self.symbols.state_candidates(item.new.name)
+                states[item.old.name] = new
             else:
                 rename[item.old.name] = item.new.name
         return _new(
@@ -219,9 +234,24 @@ class Lowerer:
             drop=tuple(sorted(drop)),
         )
 
-    def state(self, decl: ast.StateDecl) -> ir.State:
-        kind = "final" if decl.has("final") else "choice" if decl.has("choice") else "normal"
-        self.source_map.states[decl.name.name] = decl.name.span
+    def history(self, node: StateNode) -> ir.State:
+        decl = node.decl
+        assert isinstance(decl, ast.HistoryDecl)
+        self.source_map.states[node.name] = decl.name.span
+        return _new(
+            ir.State,
+            name=node.name,
+            kind="history",
+            parent=node.parent,
+            history="deep" if decl.deep else "shallow",
+            default=decl.default.name if decl.default is not None else None,
+            line=decl.name.span.line,
+            column=decl.name.span.column,
+        )
+
+    def state(self, decl: ast.StateDecl, node: StateNode) -> ir.State:
+        kind = node.kind
+        self.source_map.states[node.name] = decl.name.span
         meta: dict[str, Any] = {}
         for block in decl.metas:
             meta.update(block.value)
@@ -229,22 +259,22 @@ class Lowerer:
         exit_ = tuple(a for b in decl.blocks if b.when == "exit" for a in self.actions(b.actions))
         return _new(
             ir.State,
-            name=decl.name.name,
+            name=node.name,
             kind=kind,
+            parent=node.parent,
             initial=decl.has("initial"),
             title=decl.title.value if decl.title else None,
             meta=meta,
             entry=entry,
             exit=exit_,
-            unhandled="ignore" if decl.name.name in self.symbols.ignoring else "refuse",
+            unhandled="ignore" if node.name in self.symbols.ignoring else "refuse",
             line=decl.name.span.line,
             column=decl.name.span.column,
         )
 
     def transition(
-        self, rule: ast.Rule, state: ast.StateDecl, index: int, *, inherited: bool
+        self, rule: ast.Rule, state: ast.StateDecl, index: int, *, inherited: bool, source: str
     ) -> ir.Transition:
-        source = state.name.name
         self.source_map.transitions[index] = rule.span
         target: str | None = None
         if rule.target is not None:
@@ -257,6 +287,8 @@ class Lowerer:
             kind = "timer"
         elif rule.kind == "else":
             kind = "else"
+        elif rule.kind == "always":
+            kind = "always"
         else:
             kind = "choice" if state.has("choice") else "direct"
         return _new(

@@ -88,6 +88,8 @@ _SOFT_KEYWORDS = frozenset(
         "WITH",
         "UNHANDLED",
         "REENTER",
+        "PARALLEL",
+        "HISTORY",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -513,6 +515,7 @@ _RESYNC_TOKENS = frozenset(
         "FLOW", "VERSION", "ENUM", "TYPE", "CONTEXT", "EVENT", "STATE", "INITIAL", "FINAL",
         "CHOICE", "ON", "AFTER", "ENTRY", "EXIT", "META", "MESSAGE", "JOURNAL", "TEMPLATE",
         "MIGRATE", "INVARIANT", "TEST", "UNHANDLED", "RBRACE",
+        "PARALLEL", "HISTORY", "ALWAYS",
     }
 )  # fmt: skip
 
@@ -924,7 +927,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         # children: modifier*, STATE, name, text|None, body|None
         name: ast.Ident = c[-3]
         title: ast.Text | None = c[-2]
-        body: list[Any] = c[-1] or []
+        body: list[Any] = self._with_history_defaults(c[-1] or [])
         modifiers = tuple(c[:-4])
         return ast.StateDecl(
             name,
@@ -935,7 +938,45 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             tuple(x for x in body if isinstance(x, ast.Rule)),
             _span(c),
             tuple(x for x in body if isinstance(x, ast.UnhandledDecl)),
+            tuple(x for x in body if isinstance(x, ast.StateDecl | ast.HistoryDecl)),
         )
+
+    def _with_history_defaults(self, body: list[Any]) -> list[Any]:
+        """`history H -> X` in a state body: the grammar reads `-> X` as a direct rule (see
+        flow.lark); right after a history, wherever the line breaks, it is the history's
+        default (a direct rule goes before the history, or takes a guard)."""
+        out: list[Any] = []
+        for item in body:
+            last = out[-1] if out else None
+            if (
+                isinstance(item, ast.Rule)
+                and item.kind == "direct"
+                and isinstance(last, ast.HistoryDecl)
+                and last.default is None
+                and item.guard is None
+            ):
+                if item.actions or item.back or item.reenter:
+                    self.report(
+                        "E003",
+                        "a history's default is a state, with no actions",
+                        item.span,
+                        "write `history NAME -> STATE`; a direct rule goes before the history",
+                    )
+                out[-1] = replace(last, default=item.target, span=last.span.to(item.span))
+                continue
+            out.append(item)
+        return out
+
+    def history_decl(self, c: list[Any]) -> ast.HistoryDecl:
+        # HISTORY, DEEP|None, name
+        return ast.HistoryDecl(c[2], c[1] is not None, None, _span(c))
+
+    def top_history(self, c: list[Any]) -> ast.HistoryDecl:
+        # HISTORY, DEEP|None, name, ARROW|None, target|None
+        return ast.HistoryDecl(c[2], c[1] is not None, c[4], _span(c))
+
+    def always_rule(self, c: list[Any]) -> ast.Rule:
+        return self._rule("always", c, None, c[1], c[2])
 
     def unhandled_decl(self, c: list[Any]) -> ast.UnhandledDecl:
         return ast.UnhandledDecl(c[1], _span(c))
@@ -965,6 +1006,13 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         if isinstance(item, Token):
             return ast.Ident("self", _token_span(item))
         return item  # type: ignore[no-any-return]
+
+    def state_name(self, c: list[ast.Ident]) -> ast.Ident:
+        return c[0] if len(c) == 1 else self.state_path(c)
+
+    def state_path(self, c: list[ast.Ident]) -> ast.Ident:
+        """`Cooking.Paused`: one name whose dots the resolver reads as a path."""
+        return ast.Ident(".".join(part.name for part in c), c[0].span.to(c[-1].span))
 
     def do_clause(self, c: list[Any]) -> tuple[ast.Action, ...]:
         return c[1]  # type: ignore[no-any-return]
@@ -1028,6 +1076,20 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 "a prefix of event names ends in `.*`: `on error.* -> X`",
             )
         return ast.Ident(name.name + ".*", span)
+
+    def done_pattern(self, c: list[Any]) -> ast.Ident:
+        # name, STATE, name+: `done.state.Review`, the completion event of state `Review`
+        head: ast.Ident = c[0]
+        path = [x for x in c[2:] if isinstance(x, ast.Ident)]
+        span = head.span.to(path[-1].span)
+        if head.name != "done":
+            self.report(
+                "E003",
+                f"unexpected `{head.name}.state`: only completion events name a state",
+                span,
+                "a state's completion event is written `done.state.NAME`",
+            )
+        return ast.Ident("done.state." + ".".join(p.name for p in path), span)
 
     def direct_rule(self, c: list[Any]) -> ast.Rule:
         return self._rule("direct", c, None, c[0], c[1])

@@ -45,6 +45,29 @@ class EventInfo:
     params: dict[str, FieldInfo]
 
 
+StateKindName = str
+
+
+@dataclass
+class StateNode:
+    """One state or history pseudo-state of the hierarchy, under its IR name."""
+
+    name: str
+    #: short names from the top: `("Cooking", "Paused")`
+    path: tuple[str, ...]
+    decl: ast.StateDecl | ast.HistoryDecl
+    #: IR name of the enclosing state (None at the top level)
+    parent: str | None
+    #: IR names of the states and histories declared in its body, in source order
+    children: list[str] = field(default_factory=list)
+    #: `normal`, `final`, `choice`, `compound`, `parallel` or `history`, as in the IR
+    kind: StateKindName = "normal"
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+
 @dataclass
 class Symbols:
     flow: ast.FlowDecl | None = None
@@ -70,6 +93,42 @@ class Symbols:
     tests: list[ast.TestDecl] = field(default_factory=list)
     #: the states that ignore the declared events they have no rule for (`unhandled ignore`)
     ignoring: set[str] = field(default_factory=set)
+    #: every state and history pseudo-state by IR name, in document order (a parent before its
+    #: children); `states` holds the same states' declarations (histories excepted)
+    nodes: dict[str, StateNode] = field(default_factory=dict)
+    #: `done.state.NAME` -> NAME, for every compound and parallel state (implicitly declared,
+    #: without payload)
+    done_events: dict[str, str] = field(default_factory=dict)
+    #: IR names by short name (an index `state_candidates` builds once `nodes` is complete)
+    by_short: dict[str, list[str]] = field(default_factory=dict)
+    indexed: int = 0
+
+    @property
+    def hierarchical(self) -> bool:
+        return any(n.parent is not None for n in self.nodes.values())
+
+    def ancestors(self, name: str) -> Iterator[str]:
+        """The IR names of the states enclosing `name`, innermost first."""
+        parent = self.nodes[name].parent
+        while parent is not None:
+            yield parent
+            parent = self.nodes[parent].parent
+
+    def state_candidates(self, written: str) -> list[str]:
+        """IR names of the states a written name may mean: the state whose path from the top it
+        is, else every state whose path ends with it (a unique suffix names one state)."""
+        parts = tuple(written.split("."))
+        if self.indexed != len(self.nodes):
+            self.by_short = {}
+            self.indexed = len(self.nodes)
+            for node in self.nodes.values():
+                self.by_short.setdefault(node.path[-1], []).append(node.name)
+        same = [self.nodes[n] for n in self.by_short.get(parts[-1], ())]
+        exact = [n.name for n in same if n.path == parts]
+        if exact:
+            return exact
+        width = len(parts)
+        return [n.name for n in same if n.path[-width:] == parts]
 
     def is_enum_member(self, obj: str, attr: str, *, constant: bool = False) -> bool:
         """Whether `obj.attr` names the member `attr` of enum `obj` rather than reading field
@@ -439,26 +498,17 @@ class Resolver:
     # ---- states ------------------------------------------------------------------------
     def _collect_states(self, decls: tuple[ast.Decl, ...]) -> None:
         initials: list[ast.StateDecl] = []
+        top: list[ast.StateDecl | ast.HistoryDecl] = []
         for decl in decls:
             if isinstance(decl, ast.Rule):
                 self.symbols.global_rules.append(decl)
-                continue
-            if not isinstance(decl, ast.StateDecl):
-                continue
-            name = decl.name.name
-            if name in self.symbols.states:
-                first = self.symbols.states[name].name.span.line
-                self.error(
-                    "E103",
-                    f"state `{name}` is declared twice",
-                    decl.name.span,
-                    f"first declared on line {first}",
-                )
-                continue
-            self.symbols.states[name] = decl
-            self._check_modifiers(decl)
-            self._check_meta_keys(decl)
-            if decl.has("initial"):
+            elif isinstance(decl, ast.StateDecl | ast.HistoryDecl):
+                top.append(decl)
+        paths: list[tuple[tuple[str, ...], ast.StateDecl | ast.HistoryDecl, int | None]] = []
+        self._walk_states(top, (), None, paths)
+        self._name_nodes(paths)
+        for decl in top:
+            if isinstance(decl, ast.StateDecl) and decl.has("initial"):
                 initials.append(decl)
         if len(initials) > 1:
             for extra in initials[1:]:
@@ -485,6 +535,166 @@ class Resolver:
                 first_state.name.span,
                 f"mark the state the flow starts in: `initial state {first_state.name.name}`",
             )
+        self._check_hierarchy()
+
+    def _walk_states(
+        self,
+        decls: Iterable[ast.StateDecl | ast.HistoryDecl],
+        path: tuple[str, ...],
+        parent: int | None,
+        out: list[tuple[tuple[str, ...], ast.StateDecl | ast.HistoryDecl, int | None]],
+    ) -> None:
+        """Pre-order: each state (or history) with its path and the index of its parent in
+        `out`; a name repeated among siblings is reported and its second state dropped."""
+        siblings: dict[str, ast.StateDecl | ast.HistoryDecl] = {}
+        for decl in decls:
+            name = decl.name.name
+            first = siblings.get(name)
+            if first is not None:
+                where = f" in `{'.'.join(path)}`" if path else ""
+                self.error(
+                    "E103",
+                    f"state `{name}` is declared twice{where}",
+                    decl.name.span,
+                    f"first declared on line {first.name.span.line}",
+                )
+                continue
+            siblings[name] = decl
+            out.append(((*path, name), decl, parent))
+            if isinstance(decl, ast.StateDecl):
+                self._check_modifiers(decl)
+                self._check_meta_keys(decl)
+                self._walk_states(decl.children, (*path, name), len(out) - 1, out)
+
+    def _name_nodes(
+        self, paths: list[tuple[tuple[str, ...], ast.StateDecl | ast.HistoryDecl, int | None]]
+    ) -> None:
+        """IR names: the short name where no other state has it, else the path from the top
+        (a top-level state always keeps its short name)."""
+        counts: dict[str, int] = {}
+        for path, _, _ in paths:
+            counts[path[-1]] = counts.get(path[-1], 0) + 1
+        names = [
+            path[-1] if len(path) == 1 or counts[path[-1]] == 1 else ".".join(path)
+            for path, _, _ in paths
+        ]
+        nodes = self.symbols.nodes
+        for (path, decl, parent), name in zip(paths, names, strict=True):
+            parent_name = names[parent] if parent is not None else None
+            nodes[name] = StateNode(name, path, decl, parent_name, kind=_node_kind(decl))
+            if parent_name is not None:
+                nodes[parent_name].children.append(name)
+            if isinstance(decl, ast.StateDecl):
+                self.symbols.states[name] = decl
+            if nodes[name].kind in ("compound", "parallel"):
+                self.symbols.done_events[f"done.state.{name}"] = name
+
+    def _check_hierarchy(self) -> None:
+        """The shape of compound and parallel states and of history pseudo-states."""
+        nodes = self.symbols.nodes
+        for node in nodes.values():
+            decl = node.decl
+            parent = nodes[node.parent] if node.parent is not None else None
+            if isinstance(decl, ast.HistoryDecl):
+                if parent is None or parent.kind not in ("compound", "parallel"):
+                    where = (
+                        "at the top level"
+                        if parent is None
+                        else f"in `{parent.dotted}`, which has no child states"
+                    )
+                    self.error(
+                        "E131",
+                        f"history `{decl.name.name}` {where}",
+                        decl.name.span,
+                        "a history remembers the active child states of a compound or parallel "
+                        "state: declare it inside one",
+                    )
+                continue
+            child_states = [nodes[c] for c in node.children if nodes[c].kind != "history"]
+            if child_states and (decl.has("final") or decl.has("choice")):
+                word = "final" if decl.has("final") else "choice"
+                self.error(
+                    "E137",
+                    f"{word} state `{node.dotted}` has child states",
+                    decl.name.span,
+                    "only an ordinary state can be compound: remove `" + word + "`, or move "
+                    "the child states out",
+                )
+                continue
+            if decl.has("parallel") and not child_states:
+                self.error(
+                    "E137",
+                    f"parallel state `{node.dotted}` has no regions",
+                    decl.name.span,
+                    "declare its regions inside it (`state A { ... }  state B { ... }`), or "
+                    "remove `parallel`",
+                )
+                continue
+            if decl.has("parallel"):
+                for child in child_states:
+                    child_decl = child.decl
+                    assert isinstance(child_decl, ast.StateDecl)
+                    if child_decl.has("initial"):
+                        span = next(m.span for m in child_decl.modifiers if m.name == "initial")
+                        self.error(
+                            "E133",
+                            f"region `{child.dotted}` of parallel state `{node.dotted}` is "
+                            "marked `initial`",
+                            span,
+                            "every region of a parallel state is entered: remove `initial`",
+                        )
+            elif child_states:
+                initials = [
+                    c
+                    for c in child_states
+                    if isinstance(c.decl, ast.StateDecl) and c.decl.has("initial")
+                ]
+                if not initials:
+                    first = child_states[0]
+                    self.error(
+                        "E132",
+                        f"compound state `{node.dotted}` has no initial child state",
+                        decl.name.span,
+                        f"mark the child it starts in: `initial state {first.path[-1]}`",
+                    )
+                for extra in initials[1:]:
+                    extra_decl = extra.decl
+                    assert isinstance(extra_decl, ast.StateDecl)
+                    self.error(
+                        "E132",
+                        f"`{extra.dotted}` is a second initial child of `{node.dotted}`",
+                        extra_decl.modifiers[0].span,
+                        f"`{initials[0].path[-1]}` is already initial; a compound state starts "
+                        "in one child",
+                    )
+
+    def state_ref(self, written: ast.Ident) -> str | None:
+        """The IR name of the state a written name means; reports an unknown (E104) or an
+        ambiguous one (E130) and returns None."""
+        node = self.symbols.nodes.get(written.name)
+        if node is not None and node.parent is None:
+            return written.name  # a top-level state (every state of a flat flow)
+        found = self.symbols.state_candidates(written.name)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            known = {*self.symbols.nodes, *(n.dotted for n in self.symbols.nodes.values())}
+            self.error(
+                "E104",
+                f"unknown state `{written.name}`",
+                written.span,
+                suggest(written.name, sorted(known)),
+            )
+            return None
+        paths = [self.symbols.nodes[n].dotted for n in found]
+        listed = ", ".join(f"`{p}`" for p in paths)
+        self.error(
+            "E130",
+            f"state name `{written.name}` is ambiguous: it may mean {listed}",
+            written.span,
+            f"write the path that names one: `{paths[0]}`",
+        )
+        return None
 
     def _check_meta_keys(self, decl: ast.StateDecl) -> None:
         # Within one block the parser reports duplicates; here, across a state's blocks.
@@ -512,6 +722,15 @@ class Resolver:
                 "a state cannot be both `final` and `choice`",
                 decl.name.span,
                 "a choice state routes onwards at once; a final state ends the flow",
+            )
+        if "parallel" in seen and seen & {"final", "choice"}:
+            other = "final" if "final" in seen else "choice"
+            self.error(
+                "E111",
+                f"a state cannot be both `parallel` and `{other}`",
+                decl.name.span,
+                "a parallel state runs its regions side by side; it completes when every "
+                "region reaches a final child",
             )
         if {"initial", "final"} <= seen:
             self.error(
@@ -556,8 +775,14 @@ class Resolver:
         default = self._unhandled_policy(
             [d for d in decls if isinstance(d, ast.UnhandledDecl)], "this flow"
         )
+        #: each state's own policy, else the nearest enclosing state's (document order: a
+        #: parent is settled before its children)
+        policies: dict[str, str | None] = {}
         for name, state in self.symbols.states.items():
             own = self._unhandled_policy(list(state.unhandled), f"state `{name}`")
+            parent = self.symbols.nodes[name].parent
+            policies[name] = own or (policies.get(parent) if parent is not None else None)
+            own = policies[name]
             if state.unhandled and (state.has("final") or state.has("choice")):
                 kind = "final" if state.has("final") else "choice"
                 self.error(
@@ -596,11 +821,113 @@ class Resolver:
 
     # ---- rules -------------------------------------------------------------------------
     def _check_rules(self) -> None:
-        for state in self.symbols.states.values():
+        states = self.symbols.states
+        for name, state in states.items():
             self._check_state_rules(state)
+            rules = tuple(self._resolve_rule(rule, name) for rule in state.rules)
+            if rules != state.rules:
+                states[name] = replace(state, rules=rules)
         for rule in self.symbols.global_rules:
             self._check_rule_names(rule)
+        self.symbols.global_rules = [
+            self._resolve_rule(rule, None) for rule in self.symbols.global_rules
+        ]
+        self._check_history_defaults()
         self._expand_event_lists()
+
+    def _resolve_rule(self, rule: ast.Rule, source: str | None) -> ast.Rule:
+        """Checks the names a rule uses and returns it with its target and completion events
+        written as IR names (so later passes need not know about scoped names). The names
+        themselves were checked (`_check_rule_names`)."""
+        changes: dict[str, object] = {}
+        listed = rule.listed_events
+        if any(e.name.startswith("done.state.") for e in listed):
+            done = [self._done_event(e) for e in listed]
+            changes["event"] = done[0]
+            changes["more_events"] = tuple(done[1:])
+        target = rule.target
+        if target is not None and target.name != "self":
+            resolved = self.state_ref(target)
+            if resolved is not None:
+                if resolved != target.name:
+                    changes["target"] = ast.Ident(resolved, target.span)
+                if source is not None:
+                    self._check_regions(source, resolved, target)
+        return replace(rule, **changes) if changes else rule  # type: ignore[arg-type]
+
+    def _done_event(self, event: ast.Ident) -> ast.Ident:
+        """`done.state.X` with X resolved to its IR name (E136 when X never completes)."""
+        prefix = "done.state."
+        if not event.name.startswith(prefix) or event.name in self.symbols.events:
+            return event
+        written = ast.Ident(event.name[len(prefix) :], event.span)
+        resolved = self.state_ref(written)
+        if resolved is None:
+            return event
+        node = self.symbols.nodes[resolved]
+        if node.kind not in ("compound", "parallel"):
+            self.error(
+                "E136",
+                f"`{event.name}`: state `{node.dotted}` has no child states, so it never completes",
+                event.span,
+                "only a compound state (on reaching a final child) or a parallel state (when "
+                "every region is final) raises a `done.state` event",
+            )
+            return event
+        return ast.Ident(prefix + resolved, event.span)
+
+    def _check_regions(self, source: str, target: str, span_of: ast.Ident) -> None:
+        """E134: a rule inside one region of a parallel state may not lead into another."""
+        symbols = self.symbols
+        if symbols.nodes[source].parent is None or symbols.nodes[target].parent is None:
+            return  # a rule of a top-level state, or a target outside every parallel state
+        source_chain = [source, *symbols.ancestors(source)]
+        target_chain = [target, *symbols.ancestors(target)]
+        for region in source_chain:
+            parent = symbols.nodes[region].parent
+            if parent is None or symbols.nodes[parent].kind != "parallel":
+                continue
+            if parent in target_chain and region not in target_chain:
+                other = next((t for t in target_chain if symbols.nodes[t].parent == parent), None)
+                if other is None:
+                    return  # to the parallel state itself: it is left and entered again
+                self.error(
+                    "E134",
+                    f"transition crosses regions: `{symbols.nodes[source].dotted}` is in region "
+                    f"`{symbols.nodes[region].dotted}`, `{symbols.nodes[target].dotted}` in "
+                    f"region `{symbols.nodes[other].dotted}` of parallel state "
+                    f"`{symbols.nodes[parent].dotted}`",
+                    span_of.span,
+                    f"regions run side by side; leave `{symbols.nodes[parent].dotted}` (a rule "
+                    "on it, or a target outside it), or raise an event the other region handles",
+                )
+                return
+
+    def _check_history_defaults(self) -> None:
+        nodes = self.symbols.nodes
+        for name, node in nodes.items():
+            decl = node.decl
+            if not isinstance(decl, ast.HistoryDecl) or decl.default is None:
+                continue
+            resolved = self.state_ref(decl.default)
+            if resolved is None or node.parent is None:
+                continue
+            if node.parent not in self.symbols.ancestors(resolved) or resolved == name:
+                self.error(
+                    "E135",
+                    f"the default of history `{node.dotted}` is `{nodes[resolved].dotted}`, "
+                    f"which is not inside `{nodes[node.parent].dotted}`",
+                    decl.default.span,
+                    f"a history enters a state of its own parent: name a state inside "
+                    f"`{nodes[node.parent].dotted}`",
+                )
+            elif nodes[resolved].kind == "history":
+                self.error(
+                    "E135",
+                    f"the default of history `{node.dotted}` is another history",
+                    decl.default.span,
+                    "name a state to enter when nothing is recorded yet",
+                )
 
     def _expand_event_lists(self) -> None:
         """`on a, b -> X` and `on error.* -> X` become one rule per event, in the order listed
@@ -623,7 +950,7 @@ class Resolver:
                 if listed.name.endswith(".*"):
                     for event in _matching(listed.name, events):
                         covered.setdefault(event, ast.Ident(event, listed.span))
-                elif listed.name in events:
+                elif listed.name in events or listed.name in self.symbols.done_events:
                     covered.setdefault(listed.name, listed)
             if not covered:  # every name unknown (reported): typecheck the rule as written
                 yield rule
@@ -653,8 +980,8 @@ class Resolver:
                     "`else` must be the last rule of a choice state",
                 )
             if is_choice:
-                if rule.kind in ("on", "after"):
-                    word = "`on`" if rule.kind == "on" else "`after`"
+                if rule.kind in ("on", "after", "always"):
+                    word = f"`{rule.kind}`"
                     self.error(
                         "E112",
                         f"{word} rules are not allowed in a choice state",
@@ -718,6 +1045,8 @@ class Resolver:
                         suggest(listed.name, _prefix_patterns(events))
                         or f"declare one: `event {prefix}NAME`",
                     )
+            elif listed.name.startswith("done.state.") and listed.name not in events:
+                pass  # a completion event: `_done_event` checks the state it names
             elif listed.name not in events:
                 self.error(
                     "E105",
@@ -725,12 +1054,12 @@ class Resolver:
                     listed.span,
                     suggest(listed.name, events) or f"declare it: `event {listed.name}`",
                 )
-        target = rule.target
-        if target is not None and target.name != "self":
-            self._check_state_exists(target)
 
     def _check_state_exists(self, name: ast.Ident, otherwise: str | None = None) -> None:
         """E104 unless `name` is a state, with a did-you-mean (else `otherwise`) as help."""
+        if self.symbols.hierarchical:
+            self.state_ref(name)
+            return
         if name.name not in self.symbols.states:
             self.error(
                 "E104",
@@ -816,6 +1145,17 @@ class Resolver:
 
 #: what `unhandled` may say: refuse with `event_not_accepted` (the default), or ignore
 UNHANDLED_POLICIES = ("refuse", "ignore")
+
+
+def _node_kind(decl: ast.StateDecl | ast.HistoryDecl) -> str:
+    if isinstance(decl, ast.HistoryDecl):
+        return "history"
+    modifiers = {m.name for m in decl.modifiers} if decl.modifiers else ()
+    if "parallel" in modifiers:
+        return "parallel"
+    if decl.children and decl.child_states:
+        return "compound"
+    return "final" if "final" in modifiers else "choice" if "choice" in modifiers else "normal"
 
 
 def _lists_events(rule: ast.Rule) -> bool:

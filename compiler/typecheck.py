@@ -103,7 +103,9 @@ class TypeChecker:
     def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
         if rule.covers and rule.event is not None and rule.event.name != rule.covers[0]:
             return  # one copy of `on a, b -> X`: the first copy checks it for every event
-        if rule.event is not None:
+        if rule.event is not None and rule.event.name in self.symbols.done_events:
+            scope = Scope(None, "on a completion event (`done.state` events carry no payload)")
+        elif rule.event is not None:
             info = self.symbols.events.get(rule.event.name)
             # An unknown event was reported by resolve; check the rest without `event.` noise.
             scope = Scope(info) if info is not None else _UNKNOWN_EVENT_SCOPE
@@ -115,6 +117,7 @@ class TypeChecker:
                 "direct": "on a direct edge (`-> X` is taken by an explicit go-to, not an event)",
                 "else": "on a routing rule",
                 "after": "on a timer",
+                "always": "on an eventless `always` rule",
             }[rule.kind]
             if state is not None and state.has("choice") and rule.kind == "direct":
                 where = "in a choice state (routing happens on entry, not on an event)"

@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W312, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W316, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.lint import cycles, reach, transitions, usage
+from flowc.compiler.lint import cycles, reach, regions, transitions, usage
 from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.lint.suppress import apply as apply_suppressions
 from flowc.compiler.lint.suppress import codes_naming_no_warning
@@ -38,6 +38,9 @@ RULES: dict[str, Rule] = {
     "W310": usage.unused_events,
     "W311": usage.unused_enums,
     "W312": usage.unused_context_fields,
+    "W314": reach.unreachable_descendants,
+    "W315": regions.never_completes,
+    "W316": regions.shared_writes,
 }
 
 

@@ -63,6 +63,15 @@ class FlowGraph:
     forward: nx.DiGraph = field(init=False)
     #: Live `back` edges: source -> targets (not in `forward` unless also a forward edge).
     back: dict[str, set[str]] = field(init=False)
+    #: Whether any state has a parent (compound or parallel states: IR version 2). A flat flow
+    #: is analysed exactly as before; the hierarchy adds the moves below to reachability.
+    hierarchical: bool = field(init=False)
+    #: state -> its parent, for nested states
+    parent: dict[str, str] = field(init=False)
+    #: Moves that entering a state makes by itself: a compound state enters its initial child,
+    #: a parallel state each region, a history its default (or its parent's initial children).
+    #: Kept out of `forward`: they are not transitions, and would make every compound a cycle.
+    entering: dict[str, set[str]] = field(init=False)
 
     def __post_init__(self) -> None:
         flow = self.flow
@@ -96,6 +105,48 @@ class FlowGraph:
                 pairs.append((t.source, target))
         forward.add_edges_from(pairs)
         self.forward = forward
+        self.parent = {st.name: st.parent for st in flow.states if st.parent is not None}
+        self.hierarchical = bool(self.parent)
+        self.entering = self._entering() if self.hierarchical else {}
+
+    def _entering(self) -> dict[str, set[str]]:
+        children: dict[str, list[State]] = defaultdict(list)
+        for st in self.flow.states:
+            if st.parent is not None:
+                children[st.parent].append(st)
+
+        def entered(name: str) -> set[str]:
+            state = self.states[name]
+            kids = [c for c in children.get(name, []) if c.kind != "history"]
+            if state.kind == "parallel":
+                return {c.name for c in kids}
+            return {c.name for c in kids if c.initial}
+
+        found: dict[str, set[str]] = {}
+        for st in self.flow.states:
+            if st.kind == "history" and st.parent is not None:
+                found[st.name] = {st.default} if st.default else entered(st.parent)
+            elif st.kind in ("compound", "parallel"):
+                found[st.name] = entered(st.name)
+        return found
+
+    def ancestors(self, name: str) -> list[str]:
+        """The states enclosing `name`, innermost first (none in a flat flow)."""
+        found: list[str] = []
+        parent = self.parent.get(name)
+        while parent is not None:
+            found.append(parent)
+            parent = self.parent.get(parent)
+        return found
+
+    def descendants(self, name: str) -> set[str]:
+        return {s for s in self.parent if name in self.ancestors(s)}
+
+    @cached_property
+    def finals(self) -> list[str]:
+        """The states where an instance ends: final states at the top level (a nested final
+        state completes its parent instead)."""
+        return [s.name for s in self.flow.states if s.kind == "final" and s.parent is None]
 
     # ---- facts shared by several rules ----------------------------------------------------
 
@@ -120,10 +171,28 @@ class FlowGraph:
         return t.guard is None or self.constant.get(t.index) is True
 
     def successors(self, name: str) -> set[str]:
-        """Where the live transitions of `name` lead (itself included for self-loops)."""
+        """Where the live transitions of `name` lead (itself included for self-loops); in a
+        hierarchy, those of the states enclosing it too (their rules apply in it)."""
         found = set(self.forward.succ[name])
         found.update(self.back.get(name, ()))
+        for ancestor in self.ancestors(name):
+            found.update(self.forward.succ[ancestor])
+            found.update(self.back.get(ancestor, ()))
         return found
+
+    def _moves(self) -> dict[str, set[str]]:
+        """Every move one state can lead to another by: live transitions, entering a compound
+        or parallel state or a history, and (in a hierarchy) from a state to its parent, which
+        is active with it and whose rules apply in it."""
+        moves: dict[str, set[str]] = defaultdict(set)
+        for name in self.states:
+            moves[name].update(self.forward.succ[name])
+            moves[name].update(self.back.get(name, ()))
+        for name, entered in self.entering.items():
+            moves[name].update(entered)
+        for name, parent in self.parent.items():
+            moves[name].add(parent)
+        return moves
 
     @cached_property
     def reachable(self) -> set[str]:
@@ -131,6 +200,8 @@ class FlowGraph:
         start = self.flow.initial
         if start not in self.states:
             return set()
+        if self.hierarchical:
+            return _walk([start], self._moves())
         succ = self.forward.succ
         back = self.back
         seen = {start}
@@ -146,6 +217,12 @@ class FlowGraph:
     @cached_property
     def can_finish(self) -> set[str]:
         """States from which some final state can be reached (finals included)."""
+        if self.hierarchical:
+            backwards: dict[str, set[str]] = defaultdict(set)
+            for name, nexts in self._moves().items():
+                for nxt in nexts:
+                    backwards[nxt].add(name)
+            return _walk(self.finals, backwards)
         before: dict[str, list[str]] = defaultdict(list)
         for source, targets in self.back.items():
             for target in targets:
@@ -221,6 +298,17 @@ class FlowGraph:
                 if self.unconditional(t):
                     closed[key] = t
         return found
+
+
+def _walk(starts: list[str], moves: dict[str, set[str]]) -> set[str]:
+    seen = set(starts)
+    stack = list(starts)
+    while stack:
+        for nxt in moves.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
 
 
 class _EnumCases:

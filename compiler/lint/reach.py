@@ -20,8 +20,8 @@ def unreachable_states(g: FlowGraph) -> Iterator[Diagnostic]:
         if target is not None and target != t.source and target not in reachable:
             incoming[target].append(t.source)
     for state in g.flow.states:
-        if state.name in reachable:
-            continue
+        if state.name in reachable or state.parent is not None:
+            continue  # a nested state: W314
         sources = incoming.get(state.name, [])
         if not sources:
             why = "no transition leads to it"
@@ -43,8 +43,8 @@ def unreachable_states(g: FlowGraph) -> Iterator[Diagnostic]:
 def dead_ends(g: FlowGraph) -> Iterator[Diagnostic]:
     """W302: a state that is not final but has no transition that can take it elsewhere."""
     for state in g.flow.states:
-        if state.kind == "final":
-            continue
+        if state.kind in ("final", "compound", "parallel", "history"):
+            continue  # an instance rests in atomic states only
         if g.successors(state.name) - {state.name}:
             continue
         own = g.outgoing.get(state.name, [])
@@ -70,7 +70,7 @@ def cannot_finish(g: FlowGraph) -> Iterator[Diagnostic]:
     mistake gives one warning. A flow without any final state gets a single warning on its
     initial state instead of one per state.
     """
-    finals = [s for s in g.flow.states if s.kind == "final"]
+    finals = [g.states[name] for name in g.finals]
     if not finals:
         initial = g.states.get(g.flow.initial)
         if initial is not None:
@@ -86,9 +86,13 @@ def cannot_finish(g: FlowGraph) -> Iterator[Diagnostic]:
     reachable = g.reachable
     for state in g.flow.states:
         name = state.name
-        if name in can_finish or name not in reachable:
+        if name in can_finish or name not in reachable or state.kind == "history":
             continue
-        if not g.successors(name) - {name}:
+        parent = g.parent.get(name)
+        if parent is not None and parent not in can_finish:
+            continue  # one warning, on the outermost state that cannot finish
+        compound = state.kind in ("compound", "parallel")
+        if not compound and not g.successors(name) - {name}:
             continue  # W302 already says it is stuck
         yield Diagnostic.make(
             "W303",
@@ -105,3 +109,30 @@ def _names(names: list[str]) -> str:
     if len(quoted) <= 1:
         return "".join(quoted)
     return ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def unreachable_descendants(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W314: a state inside a compound or parallel state that is never entered: entering its
+    parent enters only the initial child (a parallel state: every region), so any other child
+    needs a transition, a history, or a descendant that leads to it."""
+    if not g.hierarchical:
+        return
+    reachable = g.reachable
+    for state in g.flow.states:
+        parent = state.parent
+        if parent is None or state.name in reachable:
+            continue
+        if parent not in reachable:
+            continue  # the parent's own warning says it all
+        if state.kind == "history":
+            why = "no transition targets this history"
+            help_text = f"target it (`-> {state.name}`) to resume `{parent}`, or remove it"
+        else:
+            why = "it is not the initial child and no transition that can fire leads to it"
+            help_text = f"add a transition to `{state.name}`, or remove the state"
+        yield Diagnostic.make(
+            "W314",
+            f"state `{state.name}` inside `{parent}` can never be entered: {why}",
+            g.state_span(state),
+            help=help_text,
+        )

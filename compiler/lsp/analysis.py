@@ -149,6 +149,10 @@ class FileIndex:
             return f"`{new_name}` is not a name"
         if new_name in keywords() or new_name == "self":
             return f"`{new_name}` is a keyword"
+        if occurrence.kind == "state" and any(
+            "." in self._text(o.span) for o in self.references(occurrence)
+        ):
+            return "this state is written by its path somewhere; rename it in the source"
         taken = self._names_of(occurrence)
         if new_name in taken and new_name != occurrence.name:
             return f"a {KIND_WORDS[occurrence.kind]} named `{new_name}` already exists"
@@ -182,11 +186,22 @@ class FileIndex:
 
     def _describe(self, o: Occurrence, s: Symbols) -> str | None:
         kind = o.kind
+        node = s.nodes.get(o.name) if kind == "state" else None
+        if node is not None and isinstance(node.decl, ast.HistoryDecl):
+            deep = " deep" if node.decl.deep else ""
+            default = f" -> {node.decl.default.name}" if node.decl.default is not None else ""
+            head = f"history{deep} {node.path[-1]}{default}"
+            return f"```flow\n{head}\n```\n\nhistory of `{node.parent}`"
         if kind == "state" and o.name in s.states:
             decl = s.states[o.name]
             modifiers = " ".join(m.name for m in decl.modifiers)
             head = f"{modifiers} state {o.name}".strip()
             lines = [f"```flow\n{head}\n```"]
+            if node is not None and node.parent is not None:
+                lines.append(f"inside `{node.parent}`")
+            if node is not None and node.kind in ("compound", "parallel"):
+                count = len(node.children)
+                lines.append(f"{node.kind}, {count} child state{'' if count == 1 else 's'}")
             if decl.title is not None:
                 lines.append(decl.title.value)
             meta: dict[str, object] = {}
@@ -335,11 +350,8 @@ class FileIndex:
                 found.append(
                     Outline(decl.name.name, "event", decl.span, decl.name.span, None, params)
                 )
-            elif isinstance(decl, ast.StateDecl):
-                detail = " ".join(m.name for m in decl.modifiers) or None
-                if decl.title is not None:
-                    detail = f"{detail or ''} {_title(decl.title)}".strip()
-                found.append(Outline(decl.name.name, "state", decl.span, decl.name.span, detail))
+            elif isinstance(decl, ast.StateDecl | ast.HistoryDecl):
+                found.append(_state_outline(decl))
         return found
 
     def _field_outline(self, decl: ast.FieldDecl, kind: Kind) -> Outline:
@@ -373,12 +385,8 @@ class FileIndex:
                     self._field_parts(p, s)
                 for req in decl.requires:
                     self._expr(req.guard, event, s)
-            elif isinstance(decl, ast.StateDecl):
-                self._add("state", (decl.name.name,), decl.name.span, True)
-                for block in decl.blocks:
-                    self._actions(block.actions, None, s)
-                for rule in decl.rules:
-                    self._rule(rule, s)
+            elif isinstance(decl, ast.StateDecl | ast.HistoryDecl):
+                self._state(decl, (), s)
             elif isinstance(decl, ast.Rule):
                 self._rule(decl, s)
             elif isinstance(decl, ast.MigrateDecl):
@@ -388,6 +396,33 @@ class FileIndex:
                             self._add("state", (item.new.name,), item.new.span, False)
                         elif item.kind == "field" and item.new.name in s.context:
                             self._add("field", (item.new.name,), item.new.span, False)
+
+    def _state(
+        self, decl: ast.StateDecl | ast.HistoryDecl, outer: tuple[str, ...], s: Symbols
+    ) -> None:
+        path = (*outer, decl.name.name)
+        # a nested state is known by its IR name (its path where its short name repeats)
+        found = s.state_candidates(".".join(path)) if outer else [decl.name.name]
+        self._add("state", (found[0] if found else decl.name.name,), decl.name.span, True)
+        if isinstance(decl, ast.HistoryDecl):
+            if decl.default is not None:
+                self._state_ref(decl.default, s)
+            return
+        for block in decl.blocks:
+            self._actions(block.actions, None, s)
+        for rule in decl.rules:
+            self._rule(rule, s)
+        for child in decl.children:
+            self._state(child, path, s)
+
+    def _state_ref(self, written: ast.Ident, s: Symbols) -> None:
+        """A state named in a rule: by its short name, or by a path that names one state."""
+        if written.name in s.states:
+            self._add("state", (written.name,), written.span, False)
+            return
+        found = s.state_candidates(written.name)
+        if len(found) == 1:
+            self._add("state", (found[0],), written.span, False)
 
     def _field_parts(self, decl: ast.FieldDecl, s: Symbols) -> None:
         self._type(decl.type, s)
@@ -408,8 +443,8 @@ class FileIndex:
         for listed in rule.listed_events:
             if listed.name in s.events:
                 self._add("event", (listed.name,), listed.span, False)
-        if rule.target is not None and rule.target.name in s.states:
-            self._add("state", (rule.target.name,), rule.target.span, False)
+        if rule.target is not None and rule.target.name != "self":
+            self._state_ref(rule.target, s)
         if rule.guard is not None:
             self._expr(rule.guard, event, s)
         self._actions(rule.actions, event, s)
@@ -489,6 +524,17 @@ class FileIndex:
         lines += [self.source.line_text(n) for n in range(span.line + 1, span.end_line)]
         lines.append(self.source.line_text(span.end_line)[: span.end_column - 1])
         return " ".join(part.strip() for part in lines)
+
+
+def _state_outline(decl: ast.StateDecl | ast.HistoryDecl) -> Outline:
+    """A state with its child states (and histories) nested under it."""
+    if isinstance(decl, ast.HistoryDecl):
+        return Outline(decl.name.name, "state", decl.span, decl.name.span, "history")
+    detail = " ".join(m.name for m in decl.modifiers) or None
+    if decl.title is not None:
+        detail = f"{detail or ''} {_title(decl.title)}".strip()
+    children = tuple(_state_outline(child) for child in decl.children)
+    return Outline(decl.name.name, "state", decl.span, decl.name.span, detail, children)
 
 
 def _title(text: ast.Text | None) -> str | None:

@@ -95,6 +95,31 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E127", "flow demo\nunhandled ignor\ninitial state A\n", 2, 11),
     ("E126", "flow demo\nevent error.net\ninitial state A { on eror.* -> A }\n", 3, 22),
     (
+        "E130",
+        "flow demo\nevent go\ninitial state A { on go -> P }\n"
+        "state B { initial state P }\nstate C { initial state P }\n",
+        3,
+        28,
+    ),
+    ("E131", "flow demo\ninitial state A { history H }\n", 2, 27),
+    ("E132", "flow demo\ninitial state A {\n  state B\n}\n", 2, 15),
+    ("E133", "flow demo\ninitial parallel state P {\n  initial state A\n  state B\n}\n", 3, 3),
+    (
+        "E134",
+        "flow demo\nevent go\ninitial parallel state P {\n"
+        "  state A { initial state A1 { on go -> B1 } }\n  state B { initial state B1 }\n}\n",
+        4,
+        41,
+    ),
+    (
+        "E135",
+        "flow demo\ninitial state A {\n  initial state A1\n  history H -> B\n}\nstate B\n",
+        4,
+        16,
+    ),
+    ("E136", "flow demo\nevent go\ninitial state A { on done.state.A -> A }\n", 3, 22),
+    ("E137", "flow demo\ninitial state A\nfinal state Z { initial state Z1 }\n", 3, 13),
+    (
         "E212",
         "flow demo\nevent a(x: int)\nevent b(x: str)\n"
         "initial state A { on a, b if event.x == 1 -> A }\n",

@@ -368,3 +368,46 @@ def test_syntax_added_to_the_grammar_formats_without_a_change_to_the_formatter()
         "}\n"
     )
     assert _layout(formatted, parser) == formatted
+
+
+NESTED = """\
+flow oven
+event go
+event pause
+initial parallel state Oven {
+state Heat { initial state Off { on go -> On }
+state On { on pause -> Off }
+history deep Last
+-> On }
+state Light { initial state Dark { always -> Dark } }
+on pause -> Oven.Heat.Last
+}
+"""
+
+
+def test_nested_states_are_indented_by_level_and_a_history_default_continues_its_line() -> None:
+    assert fmt(NESTED) == (
+        "flow oven\n"
+        "event go\n"
+        "event pause\n"
+        "initial parallel state Oven {\n"
+        "  state Heat {\n"
+        "    initial state Off { on go -> On }\n"
+        "    state On { on pause -> Off }\n"
+        "    history deep Last\n"
+        "      -> On\n"
+        "  }\n"
+        "  state Light { initial state Dark { always -> Dark } }\n"
+        "  on pause -> Oven.Heat.Last\n"
+        "}\n"
+    )
+    assert meaning(compiled(fmt(NESTED))) == meaning(compiled(NESTED))
+
+
+def test_nested_states_with_scrambled_layout_format_idempotently_to_the_same_meaning() -> None:
+    text = fmt(NESTED)
+    for seed in range(5):
+        messy = scrambled(text, random.Random(f"nested{seed}"))
+        formatted = fmt(messy)
+        assert fmt(formatted) == formatted
+        assert meaning(compiled(formatted)) == meaning(compiled(text))

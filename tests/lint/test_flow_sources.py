@@ -110,6 +110,31 @@ CASES = [
         "flow d\nevent go\ninitial state A { on go -> DONE }  # flowc: allow W301\n"
         "final state DONE\n",
     ),
+    (
+        "W314",
+        "flow d\nevent go\ninitial state A {\n initial state A1 { on go -> DONE }\n"
+        " state A2 { on go -> DONE }\n}\nfinal state DONE\n",
+        "flow d\nevent go\nevent park\ninitial state A {\n initial state A1 { on park -> A2 }\n"
+        " state A2 { on go -> DONE }\n}\nfinal state DONE\n",
+    ),
+    (
+        "W315",
+        "flow d\nevent go\ninitial state A {\n initial state A1 { on go -> A1 }\n"
+        " final state A2\n on done.state.A -> DONE\n}\nfinal state DONE\n",
+        "flow d\nevent go\ninitial state A {\n initial state A1 { on go -> A2 }\n"
+        " final state A2\n on done.state.A -> DONE\n}\nfinal state DONE\n",
+    ),
+    (
+        "W316",
+        "flow d\ncontext { n: int = 0 }\nevent go\nevent stop\ninitial parallel state P {\n"
+        " state R1 { initial state A { on go -> A do n = 1 } }\n"
+        " state R2 { initial state B { on go -> B do n = 2 } }\n on stop -> DONE\n}\n"
+        "final state DONE\n",
+        "flow d\ncontext { n: int = 0 }\nevent go\nevent stop\ninitial parallel state P {\n"
+        " state R1 { initial state A { on go -> A do n = 1 } }\n"
+        " state R2 { initial state B { on go -> DONE do n = 2 } }\n on stop -> DONE\n}\n"
+        "final state DONE\n",
+    ),
 ]
 
 

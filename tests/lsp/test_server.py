@@ -311,3 +311,46 @@ def test_a_duplicate_points_at_the_first_declaration(server: tuple[LspClient, st
     assert related["location"]["uri"] == uri
     assert related["location"]["range"]["start"] == pos(text, "DRAFT")
     assert "first declared here" in related["message"]
+
+
+NESTED = """flow oven
+event go
+event pause
+initial state Idle { on go -> Cooking }
+state Cooking {
+  initial state Heating { on pause -> Cooking.Paused }
+  state Paused { on go -> Again }
+  history Again
+}
+state Washing {
+  initial state Paused { on go -> Idle }
+}
+"""
+
+
+def test_nested_states_nest_in_the_outline_and_resolve_by_path(
+    server: tuple[LspClient, str],
+) -> None:
+    client, uri = server
+    client.open(uri, NESTED)
+    client.wait_for("textDocument/publishDiagnostics", uri=uri)
+    doc = {"textDocument": {"uri": uri}}
+    symbols = client.request("textDocument/documentSymbol", doc)
+    [cooking] = [s for s in symbols if s["name"] == "Cooking"]
+    assert [c["name"] for c in cooking["children"]] == ["Heating", "Paused", "Again"]
+    assert [s["name"] for s in symbols] == ["oven", "go", "pause", "Idle", "Cooking", "Washing"]
+
+    # `-> Cooking.Paused` leads to the `Paused` inside `Cooking`, not the one in `Washing`
+    target = client.request(
+        "textDocument/definition", {**doc, "position": pos(NESTED, "Cooking.Paused", 9)}
+    )
+    assert target["range"]["start"] == pos(NESTED, "Paused", 0, 1)
+    # and a history by its short name
+    target = client.request("textDocument/definition", {**doc, "position": pos(NESTED, "Again", 1)})
+    assert target["range"]["start"] == pos(NESTED, "Again", 0, 1)
+
+    hover = client.request("textDocument/hover", {**doc, "position": pos(NESTED, "Cooking", 1)})
+    text = str(hover["contents"]["value"])
+    assert "state Cooking" in text and "compound, 3 child states" in text
+    hover = client.request("textDocument/hover", {**doc, "position": pos(NESTED, "Paused {", 1, 1)})
+    assert "inside `Washing`" in str(hover["contents"]["value"])
