@@ -20,7 +20,14 @@ from flowc.runtime.store import open_store
 from flowc.runtime.store.durable import DurableFlows
 
 HERE = Path(__file__).resolve().parent
-TABLES = ("flowc_meta", "flowc_graphs", "flowc_instances", "flowc_history", "flowc_timers", "flowc_keys")
+TABLES = (
+    "flowc_meta",
+    "flowc_graphs",
+    "flowc_instances",
+    "flowc_history",
+    "flowc_timers",
+    "flowc_keys",
+)
 
 
 def fill(flows: DurableFlows) -> None:
