@@ -424,3 +424,82 @@ def test_a_compound_needs_an_initial_child() -> None:
     chart = Chart("x", {}).state("A", "compound", initial=True).state("B", parent="A")
     with pytest.raises(IRLoadError, match="exactly one initial child"):
         Machine(chart.ir())
+
+
+# ---- the rest of the API -----------------------------------------------------------------------
+
+
+def test_async_instances_read_the_configuration() -> None:
+    import asyncio
+
+    from flowc.runtime.aio import AsyncInstance
+
+    async def scenario() -> tuple[tuple[str, ...], bool]:
+        inst = AsyncInstance.start(oven().machine())
+        await inst.send("go")
+        return inst.configuration, inst.active("On")
+
+    assert asyncio.run(scenario()) == (("On", "Idle"), True)
+
+
+def test_a_choice_state_inside_a_compound_routes_in_the_same_step() -> None:
+    chart = (
+        Chart("route", {"go": {"k": "int"}})
+        .state("A", initial=True)
+        .state("C", "compound")
+        .state("Pick", "choice", parent="C", initial=True)
+        .state("Low", parent="C")
+        .state("High", parent="C")
+        .rule("A", "C", "go")
+        .rule("Pick", "High", kind="choice", guard=op(">", event("k"), lit(5)))
+        .rule("Pick", "Low", kind="else")
+    )
+    m = chart.machine()
+    r = ok(m.start().send("go", {"k": 9}))  # the route reads the event that led there
+    assert (r.to, r.via, r.configuration) == ("High", ("Pick",), ("C", "High"))
+    assert m.start().send("go", {"k": 1}).to == "Low"  # type: ignore[union-attr]
+
+
+def test_back_takes_a_backward_rule_of_an_ancestor() -> None:
+    chart = (
+        Chart("undo", {"go": {}, "work": {}, "stop": {}})
+        .state("Off", initial=True)
+        .state("On", "compound")
+        .state("Idle", parent="On", initial=True)
+        .state("Busy", parent="On")
+        .rule("Off", "On", "go")
+        .rule("Idle", "Busy", "work")
+        .rule("On", "Off", "stop", back=True)
+    )
+    inst = chart.machine().start()
+    inst.send("go")
+    inst.send("work")
+    assert refused(inst.send("stop")).kind == "backward_requires_force"
+    r = ok(inst.back(force=True))
+    assert r.to == "Off" and inst.configuration == ("Off",)
+
+
+def test_a_reject_rule_taken_for_a_raised_event_refuses_the_step() -> None:
+    chart = (
+        Chart("refuse", {"go": {}, "check": {}})
+        .state("A", initial=True)
+        .state("B")
+        .rule("A", "B", "go", do=(raise_("check"), add("n")))
+        .rule("B", None, "check", kind="reject", code="not_now")
+    )
+    inst = chart.machine().start()
+    before = frozen(inst)
+    r = refused(inst.send("go"))
+    assert (r.kind, r.code) == ("reject", "not_now")
+    assert frozen(inst) == before
+
+
+def test_invariants_put_the_configuration_back() -> None:
+    ir = oven().ir()
+    ir["invariants"] = [{"name": "small", "expr": op("<", ctx("n"), lit(1))}]
+    inst = Machine(ir, check_invariants=True).start()
+    inst.send("go")
+    inst.send("work")
+    r = refused(inst.send("ping"))  # Busy's rule counts n up to 1: broken, put back
+    assert r.kind == "invariant_violated"
+    assert inst.configuration == ("On", "Busy") and inst.get("n") == 0
