@@ -378,8 +378,11 @@ class Macrostep:
             recorded = self.histories.get(s.name)
             if recorded is None:
                 recorded = (s.default or parent.initial_child or parent.regions[0],)
+            # Every recorded state first, then their ancestors: a parallel ancestor then sees
+            # all its regions already covered (SCXML's order).
             for x in recorded:
                 self.add_descendants(x, into)
+            for x in recorded:
                 self.add_ancestors(x, parent, into)
             return
         into.add(s)
