@@ -222,17 +222,18 @@ def test_histories_survive_a_snapshot() -> None:
 def test_deep_history_restores_a_leaf_in_every_region() -> None:
     chart = (
         Chart("regions", {"a": {}, "b": {}, "away": {}, "back": {}})
-        .state("P", "parallel", initial=True)
+        .state("O", "compound", initial=True)
+        .state("P", "parallel", parent="O", initial=True)
         .state("R1", "compound", parent="P")
         .state("A1", parent="R1", initial=True)
         .state("A2", parent="R1")
         .state("R2", "compound", parent="P")
         .state("B1", parent="R2", initial=True)
         .state("B2", parent="R2")
-        .state("Back", "history", parent="P", history="deep")
+        .state("Back", "history", parent="O", history="deep")
         .state("Away")
         .rule("B1", "B2", "b")
-        .rule("P", "Away", "away")
+        .rule("O", "Away", "away")
         .rule("Away", "Back", "back")
     )
     inst = chart.machine().start()
@@ -240,7 +241,7 @@ def test_deep_history_restores_a_leaf_in_every_region() -> None:
     ok(inst.send("away"))
     assert inst.state == "Away"
     ok(inst.send("back"))
-    assert inst.configuration == ("P", "R1", "A1", "R2", "B2")
+    assert inst.configuration == ("O", "P", "R1", "A1", "R2", "B2")
 
 
 # ---- raised events, eventless rules, run to completion -----------------------------------------
