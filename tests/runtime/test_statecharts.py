@@ -73,6 +73,43 @@ def test_the_innermost_rule_is_tried_first_then_the_ancestors() -> None:
     assert inst.state == "Off"
 
 
+def test_an_internal_self_rule_of_a_compound_leaves_nothing() -> None:
+    clock = FakeClock()
+    chart = (
+        oven()
+        .rule("On", "On", "work", do=(log("noted"),))  # tried after Idle's own `work` rule
+        .rule("On", "Off", after_ms=10_000)
+    )
+    inst = chart.machine(clock=clock).start()
+    inst.send("go")
+    inst.send("work")
+    clock.advance(5)
+    n = len(inst.get("log"))
+    ok(inst.send("work"))  # Busy has no `work` rule: On's internal one runs, nothing moves
+    assert inst.get("log")[n:] == ["noted"] and inst.state == "Busy"
+    assert [t["due"].timestamp() for t in inst.timers] == [clock() + 5]  # kept running
+
+
+def test_reenter_on_a_compound_restarts_it_from_its_initial_child() -> None:
+    clock = FakeClock()
+    chart = (
+        Chart("restart", {"work": {}, "reset": {}})
+        .state("On", "compound", initial=True, logged=True)
+        .state("Idle", parent="On", initial=True, logged=True)
+        .state("Busy", parent="On", logged=True)
+        .rule("Idle", "Busy", "work")
+        .rule("On", "On", "reset", reenter=True)
+        .rule("On", "On", after_ms=10_000)
+    )
+    inst = chart.machine(clock=clock).start()
+    inst.send("work")
+    clock.advance(4)
+    ok(inst.send("reset"))
+    assert inst.get("log")[-4:] == ["-Busy", "-On", "+On", "+Idle"]
+    assert inst.configuration == ("On", "Idle")
+    assert [t["due"].timestamp() for t in inst.timers] == [clock() + 10]  # restarted
+
+
 def test_goto_enters_the_default_descendants_and_lists_the_ancestors_edges() -> None:
     chart = oven().rule("Off", "On", kind="direct").rule("On", "Off", kind="direct")
     inst = chart.machine().start()
