@@ -413,12 +413,14 @@ class Macrostep:
 
 
 def summary_of(config: Iterable[CState]) -> CState:
-    leaves = sorted((s for s in config if s.atomic), key=_order)
+    # The innermost common ancestor is the same whichever leaf it is looked for from.
+    leaves = [s for s in config if s.atomic]
     first = leaves[0]
     if len(leaves) == 1:
         return first
+    rest = leaves[1:]
     for anc in first.ancestors:
-        if all(anc in leaf.ancestors for leaf in leaves[1:]):
+        if all(anc in leaf.ancestors for leaf in rest):
             return anc
     return first
 

@@ -496,6 +496,8 @@ class Machine:
         self._generating = threading.Lock()
         #: (state, event) -> its generated function
         self._written: dict[tuple[str, str], Dispatch] = {}
+        #: event -> the general path's dispatch, in a statechart
+        self._chart_steps: dict[str, Dispatch] = {}
         for state in states.values():
             state._loader = self
 
@@ -698,17 +700,21 @@ class Machine:
         the general path for the pair's first `hot_after` sends, then the generated function
         (both kept); the general path for an event the state has no rule for (not kept: hosts
         may send any name)."""
+        if self.chart:
+            # A statechart step runs on the general path (kernel.py's `Macrostep`): what it
+            # does depends on the whole configuration, not on one (state, event) pair.
+            if type(event) is not str or event not in self.events:
+                return general(event)
+            chart_step = self._chart_steps.get(event)
+            if chart_step is None:
+                chart_step = self._chart_steps[event] = general(event)
+            return chart_step
         try:
             known = event in state.on
         except TypeError:
             known = False
         if not known:
             return general(event)
-        if self.chart:
-            # A statechart step runs on the general path (kernel.py's `Macrostep`): what it
-            # does depends on the whole configuration, not on one (state, event) pair.
-            state.fast[event] = chart_step = general(event)
-            return chart_step
         if self.hot_after <= 0:
             return self._generated(state, event)
         with self._generating:
