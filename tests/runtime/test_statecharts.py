@@ -197,6 +197,52 @@ def test_the_hosts_cannot_send_a_done_event() -> None:
     assert "done.state.Review" not in {e.name for e in inst.accepted_events()}
 
 
+def two_regions(first_leaves: bool) -> Chart:
+    """`e` in both regions; one rule leaves the parallel state (the first region's when
+    `first_leaves`), the other stays inside its region."""
+    chart = (
+        Chart("conflict", {"e": {}})
+        .state("P", "parallel", initial=True)
+        .state("R1", "compound", parent="P")
+        .state("A", parent="R1", initial=True)
+        .state("A2", parent="R1")
+        .state("R2", "compound", parent="P")
+        .state("B", parent="R2", initial=True)
+        .state("B2", parent="R2")
+        .state("Out")
+    )
+    if first_leaves:
+        return chart.rule("A", "Out", "e").rule("B", "B2", "e")
+    return chart.rule("A", "A2", "e").rule("B", "Out", "e")
+
+
+def test_of_two_conflicting_rules_the_earlier_in_document_order_wins() -> None:
+    inst = two_regions(first_leaves=True).machine().start()
+    ok(inst.send("e"))
+    assert inst.configuration == ("Out",)
+    inst = two_regions(first_leaves=False).machine().start()
+    ok(inst.send("e"))  # B's rule would leave A's region too: A's, earlier, preempts it
+    assert inst.configuration == ("P", "R1", "A2", "R2", "B")
+
+
+def test_a_descendants_rule_preempts_its_ancestors_conflicting_rule() -> None:
+    chart = (
+        Chart("nested", {"e": {}})
+        .state("P", "parallel", initial=True)
+        .state("R1", "compound", parent="P")
+        .state("A", parent="R1", initial=True)
+        .state("R2", "compound", parent="P")
+        .state("B", parent="R2", initial=True)
+        .state("B2", parent="R2")
+        .state("Out")
+        .rule("P", "Out", "e")  # offered by A, which has no `e` rule of its own
+        .rule("B", "B2", "e")  # B's own: B is inside P, so this one wins
+    )
+    inst = chart.machine().start()
+    ok(inst.send("e"))
+    assert inst.configuration == ("P", "R1", "A", "R2", "B2")
+
+
 # ---- history -----------------------------------------------------------------------------------
 
 
