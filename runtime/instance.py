@@ -1568,7 +1568,10 @@ def _refused(
     """A statechart step refused by a `reject` rule taken for an internal event."""
     t = refused.rule
     fn = machine._refusal_data(t)
-    data = None if fn is None else copy_dict(fn(dict(c), refused.payload, t.source))
+    try:
+        data = None if fn is None else copy_dict(fn(dict(c), refused.payload, t.source))
+    except FAULTS as exc:
+        return _fault(machine, exc, f"the data of {t.describe()}", st, event, refused.payload, c)
     return machine.rejection(
         R.REJECT, st, event, refused.payload, c, data, code=t.code, template=t.message
     )

@@ -473,7 +473,8 @@ class Machine:
                 raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
             if self.hierarchical and states[source].history is not None:
                 raise IRLoadError(f"transition #{index} leaves history state {source!r}")
-            if kind == "always" or (v2 and t.get("actions") and _raises(t["actions"])):
+            raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
+            if kind == "always" or raises:
                 self.chart = True
             if kind == "timer":
                 after_ms = t.get("after_ms")
@@ -486,10 +487,11 @@ class Machine:
                 group.append(t)
         self._unwired = by_source
         self._wiring = threading.Lock()
-        if v2 and not self.chart:
-            self.chart = any(
-                _raises(s.get("entry")) or _raises(s.get("exit")) for s in raw["states"]
-            )
+        if v2:
+            for s in raw["states"]:
+                for block in ("entry", "exit"):
+                    if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
+                        self.chart = True
 
         self._compiler = ExprCompiler(self.limits)
         self._generator: Generator | None = None
@@ -505,6 +507,14 @@ class Machine:
         self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
         self.templates: dict[str, str] = dict(raw.get("templates") or {})
         self.template_cache = TemplateCache(self.limits)
+
+    def _raises(self, actions: Any, where: str) -> bool:
+        """Whether an action block raises events; each must be declared (`IRLoadError`)."""
+        names = _raised(actions)
+        for name in names:
+            if name not in self.events:
+                raise IRLoadError(f"{where} raises undeclared event {name!r}")
+        return bool(names)
 
     def _load_hierarchy(self) -> None:
         """Link and check the state hierarchy of an IR version 2 flow: parents listed before
@@ -973,17 +983,18 @@ def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
     CompiledFlow.from_json(text)
 
 
-def _raises(actions: Any) -> bool:
-    """Whether an action block (or an `if` inside it) raises an event."""
+def _raised(actions: Any) -> list[Any]:
+    """The events an action block (an `if` inside it included) raises."""
+    out = []
     for a in actions or ():
         if not isinstance(a, Mapping):
             continue
         if a.get("op") == "raise":
-            return True
-        branches = a.get("branches") or ()
-        if any(isinstance(b, Mapping) and _raises(b.get("actions")) for b in branches):
-            return True
-    return False
+            out.append(a.get("event"))
+        for b in a.get("branches") or ():
+            if isinstance(b, Mapping):
+                out += _raised(b.get("actions"))
+    return out
 
 
 def _mentions_event(node: Any) -> bool:

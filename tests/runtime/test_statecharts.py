@@ -528,6 +528,15 @@ def test_a_malformed_hierarchy_is_refused_at_loading(change: object, words: str)
         Machine(chart.ir())
 
 
+def test_raising_an_undeclared_event_is_refused_at_loading() -> None:
+    chart = Chart("x", {"go": {}}).state("A", initial=True, entry=(raise_("nope"),))
+    with pytest.raises(IRLoadError, match="the entry actions of A raises undeclared event 'nope'"):
+        Machine(chart.ir())
+    chart = Chart("x", {"go": {}}).state("A", initial=True).rule("A", "A", "go", do=(raise_("no"),))
+    with pytest.raises(IRLoadError, match="transition #0 raises undeclared event 'no'"):
+        Machine(chart.ir())
+
+
 def test_a_compound_needs_an_initial_child() -> None:
     chart = Chart("x", {}).state("A", "compound", initial=True).state("B", parent="A")
     with pytest.raises(IRLoadError, match="exactly one initial child"):
