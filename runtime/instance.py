@@ -398,7 +398,7 @@ class Instance:
             run = Macrostep((), {}, ctx, machine.limits.max_microsteps, out.raised)
             try:
                 run.enter_initial(initial)
-                run.settle(machine.events)
+                run.settle(machine.events, machine.eventless)
             except Refusal as refused:
                 return _refused(machine, refused, initial, None, ctx)
             except FAULTS as exc:
@@ -948,7 +948,7 @@ class Instance:
             run.p = p
             try:
                 run.microstep(run.resolve(ts) if len(ts) > 1 else ts, p)
-                run.settle(m.events)
+                run.settle(m.events, m.eventless)
             except Refusal as refused:
                 return _refused(m, refused, st, event, self._ctx)
             except FAULTS as exc:

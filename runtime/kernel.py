@@ -221,12 +221,13 @@ class Macrostep:
         self.taken = None
         return enabled
 
-    def settle(self, events: dict[str, CEvent]) -> None:
+    def settle(self, events: dict[str, CEvent], eventless: bool = True) -> None:
         """Run to completion: eventless rules first, then the internal events in order, each
         a microstep, until nothing is enabled and no internal event is left (or the instance
-        reached a top-level final state). An internal event no rule takes is dropped."""
+        reached a top-level final state). An internal event no rule takes is dropped.
+        `eventless`: whether the flow has eventless rules or choice states at all."""
         while not self.final:
-            ts = self.select(_eventless, self.p)
+            ts = self.select(_eventless, self.p) if eventless else None
             if ts:
                 self.microstep(self.resolve(ts), self.p)
                 continue

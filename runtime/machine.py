@@ -446,9 +446,13 @@ class Machine:
         self.chart: bool = False
         #: The `done.state.NAME` events the runtime declares (a flow may not send them).
         self.internal_events: frozenset[str] = frozenset()
+        #: Whether a statechart step must look for eventless rules after each microstep: the
+        #: flow has `always` rules or choice states (whose routes are tried the same way).
+        self.eventless: bool = False
         v2 = raw.get("ir_version", 1) >= 2
         if v2:
             self._load_hierarchy()
+            self.eventless = any(s.choice for s in self.states.values())
 
         # Every transition is checked now; the runtime structures of a state are built when
         # it is first used (`_wire_now`).
@@ -474,7 +478,9 @@ class Machine:
             if self.hierarchical and states[source].history is not None:
                 raise IRLoadError(f"transition #{index} leaves history state {source!r}")
             raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
-            if kind == "always" or raises:
+            if kind == "always":
+                self.chart = self.eventless = True
+            elif raises:
                 self.chart = True
             if kind == "timer":
                 after_ms = t.get("after_ms")
