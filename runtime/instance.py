@@ -517,7 +517,7 @@ class Instance:
                 for name, (ev, candidates) in leaf.on.items():
                     if name in internal or any(a.name == name for a in out):
                         continue
-                    if self._may_accept(leaf, ev, candidates, c):
+                    if self._may_accept(st, ev, candidates, c):
                         out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
             return out
         for name, (ev, candidates) in st.on.items():
@@ -553,7 +553,7 @@ class Instance:
                 if t.kind != "reject":
                     return True
                 continue  # may or may not refuse, depending on the payload
-            if t.guard is None or _holds(t.guard, c, st):
+            if t.guard is None or _holds(t.guard, c, t.source):
                 return t.kind != "reject"
         return False
 

@@ -123,6 +123,16 @@ def test_goto_enters_the_default_descendants_and_lists_the_ancestors_edges() -> 
     assert inst.state == "Off"
 
 
+def test_a_rule_of_an_ancestor_reads_its_own_state_in_guards() -> None:
+    on_itself = op("==", {"op": "state", "value": "name"}, lit("On"))
+    chart = oven().rule("On", "Off", "halt", guard=on_itself)
+    chart.events["halt"] = {}
+    inst = chart.machine().start()
+    inst.send("go")
+    assert "halt" in {e.name for e in inst.accepted_events()}  # judged as `send` judges it
+    assert ok(inst.send("halt")).to == "Off"
+
+
 def test_unhandled_ignore_is_inherited_from_an_ancestor() -> None:
     chart = (
         Chart("quiet", {"go": {}, "other": {}})
