@@ -953,9 +953,10 @@ class Instance:
                 return _refused(m, refused, st, event, self._ctx)
             except FAULTS as exc:
                 return _fault(m, exc, _chart_words(run, exc, None), st, event, p, self._ctx)
-        stuck = _stuck(m, run, st, event, p, self._ctx)
-        if stuck is not None:
-            return stuck
+        if m.eventless:  # a choice state left with no route holding (choice states only)
+            stuck = _stuck(m, run, st, event, p, self._ctx)
+            if stuck is not None:
+                return stuck
         # Commit: nothing below can fail.
         now = self._clock() if at is None else at
         config = tuple(sorted(run.config, key=_by_order))
@@ -978,7 +979,7 @@ class Instance:
         self._config = config
         self._hist = run.histories or None
         self._state = dest
-        self._timers = _due_order(kept) or None
+        self._timers = _due_order(kept) if kept else None
         if key is not None:
             self._remember(key, seq)
         r: StepResult = _new(StepResult)
