@@ -54,6 +54,13 @@ class AsyncInstance:
         return self.instance.state
 
     @property
+    def configuration(self) -> tuple[str, ...]:
+        return self.instance.configuration
+
+    def active(self, name: str) -> bool:
+        return self.instance.active(name)
+
+    @property
     def title(self) -> str:
         return self.instance.title
 

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
+from flowc.runtime.outputs import current_outputs
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -505,6 +506,8 @@ class ExprCompiler:
         fresh_depth: int,
     ) -> ActionBlock:
         op = raw.get("op")
+        if op == "raise":
+            return self._raise(raw)
         path = tuple(raw.get("target") or ())
         if not path or not all(isinstance(p, str) for p in path):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
@@ -541,6 +544,23 @@ class ExprCompiler:
         if op == "sub":
             return _update(path, lambda old, v: norm(old - v), value, fresh_depth)
         raise IRLoadError(f"unknown action op {op!r}")
+
+    def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
+        """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
+        checked against the event's fields when the kernel takes it, as a sent one is)."""
+        name = raw.get("event")
+        if not isinstance(name, str):
+            raise IRLoadError(f"`raise` needs an event name, got {name!r}")
+        node = raw.get("value")
+        payload = None if node is None else self.compile(node)
+
+        def raised(c: dict[str, Any], e: Any, s: Any) -> None:
+            out = current_outputs()
+            if out is None:  # only the statechart kernel runs blocks that raise
+                raise IRLoadError(f"`raise {name}` outside a statechart step")
+            out.raised.append((name, None if payload is None else payload(c, e, s)))
+
+        return raised
 
 
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:

@@ -18,6 +18,7 @@ context is copied only when an action will run, and history records a tuple per 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -28,10 +29,20 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
 from flowc.runtime.expr import FAULTS, describe_fault
-from flowc.runtime.kernel import Plan, Step, plan_of
+from flowc.runtime.kernel import (
+    Macrostep,
+    Microsteps,
+    Plan,
+    Refusal,
+    Step,
+    plan_of,
+    summary_of,
+    with_ancestors,
+)
 from flowc.runtime.limits import LimitExceeded, Limits, text_problem
 from flowc.runtime.machine import CTransition, Requirement
 from flowc.runtime.model import IRLoadError
+from flowc.runtime.outputs import collecting
 from flowc.runtime.rejections import Rejection, SnapshotError, UnknownTemplate
 from flowc.runtime.templating import EventVars, wrap
 from flowc.runtime.validate import Invalid, feedback, report
@@ -170,9 +181,11 @@ class StepResult(HistoryEntry):
     is in now. `replayed` is true when an idempotency key had already been applied: nothing
     ran this time and this is the earlier step."""
 
-    __slots__ = ("_c", "_j", "_m")
+    __slots__ = ("_c", "_g", "_j", "_m")
 
     _c: dict[str, Any]
+    #: a statechart's configuration after the step (set only by the statechart kernel)
+    _g: tuple[str, ...]
     _j: dict[str, str]
     _m: Machine
 
@@ -191,6 +204,15 @@ class StepResult(HistoryEntry):
     def context(self) -> dict[str, Any]:
         """The context right after this step."""
         return copy_dict(self._c)
+
+    @property
+    def configuration(self) -> tuple[str, ...]:
+        """Every state active right after this step, in document order: `(to,)` in a flat
+        flow; in a statechart the active states and their ancestors."""
+        try:
+            return self._g
+        except AttributeError:  # a flat flow's step (or a replayed one): its target alone
+            return (self._e[_TARGET],)
 
     def journal(self, name: str) -> str:
         """The entry journal `name` renders for this step (rendered once, then kept)."""
@@ -214,6 +236,8 @@ class StepResult(HistoryEntry):
         out = super().to_dict()
         out = {"ok": True, "from": out.pop("source"), "to": out.pop("target"), **out}
         out["trigger"] = self.trigger
+        with contextlib.suppress(AttributeError):  # a flat flow's step: `to` says it all
+            out["configuration"] = list(self._g)
         if self.replayed:
             out["replayed"] = True
         return out
@@ -280,8 +304,10 @@ class Instance:
     __slots__ = (
         "__weakref__",
         "_clock",
+        "_config",
         "_ctx",
         "_guarded",
+        "_hist",
         "_history",
         "_keys",
         "_m",
@@ -298,6 +324,11 @@ class Instance:
     _seq: int
     _history: list[Entry]
     _timers: Timers | None
+    #: A statechart's configuration (every active state, in document order) and recorded
+    #: histories (history state -> the states recorded); None for a flat flow, whose
+    #: configuration is `_state` alone.
+    _config: tuple[CState, ...] | None
+    _hist: dict[str, tuple[CState, ...]] | None
     _keys: dict[str, int] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
@@ -313,6 +344,8 @@ class Instance:
         self._subs = None
         self._timers = None
         self._guarded = False
+        self._config = None
+        self._hist = None
         self.id = id
         return self
 
@@ -328,6 +361,8 @@ class Instance:
             issues = report(machine.context_type, given, limits=machine.limits)
             data = feedback(issues, "Start the instance again with a corrected context.")
             return machine.rejection(R.INVALID_CONTEXT, initial, None, None, _EMPTY, data)
+        if machine.chart:
+            return cls._start_chart(machine, ctx, id, clock)
         state = initial
         via = _NO_VIA
         try:
@@ -352,6 +387,41 @@ class Instance:
             self._timers = _arm(state, now)
         return self
 
+    @classmethod
+    def _start_chart(
+        cls, machine: Machine, ctx: dict[str, Any], id: str | None, clock: Clock
+    ) -> Instance | Rejection:
+        """The start of a statechart: the initial state entered with its default
+        descendants, then run to completion (kernel.py's `Macrostep`)."""
+        initial = machine.initial
+        with collecting() as out:
+            run = Macrostep((), {}, ctx, machine.limits.max_microsteps, out.raised)
+            try:
+                run.enter_initial(initial)
+                run.settle(machine.events, machine.eventless)
+            except Refusal as refused:
+                return _refused(machine, refused, initial, None, ctx)
+            except FAULTS as exc:
+                where = _chart_words(run, exc, f"the entry actions of {initial.name}")
+                return _fault(machine, exc, where, initial, None, None, ctx)
+        stuck = _stuck(machine, run, initial, None, None, ctx)
+        if stuck is not None:
+            return stuck
+        now = clock()
+        self = cls._blank(machine, id, clock)
+        config = tuple(sorted(run.config, key=_by_order))
+        self._config = config
+        self._hist = run.histories or None
+        state = self._state = summary_of(config)
+        self._ctx = ctx
+        self._seq = 0
+        via = tuple(run.via)
+        self._history = [(0, now, "start", None, state.name, None, None, None, via)]
+        rules = tuple(t for s in config for t in s.timers)
+        if rules:
+            self._timers = _arm_rules(rules, now) or None
+        return self
+
     # ---- reading ----------------------------------------------------------------------------
     @property
     def machine(self) -> Machine:
@@ -365,6 +435,20 @@ class Instance:
     @property
     def state(self) -> str:
         return self._state.name
+
+    @property
+    def configuration(self) -> tuple[str, ...]:
+        """Every active state, in document order: in a flat flow `(state,)`; in a statechart
+        the active leaves and all their ancestors."""
+        if self._config is None:
+            return (self._state.name,)
+        return tuple(s.name for s in self._config)
+
+    def active(self, name: str) -> bool:
+        """Whether state `name` is active (in the configuration)."""
+        if self._config is None:
+            return self._state.name == name
+        return any(s.name == name for s in self._config)
 
     @property
     def title(self) -> str:
@@ -424,10 +508,35 @@ class Instance:
         possible; a `reject` rule that holds now whatever the payload (e.g. an exhausted hint
         budget) hides the event, and so does a precondition that fails now."""
         st, c = self._state, self._ctx
-        out = []
+        out: list[AcceptedEvent] = []
+        if self._config is not None:
+            # A statechart: the events of every active leaf (each with its candidates there
+            # and in its ancestors), in document order; `done.state.*` are not the host's.
+            internal = self._m.internal_events
+            for leaf in self._leaves():
+                for name, (ev, candidates) in leaf.on.items():
+                    if name in internal or any(a.name == name for a in out):
+                        continue
+                    if self._may_accept(st, ev, candidates, c):
+                        out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
+            return out
         for name, (ev, candidates) in st.on.items():
             if self._may_accept(st, ev, candidates, c):
                 out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
+        return out
+
+    def _leaves(self) -> list[CState]:
+        """A statechart's active leaves, in document order."""
+        return [s for s in self._config or () if s.atomic]
+
+    def _chart_direct(self) -> dict[str, tuple[CTransition, ...]]:
+        """A statechart's direct edges by target: those of each active leaf (its own, then its
+        ancestors'), leaves in document order."""
+        out: dict[str, tuple[CTransition, ...]] = {}
+        for leaf in self._leaves():
+            for target, edges in leaf.direct.items():
+                have = out.get(target, ())
+                out[target] = (*have, *(t for t in edges if t not in have))
         return out
 
     def _may_accept(
@@ -444,7 +553,7 @@ class Instance:
                 if t.kind != "reject":
                     return True
                 continue  # may or may not refuse, depending on the payload
-            if t.guard is None or _holds(t.guard, c, st):
+            if t.guard is None or _holds(t.guard, c, t.source):
                 return t.kind != "reject"
         return False
 
@@ -452,11 +561,13 @@ class Instance:
         """The states `goto` can reach now (direct edges whose guard holds). Backward edges
         count only with `force=True`, as in `goto`."""
         st, c = self._state, self._ctx
+        direct = st.direct if self._config is None else self._chart_direct()
         return [
             target
-            for target, edges in st.direct.items()
+            for target, edges in direct.items()
             if any(
-                (force or not t.back) and (t.guard is None or _holds(t.guard, c, st)) for t in edges
+                (force or not t.back) and (t.guard is None or _holds(t.guard, c, t.source))
+                for t in edges
             )
         ]
 
@@ -502,6 +613,8 @@ class Instance:
     ) -> Outcome:
         """`send` on the general path: what a generated dispatch function (codegen.py) hands
         over whenever the step is not a plain accepted one, and what it must agree with."""
+        if self._config is not None:
+            return self._send_chart(event, payload, reason, key, force)
         st = self._state
         try:
             ev, candidates = st.on[event]
@@ -549,6 +662,78 @@ class Instance:
             return self._m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
         return self._take(st, t, p, "event", event, reason, key, None)
 
+    def _send_chart(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | None,
+        reason: str | None,
+        key: str | None,
+        force: bool,
+    ) -> Outcome:
+        """`send` in a statechart: every active leaf in document order offers its first enabled
+        rule for the event (its own, then its ancestors'), the conflicts are resolved, and the
+        step runs to completion (kernel.py's `Macrostep`)."""
+        st, c, m = self._state, self._ctx, self._m
+        if st.final:
+            return m.rejection(R.INSTANCE_FINAL, st, event, None, c)
+        if type(event) is not str:
+            event = str(event)
+        if event not in m.events or event in m.internal_events:
+            return m.rejection(R.UNKNOWN_EVENT, st, event, None, c)
+        ev = m.events[event]
+        leaves = self._leaves()
+        handled = [leaf for leaf in leaves if event in leaf.on]
+        if not handled:
+            if all(leaf.ignores for leaf in leaves):  # `unhandled ignore` (or an ancestor's)
+                try:
+                    ev.check(payload or _EMPTY)
+                except (Invalid, RecursionError):
+                    return self._invalid_payload(st, ev, payload)
+                return m.rejection(R.IGNORED, st, event, None, c)
+            return m.rejection(R.EVENT_NOT_ACCEPTED, st, event, None, c)
+        try:
+            if payload:
+                p = ev.check(payload)
+            else:
+                p = ev.empty if ev.empty is not None else ev.check(_EMPTY)
+        except (Invalid, RecursionError):
+            return self._invalid_payload(st, ev, payload)
+        rule: Any = None
+        enabled: list[CTransition] = []
+        try:
+            for req in ev.requires:
+                rule = req
+                if not (req.guard or m._requirement_guard(req))(c, p, st):
+                    rule = _DataOf(req)
+                    data = _refusal_data(m, req, c, p, st)
+                    return m.rejection(
+                        R.REQUIRE, st, event, p, c, data, code=req.code, template=req.message
+                    )
+            for leaf in handled:
+                for t in leaf.on[event][1]:
+                    rule = t
+                    if t.guard is None or t.guard(c, p, t.source):
+                        if t not in enabled:
+                            enabled.append(t)
+                        break
+            for t in enabled:
+                if t.target is None:  # a `reject` rule
+                    rule = _DataOf(t)
+                    data = _refusal_data(m, t, c, p, t.source)
+                    return m.rejection(
+                        R.REJECT, st, event, p, c, data, code=t.code, template=t.message
+                    )
+        except FAULTS as exc:
+            return self._fault_in(exc, rule, st, event, p)
+        if not enabled:
+            return m.rejection(R.GUARD_FAILED, st, event, p, c)
+        if not force:
+            for t in enabled:
+                if t.back:
+                    data = {"from": st.name, "to": t.target.name if t.target else None}
+                    return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
+        return self._take_chart(st, enabled, p, "event", event, reason, key, None)
+
     def goto(
         self,
         target: str,
@@ -570,7 +755,8 @@ class Instance:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
         if type(target) is not str:
             target = str(target)
-        edges = st.direct.get(target)
+        direct = st.direct if self._config is None else self._chart_direct()
+        edges = direct.get(target)
         data = {"from": st.name, "to": target}
         if edges is None:
             kind = R.INVALID_TRANSITION if target in m.states else R.UNKNOWN_STATE
@@ -584,7 +770,7 @@ class Instance:
                 if t.back and not force:
                     continue
                 rule = t
-                if t.guard is None or t.guard(c, None, st):
+                if t.guard is None or t.guard(c, None, t.source):
                     chosen = t
                     break
         except FAULTS as exc:
@@ -608,7 +794,11 @@ class Instance:
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
-        targets = {t.target.name for t in st.back_edges if t.target is not None}
+        if self._config is None:
+            back_edges = st.back_edges
+        else:  # a statechart: the backward edges of every active leaf (and its ancestors)
+            back_edges = tuple(dict.fromkeys(t for s in self._leaves() for t in s.back_edges))
+        targets = {t.target.name for t in back_edges if t.target is not None}
         previous = None
         for entry in reversed(self._history):
             source = entry[_SOURCE]
@@ -622,7 +812,7 @@ class Instance:
             return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
         rule: Any = None
         try:
-            for t in st.back_edges:
+            for t in back_edges:
                 if t.target is None or t.target.name != previous:
                     continue
                 rule = t
@@ -634,7 +824,7 @@ class Instance:
                         continue  # its event needs a payload: only `send` can take it
                     if any(not m._requirement_guard(r)(c, p, st) for r in ev.requires):
                         continue
-                if t.guard is None or t.guard(c, p, st):
+                if t.guard is None or t.guard(c, p, t.source):
                     return self._take(st, t, p, "back", t.event, reason, key, None)
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, None, None)
@@ -661,15 +851,17 @@ class Instance:
                 n += 1
             tried = tuple(t for _, t in self._timers[:n])
             self._timers = self._timers[n:] or None
-            for t in tried:
+            for i, t in enumerate(tried):
                 try:
-                    if t.guard is not None and not t.guard(c, None, st):
+                    if t.guard is not None and not t.guard(c, None, t.source):
                         continue
                 except FAULTS as exc:
                     out.append(self._fault_in(exc, t, st, None, None))
                     continue
                 at = max(due, self._history[-1][_AT])
                 out.append(self._take(st, t, None, "timer", None, None, None, at, tried))
+                if self._config is not None:
+                    self._keep_untried(t, tried[i + 1 :], due)
                 break
         return out
 
@@ -688,6 +880,8 @@ class Instance:
     ) -> Outcome:
         """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
         `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
+        if self._config is not None:
+            return self._take_chart(st, [t], p, kind, event, reason, key, at, tried)
         plan = t.plan or plan_of(t)
         c = self._ctx
         dest = plan.target
@@ -730,6 +924,86 @@ class Instance:
         if self._subs:
             self._notify(r)
         return r
+
+    def _take_chart(
+        self,
+        st: CState,
+        ts: list[CTransition],
+        p: dict[str, Any] | None,
+        kind: str,
+        event: str | None,
+        reason: str | None,
+        key: str | None,
+        at: float | None,
+        tried: tuple[CTransition, ...] = (),
+    ) -> Outcome:
+        """Take the transitions `ts` in a statechart and run to completion on working copies
+        (kernel.py's `Macrostep`), then commit it all, or nothing: one history entry for the
+        whole step, the states passed through in `via`."""
+        m = self._m
+        c = dict(self._ctx)
+        assert self._config is not None
+        with collecting() as out:
+            run = Macrostep(self._config, self._hist or {}, c, m.limits.max_microsteps, out.raised)
+            run.p = p
+            try:
+                run.microstep(run.resolve(ts) if len(ts) > 1 else ts, p)
+                run.settle(m.events, m.eventless)
+            except Refusal as refused:
+                return _refused(m, refused, st, event, self._ctx)
+            except FAULTS as exc:
+                return _fault(m, exc, _chart_words(run, exc, None), st, event, p, self._ctx)
+        if m.eventless:  # a choice state left with no route holding (choice states only)
+            stuck = _stuck(m, run, st, event, p, self._ctx)
+            if stuck is not None:
+                return stuck
+        # Commit: nothing below can fail.
+        now = self._clock() if at is None else at
+        config = tuple(sorted(run.config, key=_by_order))
+        dest = summary_of(config)
+        seq = self._seq + 1
+        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, tuple(run.via))
+        # The timers of the states left are cancelled; those of the states entered (and still
+        # active) are armed; an internal `after D -> self` repeats.
+        exited = run.exited
+        kept = [(due, x) for due, x in self._timers or () if x.source not in exited]
+        arm = tuple(x for s in config if s in run.entered for x in s.timers)
+        if arm:
+            kept += _arm_rules(arm, now)
+        if len(ts) == 1 and (ts[0].plan or plan_of(ts[0])).repeats:
+            t = ts[0]
+            kept += _rearm(None, tuple(x for x in tried if x.source is t.source) or (t,), now)
+        self._history.append(entry)
+        self._seq = seq
+        self._ctx = c
+        self._config = config
+        self._hist = run.histories or None
+        self._state = dest
+        self._timers = _due_order(kept) if kept else None
+        if key is not None:
+            self._remember(key, seq)
+        r: StepResult = _new(StepResult)
+        r._e = entry
+        r._c = c
+        r._m = m
+        r._g = tuple(s.name for s in config)
+        if self._subs:
+            self._notify(r)
+        return r
+
+    def _keep_untried(self, taken: CTransition, rest: tuple[CTransition, ...], due: float) -> None:
+        """After a timer step of a statechart: the timers due with the one taken but not tried
+        stay pending (they are tried next, at the same deadline) when their state is still
+        active, was not re-entered, and is not the taken timer's (its rivals)."""
+        config = self._config or ()
+        pending = {x for _, x in self._timers or ()}
+        keep = [
+            (due, x)
+            for x in rest
+            if x.source is not taken.source and x.source in config and x not in pending
+        ]
+        if keep:
+            self._timers = _due_order([*(self._timers or ()), *keep])
 
     # ---- refusals ---------------------------------------------------------------------------
     def _not_accepted(self, st: CState, event: str, payload: Any = None) -> Rejection:
@@ -818,6 +1092,7 @@ class Instance:
         invariant, put everything back and refuse it (`invariant_violated`). `advance` is
         judged as a whole: a timer that breaks one refuses the timers fired with it."""
         before = (self._state, self._ctx, self._seq, len(self._history), self._timers)
+        chart = (self._config, self._hist)
         keys = dict(self._keys) if self._keys is not None else None
         subs, self._subs = self._subs, None
         self._guarded = True
@@ -832,6 +1107,7 @@ class Instance:
             if broken:
                 state, ctx, seq, length, timers = before
                 self._state, self._ctx, self._seq, self._timers = state, ctx, seq, timers
+                self._config, self._hist = chart
                 del self._history[length:]
                 self._keys = keys
                 data = {"invariants": broken, "to": done[-1].to}
@@ -911,7 +1187,7 @@ class Instance:
         version and hash, state, context, history, pending timers (absolute deadlines) and the
         idempotency keys."""
         m = self._m
-        return {
+        snap = {
             "format": SNAPSHOT_FORMAT,
             "flow": m.name,
             "version": m.version,
@@ -933,6 +1209,11 @@ class Instance:
             ],
             "keys": dict(self._keys or {}),
         }
+        if m.hierarchical and self._config is not None:
+            # Only a hierarchical flow's snapshot has them: a flat flow's reads as before.
+            snap["configuration"] = [s.name for s in self._config if s.atomic]
+            snap["histories"] = {h: [s.name for s in v] for h, v in (self._hist or {}).items()}
+        return snap
 
     def snapshot_json(self) -> str:
         return json.dumps(self.snapshot(), ensure_ascii=False, sort_keys=True)
@@ -1019,6 +1300,12 @@ class Instance:
             # A snapshot written by a host before it kept history: start it here.
             history = [(seq, clock(), "start", None, state.name, None, None, None, _NO_VIA)]
         self = cls._blank(machine, data.get("id"), clock)
+        rules = state.timers
+        if machine.chart:
+            config, self._hist = _restore_configuration(machine, state, data)
+            self._config = config
+            state = summary_of(config)
+            rules = tuple(t for s in config for t in s.timers)
         self._state = state
         self._ctx = ctx
         self._seq = seq
@@ -1026,7 +1313,7 @@ class Instance:
         self._keys = keys or None
         same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         self._timers = _restore_timers(
-            state,
+            rules,
             data.get("timers") or (),
             _entered(history, state.name),
             not same_flow,
@@ -1165,9 +1452,14 @@ def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
 
 
 def _restore_timers(
-    state: CState, raw: Any, entered: float, arm_missing: bool, states: Mapping[str, Any]
+    rules: tuple[CTransition, ...],
+    raw: Any,
+    entered: float,
+    arm_missing: bool,
+    states: Mapping[str, Any],
 ) -> Timers | None:
-    """Match the snapshot's timers to the state's timer rules: by index when the rule is the
+    """Match the snapshot's timers to the timer rules of the active states (`rules`): by
+    index when the rule is the
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
     under the same flow a missing timer has fired already and stays gone."""
@@ -1184,7 +1476,7 @@ def _restore_timers(
             match = next(
                 (
                     t
-                    for t in state.timers
+                    for t in rules
                     if t.index == item.get("index")
                     and t.target is not None
                     and t.target.name == item.get("target")
@@ -1194,7 +1486,7 @@ def _restore_timers(
             ) or next(
                 (
                     t
-                    for t in state.timers
+                    for t in rules
                     if t.index not in found
                     and t.target is not None
                     and t.target.name == item.get("target")
@@ -1208,16 +1500,110 @@ def _restore_timers(
         raise
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise SnapshotError(f"malformed snapshot timers: {str(exc)[:200]}") from None
-    if not state.timers:
+    if not rules:
         return None
     timers = [
         (found[t.index] if t.index in found else entered + (t.after_ms or 0) / 1000.0, t)
-        for t in state.timers
+        for t in rules
         if t.index in found or arm_missing
     ]
     if not timers:
         return None
     return _due_order(timers)
+
+
+def _restore_configuration(
+    machine: Machine, state: CState, data: Mapping[str, Any]
+) -> tuple[tuple[CState, ...], dict[str, tuple[CState, ...]] | None]:
+    """A statechart's configuration and histories from a snapshot. A snapshot without a
+    `configuration` (written for a flat flow, or by a host) has its `state` and that state's
+    default descendants active."""
+    states = machine.states
+    names = data.get("configuration")
+    if names is None:
+        entered: set[CState] = set()
+        Macrostep((), {}, {}, 1, []).add_descendants(state, entered)
+        leaves = list(entered)
+    else:
+        if not isinstance(names, list) or not names:
+            raise SnapshotError("the snapshot's configuration is not a list of state names")
+        leaves = []
+        for name in names:
+            leaf = states.get(name) if isinstance(name, str) else None
+            if leaf is None or not leaf.atomic:
+                raise SnapshotError(
+                    f"state {name!r} of the snapshot's configuration is not a leaf state of "
+                    f"{machine.name} version {machine.version}"
+                )
+            leaves.append(leaf)
+    config = tuple(with_ancestors(leaves))
+    active = set(config)
+    for s in config:
+        inside = [c for c in s.regions if c in active]
+        if (s.kind == "compound" and len(inside) != 1) or (
+            s.kind == "parallel" and len(inside) != len(s.regions)
+        ):
+            raise SnapshotError(f"the snapshot's configuration is not consistent at {s.name!r}")
+    histories: dict[str, tuple[CState, ...]] = {}
+    raw = data.get("histories") or {}
+    if not isinstance(raw, Mapping):
+        raise SnapshotError("the snapshot's histories are not an object")
+    for h, recorded in raw.items():
+        hs = states.get(h)
+        if hs is None or hs.history is None or not isinstance(recorded, list):
+            raise SnapshotError(f"the snapshot records history {h!r}, which is not a history state")
+        got = [states.get(x) if isinstance(x, str) else None for x in recorded]
+        if not got or any(x is None for x in got):
+            raise SnapshotError(f"the snapshot's history {h!r} names unknown states")
+        histories[h] = tuple(x for x in got if x is not None)
+    return config, histories or None
+
+
+def _by_order(s: CState) -> int:
+    return s.order
+
+
+def _refused(
+    machine: Machine, refused: Refusal, st: CState, event: str | None, c: Mapping[str, Any]
+) -> Rejection:
+    """A statechart step refused by a `reject` rule taken for an internal event."""
+    t = refused.rule
+    fn = machine._refusal_data(t)
+    try:
+        data = None if fn is None else copy_dict(fn(dict(c), refused.payload, t.source))
+    except FAULTS as exc:
+        return _fault(machine, exc, f"the data of {t.describe()}", st, event, refused.payload, c)
+    return machine.rejection(
+        R.REJECT, st, event, refused.payload, c, data, code=t.code, template=t.message
+    )
+
+
+def _stuck(
+    machine: Machine,
+    run: Macrostep,
+    st: CState,
+    event: str | None,
+    p: Any,
+    c: Mapping[str, Any],
+) -> Rejection | None:
+    """A statechart step that ends in a choice state none of whose routes holds."""
+    for s in run.config:
+        if s.choice:
+            return machine.rejection(R.GUARD_FAILED, st, event, p, c, {"from": s.name, "to": None})
+    return None
+
+
+def _chart_words(run: Macrostep, exc: BaseException, default: str | None) -> str:
+    """Where a statechart step faulted."""
+    if isinstance(exc, Microsteps):
+        return "the run to completion"
+    if run.step is not None and run.taken is not None:
+        return _phase_words(run.step, run.taken)
+    if run.step is not None:
+        return f"the {run.step.phase} actions of {run.step.state.name}"
+    if run.taken is not None:
+        return f"the guard of {run.taken.describe()}"
+    return default or "a raised event"
 
 
 def _feedback(ev: CEvent, given: Any, limits: Limits) -> dict[str, Any]:

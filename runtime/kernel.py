@@ -16,14 +16,32 @@ In a flat flow the active configuration is one state, the transition's source, s
 depends on the transition alone and is kept on it (`CTransition.plan`), worked out on first
 use. A transition to its own source (`-> self`) is internal: nothing is left or entered and the
 timers keep running.
+
+A statechart (IR version 2: compound, parallel and history states, eventless rules, raised
+events) is run by `Macrostep`, following SCXML's algorithm (W3C Recommendation, 2015,
+Appendix D). Its configuration is a set of states, so the states a transition leaves depend on
+which are active: the plan keeps the transition's domain (the lowest compound ancestor of its
+source and target, SCXML's LCCA) and a microstep leaves every active descendant of the domains
+of the transitions it takes, innermost first, and enters the target with its ancestors below the
+domain and its default descendants (a compound's initial child, every region of a parallel
+state, what a history state recorded), outermost first. A flat flow is the case where the
+domain is the top and the configuration one state: the exits are the source alone, the entries
+the target, which is what `Plan.exits` / `Plan.entries` say. The blocks run in the same order
+(exit actions, the transition's actions, entry actions) through the same `Step` records.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from flowc.runtime.expr import ExprFault
+from flowc.runtime.limits import LimitExceeded
+from flowc.runtime.model import IRLoadError
+from flowc.runtime.validate import Invalid
 
 if TYPE_CHECKING:
-    from flowc.runtime.machine import CState, CTransition
+    from flowc.runtime.machine import CEvent, CState, CTransition
 
 
 class Step(NamedTuple):
@@ -42,7 +60,17 @@ class Step(NamedTuple):
 class Plan:
     """What taking one transition does (see the module's docstring)."""
 
-    __slots__ = ("arm", "copies", "entries", "exits", "internal", "repeats", "steps", "target")
+    __slots__ = (
+        "arm",
+        "copies",
+        "domain",
+        "entries",
+        "exits",
+        "internal",
+        "repeats",
+        "steps",
+        "target",
+    )
 
     def __init__(self, t: CTransition) -> None:
         source, target = t.source, t.target
@@ -66,6 +94,15 @@ class Plan:
         self.arm: tuple[CTransition, ...] = () if self.internal else target.timers
         #: An internal timer rule (`after D -> self`) is armed again when it fires.
         self.repeats: bool = self.internal and t.kind == "timer" and bool(t.after_ms)
+        #: The transition's domain in a statechart: the innermost compound proper ancestor of
+        #: its source that contains its target (None: the top, always so in a flat flow).
+        #: The step leaves the active states inside it and enters the target's branch in it.
+        self.domain: CState | None = None
+        if not self.internal:
+            for anc in source.ancestors:
+                if anc.kind == "compound" and anc in target.ancestors:
+                    self.domain = anc
+                    break
 
 
 def plan_of(t: CTransition) -> Plan:
@@ -74,3 +111,329 @@ def plan_of(t: CTransition) -> Plan:
     if p is None:
         p = t.plan = Plan(t)
     return p
+
+
+# ---- statecharts ------------------------------------------------------------------------------
+
+
+class Microsteps(LimitExceeded):
+    """A step that would take more than `Limits.max_microsteps` microsteps."""
+
+
+class Refusal(Exception):
+    """A `reject` rule won for an internal event: the whole step is refused by it."""
+
+    def __init__(self, rule: CTransition, payload: Any) -> None:
+        super().__init__(rule.code)
+        self.rule = rule
+        self.payload = payload
+
+
+_NOTHING: tuple[Any, tuple[CTransition, ...]] = (None, ())
+
+
+def _on(event: str) -> Any:
+    def candidates(leaf: CState) -> tuple[CTransition, ...]:
+        found: tuple[CTransition, ...] = leaf.on.get(event, _NOTHING)[1]
+        return found
+
+    return candidates
+
+
+def _eventless(leaf: CState) -> tuple[CTransition, ...]:
+    """A leaf's eventless rules: a choice state's routes first, then `always` rules."""
+    return (*leaf.routes, *leaf.always) if leaf.choice else leaf.always
+
+
+class Macrostep:
+    """One step of a statechart, run to completion on working copies: the transitions chosen
+    for the trigger are taken (a microstep), then, until nothing more is enabled, the eventless
+    rules of the configuration, else the next internal event (raised by an action, or a
+    `done.state.NAME`), each a microstep. The instance commits what it holds at the end (or,
+    if anything faults, nothing).
+
+    `run` raises what a block raises (`FAULTS`), and `Microsteps` past the bound; `step` is
+    then the block that faulted (None: a guard, or the bound)."""
+
+    __slots__ = (
+        "c",
+        "config",
+        "count",
+        "entered",
+        "exited",
+        "final",
+        "histories",
+        "limit",
+        "p",
+        "queue",
+        "step",
+        "taken",
+        "via",
+    )
+
+    def __init__(
+        self,
+        config: Iterable[CState],
+        histories: dict[str, tuple[CState, ...]],
+        c: dict[str, Any],
+        limit: int,
+        queue: list[tuple[str, Any]],
+    ) -> None:
+        self.config: set[CState] = set(config)
+        self.histories = dict(histories)
+        #: the working copy of the context
+        self.c = c
+        self.limit = limit
+        #: the internal events (name, payload) not taken yet: the collector's list, so the
+        #: `raise` actions append to it (outputs.py)
+        self.queue = queue
+        self.count = 0
+        #: states entered / left during the step (a state may be both)
+        self.entered: set[CState] = set()
+        self.exited: set[CState] = set()
+        #: the payload of the event being processed (eventless rules see the last one)
+        self.p: Any = None
+        self.final = False
+        self.step: Step | None = None
+        #: the transition being taken (for fault messages)
+        self.taken: CTransition | None = None
+        #: the state the instance was in after each microstep but the last
+        self.via: list[str] = []
+
+    # ---- choosing ---------------------------------------------------------------------------
+    def atomic(self) -> list[CState]:
+        """The active leaves, in document order."""
+        return sorted((s for s in self.config if s.atomic), key=_order)
+
+    def select(self, candidates_of: Any, p: Any) -> list[CTransition]:
+        """SCXML's selection: for each active leaf in document order, the first enabled rule
+        of the leaf's candidates (its own, then its ancestors'); then the conflicts resolved.
+        `candidates_of(leaf)` gives the candidates. A guard's fault propagates."""
+        c = self.c
+        enabled: list[CTransition] = []
+        for leaf in self.atomic():
+            for t in candidates_of(leaf):
+                self.taken = t
+                if t.guard is None or t.guard(c, p, t.source):
+                    if t not in enabled:
+                        enabled.append(t)
+                    break
+        self.taken = None
+        return enabled
+
+    def settle(self, events: dict[str, CEvent], eventless: bool = True) -> None:
+        """Run to completion: eventless rules first, then the internal events in order, each
+        a microstep, until nothing is enabled and no internal event is left (or the instance
+        reached a top-level final state). An internal event no rule takes is dropped.
+        `eventless`: whether the flow has eventless rules or choice states at all."""
+        while not self.final:
+            ts = self.select(_eventless, self.p) if eventless else None
+            if ts:
+                self.microstep(self.resolve(ts), self.p)
+                continue
+            if not self.queue:
+                return
+            name, given = self.queue.pop(0)
+            ev = events.get(name)
+            if ev is None:
+                raise IRLoadError(f"an action raises undeclared event {name!r}")
+            try:
+                p = ev.check(given) if given else ev.empty if ev.empty is not None else ev.check({})
+            except (Invalid, RecursionError):
+                raise ExprFault(
+                    f"the payload of the raised event {name} does not fit its fields"
+                ) from None
+            self.p = p
+            ts = self.select(_on(name), p)
+            for t in ts:
+                if t.target is None:
+                    raise Refusal(t, p)
+            if ts:
+                self.microstep(self.resolve(ts), p)
+
+    def resolve(self, enabled: list[CTransition]) -> list[CTransition]:
+        """SCXML's `removeConflictingTransitions`: of two transitions whose exit sets meet, the
+        one whose source is a descendant of the other's wins, else the earlier one."""
+        kept: list[CTransition] = []
+        for t1 in enabled:
+            preempted = False
+            beaten: list[CTransition] = []
+            exits1 = self.exit_set((t1,))
+            for t2 in kept:
+                if exits1 & self.exit_set((t2,)):
+                    if t2.source in t1.source.ancestors:
+                        beaten.append(t2)
+                    else:
+                        preempted = True
+                        break
+            if not preempted:
+                kept = [t for t in kept if t not in beaten]
+                kept.append(t1)
+        return kept
+
+    # ---- taking -----------------------------------------------------------------------------
+    def exit_set(self, ts: Iterable[CTransition]) -> set[CState]:
+        out: set[CState] = set()
+        for t in ts:
+            plan = t.plan or plan_of(t)
+            if plan.internal:
+                continue
+            domain = plan.domain
+            if domain is None:
+                out |= self.config
+            else:
+                out.update(s for s in self.config if domain in s.ancestors)
+        return out
+
+    def microstep(self, ts: list[CTransition], p: Any) -> None:
+        """Take the transitions `ts` (conflict-free) together."""
+        if self.count:
+            name = self.summary().name
+            if not self.via or self.via[-1] != name:
+                self.via.append(name)
+        self.count += 1
+        if self.count > self.limit:
+            raise Microsteps(
+                f"the step took more than {self.limit} microsteps (Limits.max_microsteps)"
+            )
+        exits = sorted(self.exit_set(ts), key=_order, reverse=True)
+        # History is recorded before anything is left (SCXML's exitStates).
+        for s in exits:
+            for h in s.children:
+                if h.history is not None:
+                    if h.history == "deep":
+                        rec = [x for x in self.config if x.atomic and s in x.ancestors]
+                    else:
+                        rec = [x for x in self.config if x.parent is s]
+                    self.histories[h.name] = tuple(sorted(rec, key=_order))
+        for s in exits:
+            if s.raw.get("exit"):
+                self.run(Step("exit", s, "exit", s), p)
+            self.config.discard(s)
+            self.exited.add(s)
+        for t in ts:
+            self.taken = t
+            if t.raw.get("actions"):
+                self.run(Step("actions", t, "actions", t.source), p)
+        self.step = None
+        entries: set[CState] = set()
+        for t in ts:
+            plan = t.plan or plan_of(t)
+            if plan.internal:
+                continue
+            self.add_descendants(plan.target, entries)
+            self.add_ancestors(plan.target, plan.domain, entries)
+        for s in sorted(entries, key=_order):
+            self.config.add(s)
+            self.entered.add(s)
+            if s.raw.get("entry"):
+                self.run(Step("entry", s, "entry", s), p)
+            if s.final:
+                self.completed(s)
+        self.step = None
+        self.taken = None
+
+    def run(self, step: Step, p: Any) -> None:
+        """Run one action block on the working copy, as `Instance._take` runs a plan's."""
+        self.step = step
+        getattr(step.owner, step.block)(self.c, p, step.state)
+
+    def enter_initial(self, initial: CState) -> None:
+        """The start: enter `initial` with its default descendants (a microstep)."""
+        self.count += 1
+        entries: set[CState] = set()
+        self.add_descendants(initial, entries)
+        for s in sorted(entries, key=_order):
+            self.config.add(s)
+            self.entered.add(s)
+            if s.raw.get("entry"):
+                self.run(Step("entry", s, "entry", s), None)
+            if s.final:
+                self.completed(s)
+        self.step = None
+
+    def completed(self, s: CState) -> None:
+        """`s`, a final state, was entered: the instance ends (top level) or its parent is
+        done, and the grandparent too when it is a parallel state whose regions all are."""
+        parent = s.parent
+        if parent is None:
+            self.final = True
+            return
+        self.queue.append((f"done.state.{parent.name}", None))
+        grand = parent.parent
+        if grand is not None and grand.kind == "parallel" and self.in_final(grand):
+            self.queue.append((f"done.state.{grand.name}", None))
+
+    def in_final(self, s: CState) -> bool:
+        if s.kind == "compound":
+            return any(x.final and x in self.config for x in s.children)
+        if s.kind == "parallel":
+            return all(self.in_final(r) for r in s.regions)
+        return False
+
+    def add_descendants(self, s: CState, into: set[CState]) -> None:
+        """SCXML's addDescendantStatesToEnter."""
+        if s.history is not None:
+            parent = s.parent
+            assert parent is not None
+            recorded = self.histories.get(s.name)
+            if recorded is None:
+                recorded = (s.default or parent.initial_child or parent.regions[0],)
+            # Every recorded state first, then their ancestors: a parallel ancestor then sees
+            # all its regions already covered (SCXML's order).
+            for x in recorded:
+                self.add_descendants(x, into)
+            for x in recorded:
+                self.add_ancestors(x, parent, into)
+            return
+        into.add(s)
+        if s.kind == "compound":
+            child = s.initial_child
+            assert child is not None
+            self.add_descendants(child, into)
+        elif s.kind == "parallel":
+            for region in s.regions:
+                if not any(region is x or region in x.ancestors for x in into):
+                    self.add_descendants(region, into)
+
+    def add_ancestors(self, s: CState, upto: CState | None, into: set[CState]) -> None:
+        """SCXML's addAncestorStatesToEnter: the ancestors of `s` below `upto`."""
+        for anc in s.ancestors:
+            if anc is upto:
+                break
+            into.add(anc)
+            if anc.kind == "parallel":
+                for region in anc.regions:
+                    if not any(region is x or region in x.ancestors for x in into):
+                        self.add_descendants(region, into)
+
+    def summary(self) -> CState:
+        """What `Instance.state` names: the one active leaf, or the innermost active state
+        containing every active leaf."""
+        return summary_of(self.config)
+
+
+def summary_of(config: Iterable[CState]) -> CState:
+    # The innermost common ancestor is the same whichever leaf it is looked for from.
+    leaves = [s for s in config if s.atomic]
+    first = leaves[0]
+    if len(leaves) == 1:
+        return first
+    rest = leaves[1:]
+    for anc in first.ancestors:
+        if all(anc in leaf.ancestors for leaf in rest):
+            return anc
+    return first
+
+
+def with_ancestors(states: Iterable[CState]) -> list[CState]:
+    """The states and all their ancestors, in document order."""
+    out: set[CState] = set()
+    for s in states:
+        out.add(s)
+        out.update(s.ancestors)
+    return sorted(out, key=_order)
+
+
+def _order(s: CState) -> int:
+    return s.order

@@ -55,6 +55,10 @@ class Limits:
     max_issues: int = 100
     #: Characters of a `reason` or an idempotency key.
     max_argument: int = 10_000
+    #: Microsteps in one step of a statechart: the transitions taken for the trigger, the
+    #: eventless rules and the raised events processed before the step commits (run to
+    #: completion). A step needing more is refused (`limit_exceeded`), nothing changed.
+    max_microsteps: int = 100
     _int_max: int = field(init=False, repr=False, compare=False)
     _int_bits: int = field(init=False, repr=False, compare=False)
 
@@ -70,6 +74,7 @@ class Limits:
             "max_template_steps",
             "max_issues",
             "max_argument",
+            "max_microsteps",
         ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:

@@ -111,7 +111,18 @@ class CTransition:
 
 #: What a state gets when it is first used (`Machine._wire_now`), not when loaded.
 _WIRED = frozenset(
-    {"back_edges", "direct", "entry", "exit", "fast", "on", "routes", "timers", "transitions"}
+    {
+        "always",
+        "back_edges",
+        "direct",
+        "entry",
+        "exit",
+        "fast",
+        "on",
+        "routes",
+        "timers",
+        "transitions",
+    }
 )
 
 
@@ -122,19 +133,30 @@ class CState:
 
     __slots__ = (
         "_loader",
+        "always",
+        "ancestors",
+        "atomic",
         "back_edges",
+        "children",
         "choice",
+        "default",
         "direct",
         "entry",
         "exit",
         "fast",
         "final",
+        "history",
+        "ignores",
+        "initial_child",
         "kind",
         "meta",
         "name",
         "on",
+        "order",
+        "parent",
         "raw",
         "raw_title",
+        "regions",
         "routes",
         "timers",
         "title",
@@ -155,10 +177,31 @@ class CState:
         self.meta: Mapping[str, Any] = raw.get("meta") or _EMPTY
         #: The machine that wires this state on first use; None once wired.
         self._loader: Machine | None = None
+        # The hierarchy (IR version 2; `Machine._load_hierarchy`). A flat flow's states are
+        # all top-level atomic states.
+        #: position in document order (the IR's order of states)
+        self.order: int = 0
+        self.parent: CState | None = None
+        #: the proper ancestors, innermost first
+        self.ancestors: tuple[CState, ...] = ()
+        #: the child states in document order (history pseudo-states included)
+        self.children: tuple[CState, ...] = ()
+        #: the children that are states proper (no history): a parallel state's regions
+        self.regions: tuple[CState, ...] = ()
+        self.initial_child: CState | None = None
+        #: `shallow` / `deep` on a history pseudo-state, else None; `default` is the state it
+        #: enters when nothing is recorded (None: its parent's initial child)
+        self.history: str | None = None
+        self.default: CState | None = None
+        #: no child states: a leaf of the configuration
+        self.atomic: bool = self.kind in ("normal", "final", "choice")
+        #: `unhandled ignore` here or on an ancestor
+        self.ignores: bool = raw.get("unhandled") == "ignore"
 
     entry: ActionBlock | None
     exit: ActionBlock | None
-    #: event name -> (its definition, its candidate transitions in try order)
+    #: event name -> (its definition, its candidate transitions in try order: in a statechart
+    #: the state's own rules, then its parent's, and so on outwards)
     on: dict[str, tuple[CEvent, tuple[CTransition, ...]]]
     #: event name -> its generated dispatch function (codegen.py), written on first send
     fast: dict[str, Dispatch]
@@ -167,6 +210,8 @@ class CState:
     routes: tuple[CTransition, ...]
     timers: tuple[CTransition, ...]
     back_edges: tuple[CTransition, ...]
+    #: eventless rules (`always`), the state's own then its ancestors'
+    always: tuple[CTransition, ...]
     transitions: tuple[CTransition, ...]
 
     def __getattr__(self, name: str) -> Any:
@@ -393,6 +438,21 @@ class Machine:
         if initial not in self.states:
             raise IRLoadError(f"the initial state {initial!r} is not a state")
         self.initial: CState = self.states[initial]
+        #: Whether a state has a parent or is compound, parallel or history (IR version 2).
+        self.hierarchical: bool = False
+        #: Whether steps run on the statechart kernel (kernel.py's `Macrostep`): the flow is
+        #: hierarchical, or has eventless rules, or raises events. Otherwise a step is one
+        #: transition and pairs get generated dispatch functions (codegen.py).
+        self.chart: bool = False
+        #: The `done.state.NAME` events the runtime declares (a flow may not send them).
+        self.internal_events: frozenset[str] = frozenset()
+        #: Whether a statechart step must look for eventless rules after each microstep: the
+        #: flow has `always` rules or choice states (whose routes are tried the same way).
+        self.eventless: bool = False
+        v2 = raw.get("ir_version", 1) >= 2
+        if v2:
+            self._load_hierarchy()
+            self.eventless = any(s.choice for s in self.states.values())
 
         # Every transition is checked now; the runtime structures of a state are built when
         # it is first used (`_wire_now`).
@@ -415,6 +475,13 @@ class Machine:
                 raise IRLoadError(f"transition #{index} ({kind}) has no target")
             if kind in ("event", "reject") and t.get("event") not in events:
                 raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
+            if self.hierarchical and states[source].history is not None:
+                raise IRLoadError(f"transition #{index} leaves history state {source!r}")
+            raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
+            if kind == "always":
+                self.chart = self.eventless = True
+            elif raises:
+                self.chart = True
             if kind == "timer":
                 after_ms = t.get("after_ms")
                 if not (isinstance(after_ms, int) and after_ms > 0):
@@ -426,12 +493,19 @@ class Machine:
                 group.append(t)
         self._unwired = by_source
         self._wiring = threading.Lock()
+        if v2:
+            for s in raw["states"]:
+                for block in ("entry", "exit"):
+                    if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
+                        self.chart = True
 
         self._compiler = ExprCompiler(self.limits)
         self._generator: Generator | None = None
         self._generating = threading.Lock()
         #: (state, event) -> its generated function
         self._written: dict[tuple[str, str], Dispatch] = {}
+        #: event -> the general path's dispatch, in a statechart
+        self._chart_steps: dict[str, Dispatch] = {}
         for state in states.values():
             state._loader = self
 
@@ -439,6 +513,93 @@ class Machine:
         self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
         self.templates: dict[str, str] = dict(raw.get("templates") or {})
         self.template_cache = TemplateCache(self.limits)
+
+    def _raises(self, actions: Any, where: str) -> bool:
+        """Whether an action block raises events; each must be declared (`IRLoadError`)."""
+        names = _raised(actions)
+        for name in names:
+            if name not in self.events:
+                raise IRLoadError(f"{where} raises undeclared event {name!r}")
+        return bool(names)
+
+    def _load_hierarchy(self) -> None:
+        """Link and check the state hierarchy of an IR version 2 flow: parents listed before
+        their children (document order), compound states with one initial child, history
+        states inside a compound or parallel state with a default among its descendants."""
+        states = self.states
+        for i, st in enumerate(states.values()):
+            st.order = i
+            name = st.raw.get("parent")
+            if name is not None:
+                parent = states.get(name)
+                if parent is None:
+                    raise IRLoadError(f"state {st.name!r} has unknown parent {name!r}")
+                if parent.kind not in ("compound", "parallel"):
+                    raise IRLoadError(
+                        f"state {st.name!r} has parent {name!r}, which is not a compound or "
+                        "parallel state"
+                    )
+                if parent.order >= i and parent is not st:
+                    raise IRLoadError(
+                        f"state {st.name!r} is listed before its parent {name!r} (states are "
+                        "in document order)"
+                    )
+                if parent is st:
+                    raise IRLoadError(f"state {st.name!r} is its own parent")
+                st.parent = parent
+                st.ancestors = (parent, *parent.ancestors)
+                parent.children = (*parent.children, st)
+                if parent.ignores:
+                    st.ignores = True
+                self.hierarchical = True
+            if st.kind in ("compound", "parallel", "history"):
+                self.hierarchical = True
+        if self.initial.parent is not None:
+            raise IRLoadError(f"the initial state {self.initial.name!r} is not a top-level state")
+        done: list[str] = []
+        for st in states.values():
+            st.regions = tuple(c for c in st.children if c.kind != "history")
+            if st.kind in ("compound", "parallel"):
+                if not st.regions:
+                    raise IRLoadError(f"{st.kind} state {st.name!r} has no child states")
+                done.append(f"done.state.{st.name}")
+            elif st.children:
+                raise IRLoadError(f"{st.kind} state {st.name!r} has child states")
+            if st.kind == "compound":
+                initials = [c for c in st.regions if c.raw.get("initial")]
+                if len(initials) != 1:
+                    found = ", ".join(c.name for c in initials) or "none"
+                    raise IRLoadError(
+                        f"compound state {st.name!r} needs exactly one initial child ({found})"
+                    )
+                st.initial_child = initials[0]
+            if st.kind == "history":
+                if st.parent is None:
+                    raise IRLoadError(
+                        f"history state {st.name!r} is not inside a compound or parallel state"
+                    )
+                st.history = st.raw.get("history") or "shallow"
+                default = st.raw.get("default")
+                if default is not None:
+                    target = states.get(default)
+                    if target is None or st.parent not in target.ancestors:
+                        raise IRLoadError(
+                            f"the default {default!r} of history state {st.name!r} is not a "
+                            f"state inside {st.parent.name!r}"
+                        )
+                    if target.kind == "history":
+                        raise IRLoadError(
+                            f"the default of history state {st.name!r} is a history state"
+                        )
+                    st.default = target
+        # `done.state.NAME` of every compound and parallel state, without a payload, unless
+        # the flow declares it.
+        implicit = [name for name in done if name not in self.events]
+        for name in implicit:
+            self.events[name] = CEvent(name, (), ())
+        self.internal_events = frozenset(implicit)
+        if self.hierarchical:
+            self.chart = True
 
     def _wire(self, state: CState, transitions: list[CTransition]) -> None:
         state.transitions = tuple(transitions)
@@ -450,6 +611,7 @@ class Machine:
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []
         timers: list[CTransition] = []
+        always: list[CTransition] = []
         for t in transitions:
             if t.raw.get("guard") is not None:
                 t.guard = self._lazy_guard(t)
@@ -465,10 +627,13 @@ class Machine:
                 direct.setdefault(t.target.name, []).append(t)
             elif kind in ("choice", "else"):
                 routes.append(t)
+            elif kind == "always":
+                always.append(t)
             else:
                 timers.append(t)
-        if state.final:
-            on, direct, routes, timers = {}, {}, [], []  # a final state ends the instance
+        if state.final and state.parent is None:
+            # a top-level final state ends the instance
+            on, direct, routes, timers, always = {}, {}, [], [], []
         state.on = {name: (self.events[name], tuple(ts)) for name, ts in on.items()}
         state.direct = {name: tuple(ts) for name, ts in direct.items()}
         state.routes = tuple(routes)
@@ -476,6 +641,19 @@ class Machine:
         state.back_edges = tuple(
             t for t in transitions if t.back and t.kind in ("direct", "event") and t.target
         )
+        state.always = tuple(always)
+        parent = state.parent
+        if parent is not None:
+            # The rules of the ancestors apply here after the state's own (innermost first),
+            # so finding the candidates stays one lookup (`parent.on` wires the parent first).
+            for name, (ev, ts) in parent.on.items():
+                mine = state.on.get(name)
+                state.on[name] = (ev, (*mine[1], *ts)) if mine else (ev, ts)
+            for name, ts in parent.direct.items():
+                own = state.direct.get(name)
+                state.direct[name] = (*own, *ts) if own else ts
+            state.back_edges = (*state.back_edges, *parent.back_edges)
+            state.always = (*state.always, *parent.always)
 
     def _wire_now(self, state: CState) -> None:
         """Build the runtime structures of `state` (on its first use)."""
@@ -538,6 +716,15 @@ class Machine:
         the general path for the pair's first `hot_after` sends, then the generated function
         (both kept); the general path for an event the state has no rule for (not kept: hosts
         may send any name)."""
+        if self.chart:
+            # A statechart step runs on the general path (kernel.py's `Macrostep`): what it
+            # does depends on the whole configuration, not on one (state, event) pair.
+            if type(event) is not str or event not in self.events:
+                return general(event)
+            chart_step = self._chart_steps.get(event)
+            if chart_step is None:
+                chart_step = self._chart_steps[event] = general(event)
+            return chart_step
         try:
             known = event in state.on
         except TypeError:
@@ -800,6 +987,20 @@ def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
     # The file may spell out fields at their default values, which the canonical form leaves
     # out: let the IR model decide (it raises IRLoadError when the hash really differs).
     CompiledFlow.from_json(text)
+
+
+def _raised(actions: Any) -> list[Any]:
+    """The events an action block (an `if` inside it included) raises."""
+    out = []
+    for a in actions or ():
+        if not isinstance(a, Mapping):
+            continue
+        if a.get("op") == "raise":
+            out.append(a.get("event"))
+        for b in a.get("branches") or ():
+            if isinstance(b, Mapping):
+                out += _raised(b.get("actions"))
+    return out
 
 
 def _mentions_event(node: Any) -> bool:
