@@ -970,7 +970,9 @@ class Instance:
         arm = tuple(x for s in config if s in run.entered for x in s.timers)
         if arm:
             kept += _arm_rules(arm, now)
-        if len(ts) == 1 and (ts[0].plan or plan_of(ts[0])).repeats:
+        # (Not when a later microstep of the same step left the timer's state: an eventless
+        # rule or an internal event can end what the timer was repeating.)
+        if len(ts) == 1 and (ts[0].plan or plan_of(ts[0])).repeats and ts[0].source not in exited:
             t = ts[0]
             kept += _rearm(None, tuple(x for x in tried if x.source is t.source) or (t,), now)
         self._history.append(entry)

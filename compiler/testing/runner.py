@@ -108,11 +108,18 @@ def _move(step: ast.TestStep, lowerer: Lowerer) -> Move:
         payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
         return Move("send", step.event.name, payload)
     if isinstance(step, ast.Goto):
-        return Move("goto", step.target.name, force=step.force)
+        return Move("goto", _state_name(lowerer, step.target.name), force=step.force)
     if isinstance(step, ast.Back):
         return Move("back")
     assert isinstance(step, ast.Advance)
     return Move("advance", ms=step.duration.milliseconds)
+
+
+def _state_name(lowerer: Lowerer, written: str) -> str:
+    """The IR name of a state as a test writes it (a short name, or a dotted path where the
+    short one is ambiguous); the checker has already refused names that mean no one state."""
+    found = lowerer.symbols.state_candidates(written)
+    return found[0] if len(found) == 1 else written
 
 
 def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]) -> None:
@@ -155,9 +162,12 @@ def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]
                     step.span,
                 )
         elif isinstance(step, ast.ExpectState):
-            if instance.state != step.state.name:
+            # In a statechart the instance is in every state of its configuration: a leaf of
+            # one region, the compound around it, the parallel state around both.
+            if not instance.active(_state_name(lowerer, step.state.name)):
+                where = ", ".join(f"`{s}`" for s in instance.configuration)
                 raise _Failed(
-                    f"expected state `{step.state.name}`, the instance is in `{instance.state}`",
+                    f"expected state `{step.state.name}`, the instance is in {where}",
                     step.span,
                 )
         elif isinstance(step, ast.ExpectValue):
