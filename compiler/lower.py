@@ -244,7 +244,10 @@ class Lowerer:
             kind="history",
             parent=node.parent,
             history="deep" if decl.deep else "shallow",
-            default=decl.default.name if decl.default is not None else None,
+            # resolve checked that the default names one state (E130, E104, E135)
+            default=self.symbols.state_candidates(decl.default.name)[0]
+            if decl.default is not None
+            else None,
             line=decl.name.span.line,
             column=decl.name.span.column,
         )

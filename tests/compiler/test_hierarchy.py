@@ -374,3 +374,17 @@ initial state A {
         ("A", "direct", "B"),
         ("B", "event", "C"),
     ]
+
+
+def test_a_history_default_written_as_a_path_tail_lowers_to_the_ir_name() -> None:
+    source = """\
+flow demo
+initial state A {
+  initial state B { initial state C  state D }
+  history deep H -> B.D
+}
+state X { initial state D }
+"""
+    data = compiled(source)
+    (history,) = [s for s in data["states"] if s.get("kind") == "history"]
+    assert history["default"] == "A.B.D"
