@@ -521,7 +521,7 @@ class Generator:
                 f"code={self.const(req.code)}, template={self.const(req.message)})",
             ]
         # 3. the candidates, in order
-        event_types = {f.name: f.type for f in ev.fields}
+        event_types = ev.field_types
         kw = "if"
         closed = False
         accepting: list[CTransition] = []

@@ -275,12 +275,14 @@ class ExprCompiler:
         return self.limits.check_computed
 
     def compile(self, node: Any) -> Evaluator:
-        if not isinstance(node, Mapping):
+        # A pair's first use compiles its guards and actions (docs/runtime.md, Performance):
+        # the IR is plain dicts, so the exact type test comes before the ABC's.
+        if type(node) is not dict and not isinstance(node, Mapping):
             raise IRLoadError(f"an expression must be an object, got {node!r}")
         found = self._cache.get(id(node))
         if found is not None:
             return found[1]
-        if not node.keys() <= _EXPR_MEMBERS:
+        if not _EXPR_MEMBERS.issuperset(node):
             unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
             raise IRLoadError(f"an expression has unknown field(s) {unknown}")
         try:
@@ -296,17 +298,18 @@ class ExprCompiler:
     def _build(self, node: Mapping[str, Any]) -> Evaluator:
         op = node.get("op")
         value = node.get("value")
-        args = list(node.get("args") or ())
-        if op == "lit":
-            if value_too_deep(value):
-                raise IRLoadError("a literal is nested too deeply")
-            return _const(value)
+        raw_args = node.get("args")
+        args = list(raw_args) if raw_args else []
         if op == "ctx":
             key = _name(value, op)
             return lambda c, e, s: c[key]
         if op == "event":
             key = _name(value, op)
             return lambda c, e, s: e[key]
+        if op == "lit":
+            if (type(value) is dict or type(value) is list) and value_too_deep(value):
+                raise IRLoadError("a literal is nested too deeply")
+            return _const(value)
         if op == "state":
             if value == "name":
                 return lambda c, e, s: s.name
@@ -570,19 +573,22 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     plan = []
     fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
     for a in raw:
-        if not isinstance(a, Mapping):
+        if type(a) is not dict and not isinstance(a, Mapping):
             raise IRLoadError(f"an action must be an object, got {a!r}")
         path = tuple(a.get("target") or ())
         depth = 0
-        while depth < len(path) - 1 and path[: depth + 1] in fresh:
-            depth += 1
+        if fresh:
+            while depth < len(path) - 1 and path[: depth + 1] in fresh:
+                depth += 1
         plan.append((a, depth))
         for i in range(1, len(path)):
             fresh.add(path[:i])
-        # The written path holds a value that may be shared; anything read by the value
-        # may now be referenced from elsewhere: neither may be changed in place again.
-        read = _ctx_reads(a.get("value"))
-        fresh = {q for q in fresh if q[: len(path)] != path and q[0] not in read}
+        if fresh:
+            # The written path holds a value that may be shared; anything read by the value
+            # may now be referenced from elsewhere: neither may be changed in place again.
+            read = _ctx_reads(a.get("value"))
+            n = len(path)
+            fresh = {q for q in fresh if q[:n] != path and q[0] not in read}
     return plan
 
 
@@ -592,11 +598,13 @@ def _ctx_reads(node: Any) -> set[str]:
     stack = [node]
     while stack:
         n = stack.pop()
-        if not isinstance(n, Mapping):
+        if type(n) is not dict and not isinstance(n, Mapping):
             continue
         if n.get("op") == "ctx" and isinstance(n.get("value"), str):
             out.add(n["value"])
-        stack.extend(n.get("args") or ())
+        args = n.get("args")
+        if args:
+            stack.extend(args)
     return out
 
 
@@ -672,27 +680,13 @@ def _set_leaf(path: tuple[str, ...], leaf: tuple[str, Any], fresh_depth: int) ->
 
         return set_const
     head, last = path
-    read: Callable[[dict[str, Any], Any], Any]
     if kind == "event":
-        read = _event_reader(k)
-    elif kind == "ctx":
-        read = _ctx_reader(k)
-    else:
-        read = _const_reader(k)
-    if fresh_depth >= 1:
-        if kind == "event":
+        if fresh_depth >= 1:
 
             def set_event_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
                 c[head][last] = e[k]
 
             return set_event_in_copy
-
-        def set_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
-            c[head][last] = read(c, e)
-
-        return set_in_copy
-
-    if kind == "event":
 
         def set_field_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
             node = c[head]
@@ -702,6 +696,13 @@ def _set_leaf(path: tuple[str, ...], leaf: tuple[str, Any], fresh_depth: int) ->
             node[last] = e[k]
 
         return set_field_from_event
+    read = _ctx_reader(k) if kind == "ctx" else _const_reader(k)
+    if fresh_depth >= 1:
+
+        def set_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[head][last] = read(c, e)
+
+        return set_in_copy
 
     def set_field(c: dict[str, Any], e: Any, s: Any) -> None:
         v = read(c, e)
@@ -714,10 +715,6 @@ def _set_leaf(path: tuple[str, ...], leaf: tuple[str, Any], fresh_depth: int) ->
     return set_field
 
 
-def _event_reader(k: str) -> Callable[[dict[str, Any], Any], Any]:
-    return lambda c, e: e[k]
-
-
 def _ctx_reader(k: str) -> Callable[[dict[str, Any], Any], Any]:
     return lambda c, e: c[k]
 
@@ -728,10 +725,10 @@ def _const_reader(v: Any) -> Callable[[dict[str, Any], Any], Any]:
 
 def _leaf(node: Any) -> tuple[str, Any] | None:
     """`("event", name)`, `("ctx", name)` or `("lit", value)` for a leaf node, else None."""
-    if not isinstance(node, Mapping):
+    if type(node) is not dict and not isinstance(node, Mapping):
         return None
     op = node.get("op")
-    if op in ("event", "ctx") and isinstance(node.get("value"), str):
+    if (op == "event" or op == "ctx") and isinstance(node.get("value"), str):
         return op, node["value"]
     if op == "lit":
         return op, node.get("value")
@@ -801,14 +798,15 @@ def _normaliser(
     if _already_normal(ty, value, event_types):
         return _identity
     check = ty.check
-    where = f"an item of `{'.'.join(path)}`" if item else f"`{'.'.join(path)}`"
-    needs = ty.requirement()
 
     def normalise(v: Any) -> Any:
         try:
             return check(v)
         except Invalid:
+            # Worded only when it happens: a record's requirement lists its fields.
+            where = f"an item of `{'.'.join(path)}`" if item else f"`{'.'.join(path)}`"
             shown = _short_repr(v)
+            needs = ty.requirement()
             raise ExprFault(f"{where} takes {needs}; the actions computed {shown}") from None
 
     return normalise

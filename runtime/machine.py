@@ -245,11 +245,13 @@ class Requirement:
 class CEvent:
     """An event: its payload type (checked with one call), requirements and JSON Schema."""
 
-    __slots__ = ("_schema", "check", "empty", "fields", "name", "requires", "type")
+    __slots__ = ("_schema", "check", "empty", "field_types", "fields", "name", "requires", "type")
 
     def __init__(self, name: str, fields: tuple[Field, ...], requires: tuple[Requirement, ...]):
         self.name = name
         self.fields = fields
+        #: field name -> its type: what the actions of a rule on this event read (`event.x`)
+        self.field_types: dict[str, Type] = {f.name: f.type for f in fields}
         self.type: Type = fields_type(name, fields)
         self.check = self.type.check
         self.requires = requires
@@ -417,6 +419,8 @@ class Machine:
         )
         self.context_type = fields_type("context", self.context_fields)
         self._context_by_name = {f.name: f for f in self.context_fields}
+        #: target path -> its type (`target_type`), found once per path
+        self._target_types: dict[tuple[str, ...], Type] = {}
         #: The context of a new instance before the host's values: shared, never changed.
         self.defaults: dict[str, Any] = {
             f.name: f.default for f in self.context_fields if not f.required
@@ -696,7 +700,7 @@ class Machine:
 
     def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
         ev = self.events.get(t.event) if t.event else None
-        event_types = {f.name: f.type for f in ev.fields} if ev is not None else None
+        event_types = ev.field_types if ev is not None else None
         return self._compiler.actions(t.raw["actions"], self.target_type, event_types)
 
     def _lazy_actions(self, state: CState, which: str) -> ActionBlock | None:
@@ -797,6 +801,13 @@ class Machine:
 
     def target_type(self, path: Sequence[str]) -> Type:
         """The type of the context location an action writes (`stats.hits`)."""
+        key = tuple(path)
+        found = self._target_types.get(key)
+        if found is None:
+            found = self._target_types[key] = self._find_target_type(path)
+        return found
+
+    def _find_target_type(self, path: Sequence[str]) -> Type:
         f = self._context_by_name.get(path[0])
         if f is None:
             raise IRLoadError(f"an action writes unknown context field {path[0]!r}")
