@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
-from flowc.runtime.expr import FAULTS, describe_fault
+from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import Plan, Step, plan_of
 from flowc.runtime.limits import LimitExceeded, Limits, text_problem
 from flowc.runtime.machine import CTransition, Requirement
 from flowc.runtime.model import IRLoadError
+from flowc.runtime.outputs import collecting, current_outputs
 from flowc.runtime.rejections import Rejection, SnapshotError, UnknownTemplate
 from flowc.runtime.templating import EventVars, wrap
 from flowc.runtime.validate import Invalid, feedback, report
@@ -170,11 +171,13 @@ class StepResult(HistoryEntry):
     is in now. `replayed` is true when an idempotency key had already been applied: nothing
     ran this time and this is the earlier step."""
 
-    __slots__ = ("_c", "_j", "_m")
+    __slots__ = ("_c", "_fx", "_j", "_m")
 
     _c: dict[str, Any]
     _j: dict[str, str]
     _m: Machine
+    #: the effects the step's actions emitted, as collected (set only when there are some)
+    _fx: list[tuple[str, dict[str, Any]]]
 
     ok: Final = True
     replayed: bool = False
@@ -191,6 +194,17 @@ class StepResult(HistoryEntry):
     def context(self) -> dict[str, Any]:
         """The context right after this step."""
         return copy_dict(self._c)
+
+    @property
+    def effects(self) -> list[dict[str, Any]]:
+        """The effects this step's actions emitted (`emit EFFECT(...)`), in order, each as
+        `{"effect": name, "payload": {...}}` (copies, the caller's to keep). Empty for a
+        replayed step: nothing ran."""
+        try:
+            fx = self._fx
+        except AttributeError:  # most steps emit nothing and never set it
+            return []
+        return [{"effect": name, "payload": copy_dict(payload)} for name, payload in fx]
 
     def journal(self, name: str) -> str:
         """The entry journal `name` renders for this step (rendered once, then kept)."""
@@ -216,6 +230,8 @@ class StepResult(HistoryEntry):
         out["trigger"] = self.trigger
         if self.replayed:
             out["replayed"] = True
+        elif hasattr(self, "_fx"):
+            out["effects"] = self.effects
         return out
 
     def __repr__(self) -> str:
@@ -281,6 +297,7 @@ class Instance:
         "__weakref__",
         "_clock",
         "_ctx",
+        "_fx",
         "_guarded",
         "_history",
         "_keys",
@@ -301,6 +318,8 @@ class Instance:
     _keys: dict[str, int] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
+    #: the effects the initial state's entry actions emitted at the start (rarely set)
+    _fx: list[tuple[str, dict[str, Any]]] | None
     id: str | None
 
     # ---- creation ---------------------------------------------------------------------------
@@ -313,6 +332,7 @@ class Instance:
         self._subs = None
         self._timers = None
         self._guarded = False
+        self._fx = None
         self.id = id
         return self
 
@@ -320,6 +340,12 @@ class Instance:
     def _start(
         cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
     ) -> Instance | Rejection:
+        if machine.emits and current_outputs() is None:
+            with collecting() as outputs:
+                started = cls._start(machine, context, id, clock)
+            if type(started) is not Rejection and outputs.effects:
+                started._fx = outputs.effects  # type: ignore[union-attr]
+            return started
         initial = machine.initial
         given = context if context is not None else _EMPTY
         try:
@@ -349,10 +375,23 @@ class Instance:
         self._seq = 0
         self._history = [(0, now, "start", None, state.name, None, None, None, via)]
         if state.timers:
-            self._timers = _arm(state, now)
+            if any(t.after_ms is None for t in state.timers):
+                try:
+                    self._timers = _arm_computed(machine, state.timers, now, ctx, state) or None
+                except FAULTS as exc:
+                    where = f"the delay of a timer of {state.name}"
+                    return _fault(machine, exc, where, state, None, None, ctx)
+            else:
+                self._timers = _arm(state, now)
         return self
 
     # ---- reading ----------------------------------------------------------------------------
+    @property
+    def start_effects(self) -> list[dict[str, Any]]:
+        """The effects the initial state's entry actions emitted when this instance started
+        (`{"effect": name, "payload": {...}}`, copies); empty for a restored instance."""
+        return [{"effect": n, "payload": copy_dict(p)} for n, p in self._fx or ()]
+
     @property
     def machine(self) -> Machine:
         return self._m
@@ -689,6 +728,10 @@ class Instance:
         """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
         `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
         plan = t.plan or plan_of(t)
+        if (plan.emits or (plan.target.choice and self._m.emits)) and current_outputs() is None:
+            # The step may emit effects: collect them, to hand out once it has committed.
+            with collecting():
+                return self._take(st, t, p, kind, event, reason, key, at, tried)
         c = self._ctx
         dest = plan.target
         via = _NO_VIA
@@ -708,14 +751,31 @@ class Instance:
             except FAULTS as exc:
                 where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
-        # Commit: nothing below can fail.
         now = self._clock() if at is None else at
+        armed: Timers | None = None
+        if last.computed or plan.computed:
+            # A computed delay is evaluated now, on the context the step commits: a fault in
+            # it refuses the step like any fault in its actions.
+            try:
+                if not plan.internal:
+                    armed = _arm_computed(self._m, last.arm, now, c, dest)
+                elif plan.repeats:
+                    armed = _arm_computed(self._m, tried or (t,), now, c, dest, self._timers)
+            except FAULTS as exc:
+                return _fault(
+                    self._m, exc, f"the delay of a timer of {dest.name}", st, event, p, self._ctx
+                )
+        # Commit: nothing below can fail.
         seq = self._seq + 1
         entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via)
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
-        if not plan.internal:
+        if armed is not None:
+            if not plan.internal:
+                self._state = dest
+            self._timers = armed or None
+        elif not plan.internal:
             self._state = dest
             self._timers = _arm_rules(last.arm, now) if last.arm else None
         elif plan.repeats:
@@ -727,6 +787,10 @@ class Instance:
         r._e = entry
         r._c = c
         r._m = self._m
+        if self._m.emits:
+            outputs = current_outputs()
+            if outputs is not None and outputs.effects:
+                r._fx = outputs.effects
         if self._subs:
             self._notify(r)
         return r
@@ -1116,6 +1180,46 @@ def _arm(state: CState, now: float) -> Timers:
 
 def _arm_rules(rules: tuple[CTransition, ...], now: float) -> Timers:
     return _due_order([(now + t.after_ms / 1000.0, t) for t in rules if t.after_ms])
+
+
+def _arm_computed(
+    machine: Machine,
+    rules: tuple[CTransition, ...],
+    now: float,
+    c: dict[str, Any],
+    st: CState,
+    keep: Timers | None = None,
+) -> Timers:
+    """`_arm_rules` (or, with `keep`, `_rearm`) for rules some of which have a computed delay
+    (`after EXPR UNIT`): each is evaluated against `c`, the context the step commits, and must
+    be an int of milliseconds. A delay below 1 ms counts as 1 ms (a timer fires after the step
+    that armed it, so `advance` always ends); one longer than any timer may wait is a fault."""
+    timers = list(keep or ())
+    for t in rules:
+        ms = t.after_ms
+        if ms is None:
+            node = t.raw.get("after_expr")
+            if node is None:
+                continue
+            ms = machine._compiler.compile(node)(c, None, st)
+            if type(ms) is not int:
+                raise ExprFault(f"the delay of {t.describe()} is not an int ({_kind(ms)})")
+            if ms > MAX_DELAY_MS:
+                raise ExprFault(
+                    f"the delay of {t.describe()} is {ms:,} ms, longer than any timer may wait"
+                )
+            ms = max(ms, 1)
+        timers.append((now + ms / 1000.0, t))
+    return _due_order(timers)
+
+
+def _kind(value: Any) -> str:
+    return "none" if value is None else type(value).__name__
+
+
+#: The longest a computed delay may be: what the compiler allows a written one (about 100
+#: years; deadlines are absolute times, which past a few thousand years no longer fit a date).
+MAX_DELAY_MS = 36_500 * 86_400_000
 
 
 def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) -> Timers:

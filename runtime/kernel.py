@@ -20,7 +20,7 @@ timers keep running.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from flowc.runtime.machine import CState, CTransition
@@ -42,7 +42,18 @@ class Step(NamedTuple):
 class Plan:
     """What taking one transition does (see the module's docstring)."""
 
-    __slots__ = ("arm", "copies", "entries", "exits", "internal", "repeats", "steps", "target")
+    __slots__ = (
+        "arm",
+        "computed",
+        "copies",
+        "emits",
+        "entries",
+        "exits",
+        "internal",
+        "repeats",
+        "steps",
+        "target",
+    )
 
     def __init__(self, t: CTransition) -> None:
         source, target = t.source, t.target
@@ -58,6 +69,8 @@ class Plan:
             steps.append(Step("actions", t, "actions", source))
         steps += [Step("entry", s, "entry", s) for s in self.entries if s.raw.get("entry")]
         self.steps: tuple[Step, ...] = tuple(steps)
+        #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
+        self.emits: bool = any(_emits(s.owner.raw.get(s.block)) for s in steps)
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
@@ -65,7 +78,24 @@ class Plan:
         #: empty for an internal step, which keeps the timers as they are.
         self.arm: tuple[CTransition, ...] = () if self.internal else target.timers
         #: An internal timer rule (`after D -> self`) is armed again when it fires.
-        self.repeats: bool = self.internal and t.kind == "timer" and bool(t.after_ms)
+        computed = t.kind == "timer" and t.after_ms is None
+        self.repeats: bool = self.internal and t.kind == "timer" and (bool(t.after_ms) or computed)
+        #: Some timer armed at the commit has a computed delay (`after EXPR UNIT`): it is
+        #: evaluated against the committed context before the step commits.
+        self.computed: bool = any(r.after_ms is None for r in self.arm) or (
+            self.repeats and computed
+        )
+
+
+def _emits(actions: Any) -> bool:
+    """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
+    for a in actions or ():
+        op = a.get("op")
+        if op == "emit":
+            return True
+        if op == "if" and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
+            return True
+    return False
 
 
 def plan_of(t: CTransition) -> Plan:

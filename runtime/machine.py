@@ -247,6 +247,8 @@ class Machine:
         self.clock: Clock = clock or system_clock
         #: The bounds on values and work of this machine's instances (limits.py).
         self.limits: Limits = limits or DEFAULT_LIMITS
+        #: The flow declares effects (`effect NAME(...)`): steps that may emit collect them.
+        self.emits: bool = bool(raw.get("effects")) if isinstance(raw, Mapping) else False
         # Loading allocates thousands of small objects that all live as long as the machine;
         # the cyclic collector would scan the whole parsed JSON again and again meanwhile.
         paused = gc.isenabled()
@@ -417,7 +419,10 @@ class Machine:
                 raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
             if kind == "timer":
                 after_ms = t.get("after_ms")
-                if not (isinstance(after_ms, int) and after_ms > 0):
+                if t.get("after_expr") is not None:
+                    if after_ms is not None:
+                        raise IRLoadError(f"timer transition #{index} has both delays")
+                elif not (isinstance(after_ms, int) and after_ms > 0):
                     raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
             group = by_source.get(source)
             if group is None:

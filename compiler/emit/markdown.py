@@ -13,7 +13,7 @@ from functools import cache
 import jinja2
 
 from flowc.compiler.emit.expr_text import actions_text, expr_text, literal_text
-from flowc.compiler.emit.labels import duration_text, type_text
+from flowc.compiler.emit.labels import timer_text, type_text
 from flowc.compiler.emit.mermaid import to_mermaid
 from flowc.runtime.model import Action, CompiledFlow, FieldDef, Migration, State, Transition
 
@@ -194,7 +194,7 @@ def _state_row(state: State, mine: list[Transition]) -> _StateRow:
         extra.append("go to " + ", ".join(f"`{d}`" for d in directs))
     timers = [t for t in mine if t.kind == "timer"]
     for t in timers:
-        extra.append(f"after {duration_text(t.after_ms)}")
+        extra.append(timer_text(t))
     if state.kind == "choice":
         extra.append("routes at once")
     blocks = []
@@ -231,7 +231,7 @@ def _transition_row(t: Transition, state_cell: str) -> _TransitionRow:
     if t.kind in ("event", "reject"):
         trigger = f"`{t.event}`"
     elif t.kind == "timer":
-        trigger = f"after {duration_text(t.after_ms)}"
+        trigger = timer_text(t)
     elif t.kind == "direct":
         trigger = "direct"
     elif t.kind == "else":
