@@ -189,7 +189,8 @@ def test_the_new_keywords_stay_soft() -> None:
     data = ir(
         "flow demo\nevent go\nevent raise\neffect emit(elif: int)\n"
         "context { effect: int = 0, emit: int = 0, raise: int = 0, elif: int = 0 }\n"
-        "initial state A { on go -> A do effect = 1; emit += 1; raise raise; emit emit(elif: elif)\n"
+        "initial state A { on go -> A do effect = 1; emit += 1; raise raise;\n"
+        "  emit emit(elif: elif)\n"
         "  on raise -> A }\n"
     )
     ops = [a["op"] for a in data["transitions"][0]["actions"]]
@@ -220,8 +221,8 @@ def test_a_computed_delay_lowers_to_milliseconds_and_a_constant_one_as_before() 
 
 def test_a_computed_delay_reads_as_written_in_diagrams() -> None:
     flow = compiled(
-        HEAD
-        + "initial state A {\n  after backoff_ms ms -> B\n  after retry_s s -> B\n}\nfinal state B\n"
+        HEAD + "initial state A {\n  after backoff_ms ms -> B\n  after retry_s s -> B\n}\n"
+        "final state B\n"
     )
     assert [trigger_text(t) for t in flow.transitions] == [
         "after backoff_ms ms",

@@ -115,7 +115,8 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ),
     (
         "E215",
-        "flow demo\neffect lamp(lit: bool)\nevent go\ninitial state A { on go -> A do emit lamp }\n",
+        "flow demo\neffect lamp(lit: bool)\nevent go\n"
+        "initial state A { on go -> A do emit lamp }\n",
         4,
         33,
     ),

@@ -137,7 +137,8 @@ def test_a_replayed_step_carries_no_effects() -> None:
 
 def test_a_flow_without_effects_never_collects() -> None:
     m = Machine.from_source(
-        "flow f\nevent go\ncontext { x: int = 0 }\ninitial state A { on go -> A do if x > 0 { x = 0 } }\n"
+        "flow f\nevent go\ncontext { x: int = 0 }\n"
+        "initial state A { on go -> A do if x > 0 { x = 0 } }\n"
     )
     assert not m.emits
     r = step(m.start().send("go"))

@@ -3,6 +3,8 @@ the context the arming step commits; a fault refuses that step."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from flowc.runtime import FakeClock, Machine, Rejection, StepResult
@@ -19,7 +21,8 @@ initial state Idle { on fail -> Waiting }
 
 state Waiting {
   # exponential backoff in one rule: each retry re-enters, doubling the delay
-  after backoff_ms ms if attempts < 4 -> Waiting reenter do attempts += 1; backoff_ms = backoff_ms * 2
+  after backoff_ms ms if attempts < 4 -> Waiting reenter
+    do attempts += 1; backoff_ms = backoff_ms * 2
   after backoff_ms ms -> GaveUp
   on done -> Idle
 }
@@ -49,7 +52,7 @@ def test_exponential_backoff_with_one_timer_rule(hot_after: int) -> None:
     t0 = clock()
     ok(i.send("fail"))
     fired = [ok(o) for o in i.advance(t0 + 60)]
-    gaps = [round((b.timestamp - a.timestamp) * 1000) for a, b in zip(fired, fired[1:])]
+    gaps = [round((b.timestamp - a.timestamp) * 1000) for a, b in itertools.pairwise(fired)]
     assert round((fired[0].timestamp - t0) * 1000) == 100
     assert gaps == [200, 400, 800, 1600]
     assert [f.to for f in fired] == ["Waiting"] * 4 + ["GaveUp"]
