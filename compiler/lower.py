@@ -147,9 +147,9 @@ class Lowerer:
         """The `map` expression of a payload, with the fields of `fill` not given added (their
         default, or none); None for an empty one."""
         parts: list[ir.Expr] = []
-        written = {name.name: value for name, value in given}
-        for name, value in given:
-            parts += [self.expr(ast.Literal_(name.name, "str", name.span)), self.expr(value)]
+        written = {field.name for field, _ in given}
+        for field, value in given:
+            parts += [self.expr(ast.Literal_(field.name, "str", field.span)), self.expr(value)]
         for name, info in fill.items():
             if name not in written:
                 default = info.decl.default

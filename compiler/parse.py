@@ -1064,8 +1064,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 "a computed delay ends with its unit: `ms`, `s`, `m`, `h` or `d` "
                 "(`after backoff_ms ms`)",
             )
-            unit_ms = 1
-        delay = ast.ComputedDelay(c[1], unit, unit_ms, c[1].span.to(unit.span))
+        delay = ast.ComputedDelay(c[1], unit, unit_ms or 1, c[1].span.to(unit.span))
         return replace(self._rule("after", c, None, c[3], c[4]), delay=delay)
 
     def _duration(self, token: Token) -> ast.Duration:
@@ -1092,7 +1091,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.EmitAction(c[1], c[2] or (), _span(c))
 
     def action_block(self, c: list[Any]) -> tuple[ast.Action, ...]:
-        return c[0] or ()  # type: ignore[no-any-return]
+        actions: tuple[ast.Action, ...] = c[0] or ()
+        return actions
 
     def if_action(self, c: list[Any]) -> ast.IfAction:
         # IF expr block, (ELIF expr block)*, ELSE_BLOCK|None, block|None
