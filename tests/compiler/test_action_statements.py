@@ -266,3 +266,28 @@ def test_fmt_lays_out_the_new_statements_idempotently_and_keeps_the_hash() -> No
     )
     assert "  after backoff_ms * 2 ms -> A\n" in once
     assert compiled(once).hash == compiled(source).hash
+
+
+def test_a_constant_if_guard_is_w309_at_its_rule_or_state() -> None:
+    result = compile_source(
+        "flow demo\nevent go\ncontext { x: int = 0 }\n"
+        "initial state A {\n  entry do if 1 > 2 { x = 1 }\n"
+        "  on go -> B do if x > 0 { if true { x = 2 } } elif x < 0 { x = 3 }\n}\nfinal state B\n",
+        "case.flow",
+    )
+    found = sorted((d.code, d.span.line, d.message) for d in result.diagnostics)
+    assert found == [
+        ("W309", 4, "the `if` guard `1 > 2` is always false: its actions never run"),
+        ("W309", 6, "the `if` guard `true` is always true"),
+    ]
+
+
+def test_explore_tells_contexts_apart_by_what_if_guards_and_delays_read() -> None:
+    from flowc.compiler.testing.space import Explorer
+
+    flow = compiled(
+        'flow demo\nevent go\ncontext { a: int = 0, b: int = 0, c: int = 1, d: str = "" }\n'
+        'initial state A {\n  on go -> A do if a > 0 { if b > 0 { d = "x" } }\n'
+        "  after c s -> A\n}\n"
+    )
+    assert Explorer(flow).read_fields == ["a", "b", "c"]
