@@ -291,3 +291,17 @@ def test_explore_tells_contexts_apart_by_what_if_guards_and_delays_read() -> Non
         "  after c s -> A\n}\n"
     )
     assert Explorer(flow).read_fields == ["a", "b", "c"]
+
+
+def test_diagram_labels_read_the_new_actions_as_written() -> None:
+    from flowc.compiler.emit.expr_text import actions_text
+
+    flow = compiled(
+        HEAD + "initial state A { on go -> A do "
+        "if x > 1 { raise poke(n: 1) } elif x > 0 { x = 2 } else { emit lamp(lit: true) } }\n"
+        "state B { on poke -> A }\n"
+    )
+    assert actions_text(flow.transitions[0].actions) == (
+        "if x > 1 { raise poke(n: 1) } elif x > 0 { x = 2 } "
+        "else { emit lamp(lit: true, level: 1, why: none) }"
+    )
