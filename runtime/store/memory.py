@@ -92,7 +92,7 @@ class MemoryStore:
     def pending_effects(self, *, limit: int = 100) -> list[OutboxEffect]:
         with self._lock:
             pending = list(self._outbox.values())[:limit]
-        return [replace(fx, payload=copy_json(fx.payload)) for fx in pending]  # type: ignore[arg-type]
+        return [replace(fx, payload=copy_json(fx.payload)) for fx in pending]
 
     def mark_delivered(self, effects: Sequence[OutboxEffect]) -> None:
         with self._lock:
