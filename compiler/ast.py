@@ -175,7 +175,46 @@ class ActionCall:
     span: Span
 
 
-Action = Assign | ActionCall
+#: `raise EVENT(field: expr, ...)` / `emit EFFECT(field: expr, ...)`: the fields given
+Payload = tuple[tuple[Ident, Expr], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RaiseAction:
+    """`raise EVENT(field: expr, ...)`: an internal event, processed within the same step."""
+
+    event: Ident
+    payload: Payload
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class EmitAction:
+    """`emit EFFECT(field: expr, ...)`: an effect for the host, delivered after the commit."""
+
+    effect: Ident
+    payload: Payload
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IfBranch:
+    """One arm of an `if` action; `guard` is None for the `else` arm (always last)."""
+
+    guard: Expr | None
+    actions: tuple[Action, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class IfAction:
+    """`if G { ... } elif G { ... } else { ... }`: the first arm whose guard holds runs."""
+
+    branches: tuple[IfBranch, ...]
+    span: Span
+
+
+Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction
 
 
 # ---- declarations ---------------------------------------------------------------------------
@@ -240,6 +279,15 @@ class EventDecl:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class EffectDecl:
+    """`effect NAME(params)`: an output event that actions `emit` for the host."""
+
+    name: Ident
+    params: tuple[FieldDecl, ...]
+    span: Span
+
+
 RuleKind = Literal["on", "direct", "else", "after", "always"]
 
 
@@ -247,6 +295,17 @@ RuleKind = Literal["on", "direct", "else", "after", "always"]
 class Duration:
     text: str
     milliseconds: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ComputedDelay:
+    """`after EXPR UNIT`: a timer delay computed when the timer is armed; `unit_ms` is the
+    unit in milliseconds (`ms` 1, `s` 1000, ...)."""
+
+    expr: Expr
+    unit: Ident
+    unit_ms: int
     span: Span
 
 
@@ -274,6 +333,8 @@ class Rule:
     #: set by resolve on each rule it expanded: every event the written rule covers, in order
     #: (the first copy typechecks the guard and actions for all of them)
     covers: tuple[str, ...] = ()
+    #: `after EXPR UNIT -> X`: a computed delay (`after` is None then)
+    delay: ComputedDelay | None = None
 
     @property
     def listed_events(self) -> tuple[Ident, ...]:
@@ -488,6 +549,7 @@ Decl = (
     | TestDecl
     | UnhandledDecl
     | HistoryDecl
+    | EffectDecl
 )
 
 

@@ -83,6 +83,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E210": (Severity.ERROR, "template too costly"),
     "E211": (Severity.ERROR, "invalid refusal data"),
     "E212": (Severity.ERROR, "payload field differs between a rule's events"),
+    "E213": (Severity.ERROR, "unknown time unit"),
+    "E214": (Severity.ERROR, "unknown effect"),
+    "E215": (Severity.ERROR, "payload field missing"),
+    "E216": (Severity.ERROR, "timer delay is not an int"),
     # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
     "W302": (Severity.WARNING, "state has no way out"),

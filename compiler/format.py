@@ -155,6 +155,8 @@ class _Shape:
     clause_start: list[int]
     #: Index of the matching bracket, for brackets (-1 for other tokens).
     partner: list[int]
+    #: The `{` of the blocks of an `if` action (`if g { … } else { … }`), spaced as blocks.
+    action_blocks: frozenset[int] = frozenset()
 
 
 def _is_statement_rule(origin: str) -> bool:
@@ -194,6 +196,7 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
     is_sign = [False] * count
     items: list[tuple[int, int]] = []
     clauses: set[tuple[int, int]] = set()
+    action_blocks: set[int] = set()
     keywords = frozenset(_scanner(parser).keywords.values())
     states, start_state, end_state = _table(parser)
     state_stack = [start_state]
@@ -221,6 +224,8 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
                 first = child[0]
             last = child[1]
         node = (first, last) if first >= 0 else None
+        if origin == "action_block" and node is not None:
+            action_blocks.add(node[0])
         if node is not None:
             if _is_statement_rule(origin):
                 items.append(node)
@@ -284,7 +289,9 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
         elif token.type in _CLOSERS and open_stack:
             opener = open_stack.pop()
             partner[opener], partner[index] = index, opener
-    return _Shape(is_name, is_sign, starts_item, item_start, clause_start, partner)
+    return _Shape(
+        is_name, is_sign, starts_item, item_start, clause_start, partner, frozenset(action_blocks)
+    )
 
 
 # ---- writing -----------------------------------------------------------------------------------
@@ -450,7 +457,7 @@ class _Layout:
         """A `{` after a word (`enum Verdict {`, `state A "Title" {`, `meta {`, `from 1 {`) opens a
         block, written `{ a, b }` on one line; after an operator or a comma it is a value,
         `{"k": v}`, as in Python."""
-        if opener == 0:
+        if opener == 0 or opener in self.shape.action_blocks:
             return True
         previous = opener - 1
         return (

@@ -38,7 +38,7 @@ class Role(StrEnum):
 
 _ROLE_WORDS = {
     Role.DECLARATION: "flow version enum type context event state meta entry exit message journal "
-    "template migrate from field drop",
+    "template migrate from field drop effect",
     Role.MODIFIER: "initial final choice",
     Role.CONTROL: "on after if else do reject require back self",
     Role.OPERATOR: "and or not in",

@@ -112,7 +112,7 @@ class Lowerer:
                 op = {"=": "set", "+=": "add", "-=": "sub"}[action.op]
                 target = tuple(i.name for i in action.target)
                 lowered.append(_new(ir.Action, op=op, target=target, value=self.expr(action.value)))
-            else:
+            elif isinstance(action, ast.ActionCall):
                 path, item = action.args
                 lowered.append(
                     _new(
@@ -122,7 +122,55 @@ class Lowerer:
                         value=self.expr(item),
                     )
                 )
+            else:
+                lowered.append(self.v2_action(action))
         return tuple(lowered)
+
+    def v2_action(self, action: ast.IfAction | ast.RaiseAction | ast.EmitAction) -> ir.Action:
+        """`if`, `raise` and `emit` (IR version 2)."""
+        if isinstance(action, ast.IfAction):
+            branches = tuple(
+                _new(
+                    ir.Branch,
+                    guard=self.expr(b.guard) if b.guard is not None else None,
+                    actions=self.actions(b.actions),
+                )
+                for b in action.branches
+            )
+            return _new(ir.Action, op="if", branches=branches)
+        if isinstance(action, ast.RaiseAction):
+            value = self.payload(action.payload, {})
+            return _new(ir.Action, op="raise", event=action.event.name, value=value)
+        # An effect's payload is complete in the IR (defaults filled in, a missing optional
+        # field none), so the runtime only evaluates it: the host always gets every field.
+        params = self.symbols.effects[action.effect.name].params
+        value = self.payload(action.payload, params)
+        return _new(ir.Action, op="emit", event=action.effect.name, value=value)
+
+    def payload(self, given: ast.Payload, fill: dict[str, FieldInfo]) -> ir.Expr | None:
+        """The `map` expression of a payload, with the fields of `fill` not given added (their
+        default, or none); None for an empty one."""
+        parts: list[ir.Expr] = []
+        written = {field.name for field, _ in given}
+        for field, value in given:
+            parts += [self.expr(ast.Literal_(field.name, "str", field.span)), self.expr(value)]
+        for name, info in fill.items():
+            if name not in written:
+                default = info.decl.default
+                key = _new(ir.Expr, op="lit", value=name)
+                lit = self.constant(default) if default is not None else None
+                parts += [key, _new(ir.Expr, op="lit", value=lit)]
+        if not parts:
+            return None
+        return _new(ir.Expr, op="map", args=tuple(parts))
+
+    def delay(self, delay: ast.ComputedDelay) -> ir.Expr:
+        """A computed delay in milliseconds: the expression times its unit."""
+        value = self.expr(delay.expr)
+        if delay.unit_ms == 1:
+            return value
+        unit = _new(ir.Expr, op="lit", value=delay.unit_ms)
+        return _new(ir.Expr, op="*", args=(value, unit))
 
     # ---- declarations ------------------------------------------------------------------
     def field(self, info: FieldInfo) -> ir.FieldDef:
@@ -208,6 +256,14 @@ class Lowerer:
             invariants=tuple(
                 _new(ir.Invariant, name=name, expr=self.expr(decl.expr))
                 for name, decl in symbols.invariants.items()
+            ),
+            effects=tuple(
+                _new(
+                    ir.EventDef,
+                    name=name,
+                    fields=tuple(self.field(p) for p in info.params.values()),
+                )
+                for name, info in symbols.effects.items()
             ),
         )
         return flow.with_hash() if hashed else flow
@@ -306,6 +362,7 @@ class Lowerer:
             back=rule.back,
             reenter=rule.reenter,
             after_ms=rule.after.milliseconds if rule.after else None,
+            after_expr=self.delay(rule.delay) if rule.delay is not None else None,
             code=rule.reject_code.name if rule.reject_code else None,
             message=rule.reject_message.value if rule.reject_message else None,
             data=self.expr(rule.reject_data) if rule.reject_data is not None else None,

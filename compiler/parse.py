@@ -90,6 +90,10 @@ _SOFT_KEYWORDS = frozenset(
         "REENTER",
         "PARALLEL",
         "HISTORY",
+        "EFFECT",
+        "EMIT",
+        "RAISE",
+        "ELIF",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -514,7 +518,7 @@ _RESYNC_TOKENS = frozenset(
     {
         "FLOW", "VERSION", "ENUM", "TYPE", "CONTEXT", "EVENT", "STATE", "INITIAL", "FINAL",
         "CHOICE", "ON", "AFTER", "ENTRY", "EXIT", "META", "MESSAGE", "JOURNAL", "TEMPLATE",
-        "MIGRATE", "INVARIANT", "TEST", "UNHANDLED", "RBRACE",
+        "MIGRATE", "INVARIANT", "TEST", "UNHANDLED", "EFFECT", "RBRACE",
         "PARALLEL", "HISTORY", "ALWAYS",
     }
 )  # fmt: skip
@@ -619,14 +623,19 @@ def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None
         return "separate actions with `;`: a line break does not continue a `do` list"
     if value == "=" and "COMPARE" in expected:
         return "use `==` to compare; `=` assigns in a `do` clause"
+    if token.type == "ARROW" and set(expected) == {"NAME"}:
+        # Only a plain NAME, not the soft keywords a `name` may be: the unit of `after EXPR UNIT`.
+        return (
+            "a computed delay ends with its unit: `after backoff_ms ms` (`ms`, `s`, `m`, `h`, `d`)"
+        )
     if token.type == "ARROW" and "NAME" in expected:
         return "an event name goes between `on` and `->`"
     if "ARROW" in expected and token.type in {"NAME", "STRING"}:
         return "a transition reads `on EVENT [if GUARD] -> TARGET`"
     if "DURATION" in expected and token.type in {"NAME", "INT"}:
         return (
-            "`after` takes a fixed duration: a number with its unit right after it "
-            "(`ms`, `s`, `m`, `h` or `d`), such as `30s`; it cannot read a context field"
+            "`after` takes a duration: a number with its unit right after it (`30s`), or an "
+            "expression and its unit (`after backoff_ms ms`)"
         )
     if token.type in {"AFTER", "ENTRY", "EXIT", "META"} and "STATE" in expected:
         return f"`{value}` belongs inside a state's `{{ … }}`"
@@ -811,6 +820,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         # EVENT, name, params|None, require*
         params = c[2] if c[2] is not None else ()
         return ast.EventDecl(c[1], params, tuple(c[3:]), _span(c))
+
+    def effect_decl(self, c: list[Any]) -> ast.EffectDecl:
+        # EFFECT, name, params|None
+        return ast.EffectDecl(c[1], c[2] if c[2] is not None else (), _span(c))
 
     def require(self, c: list[Any]) -> ast.Require:
         # REQUIRE, expr, ELSE, name, text, with_data|None
@@ -1100,6 +1113,22 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def after_rule(self, c: list[Any]) -> ast.Rule:
         return self._rule("after", c, None, c[2], c[3], self._duration(c[1]))
 
+    def after_expr_rule(self, c: list[Any]) -> ast.Rule:
+        # AFTER, expr, NAME (the unit), guard|None, arrow
+        unit = ast.Ident(str(c[2]), _token_span(c[2]))
+        unit_ms = _DURATION_UNITS_MS.get(unit.name)
+        # `_` is the placeholder error recovery inserts for a missing unit, already reported.
+        if unit_ms is None and unit.name != "_":
+            self.report(
+                "E213",
+                f"unknown time unit `{unit.name}`",
+                unit.span,
+                "a computed delay ends with its unit: `ms`, `s`, `m`, `h` or `d` "
+                "(`after backoff_ms ms`)",
+            )
+        delay = ast.ComputedDelay(c[1], unit, unit_ms or 1, c[1].span.to(unit.span))
+        return replace(self._rule("after", c, None, c[3], c[4]), delay=delay)
+
     def _duration(self, token: Token) -> ast.Duration:
         text = str(token)
         digits = text.rstrip("mshd")
@@ -1114,6 +1143,31 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def action_call(self, c: list[Any]) -> ast.ActionCall:
         args = tuple(a for a in c[1:] if a is not None)
         return ast.ActionCall(c[0], args, _span(c))
+
+    def raise_action(self, c: list[Any]) -> ast.RaiseAction:
+        # RAISE, event_name, payload|None
+        return ast.RaiseAction(c[1], c[2] or (), _span(c))
+
+    def emit_action(self, c: list[Any]) -> ast.EmitAction:
+        # EMIT, name, payload|None
+        return ast.EmitAction(c[1], c[2] or (), _span(c))
+
+    def action_block(self, c: list[Any]) -> tuple[ast.Action, ...]:
+        actions: tuple[ast.Action, ...] = c[0] or ()
+        return actions
+
+    def if_action(self, c: list[Any]) -> ast.IfAction:
+        # IF expr block, (ELIF expr block)*, ELSE_BLOCK|None, block|None
+        branches: list[ast.IfBranch] = []
+        i = 0
+        while i + 2 < len(c) and isinstance(c[i], Token) and c[i].type in ("IF", "ELIF"):
+            keyword, guard, block = c[i], c[i + 1], c[i + 2]
+            branches.append(ast.IfBranch(guard, block, _span([keyword, guard, block])))
+            i += 3
+        keyword, block = c[-2], c[-1]
+        if keyword is not None:
+            branches.append(ast.IfBranch(None, block, _span([keyword, block])))
+        return ast.IfAction(tuple(branches), _span(c))
 
     def lvalue(self, c: list[Any]) -> tuple[ast.Ident, ...]:
         return tuple(c)

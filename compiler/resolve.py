@@ -69,6 +69,12 @@ class StateNode:
 
 
 @dataclass
+class EffectInfo:
+    decl: ast.EffectDecl
+    params: dict[str, FieldInfo]
+
+
+@dataclass
 class Symbols:
     flow: ast.FlowDecl | None = None
     version: ast.VersionDecl | None = None
@@ -79,6 +85,8 @@ class Symbols:
     record_decls: dict[str, ast.TypeDecl] = field(default_factory=dict)
     context: dict[str, FieldInfo] = field(default_factory=dict)
     events: dict[str, EventInfo] = field(default_factory=dict)
+    #: `effect NAME(params)` declarations by name, in source order
+    effects: dict[str, EffectInfo] = field(default_factory=dict)
     states: dict[str, ast.StateDecl] = field(default_factory=dict)
     initial: str | None = None
     global_rules: list[ast.Rule] = field(default_factory=list)
@@ -245,6 +253,7 @@ class Resolver:
         self._resolve_records(decls)
         self._collect_context(decls)
         self._collect_events(decls)
+        self._collect_effects(decls)
         self._collect_states(decls)
         self._resolve_unhandled(decls)
         self._collect_texts(decls)
@@ -494,6 +503,22 @@ class Resolver:
                 continue
             params = self._fields(decl.params, f"event `{name}`")
             self.symbols.events[name] = EventInfo(decl, params)
+
+    def _collect_effects(self, decls: tuple[ast.Decl, ...]) -> None:
+        effects = self.symbols.effects
+        for decl in decls:
+            if not isinstance(decl, ast.EffectDecl):
+                continue
+            name = decl.name.name
+            if name in effects:
+                self.error(
+                    "E103",
+                    f"effect `{name}` is declared twice",
+                    decl.name.span,
+                    f"first declared on line {effects[name].decl.name.span.line}",
+                )
+                continue
+            effects[name] = EffectInfo(decl, self._fields(decl.params, f"effect `{name}`"))
 
     # ---- states ------------------------------------------------------------------------
     def _collect_states(self, decls: tuple[ast.Decl, ...]) -> None:

@@ -122,6 +122,8 @@ class TypeChecker:
             if state is not None and state.has("choice") and rule.kind == "direct":
                 where = "in a choice state (routing happens on entry, not on an event)"
             scope = Scope(None, where)
+        if rule.delay is not None:
+            self.check_delay(rule.delay, scope)
         if rule.guard is not None:
             self.check_guard(rule.guard, scope)
             # Actions run only when the guard held; the payload cannot change meanwhile, so a
@@ -244,8 +246,106 @@ class TypeChecker:
         for action in actions:
             if isinstance(action, ast.Assign):
                 self._check_assign(action, scope)
-            else:
+            elif isinstance(action, ast.ActionCall):
                 self._check_action_call(action, scope)
+            elif isinstance(action, ast.IfAction):
+                self._check_if(action, scope)
+            elif isinstance(action, ast.RaiseAction):
+                self._check_raise(action, scope)
+            else:
+                self._check_emit(action, scope)
+
+    def _check_if(self, action: ast.IfAction, scope: Scope) -> None:
+        for branch in action.branches:
+            inner = scope
+            if branch.guard is not None:
+                self.check_guard(branch.guard, scope)
+                # As for a rule's guard: the payload cannot change inside the branch, context
+                # fields may (an earlier action of the branch may reassign them).
+                facts = _non_none_facts(branch.guard)
+                inner = scope.narrow(frozenset(f for f in facts if f.startswith("event:")))
+            self.check_actions(branch.actions, inner)
+
+    def _check_raise(self, action: ast.RaiseAction, scope: Scope) -> None:
+        name = action.event.name
+        info = self.symbols.events.get(name)
+        if info is None:
+            self.error(
+                "E105",
+                f"unknown event `{name}`",
+                action.event.span,
+                suggest(name, self.symbols.events) or f"declare it: `event {name}`",
+            )
+            for _, value in action.payload:
+                self.infer(value, scope)
+            return
+        self._check_payload(action.payload, info.params, f"event `{name}`", action.span, scope)
+
+    def _check_emit(self, action: ast.EmitAction, scope: Scope) -> None:
+        name = action.effect.name
+        info = self.symbols.effects.get(name)
+        if info is None:
+            self.error(
+                "E214",
+                f"unknown effect `{name}`",
+                action.effect.span,
+                suggest(name, self.symbols.effects) or f"declare it: `effect {name}(...)`",
+            )
+            for _, value in action.payload:
+                self.infer(value, scope)
+            return
+        self._check_payload(action.payload, info.params, f"effect `{name}`", action.span, scope)
+
+    def _check_payload(
+        self,
+        payload: ast.Payload,
+        params: dict[str, FieldInfo],
+        owner: str,
+        span: Span,
+        scope: Scope,
+    ) -> None:
+        """The fields of `raise E(...)` / `emit F(...)`: each declared, given once, of its
+        type, and every field without a default (and not optional) given."""
+        given: set[str] = set()
+        for field, value in payload:
+            info = params.get(field.name)
+            if field.name in given:
+                self.error("E103", f"payload field `{field.name}` is given twice", field.span)
+            elif info is None:
+                self.error(
+                    "E108", f"{owner} has no field `{field.name}`", field.span,
+                    suggest(field.name, params),
+                )  # fmt: skip
+            given.add(field.name)
+            if info is None:
+                self.infer(value, scope)
+                continue
+            self.expect(value, info.ty, scope, code="E201", what=f"`{field.name}`")
+        missing = [
+            name
+            for name, info in params.items()
+            if name not in given
+            and info.decl.default is None
+            and not isinstance(info.ty, t.OptionalTy)
+        ]
+        if missing:
+            self.error(
+                "E215",
+                f"{owner} needs " + ", ".join(f"`{m}`" for m in missing),
+                span,
+                "give every field without a default: `NAME(field: value, ...)`",
+            )
+
+    def check_delay(self, delay: ast.ComputedDelay, scope: Scope) -> None:
+        """`after EXPR UNIT`: EXPR is a whole number of units."""
+        ty = self.infer(delay.expr, scope)
+        if ty != t.INT and not t.is_any(ty):
+            help = "use `round(...)`" if ty == t.FLOAT else None
+            if isinstance(ty, t.OptionalTy) and ty.inner == t.INT:
+                help = "this value may be none: use `coalesce(value, default)`"
+            self.error(
+                "E216", f"a timer delay must be an `int`, this is `{ty}`", delay.expr.span, help
+            )
 
     def _target_type(self, path: tuple[ast.Ident, ...]) -> t.Ty:
         head = path[0]

@@ -407,6 +407,8 @@ class Generator:
         self, a: Mapping[str, Any], depth: int, s: str, event_types: Mapping[str, Type], ind: str
     ) -> list[str]:
         op = a.get("op")
+        if op not in ("set", "add", "sub", "append"):
+            raise _Unsupported  # `remove`, and `if` / `emit`: their closures
         path = tuple(a.get("target") or ())
         value_node = a.get("value")
         ty = self.m.target_type(path)
@@ -548,8 +550,9 @@ class Generator:
                     f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
                     f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
                 )
-            elif dest.choice:
-                lines.append(f"{body}{slow}")  # routing: the general path
+            elif dest.choice or plan_of(t).emits or plan_of(t).computed:
+                # Routing, effects to collect or a computed timer delay: the general path.
+                lines.append(f"{body}{slow}")
             else:
                 plan = plan_of(t)
                 if plan.copies:

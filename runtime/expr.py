@@ -511,6 +511,10 @@ class ExprCompiler:
         op = raw.get("op")
         if op == "raise":
             return self._raise(raw)
+        if op == "if":
+            return self._if(raw, target_type, event_types)
+        if op == "emit":
+            return self._emit(raw)
         path = tuple(raw.get("target") or ())
         if not path or not all(isinstance(p, str) for p in path):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
@@ -564,6 +568,52 @@ class ExprCompiler:
             out.raised.append((name, None if payload is None else payload(c, e, s)))
 
         return raised
+
+    def _if(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+    ) -> ActionBlock:
+        """`if G { … } elif G { … } else { … }`: the first arm whose guard holds runs. Each arm
+        is a block of its own (its copy-on-write starts afresh: what an arm copied is not known
+        after the `if`, see `action_plan`)."""
+        branches = raw.get("branches")
+        if not isinstance(branches, Sequence) or not branches:
+            raise IRLoadError("an `if` action needs at least one branch")
+        arms: list[tuple[Evaluator | None, ActionBlock | None]] = []
+        for b in branches:
+            if not isinstance(b, Mapping):
+                raise IRLoadError(f"a branch of an `if` must be an object, got {b!r}")
+            block = self.actions(b.get("actions") or (), target_type, event_types)
+            arms.append((self.guard(b.get("guard")), block))
+        run = tuple(arms)
+
+        def if_(c: dict[str, Any], e: Any, s: Any) -> None:
+            for guard, block in run:
+                if guard is None or guard(c, e, s):
+                    if block is not None:
+                        block(c, e, s)
+                    return
+
+        return if_
+
+    def _emit(self, raw: Mapping[str, Any]) -> ActionBlock:
+        """`emit EFFECT(...)`: the effect and its payload go to the step's collector
+        (runtime/outputs.py), which the instance hands out only once the step has committed."""
+        name = raw.get("event")
+        if not isinstance(name, str):
+            raise IRLoadError(f"an `emit` action needs an effect name, got {name!r}")
+        node = raw.get("value")
+        value = self.compile(node) if node is not None else None
+
+        def emit(c: dict[str, Any], e: Any, s: Any) -> None:
+            out = current_outputs()
+            if out is None:
+                raise IRLoadError(f"effect {name!r} emitted outside a step that collects effects")
+            out.effects.append((name, value(c, e, s) if value is not None else {}))
+
+        return emit
 
 
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:

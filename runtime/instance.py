@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
-from flowc.runtime.expr import FAULTS, describe_fault
+from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import (
     Macrostep,
     Microsteps,
@@ -42,7 +42,7 @@ from flowc.runtime.kernel import (
 from flowc.runtime.limits import LimitExceeded, Limits, text_problem
 from flowc.runtime.machine import CTransition, Requirement
 from flowc.runtime.model import IRLoadError
-from flowc.runtime.outputs import collecting
+from flowc.runtime.outputs import collecting, current_outputs
 from flowc.runtime.rejections import Rejection, SnapshotError, UnknownTemplate
 from flowc.runtime.templating import EventVars, wrap
 from flowc.runtime.validate import Invalid, feedback, report
@@ -181,13 +181,17 @@ class StepResult(HistoryEntry):
     is in now. `replayed` is true when an idempotency key had already been applied: nothing
     ran this time and this is the earlier step."""
 
-    __slots__ = ("_c", "_g", "_j", "_m")
+    __slots__ = ("_c", "_fx", "_g", "_j", "_m", "_t")
 
     _c: dict[str, Any]
     #: a statechart's configuration after the step (set only by the statechart kernel)
     _g: tuple[str, ...]
+    #: a statechart step's rules taken (set only by the statechart kernel)
+    _t: tuple[int, ...]
     _j: dict[str, str]
     _m: Machine
+    #: the effects the step's actions emitted, as collected (set only when there are some)
+    _fx: list[tuple[str, dict[str, Any]]]
 
     ok: Final = True
     replayed: bool = False
@@ -213,6 +217,27 @@ class StepResult(HistoryEntry):
             return self._g
         except AttributeError:  # a flat flow's step (or a replayed one): its target alone
             return (self._e[_TARGET],)
+
+    @property
+    def rules_taken(self) -> tuple[int, ...] | None:
+        """The IR indices (`Transition.index`) of the rules this step took, in the order it
+        took them, for a statechart's step; None for a flat flow's step, whose generated
+        dispatch does not record them (coverage tools work them out from the step)."""
+        try:
+            return self._t
+        except AttributeError:
+            return None
+
+    @property
+    def effects(self) -> list[dict[str, Any]]:
+        """The effects this step's actions emitted (`emit EFFECT(...)`), in order, each as
+        `{"effect": name, "payload": {...}}` (copies, the caller's to keep). Empty for a
+        replayed step: nothing ran."""
+        try:
+            fx = self._fx
+        except AttributeError:  # most steps emit nothing and never set it
+            return []
+        return [{"effect": name, "payload": copy_dict(payload)} for name, payload in fx]
 
     def journal(self, name: str) -> str:
         """The entry journal `name` renders for this step (rendered once, then kept)."""
@@ -240,6 +265,8 @@ class StepResult(HistoryEntry):
             out["configuration"] = list(self._g)
         if self.replayed:
             out["replayed"] = True
+        elif hasattr(self, "_fx"):
+            out["effects"] = self.effects
         return out
 
     def __repr__(self) -> str:
@@ -306,6 +333,7 @@ class Instance:
         "_clock",
         "_config",
         "_ctx",
+        "_fx",
         "_guarded",
         "_hist",
         "_history",
@@ -332,6 +360,8 @@ class Instance:
     _keys: dict[str, int] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
+    #: the effects the initial state's entry actions emitted at the start (rarely set)
+    _fx: list[tuple[str, dict[str, Any]]] | None
     id: str | None
 
     # ---- creation ---------------------------------------------------------------------------
@@ -346,6 +376,7 @@ class Instance:
         self._guarded = False
         self._config = None
         self._hist = None
+        self._fx = None
         self.id = id
         return self
 
@@ -353,6 +384,12 @@ class Instance:
     def _start(
         cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
     ) -> Instance | Rejection:
+        if machine.emits and current_outputs() is None:
+            with collecting() as outputs:
+                started = cls._start(machine, context, id, clock)
+            if type(started) is not Rejection and outputs.effects:
+                started._fx = outputs.effects  # type: ignore[union-attr]
+            return started
         initial = machine.initial
         given = context if context is not None else _EMPTY
         try:
@@ -384,7 +421,14 @@ class Instance:
         self._seq = 0
         self._history = [(0, now, "start", None, state.name, None, None, None, via)]
         if state.timers:
-            self._timers = _arm(state, now)
+            if any(t.after_ms is None for t in state.timers):
+                try:
+                    self._timers = _arm_computed(machine, state.timers, now, ctx, state) or None
+                except FAULTS as exc:
+                    where = f"the delay of a timer of {state.name}"
+                    return _fault(machine, exc, where, state, None, None, ctx)
+            else:
+                self._timers = _arm(state, now)
         return self
 
     @classmethod
@@ -394,7 +438,8 @@ class Instance:
         """The start of a statechart: the initial state entered with its default
         descendants, then run to completion (kernel.py's `Macrostep`)."""
         initial = machine.initial
-        with collecting() as out:
+        # An outer collector (`_start`'s, for a flow that emits) gets the entry effects.
+        with collecting(current_outputs()) as out:
             run = Macrostep((), {}, ctx, machine.limits.max_microsteps, out.raised)
             try:
                 run.enter_initial(initial)
@@ -408,8 +453,13 @@ class Instance:
         if stuck is not None:
             return stuck
         now = clock()
-        self = cls._blank(machine, id, clock)
         config = tuple(sorted(run.config, key=_by_order))
+        rules = tuple(t for s in config for t in s.timers)
+        try:
+            timers = _chart_timers(machine, rules, now, ctx) if rules else None
+        except FAULTS as exc:
+            return _fault(machine, exc, "the delay of a timer", initial, None, None, ctx)
+        self = cls._blank(machine, id, clock)
         self._config = config
         self._hist = run.histories or None
         state = self._state = summary_of(config)
@@ -417,12 +467,16 @@ class Instance:
         self._seq = 0
         via = tuple(run.via)
         self._history = [(0, now, "start", None, state.name, None, None, None, via)]
-        rules = tuple(t for s in config for t in s.timers)
-        if rules:
-            self._timers = _arm_rules(rules, now) or None
+        self._timers = timers or None
         return self
 
     # ---- reading ----------------------------------------------------------------------------
+    @property
+    def start_effects(self) -> list[dict[str, Any]]:
+        """The effects the initial state's entry actions emitted when this instance started
+        (`{"effect": name, "payload": {...}}`, copies); empty for a restored instance."""
+        return [{"effect": n, "payload": copy_dict(p)} for n, p in self._fx or ()]
+
     @property
     def machine(self) -> Machine:
         return self._m
@@ -883,6 +937,10 @@ class Instance:
         if self._config is not None:
             return self._take_chart(st, [t], p, kind, event, reason, key, at, tried)
         plan = t.plan or plan_of(t)
+        if (plan.emits or (plan.target.choice and self._m.emits)) and current_outputs() is None:
+            # The step may emit effects: collect them, to hand out once it has committed.
+            with collecting():
+                return self._take(st, t, p, kind, event, reason, key, at, tried)
         c = self._ctx
         dest = plan.target
         via = _NO_VIA
@@ -902,14 +960,31 @@ class Instance:
             except FAULTS as exc:
                 where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
-        # Commit: nothing below can fail.
         now = self._clock() if at is None else at
+        armed: Timers | None = None
+        if last.computed or plan.computed:
+            # A computed delay is evaluated now, on the context the step commits: a fault in
+            # it refuses the step like any fault in its actions.
+            try:
+                if not plan.internal:
+                    armed = _arm_computed(self._m, last.arm, now, c, dest)
+                elif plan.repeats:
+                    armed = _arm_computed(self._m, tried or (t,), now, c, dest, self._timers)
+            except FAULTS as exc:
+                return _fault(
+                    self._m, exc, f"the delay of a timer of {dest.name}", st, event, p, self._ctx
+                )
+        # Commit: nothing below can fail.
         seq = self._seq + 1
         entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via)
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
-        if not plan.internal:
+        if armed is not None:
+            if not plan.internal:
+                self._state = dest
+            self._timers = armed or None
+        elif not plan.internal:
             self._state = dest
             self._timers = _arm_rules(last.arm, now) if last.arm else None
         elif plan.repeats:
@@ -921,6 +996,10 @@ class Instance:
         r._e = entry
         r._c = c
         r._m = self._m
+        if self._m.emits:
+            outputs = current_outputs()
+            if outputs is not None and outputs.effects:
+                r._fx = outputs.effects
         if self._subs:
             self._notify(r)
         return r
@@ -943,7 +1022,7 @@ class Instance:
         m = self._m
         c = dict(self._ctx)
         assert self._config is not None
-        with collecting() as out:
+        with collecting(current_outputs()) as out:
             run = Macrostep(self._config, self._hist or {}, c, m.limits.max_microsteps, out.raised)
             run.p = p
             try:
@@ -957,24 +1036,28 @@ class Instance:
             stuck = _stuck(m, run, st, event, p, self._ctx)
             if stuck is not None:
                 return stuck
-        # Commit: nothing below can fail.
         now = self._clock() if at is None else at
         config = tuple(sorted(run.config, key=_by_order))
         dest = summary_of(config)
-        seq = self._seq + 1
-        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, tuple(run.via))
         # The timers of the states left are cancelled; those of the states entered (and still
-        # active) are armed; an internal `after D -> self` repeats.
+        # active) are armed; an internal `after D -> self` repeats. (Not when a later microstep
+        # of the same step left the timer's state: an eventless rule or an internal event can
+        # end what the timer was repeating.) A computed delay is evaluated against the context
+        # the step commits, and can still refuse the step.
         exited = run.exited
         kept = [(due, x) for due, x in self._timers or () if x.source not in exited]
         arm = tuple(x for s in config if s in run.entered for x in s.timers)
-        if arm:
-            kept += _arm_rules(arm, now)
-        # (Not when a later microstep of the same step left the timer's state: an eventless
-        # rule or an internal event can end what the timer was repeating.)
         if len(ts) == 1 and (ts[0].plan or plan_of(ts[0])).repeats and ts[0].source not in exited:
             t = ts[0]
-            kept += _rearm(None, tuple(x for x in tried if x.source is t.source) or (t,), now)
+            arm += tuple(x for x in tried if x.source is t.source) or (t,)
+        if arm:
+            try:
+                kept += _chart_timers(m, arm, now, c)
+            except FAULTS as exc:
+                return _fault(m, exc, "the delay of a timer", st, event, p, self._ctx)
+        # Commit: nothing below can fail.
+        seq = self._seq + 1
+        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, tuple(run.via))
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
@@ -989,6 +1072,9 @@ class Instance:
         r._c = c
         r._m = m
         r._g = tuple(s.name for s in config)
+        r._t = tuple(run.fired)
+        if out.effects:
+            r._fx = out.effects
         if self._subs:
             self._notify(r)
         return r
@@ -1405,6 +1491,59 @@ def _arm(state: CState, now: float) -> Timers:
 
 def _arm_rules(rules: tuple[CTransition, ...], now: float) -> Timers:
     return _due_order([(now + t.after_ms / 1000.0, t) for t in rules if t.after_ms])
+
+
+def _chart_timers(
+    machine: Machine, rules: tuple[CTransition, ...], now: float, c: dict[str, Any]
+) -> Timers:
+    """The timers of a statechart step: constant delays as `_arm_rules` arms them, computed
+    ones evaluated against `c` with their own state as `state` (`_arm_computed`)."""
+    if all(t.after_ms is not None for t in rules):
+        return _arm_rules(rules, now)
+    timers: list[tuple[float, CTransition]] = []
+    for t in rules:
+        timers += _arm_computed(machine, (t,), now, c, t.source)
+    return _due_order(timers)
+
+
+def _arm_computed(
+    machine: Machine,
+    rules: tuple[CTransition, ...],
+    now: float,
+    c: dict[str, Any],
+    st: CState,
+    keep: Timers | None = None,
+) -> Timers:
+    """`_arm_rules` (or, with `keep`, `_rearm`) for rules some of which have a computed delay
+    (`after EXPR UNIT`): each is evaluated against `c`, the context the step commits, and must
+    be an int of milliseconds. A delay below 1 ms counts as 1 ms (a timer fires after the step
+    that armed it, so `advance` always ends); one longer than any timer may wait is a fault."""
+    timers = list(keep or ())
+    for t in rules:
+        ms = t.after_ms
+        if ms is None:
+            node = t.raw.get("after_expr")
+            if node is None:
+                continue
+            ms = machine._compiler.compile(node)(c, None, st)
+            if type(ms) is not int:
+                raise ExprFault(f"the delay of {t.describe()} is not an int ({_kind(ms)})")
+            if ms > MAX_DELAY_MS:
+                raise ExprFault(
+                    f"the delay of {t.describe()} is {ms:,} ms, longer than any timer may wait"
+                )
+            ms = max(ms, 1)
+        timers.append((now + ms / 1000.0, t))
+    return _due_order(timers)
+
+
+def _kind(value: Any) -> str:
+    return "none" if value is None else type(value).__name__
+
+
+#: The longest a computed delay may be: what the compiler allows a written one (about 100
+#: years; deadlines are absolute times, which past a few thousand years no longer fit a date).
+MAX_DELAY_MS = 36_500 * 86_400_000
 
 
 def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) -> Timers:

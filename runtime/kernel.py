@@ -62,8 +62,10 @@ class Plan:
 
     __slots__ = (
         "arm",
+        "computed",
         "copies",
         "domain",
+        "emits",
         "entries",
         "exits",
         "internal",
@@ -86,6 +88,8 @@ class Plan:
             steps.append(Step("actions", t, "actions", source))
         steps += [Step("entry", s, "entry", s) for s in self.entries if s.raw.get("entry")]
         self.steps: tuple[Step, ...] = tuple(steps)
+        #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
+        self.emits: bool = any(_emits(s.owner.raw.get(s.block)) for s in steps)
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
@@ -93,7 +97,13 @@ class Plan:
         #: empty for an internal step, which keeps the timers as they are.
         self.arm: tuple[CTransition, ...] = () if self.internal else target.timers
         #: An internal timer rule (`after D -> self`) is armed again when it fires.
-        self.repeats: bool = self.internal and t.kind == "timer" and bool(t.after_ms)
+        computed = t.kind == "timer" and t.after_ms is None
+        self.repeats: bool = self.internal and t.kind == "timer" and (bool(t.after_ms) or computed)
+        #: Some timer armed at the commit has a computed delay (`after EXPR UNIT`): it is
+        #: evaluated against the committed context before the step commits.
+        self.computed: bool = any(r.after_ms is None for r in self.arm) or (
+            self.repeats and computed
+        )
         #: The transition's domain in a statechart: the innermost compound proper ancestor of
         #: its source that contains its target (None: the top, always so in a flat flow).
         #: The step leaves the active states inside it and enters the target's branch in it.
@@ -103,6 +113,17 @@ class Plan:
                 if anc.kind == "compound" and anc in target.ancestors:
                     self.domain = anc
                     break
+
+
+def _emits(actions: Any) -> bool:
+    """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
+    for a in actions or ():
+        op = a.get("op")
+        if op == "emit":
+            return True
+        if op == "if" and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
+            return True
+    return False
 
 
 def plan_of(t: CTransition) -> Plan:
@@ -162,6 +183,7 @@ class Macrostep:
         "entered",
         "exited",
         "final",
+        "fired",
         "histories",
         "limit",
         "p",
@@ -191,6 +213,8 @@ class Macrostep:
         #: states entered / left during the step (a state may be both)
         self.entered: set[CState] = set()
         self.exited: set[CState] = set()
+        #: the IR indices of the rules taken, microstep by microstep (coverage reads them)
+        self.fired: list[int] = []
         #: the payload of the event being processed (eventless rules see the last one)
         self.p: Any = None
         self.final = False
@@ -292,6 +316,7 @@ class Macrostep:
             if not self.via or self.via[-1] != name:
                 self.via.append(name)
         self.count += 1
+        self.fired.extend(t.index for t in ts)
         if self.count > self.limit:
             raise Microsteps(
                 f"the step took more than {self.limit} microsteps (Limits.max_microsteps)"

@@ -294,6 +294,8 @@ class Machine:
         self.clock: Clock = clock or system_clock
         #: The bounds on values and work of this machine's instances (limits.py).
         self.limits: Limits = limits or DEFAULT_LIMITS
+        #: The flow declares effects (`effect NAME(...)`): steps that may emit collect them.
+        self.emits: bool = bool(raw.get("effects")) if isinstance(raw, Mapping) else False
         # Loading allocates thousands of small objects that all live as long as the machine;
         # the cyclic collector would scan the whole parsed JSON again and again meanwhile.
         paused = gc.isenabled()
@@ -488,7 +490,10 @@ class Machine:
                 self.chart = True
             if kind == "timer":
                 after_ms = t.get("after_ms")
-                if not (isinstance(after_ms, int) and after_ms > 0):
+                if t.get("after_expr") is not None:
+                    if after_ms is not None:
+                        raise IRLoadError(f"timer transition #{index} has both delays")
+                elif not (isinstance(after_ms, int) and after_ms > 0):
                     raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
             group = by_source.get(source)
             if group is None:
@@ -496,7 +501,9 @@ class Machine:
             else:
                 group.append(t)
         self._unwired = by_source
-        self._wiring = threading.Lock()
+        # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
+        # (in the same thread) when it has not been used yet.
+        self._wiring = threading.RLock()
         if v2:
             for s in raw["states"]:
                 for block in ("entry", "exit"):

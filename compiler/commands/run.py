@@ -714,6 +714,9 @@ class Prompt:
                 lines.append(
                     f"ok: {outcome['from']} -> {outcome['to']}{via} (step {outcome['seq']}){again}"
                 )
+                for effect in outcome.get("effects") or ():
+                    payload = json.dumps(effect["payload"], ensure_ascii=False, default=repr)
+                    lines.append(f"  effect {effect['effect']} {payload}")
         if self.journals is not None:
             for failure in self.journals.take_failures():
                 self.rejected = True

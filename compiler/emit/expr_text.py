@@ -42,9 +42,38 @@ def expr_text(expr: Expr) -> str:
     return _text(expr)[0]
 
 
+#: The units of a computed delay (`after EXPR UNIT`), as lowering multiplies by them.
+_DELAY_UNITS = {1000: "s", 60_000: "m", 3_600_000: "h", 86_400_000: "d"}
+
+
+def delay_text(expr: Expr) -> str:
+    """A computed timer delay (in milliseconds) the way the source says it: `backoff_ms ms`,
+    `retry_s s` (lowering wrote `retry_s * 1000`)."""
+    if expr.op == "*" and len(expr.args) == 2:
+        factor = expr.args[1]
+        unit = _DELAY_UNITS.get(factor.value) if factor.op == "lit" else None  # type: ignore[arg-type]
+        if unit is not None and type(factor.value) is int:
+            return f"{_text(expr.args[0])[0]} {unit}"
+    return f"{expr_text(expr)} ms"
+
+
+def payload_text(value: Expr | None) -> str:
+    """`(field: expr, ...)` of a `raise` / `emit` (a `map` of literal keys in the IR)."""
+    if value is None:
+        return ""
+    if value.op != "map":
+        return f"({expr_text(value)})"
+    args = value.args
+    pairs = [
+        f"{args[i].value if args[i].op == 'lit' else expr_text(args[i])}: {expr_text(args[i + 1])}"
+        for i in range(0, len(args) - 1, 2)
+    ]
+    return "(" + ", ".join(pairs) + ")"
+
+
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
-        return f"{action.op} {action.event}{_payload_text(action.value)}"
+        return f"{action.op} {action.event}{payload_text(action.value)}"
     if action.op == "if":
         arms = []
         for i, b in enumerate(action.branches):
@@ -59,19 +88,6 @@ def action_text(action: Action) -> str:
     if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions
         return f"{action.op}({target}, {expr_text(action.value)})"
     return f"{target} {symbol} {expr_text(action.value)}"
-
-
-def _payload_text(value: Expr | None) -> str:
-    """`(n: attempts)`, as the source writes a payload (the IR holds it as a map)."""
-    if value is None:
-        return ""
-    keys, values = value.args[::2], value.args[1::2]
-    if value.op == "map" and all(
-        k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
-    ):
-        fields = (f"{k.value}: {expr_text(v)}" for k, v in zip(keys, values, strict=False))
-        return "(" + ", ".join(fields) + ")"
-    return f"({expr_text(value)})"
 
 
 def actions_text(actions: Iterable[Action]) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from flowc.compiler.emit.expr_text import actions_text, expr_text
+from flowc.compiler.emit.expr_text import actions_text, delay_text, expr_text
 from flowc.runtime.model import CompiledFlow, Transition, TypeRef
 
 LabelMode = Literal["none", "events", "full"]
@@ -30,15 +30,19 @@ def duration_text(ms: int | None) -> str:
     return f"{ms}ms"
 
 
+def timer_text(t: Transition) -> str:
+    """`after 10m`, or `after backoff_ms ms` for a computed delay."""
+    if t.after_expr is not None:
+        return f"after {delay_text(t.after_expr)}"
+    return f"after {duration_text(t.after_ms)}"
+
+
 def trigger_text(t: Transition) -> str:
     """What makes the transition happen, the way the source says it."""
     if t.kind in ("event", "reject"):
         return t.event or "?"
     if t.kind == "timer":
-        if t.after_expr is not None:
-            # A computed delay gives milliseconds, as the source writes it: `after backoff_ms ms`.
-            return f"after {expr_text(t.after_expr)} ms"
-        return f"after {duration_text(t.after_ms)}"
+        return timer_text(t)
     if t.kind == "else":
         return "else"
     if t.kind == "always":

@@ -64,6 +64,8 @@ def unbounded_loops(g: FlowGraph) -> Iterator[Diagnostic]:
         )
         if not has_timer:
             continue  # a pure routing loop: E304
+        if g.hierarchical and _left_by_eventless_rule(g, component):
+            continue  # a guarded `always` rule (of a state or an ancestor) ends the loop
         yield _cycle_diagnostic(
             g,
             auto,
@@ -75,6 +77,17 @@ def unbounded_loops(g: FlowGraph) -> Iterator[Diagnostic]:
             "and add a way out when the limit is reached",
             prefer="timer",
         )
+
+
+def _left_by_eventless_rule(g: FlowGraph, component: set[str]) -> bool:
+    """Whether a state of the loop, or one of its ancestors, has a live `always` rule leading
+    out of the loop: it is tried after every microstep, so its guard is the loop's bound."""
+    for name in component:
+        for holder in (name, *g.ancestors(name)):
+            for t in g.outgoing.get(holder, ()):
+                if t.kind == "always" and t.index not in g.dead and g.dest(t) not in component:
+                    return True
+    return False
 
 
 def back_edges_not_back(g: FlowGraph) -> Iterator[Diagnostic]:

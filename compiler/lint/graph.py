@@ -360,5 +360,9 @@ def _trigger(t: Transition) -> Hashable:
     if t.kind == "direct":
         return ("direct", FlowGraph.target(t))
     if t.kind == "timer":
+        if t.after_expr is not None:
+            # A computed delay is known only at run time: it competes with no other timer
+            # (the lints that compare delays need constant ones).
+            return ("computed timer", t.index)
         return ("timer", t.after_ms)
     return ("route",)

@@ -47,6 +47,10 @@ def dead_ends(g: FlowGraph) -> Iterator[Diagnostic]:
             continue  # an instance rests in atomic states only
         if g.successors(state.name) - {state.name}:
             continue
+        if any(g.states[a].kind == "parallel" for a in g.ancestors(state.name)):
+            # A region that rests in one state is not stuck: its sibling regions go on (a
+            # region that keeps its parallel state from completing is W315's).
+            continue
         own = g.outgoing.get(state.name, [])
         if not own:
             detail = "it has no transitions"

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.emit.expr_text import expr_text
+from flowc.compiler.lint.fold import constant_guard
 from flowc.compiler.lint.graph import FlowGraph, Shadowing
-from flowc.runtime.model import Transition
+from flowc.compiler.source import Span
+from flowc.runtime.model import Action, Transition
 
 
 def shadowed_transitions(g: FlowGraph) -> Iterator[Diagnostic]:
@@ -92,6 +94,45 @@ def constant_guards(g: FlowGraph) -> Iterator[Diagnostic]:
             message = f"guard `{text}` is always false: {_describe(t)} can never fire"
             help_text = "remove the rule, or fix the guard"
         yield Diagnostic.make("W309", message, g.transition_span(t), help=help_text)
+    yield from _constant_branch_guards(g)
+
+
+def _constant_branch_guards(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W309 for the guards of `if` / `elif` actions, reported at the rule or the state that
+    holds them (the IR keeps no position for an action)."""
+    seen: set[tuple[int, int]] = set()
+    for t in g.flow.transitions:
+        if t.inherited:
+            if (t.line, t.column) in seen:
+                continue
+            seen.add((t.line, t.column))
+        for text, value in _branch_constants(t.actions):
+            yield _branch_warning(text, value, g.transition_span(t))
+    for state in g.flow.states:
+        for text, value in _branch_constants((*state.entry, *state.exit)):
+            yield _branch_warning(text, value, g.state_span(state))
+
+
+def _branch_constants(actions: tuple[Action, ...]) -> Iterator[tuple[str, bool]]:
+    """(guard text, its constant value) of every constant `if` / `elif` guard, nested too."""
+    stack = list(actions)
+    while stack:
+        action = stack.pop()
+        for branch in action.branches:
+            stack.extend(branch.actions)
+            value = constant_guard(branch.guard)
+            if value is not None and branch.guard is not None:
+                yield expr_text(branch.guard), value
+
+
+def _branch_warning(text: str, value: bool, span: Span) -> Diagnostic:
+    if value:
+        message = f"the `if` guard `{text}` is always true"
+        help_text = "drop the `if` and keep its actions, or fix the guard"
+    else:
+        message = f"the `if` guard `{text}` is always false: its actions never run"
+        help_text = "remove the branch, or fix the guard"
+    return Diagnostic.make("W309", message, span, help=help_text)
 
 
 def _describe(t: Transition) -> str:

@@ -102,6 +102,8 @@ def _context_names_used(flow: CompiledFlow) -> set[str]:
             exprs.append(t.guard)
         if t.data is not None:
             exprs.append(t.data)
+        if t.after_expr is not None:
+            exprs.append(t.after_expr)
         actions.extend(t.actions)
     for state in flow.states:
         actions.extend(state.entry)

@@ -458,9 +458,19 @@ class FileIndex:
                     self._add("field", (head.name,), head.span, False)
                     self._record_path(info.ty, rest, s)
                 self._expr(action.value, event, s)
-            else:
+            elif isinstance(action, ast.ActionCall):
                 for arg in action.args:
                     self._expr(arg, event, s)
+            elif isinstance(action, ast.IfAction):
+                for branch in action.branches:
+                    if branch.guard is not None:
+                        self._expr(branch.guard, event, s)
+                    self._actions(branch.actions, event, s)
+            else:
+                if isinstance(action, ast.RaiseAction) and action.event.name in s.events:
+                    self._add("event", (action.event.name,), action.event.span, False)
+                for _, value in action.payload:
+                    self._expr(value, event, s)
 
     def _record_path(self, ty: t.Ty, path: list[ast.Ident], s: Symbols) -> None:
         for ident in path:

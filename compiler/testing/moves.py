@@ -101,6 +101,8 @@ class Player:
         return broken
 
     def play(self, instance: Instance, move: Move) -> MoveResult:
+        if self.machine.chart:
+            return self._play_chart(instance, move)
         st = self.machine.states[instance.state]
         before = instance.context
         if move.kind == "send":
@@ -142,6 +144,32 @@ class Player:
                         break
                 fired += self._routes(outcome)
         return MoveResult(list(outcomes), fired)
+
+    def _play_chart(self, instance: Instance, move: Move) -> MoveResult:
+        """A move on a statechart, whose steps say which rules they took (`rules_taken`)."""
+        if move.kind == "send":
+            outcomes: list[StepResult | Rejection] = [
+                instance.send(move.name, {k: v for k, v, _ in move.payload})
+            ]
+        elif move.kind == "goto":
+            outcomes = [instance.goto(move.name, force=move.force)]
+        elif move.kind == "back":
+            outcomes = [instance.back(force=True)]
+        else:
+            clock = instance.clock
+            assert isinstance(clock, FakeClock)
+            clock.advance(move.ms / 1000.0)
+            outcomes = list(instance.advance())
+        fired: list[int] = []
+        for outcome in outcomes:
+            if isinstance(outcome, StepResult):
+                fired += outcome.rules_taken or ()
+            elif outcome.kind == "reject" and move.kind == "send":
+                # A `reject` rule is taken without a step: found as the flat path finds it.
+                st = self.machine.states[instance.state]
+                payload = {k: v for k, v, _ in move.payload}
+                fired += self._sent(st, instance.context, move.name, payload, outcome)
+        return MoveResult(outcomes, fired)
 
     def _sent(
         self,

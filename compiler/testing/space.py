@@ -18,7 +18,7 @@ from typing import Any
 from flowc.compiler.testing.moves import Move, MoveResult, Player, context_key
 from flowc.compiler.testing.values import ValueSource
 from flowc.runtime import FakeClock, Instance, Rejection, StepResult
-from flowc.runtime.model import CompiledFlow, Expr
+from flowc.runtime.model import Action, CompiledFlow, Expr
 
 
 @dataclass
@@ -112,6 +112,12 @@ class Explorer:
         exprs = [t.guard for t in self.flow.transitions if t.guard is not None]
         exprs += [r.guard for ev in self.flow.events for r in ev.requires]
         exprs += [inv.expr for inv in self.flow.invariants]
+        # The guards of `if` actions decide what a step does, and computed delays when a timer
+        # fires: the fields they read tell configurations apart too.
+        exprs += [t.after_expr for t in self.flow.transitions if t.after_expr is not None]
+        blocks = [t.actions for t in self.flow.transitions]
+        blocks += [block for s in self.flow.states for block in (s.entry, s.exit)]
+        exprs += [guard for block in blocks for guard in _branch_guards(block)]
         self.read_fields = sorted({str(n.value) for e in exprs for n in _walk(e) if n.op == "ctx"})
 
     def abstract_key(self, instance: Instance) -> tuple[str, str]:
@@ -242,3 +248,14 @@ def _walk(expr: Expr) -> Iterator[Expr]:
     yield expr
     for arg in expr.args:
         yield from _walk(arg)
+
+
+def _branch_guards(actions: tuple[Action, ...]) -> Iterator[Expr]:
+    """The guards of the `if` / `elif` actions in `actions`, nested ones too."""
+    stack = list(actions)
+    while stack:
+        action = stack.pop()
+        for branch in action.branches:
+            if branch.guard is not None:
+                yield branch.guard
+            stack.extend(branch.actions)

@@ -24,6 +24,7 @@ from flowc.runtime.store.memory import MemoryStore
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
+    EffectSpec,
     HistoryEntry,
     HistoryRow,
     InstanceExists,
@@ -31,6 +32,7 @@ from flowc.runtime.store.types import (
     InstanceRecord,
     Json,
     NewInstance,
+    OutboxEffect,
     Reject,
     SchemaMismatch,
     StepFn,
@@ -175,6 +177,7 @@ def _open_postgres(url: str, clock: Callable[[], float]) -> Store:
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "Change",
+    "EffectSpec",
     "HistoryEntry",
     "HistoryRow",
     "InstanceExists",
@@ -183,6 +186,7 @@ __all__ = [
     "Json",
     "MemoryStore",
     "NewInstance",
+    "OutboxEffect",
     "Reject",
     "SchemaMismatch",
     "StepFn",

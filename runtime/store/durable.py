@@ -16,6 +16,8 @@ history rows).
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -30,11 +32,13 @@ from flowc.runtime.store.migrate import Migration, migrate_snapshot
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
+    EffectSpec,
     HistoryEntry,
     HistoryRow,
     InstanceRecord,
     Json,
     NewInstance,
+    OutboxEffect,
     Reject,
     StepFn,
     StepOutcome,
@@ -49,6 +53,11 @@ _T = TypeVar("_T")
 
 #: `DurableFlows.subscribe` callbacks: the instance's id and the step committed.
 StepSubscriber = Callable[[str, StepResult], None]
+#: What a host delivers effects with (`DurableFlows(..., on_effect=...)`): called once per
+#: effect, in order; returning marks the effect delivered, raising leaves it in the outbox.
+EffectHandler = Callable[[OutboxEffect], object]
+
+log = logging.getLogger("flowc.runtime.store")
 
 
 class UnknownFlow(LookupError):
@@ -161,6 +170,7 @@ class DurableFlows:
         migrations: Sequence[Migration] = (),
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         compact: bool = True,
+        on_effect: EffectHandler | None = None,
     ) -> None:
         self.store = store
         self.compact = compact
@@ -173,6 +183,10 @@ class DurableFlows:
         self._graphs_kept = False
         #: graphs read from the store, by hash
         self._stored: dict[str, Machine] = {}
+        #: delivers the outbox's effects after each commit that wrote some (`deliver_effects`)
+        self.on_effect = on_effect
+        #: one delivery at a time in this process (another process may deliver too: at least once)
+        self._delivering = threading.Lock()
 
     def subscribe(self, fn: StepSubscriber) -> Callable[[], None]:
         """Call `fn(instance_id, step)` for every step this object commits: sends, go-tos and
@@ -193,6 +207,40 @@ class DurableFlows:
             if isinstance(outcome, StepResult):
                 for fn in list(self._subscribers):
                     fn(instance_id, outcome)
+
+    def deliver_effects(self, handler: EffectHandler | None = None, *, batch: int = 100) -> int:
+        """Deliver the effects of the store's outbox to `handler` (default: `on_effect`), oldest
+        first, marking each delivered once the handler returns; returns how many were. A handler
+        that raises stops the delivery (logged): that effect and the later ones stay in the
+        outbox for the next call. `DurableFlows` calls this after every commit that wrote
+        effects when it has an `on_effect`; a host calls it at startup too, to deliver what a
+        crash between a commit and its delivery left behind. At least once: a crash after the
+        handler ran and before the effect was marked delivers it again (`OutboxEffect.id` is
+        the same each time)."""
+        deliver = handler if handler is not None else self.on_effect
+        if deliver is None:
+            raise ValueError("no effect handler: pass one, or give DurableFlows an on_effect")
+        done = 0
+        with self._delivering:
+            while True:
+                pending = self.store.pending_effects(limit=batch)
+                for effect in pending:
+                    try:
+                        deliver(effect)
+                    except Exception:
+                        log.exception("flowc: delivering effect %s raised", effect.id)
+                        return done
+                    self.store.mark_delivered([effect])
+                    done += 1
+                if len(pending) < batch:
+                    return done
+
+    def _after_commit(self, outcomes: Iterable[Outcome | None]) -> None:
+        """Deliver the outbox when these committed steps emitted effects and a handler waits."""
+        if self.on_effect is not None and any(
+            isinstance(o, StepResult) and hasattr(o, "_fx") for o in outcomes
+        ):
+            self.deliver_effects()
 
     def close(self) -> None:
         """Close the store (its connections)."""
@@ -234,8 +282,14 @@ class DurableFlows:
                 history=[_history_entry(h) for h in snapshot["history"]],
                 timers=_timers(snapshot),
                 first_seq=int(snapshot["history"][0]["seq"]) if snapshot["history"] else 1,
+                effects=[
+                    EffectSpec(started.seq, i, fx["effect"], fx["payload"])
+                    for i, fx in enumerate(started.start_effects)
+                ],
             )
         )
+        if started.start_effects and self.on_effect is not None:
+            self.deliver_effects()
         data = {"ok": True, "id": instance_id, "state": started.state, "seq": started.seq}
         return DurableOutcome("committed", instance_id, data, None, record)
 
@@ -325,7 +379,7 @@ class DurableFlows:
             ran.append(outcome)
             if isinstance(outcome, Rejection):
                 return Reject(outcome.to_dict())
-            return self._change(record, instance, migrated, outcome.to_dict())
+            return self._change(record, instance, migrated, outcome.to_dict(), [outcome])
 
         self._keep_graphs()
         out = self._with_graphs(
@@ -334,6 +388,8 @@ class DurableFlows:
         last = ran[-1] if ran else None
         if out.status == "committed" and self._subscribers:
             self._deliver(instance_id, [last])
+        if out.status == "committed":
+            self._after_commit([last])
         return self._outcome(instance_id, out, last, event)
 
     # -- timers -------------------------------------------------------------------------------
@@ -355,7 +411,7 @@ class DurableFlows:
                 "timer": claim.timer_id,
                 "steps": [o.to_dict() for o in outcomes],
             }
-            return self._change(record, instance, migrated, data)
+            return self._change(record, instance, migrated, data, outcomes)
 
         return fn
 
@@ -375,6 +431,7 @@ class DurableFlows:
             ran = runs.pop((claim.instance_id, claim.timer_id), None)
             if outcome.status == "committed" and ran:
                 self._deliver(claim.instance_id, ran[-1])
+                self._after_commit(ran[-1])
             if on_outcome is not None:
                 on_outcome(claim, outcome)
 
@@ -446,7 +503,12 @@ class DurableFlows:
         return instance, migrated
 
     def _change(
-        self, record: InstanceRecord, instance: Instance, migrated: bool, data: dict[str, Json]
+        self,
+        record: InstanceRecord,
+        instance: Instance,
+        migrated: bool,
+        data: dict[str, Json],
+        steps: Sequence[Outcome] = (),
     ) -> Change:
         snapshot = _stored_snapshot(instance)
         new_rows = [_history_entry(h) for h in snapshot["history"] if int(h["seq"]) > record.seq]
@@ -461,6 +523,12 @@ class DurableFlows:
             timers=_timers(snapshot),
             flow_version=machine.version if migrated else None,
             graph_hash=machine.hash if migrated else None,
+            effects=[
+                EffectSpec(step.seq, i, fx["effect"], fx["payload"])
+                for step in steps
+                if isinstance(step, StepResult)
+                for i, fx in enumerate(step.effects)
+            ],
         )
 
     def _outcome(

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
+    EffectSpec,
     HistoryRow,
     InstanceExists,
     InstanceNotFound,
     InstanceRecord,
     Json,
     NewInstance,
+    OutboxEffect,
     StepFn,
     StepOutcome,
     TimerClaim,
@@ -46,6 +48,8 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
         self._graphs: dict[str, str] = {}
+        #: the outbox: effects committed and not yet delivered, by (instance, seq, index)
+        self._outbox: dict[tuple[str, int, int], OutboxEffect] = {}
 
     def create(self, new: NewInstance) -> InstanceRecord:
         now = self._clock() if new.at is None else new.at
@@ -75,7 +79,25 @@ class MemoryStore:
             if new.id in self._slots:
                 raise InstanceExists(new.id)
             self._slots[new.id] = slot
+            self._put_effects(new.id, new.effects, now)
         return _copy_record(record)
+
+    def _put_effects(self, instance_id: str, effects: Sequence[EffectSpec], at: float) -> None:
+        for e in effects:
+            payload = copy_json(e.payload)
+            assert isinstance(payload, dict)
+            fx = OutboxEffect(instance_id, e.seq, e.index, e.effect, payload, at)
+            self._outbox[(instance_id, e.seq, e.index)] = fx
+
+    def pending_effects(self, *, limit: int = 100) -> list[OutboxEffect]:
+        with self._lock:
+            pending = list(self._outbox.values())[:limit]
+        return [replace(fx, payload=copy_json(fx.payload)) for fx in pending]
+
+    def mark_delivered(self, effects: Sequence[OutboxEffect]) -> None:
+        with self._lock:
+            for fx in effects:
+                self._outbox.pop((fx.instance_id, fx.seq, fx.index), None)
 
     def load(self, instance_id: str) -> InstanceRecord:
         with self._lock:
@@ -155,6 +177,7 @@ class MemoryStore:
             slot.keys[key] = copy_json(change.outcome)
         slot.record = record
         slot.history.extend(rows)
+        self._put_effects(old.id, change.effects, now)
         return StepOutcome(
             "committed", copy_json(change.outcome), _copy_record(record), rows, attempt
         )

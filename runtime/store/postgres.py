@@ -28,6 +28,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
+    EffectSpec,
     HistoryEntry,
     HistoryRow,
     InstanceExists,
@@ -35,6 +36,7 @@ from flowc.runtime.store.types import (
     InstanceRecord,
     Json,
     NewInstance,
+    OutboxEffect,
     SchemaMismatch,
     StepFn,
     StepOutcome,
@@ -115,6 +117,22 @@ CREATE TABLE IF NOT EXISTS flowc_graphs (
   stored_at double precision NOT NULL
 )
 """
+
+#: The outbox (effects committed with their steps, until delivered); added after schema version
+#: 1 shipped, and created on its own when missing, as `flowc_graphs` is.
+_OUTBOX_TABLE = """
+CREATE TABLE IF NOT EXISTS flowc_outbox (
+  id bigserial PRIMARY KEY,
+  instance_id text NOT NULL,
+  seq bigint NOT NULL,
+  idx integer NOT NULL,
+  effect text NOT NULL,
+  payload jsonb NOT NULL,
+  at double precision NOT NULL,
+  UNIQUE (instance_id, seq, idx)
+)
+"""
+_OUTBOX_COLUMNS = "instance_id, seq, idx, effect, payload, at"
 
 #: flowc_history columns added after schema version 1 shipped (added to older databases).
 _HISTORY_ADDED = (("kind", "text"), ("via", "jsonb"))
@@ -265,6 +283,9 @@ class PostgresStore:
             graphs = conn.execute("SELECT to_regclass('flowc_graphs') IS NOT NULL").fetchone()
             if not (graphs and graphs[0]):
                 conn.execute(_GRAPHS_TABLE)
+            outbox = conn.execute("SELECT to_regclass('flowc_outbox') IS NOT NULL").fetchone()
+            if not (outbox and outbox[0]):
+                conn.execute(_OUTBOX_TABLE)
             have = {
                 r[0]
                 for r in conn.execute(
@@ -328,6 +349,7 @@ class PostgresStore:
                 )
                 _insert_history(conn, new.id, new.first_seq - 1, new.history)
                 _insert_timers(conn, new.id, timers)
+                _insert_effects(conn, new.id, new.effects, now)
                 if timers:
                     _notify(conn)
         except psycopg.errors.UniqueViolation:
@@ -476,6 +498,7 @@ class PostgresStore:
             _insert_timers(conn, record.id, write)
             if write:
                 _notify(conn)
+        _insert_effects(conn, record.id, result.effects, now)
         outcome = copy_json(result.outcome)
         if key is not None:
             conn.execute(
@@ -634,6 +657,26 @@ class PostgresStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
+    # -- the outbox ----------------------------------------------------------------------------
+
+    @_store_errors
+    def pending_effects(self, *, limit: int = 100) -> list[OutboxEffect]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_OUTBOX_COLUMNS} FROM flowc_outbox ORDER BY id LIMIT %s", (limit,)
+            ).fetchall()
+        return [OutboxEffect(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    @_store_errors
+    def mark_delivered(self, effects: Sequence[OutboxEffect]) -> None:
+        if not effects:
+            return
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "DELETE FROM flowc_outbox WHERE instance_id = %s AND seq = %s AND idx = %s",
+                [(e.instance_id, e.seq, e.index) for e in effects],
+            )
+
     def close(self) -> None:
         if self._listener is not None:
             self._listener.close()
@@ -709,6 +752,17 @@ def _insert_history(
                 ],
             )
     return rows
+
+
+def _insert_effects(
+    conn: psycopg.Connection[TupleRow], instance_id: str, effects: Sequence[EffectSpec], at: float
+) -> None:
+    if effects:
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO flowc_outbox ({_OUTBOX_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+                [(instance_id, e.seq, e.index, e.effect, Jsonb(e.payload), at) for e in effects],
+            )
 
 
 def _insert_timers(

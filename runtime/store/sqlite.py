@@ -26,6 +26,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
+    EffectSpec,
     HistoryEntry,
     HistoryRow,
     InstanceExists,
@@ -33,6 +34,7 @@ from flowc.runtime.store.types import (
     InstanceRecord,
     Json,
     NewInstance,
+    OutboxEffect,
     SchemaMismatch,
     StepFn,
     StepOutcome,
@@ -104,7 +106,20 @@ CREATE TABLE IF NOT EXISTS flowc_keys (
   at REAL NOT NULL,
   PRIMARY KEY (instance_id, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS flowc_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  instance_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  effect TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  at REAL NOT NULL,
+  UNIQUE (instance_id, seq, idx)
+);
 """
+#: The outbox (effects committed with their steps, until delivered) came after schema version 1
+#: shipped: `_init_schema` creates it in an older file (the other tables exist already).
+_OUTBOX_COLUMNS = "instance_id, seq, idx, effect, payload, at"
 
 _RECORD_COLUMNS = (
     "id, flow, flow_version, graph_hash, state, version, seq, snapshot, created_at, updated_at"
@@ -257,7 +272,8 @@ class SQLiteStore:
             return False
         self._check_version(row[0])
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not {"flowc_instances", "flowc_history", "flowc_timers", "flowc_graphs"} <= tables:
+        required = {"flowc_instances", "flowc_history", "flowc_timers", "flowc_graphs"}
+        if not required | {"flowc_outbox"} <= tables:
             return False
         have = {r[1] for r in conn.execute("PRAGMA table_info(flowc_history)")}
         return set(_HISTORY_ADDED) <= have
@@ -307,6 +323,7 @@ class SQLiteStore:
                 raise InstanceExists(new.id) from None
             _insert_history(conn, new.id, new.first_seq - 1, new.history)
             _insert_timers(conn, new.id, timers)
+            _insert_effects(conn, new.id, new.effects, now)
         return record
 
     @_store_errors
@@ -432,6 +449,7 @@ class SQLiteStore:
                 [(record.id, tid) for tid in delete],
             )
             _insert_timers(conn, record.id, write)
+        _insert_effects(conn, record.id, result.effects, now)
         outcome = dumps(result.outcome)
         if key is not None:
             conn.execute(
@@ -586,6 +604,27 @@ class SQLiteStore:
         )
         return None if row is None else str(row[0])
 
+    # -- the outbox ----------------------------------------------------------------------------
+
+    @_store_errors
+    def pending_effects(self, *, limit: int = 100) -> list[OutboxEffect]:
+        rows = (
+            self._conn()
+            .execute(f"SELECT {_OUTBOX_COLUMNS} FROM flowc_outbox ORDER BY id LIMIT ?", (limit,))
+            .fetchall()
+        )
+        return [OutboxEffect(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in rows]
+
+    @_store_errors
+    def mark_delivered(self, effects: Sequence[OutboxEffect]) -> None:
+        if not effects:
+            return
+        with self._write() as conn:
+            conn.executemany(
+                "DELETE FROM flowc_outbox WHERE instance_id = ? AND seq = ? AND idx = ?",
+                [(e.instance_id, e.seq, e.index) for e in effects],
+            )
+
     def close(self) -> None:
         with self._all_lock:
             conns, self._all = self._all, []
@@ -666,6 +705,15 @@ def _insert_history(
         ],
     )
     return rows
+
+
+def _insert_effects(
+    conn: sqlite3.Connection, instance_id: str, effects: Sequence[EffectSpec], at: float
+) -> None:
+    conn.executemany(
+        f"INSERT INTO flowc_outbox ({_OUTBOX_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        [(instance_id, e.seq, e.index, e.effect, dumps(e.payload), at) for e in effects],
+    )
 
 
 def _insert_timers(conn: sqlite3.Connection, instance_id: str, timers: Sequence[TimerSpec]) -> None:

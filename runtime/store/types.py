@@ -142,6 +142,37 @@ class TimerRow:
 
 
 @dataclass(frozen=True, slots=True)
+class EffectSpec:
+    """An effect a step emitted (`emit EFFECT(...)`), as the engine hands it to the store:
+    written to the outbox in the step's own transaction. `seq` is the step's sequence number
+    and `index` the effect's place among that step's effects."""
+
+    seq: int
+    index: int
+    effect: str
+    payload: dict[str, Json]
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEffect:
+    """An effect in a store's outbox: committed with its step and not yet marked delivered.
+    `id` is the same at every delivery of it, for hosts that deduplicate (delivery is at least
+    once: see docs/persistence.md)."""
+
+    instance_id: str
+    seq: int
+    index: int
+    effect: str
+    payload: dict[str, Json]
+    #: when the step that emitted it committed
+    at: float
+
+    @property
+    def id(self) -> str:
+        return f"{self.instance_id}/{self.seq}/{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     """A step function's result that commits: the new snapshot and state, the rows to append,
     and `timers`, the complete new set of pending timers (None: leave them as they are).
@@ -156,6 +187,8 @@ class Change:
     timers: Sequence[TimerSpec] | None = None
     flow_version: int | None = None
     graph_hash: str | None = None
+    #: the effects the step's actions emitted, for the outbox (same transaction)
+    effects: Sequence[EffectSpec] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +258,8 @@ class NewInstance:
     timers: Sequence[TimerSpec] = ()
     at: float | None = None
     first_seq: int = 1
+    #: the effects the initial state's entry actions emitted, for the outbox
+    effects: Sequence[EffectSpec] = ()
 
     @property
     def last_seq(self) -> int:
@@ -309,6 +344,15 @@ class Store(Protocol):
 
     def load_graph(self, graph_hash: str) -> str | None:
         """The compiled JSON kept under `graph_hash`, or None."""
+        ...
+
+    def pending_effects(self, *, limit: int = 100) -> list[OutboxEffect]:
+        """Up to `limit` effects of the outbox (committed, not marked delivered), in the order
+        their steps committed and, within a step, the order they were emitted."""
+        ...
+
+    def mark_delivered(self, effects: Sequence[OutboxEffect]) -> None:
+        """Take delivered effects out of the outbox (one already taken out is ignored)."""
         ...
 
     def close(self) -> None: ...

@@ -126,6 +126,31 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
         4,
         30,
     ),
+    (
+        "E213",
+        "flow demo\ncontext { n: int = 1 }\ninitial state A { after n weeks -> B }\nstate B\n",
+        3,
+        27,
+    ),
+    (
+        "E214",
+        "flow demo\neffect lamp\nevent go\ninitial state A { on go -> A do emit lmap }\n",
+        4,
+        38,
+    ),
+    (
+        "E215",
+        "flow demo\neffect lamp(lit: bool)\nevent go\n"
+        "initial state A { on go -> A do emit lamp }\n",
+        4,
+        33,
+    ),
+    (
+        "E216",
+        'flow demo\ncontext { n: str = "1" }\ninitial state A { after n s -> B }\nstate B\n',
+        3,
+        25,
+    ),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
         "E211",

@@ -12,20 +12,20 @@ def found(source: str) -> list[tuple[str, int, int]]:
     return [(d.code, d.span.line, d.span.column) for d in result.diagnostics]
 
 
-def test_a_duration_read_from_a_field_is_one_error_at_the_field() -> None:
+def test_a_computed_delay_without_its_unit_is_one_error_at_the_arrow() -> None:
     source = """flow t "T"
 version 1
 context { timeout_s: int = 5 }
 event go
 initial state A {
-  after timeout_s s -> B
+  after timeout_s -> B
   on go -> B
 }
 final state B
 """
     result = compile_source(source, "case.flow")
-    assert [(d.code, d.span.line, d.span.column) for d in result.diagnostics] == [("E003", 6, 9)]
-    assert "fixed duration" in (result.diagnostics[0].help or "")
+    assert [(d.code, d.span.line, d.span.column) for d in result.diagnostics] == [("E003", 6, 19)]
+    assert "ends with its unit" in (result.diagnostics[0].help or "")
 
 
 def test_a_missing_duration_does_not_swallow_the_rest_of_the_file() -> None:

@@ -197,3 +197,20 @@ def test_an_event_op_can_force_a_back_rule(
     forced = lines(tmp_path / "f.jsonl", {"event": "advance"}, {"event": "reopen", "force": True})
     assert main(["run", str(flow), "--events", forced]) == 0
     assert outputs(capsys)[-1]["to"] == "A"
+
+
+def test_run_shows_the_effects_of_each_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = (
+        "flow t\neffect lamp(lit: bool)\nevent go\n"
+        "initial state A { on go -> A do emit lamp(lit: true) }\n"
+    )
+    flow = tmp_path / "t.flow"
+    flow.write_text(source, encoding="utf-8")
+    assert main(["run", str(flow), "--events", lines(tmp_path / "e.jsonl", {"event": "go"})]) == 0
+    out = outputs(capsys)
+    assert "effects" not in out[0]
+    assert out[1]["effects"] == [{"effect": "lamp", "payload": {"lit": True}}]
+    prompt = Prompt(Machine.from_source(source).start(), None)
+    assert prompt.handle("go") == ["ok: A -> A (step 1)", '  effect lamp {"lit": true}']

@@ -42,3 +42,30 @@ def test_a_repeating_timer_stops_when_an_eventless_rule_leaves_its_state() -> No
     clock.advance(5)
     instance.advance()
     assert instance.get("current") == 2
+
+
+REGIONS = """
+flow regions
+event go
+context { n: int = 0 }
+
+initial parallel state both {
+  state left { initial state l1 { entry do n += 1 } }
+  state right { initial state r1 { entry do n += 1 } }
+}
+"""
+
+
+def test_wiring_a_child_before_its_parent_does_not_deadlock() -> None:
+    # A child's entry block wires the child, which reads (and so wires) its parent: the
+    # wiring lock is taken twice in one thread. It once deadlocked here.
+    import threading
+
+    machine = Machine.from_source(REGIONS)
+    started: list[object] = []
+    worker = threading.Thread(target=lambda: started.append(machine.start()), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "start() is stuck wiring nested states"
+    (instance,) = started
+    assert instance.get("n") == 2  # type: ignore[attr-defined]

@@ -138,7 +138,10 @@ def test_seed_flows_pass_and_every_transition_that_can_fire_is_covered(
             "REFLECT: skip reject skip_not_available (rule outside any state)",
         ],
         "collab_skills": [],
+        "elevator": [],
         "interactive_stage": [],
+        "microwave": [],
+        "pr_review": [],
         "rfp_workspace": [],
         "stage_questions": [],
     }
