@@ -108,6 +108,8 @@ class Lowerer:
 
     def _expr_parts(self, node: ast.Expr) -> tuple[str, Any, tuple[ir.Expr, ...]]:
         symbols = self.symbols
+        if isinstance(node, ast.Binary):  # first: the most common node by far
+            return (node.op, None, (self.expr(node.left), self.expr(node.right)))
         if isinstance(node, ast.Literal_):
             return ("lit", node.value, ())
         if isinstance(node, ast.Name):
@@ -136,8 +138,6 @@ class Lowerer:
             return ("map", None, flat)
         if isinstance(node, ast.Unary):
             return (node.op, None, (self.expr(node.operand),))
-        if isinstance(node, ast.Binary):
-            return (node.op, None, (self.expr(node.left), self.expr(node.right)))
         raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
 
     def constant(self, node: ast.Expr) -> Any:

@@ -44,6 +44,10 @@ class Scope:
 Check = Callable[[list[t.Ty], list[ast.Expr], Span], t.Ty]
 
 
+#: `TypeChecker.infer`'s method for each expression node class.
+_INFER: dict[type, Callable[..., t.Ty]] = {}
+
+
 class TypeChecker:
     def __init__(self, symbols: Symbols) -> None:
         self.symbols = symbols
@@ -424,8 +428,11 @@ class TypeChecker:
             )
 
     def infer(self, expr: ast.Expr, scope: Scope) -> t.Ty:
-        method = getattr(self, "_infer_" + type(expr).__name__)
-        result: t.Ty = method(expr, scope)
+        kind = type(expr)
+        method = _INFER.get(kind)
+        if method is None:  # looked up once per node class, not per node
+            method = _INFER[kind] = getattr(TypeChecker, "_infer_" + kind.__name__)
+        result: t.Ty = method(self, expr, scope)
         if isinstance(result, t.OptionalTy) and scope.narrowed:
             key = _path_key(expr)
             if key is not None and key in scope.narrowed:
