@@ -190,6 +190,14 @@ def parse_module(text: str) -> ast.Module | None:
         return None
 
 
+def token_count(text: str) -> int:
+    """How many tokens the scan finds in `text` (for benchmarks), or -1 if it gives up."""
+    try:
+        return len(_Parser(text).kinds) - 1  # less the end of the text
+    except NotMine:
+        return -1
+
+
 def unescape(body: str) -> tuple[str, int | None]:
     """Unescape a quoted string's body; also returns the offset of a bad escape, if any."""
     if "\\" not in body:
