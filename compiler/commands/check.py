@@ -102,6 +102,9 @@ def _report(files: list[Path], args: argparse.Namespace) -> bool:
         color = {"always": True, "never": False}.get(args.color)
         for result in results:
             print_diagnostics(result, sys.stdout, color=color)
+        # The diagnostics (stdout) before the summary (stderr) also when both go to one reader
+        # through pipes, as in watch mode.
+        sys.stdout.flush()
         if not args.quiet:
             status = summary_line(errors, warnings, len(results))
             print(f"{status} ({elapsed:.2f}s)", file=sys.stderr)
