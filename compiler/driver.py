@@ -241,10 +241,14 @@ def _declared_names(module: ast.Module) -> Iterator[ast.Ident]:
 
 
 def compile_file(
-    path: str | os.PathLike[str], *, lint: bool = True, max_bytes: int | None = None
+    path: str | os.PathLike[str],
+    *,
+    lint: bool = True,
+    max_bytes: int | None = None,
+    hashed: bool = True,
 ) -> CompileResult:
     """Compile a file; an unreadable file is a diagnostic too (E001), and so is one larger than
-    the source limit (E008), which is not read past it."""
+    the source limit (E008), which is not read past it. `hashed` as for `compile_source`."""
     name = str(path)
     limit = source_limit(max_bytes)
     try:
@@ -255,7 +259,7 @@ def compile_file(
         reason = exc.strerror or str(exc)
         diag = Diagnostic("E001", f"cannot read file: {reason}", Span(1, 1, 1, 1), file=name)
         return CompileResult(source, None, [diag])
-    return compile_source(data, name, lint=lint, max_bytes=limit)
+    return compile_source(data, name, lint=lint, max_bytes=limit, hashed=hashed)
 
 
 def _too_large(path: str, limit: int) -> CompileResult:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo as ModelField
 
 from flowc.compiler import ast
 from flowc.compiler.resolve import FieldInfo, StateNode, Symbols
@@ -32,8 +33,62 @@ def _new(cls: type[M], **fields: Any) -> M:
     """Build an IR node without re-validating it: lowering only runs on checked input, every
     value is built here with the right type, and pydantic validation of ~10 nodes per
     transition would dominate compile time of large flows. `CompiledFlow.from_json` still
-    validates everything a runtime loads."""
-    return cls.model_construct(**fields)
+    validates everything a runtime loads.
+
+    What `model_construct` does, for models without aliases, extras or post-init hooks (the
+    IR's), with the per-field checks it repeats on every call done once per class: the same
+    `__dict__` (in field order, defaults filled in), fields set, extra and private state."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = _plan(cls)
+    if not plan:
+        return cls.model_construct(**fields)
+    values: dict[str, Any] = {}
+    for name, how, default in plan:
+        if name in fields:
+            values[name] = fields[name]
+        elif how is _CONSTANT:
+            values[name] = default
+        elif how is _DEFAULT:
+            values[name] = default.get_default(call_default_factory=True, validated_data=values)
+    node = cls.__new__(cls)
+    _set = object.__setattr__
+    _set(node, "__dict__", values)
+    given = set(fields)
+    if not given <= values.keys():
+        given &= values.keys()  # model_construct ignores what is not a field
+    _set(node, "__pydantic_fields_set__", given)
+    _set(node, "__pydantic_extra__", None)
+    _set(node, "__pydantic_private__", None)
+    return node
+
+
+_REQUIRED, _CONSTANT, _DEFAULT = "required", "constant", "default"
+#: An immutable default is what `FieldInfo.get_default` returns every time: it is kept as is.
+_IMMUTABLE = (type(None), bool, int, float, str)
+_PLANS: dict[type[BaseModel], tuple[tuple[str, str, Any], ...]] = {}
+
+
+def _plan(cls: type[BaseModel]) -> tuple[tuple[str, str, Any], ...]:
+    """Each field as (name, how its default is made, the default or its FieldInfo); empty when
+    `_new` must leave the class to `model_construct`."""
+    plain = (
+        not cls.__pydantic_post_init__
+        and not cls.__pydantic_root_model__
+        and cls.model_config.get("extra") != "allow"
+        and all(f.alias is None and f.validation_alias is None for f in cls.model_fields.values())
+    )
+    if not plain:
+        return ()
+    return tuple(_field_plan(name, info) for name, info in cls.model_fields.items())
+
+
+def _field_plan(name: str, info: ModelField) -> tuple[str, str, Any]:
+    if info.is_required():
+        return (name, _REQUIRED, None)
+    if info.default_factory is None and type(info.default) in _IMMUTABLE:
+        return (name, _CONSTANT, info.default)
+    return (name, _DEFAULT, info)
 
 
 class Lowerer:
@@ -57,6 +112,8 @@ class Lowerer:
 
     def _expr_parts(self, node: ast.Expr) -> tuple[str, Any, tuple[ir.Expr, ...]]:
         symbols = self.symbols
+        if isinstance(node, ast.Binary):  # first: the most common node by far
+            return (node.op, None, (self.expr(node.left), self.expr(node.right)))
         if isinstance(node, ast.Literal_):
             return ("lit", node.value, ())
         if isinstance(node, ast.Name):
@@ -85,8 +142,6 @@ class Lowerer:
             return ("map", None, flat)
         if isinstance(node, ast.Unary):
             return (node.op, None, (self.expr(node.operand),))
-        if isinstance(node, ast.Binary):
-            return (node.op, None, (self.expr(node.left), self.expr(node.right)))
         raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
 
     def constant(self, node: ast.Expr) -> Any:

@@ -23,8 +23,10 @@ from lark.parse_tree_builder import ExpandSingleChild
 from lark.parsers.lalr_analysis import Shift
 from lark.parsers.lalr_interactive_parser import InteractiveParser
 
-from flowc.compiler import ast
+from flowc.compiler import ast, fastparse
 from flowc.compiler.diagnostics import CODES, Diagnostic
+from flowc.compiler.fastparse import is_hex as _is_hex
+from flowc.compiler.fastparse import unescape
 from flowc.compiler.lexer import FlowLexer, NestingTooDeep
 from flowc.compiler.source import Span
 
@@ -188,8 +190,13 @@ class ParseResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def parse_source(text: str, file: str = "<input>") -> ParseResult:
-    """Parse text into an AST. `module` is None only when the file could not be read at all."""
+def parse_source(text: str, file: str = "<input>", *, fast_path: bool = True) -> ParseResult:
+    """Parse text into an AST. `module` is None only when the file could not be read at all.
+    With `fast_path` (the default) a well-formed file in the language `fastparse` knows skips Lark
+    and the grammar's load; anything else is parsed, and reported on, by Lark below."""
+    quick = fastparse.parse_module(text) if fast_path else None
+    if quick is not None:
+        return ParseResult(quick)
     diagnostics: list[Diagnostic] = []
     lines_reported: set[int] = set()
     misplaced = 0
@@ -642,50 +649,6 @@ def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None
     if value in {"&&", "||"}:
         return "write `and` / `or`"
     return None
-
-
-def unescape(body: str) -> tuple[str, int | None]:
-    """Unescape a quoted string's body; also returns the offset of a bad escape, if any."""
-    if "\\" not in body:
-        return body, None
-    out: list[str] = []
-    i = 0
-    bad: int | None = None
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\":
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1] if i + 1 < len(body) else ""
-        if nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-            i += 2
-        elif nxt == "u" and _is_hex(body[i + 2 : i + 6]):
-            code = int(body[i + 2 : i + 6], 16)
-            i += 6
-            if 0xD800 <= code <= 0xDFFF:
-                # UTF-16 surrogates, as JSON writes characters past U+FFFF: a high one and a
-                # low one make one character; alone, neither is text.
-                low = body[i + 2 : i + 6] if body[i : i + 2] == "\\u" else ""
-                if code <= 0xDBFF and _is_hex(low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
-                    code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
-                    i += 6
-                else:
-                    if bad is None:
-                        bad = i - 6
-                    continue
-            out.append(chr(code))
-        else:
-            if bad is None:
-                bad = i
-            out.append(nxt)
-            i += 2
-    return "".join(out), bad
-
-
-def _is_hex(text: str) -> bool:
-    return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _edge_span(item: Any, last: bool) -> Span | None:

@@ -41,7 +41,11 @@ class Scope:
         return self if not facts else replace(self, narrowed=self.narrowed | facts)
 
 
-Check = Callable[[list[t.Ty], list[ast.Expr], Span], t.Ty]
+Check = Callable[["TypeChecker", list[t.Ty], list[ast.Expr], Span], t.Ty]
+
+
+#: `TypeChecker.infer`'s method for each expression node class.
+_INFER: dict[type, Callable[..., t.Ty]] = {}
 
 
 class TypeChecker:
@@ -52,20 +56,23 @@ class TypeChecker:
         self._meta_cache: dict[str, t.Ty] | None = None
         #: id of each expression node checked -> its type (the AST outlives the checker)
         self.types: dict[int, t.Ty] = {}
+        # Plain functions, not methods bound to this checker: a bound method in its own
+        # attribute would make each checker a reference cycle, and so keep the whole AST (held
+        # by `symbols`) alive until the cyclic collector runs.
         self._functions: dict[str, Check] = {
-            "len": self._fn_len,
-            "min": self._fn_minmax,
-            "max": self._fn_minmax,
-            "abs": self._fn_abs,
-            "round": self._fn_round,
-            "merge": self._fn_merge,
-            "keys": self._fn_keys,
-            "values": self._fn_values,
-            "lower": self._fn_str,
-            "upper": self._fn_str,
-            "trim": self._fn_str,
-            "coalesce": self._fn_coalesce,
-            "str": self._fn_to_str,
+            "len": TypeChecker._fn_len,
+            "min": TypeChecker._fn_minmax,
+            "max": TypeChecker._fn_minmax,
+            "abs": TypeChecker._fn_abs,
+            "round": TypeChecker._fn_round,
+            "merge": TypeChecker._fn_merge,
+            "keys": TypeChecker._fn_keys,
+            "values": TypeChecker._fn_values,
+            "lower": TypeChecker._fn_str,
+            "upper": TypeChecker._fn_str,
+            "trim": TypeChecker._fn_str,
+            "coalesce": TypeChecker._fn_coalesce,
+            "str": TypeChecker._fn_to_str,
         }
         assert set(self._functions) == EXPRESSION_FUNCTIONS
 
@@ -527,8 +534,11 @@ class TypeChecker:
             )
 
     def infer(self, expr: ast.Expr, scope: Scope) -> t.Ty:
-        method = getattr(self, "_infer_" + type(expr).__name__)
-        result: t.Ty = method(expr, scope)
+        kind = type(expr)
+        method = _INFER.get(kind)
+        if method is None:  # looked up once per node class, not per node
+            method = _INFER[kind] = getattr(TypeChecker, "_infer_" + kind.__name__)
+        result: t.Ty = method(self, expr, scope)
         if isinstance(result, t.OptionalTy) and scope.narrowed:
             key = _path_key(expr)
             if key is not None and key in scope.narrowed:
@@ -819,7 +829,7 @@ class TypeChecker:
                     arg.span,
                     "check it first (`x != none and ...`), or use `coalesce(x, fallback)`",
                 )
-        return check(args, list(expr.args), expr.span)
+        return check(self, args, list(expr.args), expr.span)
 
     def _infer_Unary(self, expr: ast.Unary, scope: Scope) -> t.Ty:
         ty = self.infer(expr.operand, scope)

@@ -81,9 +81,14 @@ class FlowGraph:
         for t in ordered:
             self.outgoing[t.source].append(t)
         self.constant = {}
+        # Lowering shares identical expressions between rules: fold each one once.
+        folded: dict[int, bool | None] = {}
         for t in ordered:
             if t.guard is not None:
-                value = constant_guard(t.guard)
+                key = id(t.guard)
+                if key not in folded:
+                    folded[key] = constant_guard(t.guard)
+                value = folded[key]
                 if value is not None:
                     self.constant[t.index] = value
         self.shadowed = self._find_shadowing()

@@ -122,10 +122,15 @@ def _context_names_used(flow: CompiledFlow) -> set[str]:
             if branch.guard is not None:
                 exprs.append(branch.guard)
             actions.extend(branch.actions)
-    # Iterative walk: generated flows can nest expressions deeply.
+    # Iterative walk: generated flows can nest expressions deeply. Lowering shares identical
+    # expressions between rules, so each is walked once.
     stack = exprs
+    seen: set[int] = set()
     while stack:
         expr = stack.pop()
+        if id(expr) in seen:
+            continue
+        seen.add(id(expr))
         if expr.op == "ctx" and isinstance(expr.value, str):
             used.add(expr.value)
         stack.extend(expr.args)

@@ -1,0 +1,1200 @@
+"""The fast front end: one regex scan and a hand-written recursive-descent parser that build the
+AST of a well-formed file, node for node and span for span as the Lark parser builds it.
+
+The Lark grammar (`grammar/flow.lark`) stays the definition of the language and the Lark parser
+its reference: `parse_source` tries this parser first and, when it returns None, parses with
+Lark, which reports every diagnostic. This parser knows the language it was written for and
+gives up (`NotMine`, turned into None) on anything else: a syntax error, a character or a word
+it does not know (every keyword of the grammar it was not written for, read from the grammar
+file itself), and anything the Lark path would report a diagnostic for (a bad escape, an integer
+past 64 bits, a meta key given twice, nesting past the limits). So syntax added to the grammar
+later is parsed by Lark until this parser learns it, and is never misread here.
+
+Why it is faster: Lark builds one `Token` object per token and runs a generic reduce callback
+per grammar rule, with a span found by walking each rule's children; here the scan is one
+`findall` over the text, tokens are four parallel lists, and each node is built once with its
+span taken from the two tokens or nodes that bound it. `tests/compiler/test_fastparse.py`
+checks that both parsers agree on every flow in the repository and on generated ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import fields
+from functools import cache
+from importlib import resources
+from typing import Any, NoReturn, TypeVar
+
+from flowc.compiler import ast
+from flowc.compiler.source import Span
+
+T = TypeVar("T")
+
+#: Past these the Lark path reports E005 (see parse.MAX_NESTING and parse.MAX_EXPR_DEPTH); this
+#: parser gives up well before either, so it never has to decide the boundary itself.
+_MAX_DEPTH = 60
+_MAX_EXPR_TOKENS = 150
+_MAX_INT = 2**63 - 1
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+#: Keywords the grammar lets stand for a name (its `name` rule), as this parser knows them.
+_SOFT = frozenset(
+    [
+        "flow", "version", "enum", "type", "context", "initial", "final", "choice", "reject",
+        "message", "journal", "template", "require", "back", "migrate", "from", "field", "drop",
+        "invariant", "test", "given", "send", "goto", "advance", "expect", "force", "with",
+        "unhandled", "reenter",
+    ]
+)  # fmt: skip
+#: Reserved words this parser knows.
+_HARD = frozenset(
+    [
+        "and", "or", "not", "in", "if", "else", "do", "event", "state", "self", "true", "false",
+        "none", "null", "on", "entry", "exit", "after", "meta",
+    ]
+)  # fmt: skip
+_PUNCTUATION = [
+    "->", "..", "==", "!=", "<=", ">=", "+=", "-=",
+    "<", ">", "=", "+", "-", "*", "/", "%", "?", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".",
+]  # fmt: skip
+_COMPARE = frozenset({"==", "!=", "<=", ">=", "<", ">"})
+_UNKNOWN = "!unknown"
+
+# The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; atomic, so that a
+# comment is never searched for tokens), then one token, in the order FlowLexer tries the
+# grammar's terminals (by priority, then longest first), or any other character, which this
+# parser does not know, or the end of the text. `findall` returns the (trivia, token) pairs in
+# one call; as something matches at every position, it skips nothing.
+_TOKEN = re.compile(
+    r"((?>[ \t\r\n\f]*(?:#[^\n]*[ \t\r\n\f]*)*))("
+    r'"""[\s\S]*?"""'
+    r"|[0-9]+(?:ms|s|m|h|d)\b"
+    r"|[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?"
+    r"|[0-9]+"
+    r"|[A-Za-z_][A-Za-z0-9_]*"
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+    r"|->|\.\.|==|!=|<=|>=|\+=|-="
+    r"|[<>=+\-*/%?()\[\]{},;:.]"
+    r"|[^ \t\r\n\f#]"
+    r"|\Z)"
+)
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
+
+
+class NotMine(Exception):
+    """The text holds something this parser leaves to the Lark parser."""
+
+
+def _give_up() -> NoReturn:
+    raise NotMine
+
+
+@cache
+def _grammar_words() -> tuple[frozenset[str], frozenset[str]]:
+    """(every keyword of the grammar, the keywords its `name` rule accepts), read from the
+    grammar file: what Lark's lexer makes keywords of is every word written in quotes there."""
+    grammar = resources.files("flowc.grammar").joinpath("flow.lark").read_text(encoding="utf-8")
+    code = re.sub(r"//[^\n]*", "", grammar)
+    words = frozenset(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', code))
+    terminals = dict(re.findall(r'^([A-Z_]+)(?:\.\d+)?:\s*"([A-Za-z_]+)"\s*$', code, re.M))
+    rule = re.search(r"^name:((?:[^\n]*\n\s+\|)*[^\n]*)", code, re.M)
+    soft = frozenset(
+        terminals[name]
+        for name in re.findall(r"[A-Z_]+", rule.group(1) if rule else "")
+        if name in terminals
+    )
+    return words, soft
+
+
+@cache
+def _kinds() -> dict[str, str]:
+    """The kind of each fixed token: a keyword or punctuation is its own kind; a word the
+    grammar makes a keyword that this parser does not know (or knows differently) is unknown."""
+    words, soft = _grammar_words()
+    kinds = {p: p for p in _PUNCTUATION}
+    kinds[""] = "$END"  # the scan's last match, at the end of the text
+    for word in words:
+        mine = word in _SOFT or word in _HARD
+        same = (word in _SOFT) == (word in soft)
+        kinds[word] = word if mine and same else _UNKNOWN
+    for word in (_SOFT | _HARD) - words:
+        kinds[word] = _UNKNOWN  # no longer a keyword there: leave it to Lark
+    return kinds
+
+
+def _maker(cls: type[T], arity: int) -> Callable[..., T]:
+    """A constructor for a frozen slotted dataclass of exactly `arity` fields that sets the slots
+    directly: the generated `__init__` of a frozen class goes through `object.__setattr__` per
+    field, about twice the cost, and the AST of a large file is a million such objects. A class
+    that has grown a field since is built by its own constructor."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if len(names) != arity:
+        return cls
+    new = object.__new__
+    setters = [getattr(cls, name).__set__ for name in names]
+    if arity == 2:
+        s0, s1 = setters
+
+        def make2(a: Any, b: Any) -> Any:
+            node = new(cls)
+            s0(node, a)
+            s1(node, b)
+            return node
+
+        return make2
+    if arity == 3:
+        s0, s1, s2 = setters
+
+        def make3(a: Any, b: Any, c: Any) -> Any:
+            node = new(cls)
+            s0(node, a)
+            s1(node, b)
+            s2(node, c)
+            return node
+
+        return make3
+    s0, s1, s2, s3 = setters
+
+    def make4(a: Any, b: Any, c: Any, d: Any) -> Any:
+        node = new(cls)
+        s0(node, a)
+        s1(node, b)
+        s2(node, c)
+        s3(node, d)
+        return node
+
+    return make4
+
+
+_span = _maker(Span, 4)
+_ident = _maker(ast.Ident, 2)
+_name = _maker(ast.Name, 2)
+_literal = _maker(ast.Literal_, 3)
+_binary = _maker(ast.Binary, 4)
+_unary = _maker(ast.Unary, 3)
+_attribute = _maker(ast.Attribute, 3)
+_event_field = _maker(ast.EventField, 2)
+_call = _maker(ast.Call, 3)
+_assign = _maker(ast.Assign, 4)
+
+
+def parse_module(text: str) -> ast.Module | None:
+    """The AST of `text`, as the Lark parser builds it; None when this parser leaves the text
+    to Lark (see the module docstring)."""
+    try:
+        return _Parser(text).module()
+    except (NotMine, RecursionError):
+        return None
+
+
+def token_count(text: str) -> int:
+    """How many tokens the scan finds in `text` (for benchmarks), or -1 if it gives up."""
+    try:
+        return len(_Parser(text).kinds) - 1  # less the end of the text
+    except NotMine:
+        return -1
+
+
+def unescape(body: str) -> tuple[str, int | None]:
+    """Unescape a quoted string's body; also returns the offset of a bad escape, if any."""
+    if "\\" not in body:
+        return body, None
+    out: list[str] = []
+    i = 0
+    bad: int | None = None
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1] if i + 1 < len(body) else ""
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt == "u" and is_hex(body[i + 2 : i + 6]):
+            code = int(body[i + 2 : i + 6], 16)
+            i += 6
+            if 0xD800 <= code <= 0xDFFF:
+                # UTF-16 surrogates, as JSON writes characters past U+FFFF: a high one and a
+                # low one make one character; alone, neither is text.
+                low = body[i + 2 : i + 6] if body[i : i + 2] == "\\u" else ""
+                if code <= 0xDBFF and is_hex(low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                    code = 0x10000 + ((code - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+                    i += 6
+                else:
+                    if bad is None:
+                        bad = i - 6
+                    continue
+            out.append(chr(code))
+        else:
+            if bad is None:
+                bad = i
+            out.append(nxt)
+            i += 2
+    return "".join(out), bad
+
+
+def is_hex(text: str) -> bool:
+    return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _string(raw: str) -> str:
+    value, bad = unescape(raw[1:-1])
+    if bad is not None:
+        _give_up()  # E007, reported by the Lark path
+    return value
+
+
+def _int(raw: str) -> int:
+    digits = raw.lstrip("0")
+    if len(digits) > 19 or int(digits or "0") > _MAX_INT:
+        _give_up()  # E209 (or 2**63 under a minus sign, which the Lark path decides)
+    return int(digits or "0")
+
+
+def _float(raw: str) -> float:
+    value = float(raw)
+    if value in (float("inf"), float("-inf")):
+        _give_up()  # E209
+    return value
+
+
+class _Parser:
+    """Recursive descent over the token lists; each method parses one grammar rule from
+    `self.i` and leaves `self.i` after it."""
+
+    def __init__(self, text: str) -> None:
+        kinds_of = _kinds()
+        get = kinds_of.get
+        kinds: list[str] = []
+        texts: list[str] = []
+        lines: list[int] = []
+        cols: list[int] = []
+        #: end (line, column) of the tokens that span lines (triple-quoted strings)
+        self.ends: dict[int, tuple[int, int]] = {}
+        add_kind, add_text = kinds.append, texts.append
+        add_line, add_col = lines.append, cols.append
+        pos = 0
+        line = 1
+        line_start = 0
+        for trivia, token in _TOKEN.findall(text):
+            if trivia:
+                if "\n" in trivia:
+                    line += trivia.count("\n")
+                    line_start = pos + trivia.rfind("\n") + 1
+                pos += len(trivia)
+            kind = get(token)
+            if kind is None:
+                first = token[0]
+                if "0" <= first <= "9":
+                    if "." in token:
+                        kind = "FLOAT"
+                    elif token[-1].isdigit():
+                        kind = "INT"
+                    else:
+                        kind = "DURATION"
+                elif first == "_" or first.isalpha():
+                    if not token.isascii():
+                        _give_up()
+                    kind = "NAME"
+                elif first in "\"'" and len(token) >= 2 and token[-1] == first:
+                    if token.startswith('"""') and len(token) >= 6:
+                        kind = "LONG_STRING"
+                        if "\n" in token:
+                            add_kind(kind)
+                            add_text(token)
+                            add_line(line)
+                            add_col(pos - line_start + 1)
+                            end = pos + len(token)
+                            line += token.count("\n")
+                            line_start = pos + token.rfind("\n") + 1
+                            self.ends[len(kinds) - 1] = (line, end - line_start + 1)
+                            pos = end
+                            continue
+                    else:
+                        kind = "STRING"
+                else:
+                    _give_up()  # a character no token starts with (E002)
+            elif kind is _UNKNOWN:
+                _give_up()
+            add_kind(kind)
+            add_text(token)
+            add_line(line)
+            add_col(pos - line_start + 1)
+            pos += len(token)
+        if kinds[-1] != "$END":  # pragma: no cover - `\Z` matches at the end of every text
+            _give_up()
+        self.kinds = kinds
+        self.texts = texts
+        self.lines = lines
+        self.cols = cols
+        self.i = 0
+        self.depth = 0
+
+    # ---- tokens ------------------------------------------------------------------------
+    def expect(self, kind: str) -> int:
+        i = self.i
+        if self.kinds[i] != kind:
+            _give_up()
+        self.i = i + 1
+        return i
+
+    def token_span(self, i: int) -> Span:
+        end = self.ends.get(i) if self.ends else None
+        if end is not None:
+            return _span(self.lines[i], self.cols[i], end[0], end[1])
+        line = self.lines[i]
+        col = self.cols[i]
+        return _span(line, col, line, col + len(self.texts[i]))
+
+    def from_token(self, i: int, last: Span) -> Span:
+        """The span from token `i` to the end of `last`."""
+        return _span(self.lines[i], self.cols[i], last.end_line, last.end_column)
+
+    def name(self) -> ast.Ident:
+        i = self.i
+        kind = self.kinds[i]
+        if kind != "NAME" and kind not in _SOFT:
+            _give_up()
+        self.i = i + 1
+        line = self.lines[i]
+        col = self.cols[i]
+        text = self.texts[i]
+        return _ident(text, _span(line, col, line, col + len(text)))
+
+    def is_name(self, i: int) -> bool:
+        kind = self.kinds[i]
+        return kind == "NAME" or kind in _SOFT
+
+    def text(self) -> ast.Text:
+        i = self.i
+        kind = self.kinds[i]
+        raw = self.texts[i]
+        if kind == "STRING":
+            self.i = i + 1
+            return ast.Text(_string(raw), self.token_span(i))
+        if kind == "LONG_STRING":
+            self.i = i + 1
+            body = raw[3:-3]
+            if body.startswith("\r\n"):
+                body = body[2:]
+            elif body.startswith("\n"):
+                body = body[1:]
+            return ast.Text(body, self.token_span(i))
+        _give_up()
+
+    def optional_text(self) -> ast.Text | None:
+        kind = self.kinds[self.i]
+        if kind == "STRING" or kind == "LONG_STRING":
+            return self.text()
+        return None
+
+    def duration(self) -> ast.Duration:
+        i = self.expect("DURATION")
+        raw = self.texts[i]
+        digits = raw.rstrip("mshd")
+        return ast.Duration(
+            raw, _int(digits) * _DURATION_UNITS_MS[raw[len(digits) :]], self.token_span(i)
+        )
+
+    # ---- declarations ------------------------------------------------------------------
+    def module(self) -> ast.Module:
+        kinds = self.kinds
+        decls: list[Any] = []
+        add = decls.append
+        while True:
+            kind = kinds[self.i]
+            if kind == "state" or kind == "initial" or kind == "final" or kind == "choice":
+                add(self.state_decl())
+            elif kind == "on":
+                add(self.on_rule())
+            elif kind == "$END":
+                return ast.Module(tuple(decls))
+            else:
+                method = _DECLARATIONS.get(kind)
+                if method is None:
+                    _give_up()
+                add(method(self))
+
+    def flow_decl(self) -> ast.FlowDecl:
+        start = self.expect("flow")
+        name = self.name()
+        title = self.optional_text()
+        return ast.FlowDecl(name, title, self.from_token(start, (title or name).span))
+
+    def version_decl(self) -> ast.VersionDecl:
+        start = self.expect("version")
+        number = self.expect("INT")
+        value = _int(self.texts[number])
+        return ast.VersionDecl(value, self.from_token(start, self.token_span(number)))
+
+    def enum_decl(self) -> ast.EnumDecl:
+        start = self.expect("enum")
+        name = self.name()
+        self.expect("{")
+        members: list[ast.Ident] = []
+        if self.kinds[self.i] != "}":
+            members.append(self.name())
+            while self.kinds[self.i] == ",":
+                self.i += 1
+                if self.kinds[self.i] == "}":
+                    break
+                members.append(self.name())
+        self.expect("}")
+        last = members[-1].span if members else name.span
+        return ast.EnumDecl(name, tuple(members), self.from_token(start, last))
+
+    def fields(self) -> tuple[ast.FieldDecl, ...]:
+        """`field*` up to the closing `}` of a record type or the context."""
+        found: list[ast.FieldDecl] = []
+        while self.kinds[self.i] != "}":
+            found.append(self.field(trailing_comma=True))
+        self.i += 1
+        return tuple(found)
+
+    def field(self, *, trailing_comma: bool) -> ast.FieldDecl:
+        name = self.name()
+        self.expect(":")
+        type_ = self.type_expr()
+        default = None
+        if self.kinds[self.i] == "=":
+            self.i += 1
+            default = self.expr()
+        if trailing_comma and self.kinds[self.i] == ",":
+            self.i += 1
+        last = default.span if default is not None else type_.span
+        return ast.FieldDecl(name, type_, default, name.span.to(last))
+
+    def type_decl(self) -> ast.TypeDecl:
+        start = self.expect("type")
+        name = self.name()
+        self.expect("{")
+        found = self.fields()
+        last = found[-1].span if found else name.span
+        return ast.TypeDecl(name, found, self.from_token(start, last))
+
+    def context_decl(self) -> ast.ContextDecl:
+        start = self.expect("context")
+        self.expect("{")
+        found = self.fields()
+        last = found[-1].span if found else self.token_span(start)
+        return ast.ContextDecl(found, self.from_token(start, last))
+
+    def event_decl(self) -> ast.EventDecl:
+        start = self.expect("event")
+        name = self.event_name()
+        last = name.span
+        params: tuple[ast.FieldDecl, ...] = ()
+        if self.kinds[self.i] == "(":
+            self.i += 1
+            found: list[ast.FieldDecl] = []
+            if self.kinds[self.i] != ")":
+                found.append(self.field(trailing_comma=False))
+                while self.kinds[self.i] == ",":
+                    self.i += 1
+                    if self.kinds[self.i] == ")":
+                        break
+                    found.append(self.field(trailing_comma=False))
+            self.expect(")")
+            params = tuple(found)
+            if params:
+                last = params[-1].span
+        requires: list[ast.Require] = []
+        while self.kinds[self.i] == "require":
+            requires.append(self.require())
+        if requires:
+            last = requires[-1].span
+        return ast.EventDecl(name, params, tuple(requires), self.from_token(start, last))
+
+    def event_name(self) -> ast.Ident:
+        first = self.name()
+        if self.kinds[self.i] != ".":
+            return first
+        parts = [first]
+        while self.kinds[self.i] == ".":
+            self.i += 1
+            parts.append(self.name())
+        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+
+    def require(self) -> ast.Require:
+        start = self.expect("require")
+        guard = self.expr()
+        self.expect("else")
+        code = self.name()
+        message = self.text()
+        data = self.with_data()
+        last = data.span if data is not None else message.span
+        return ast.Require(guard, code, message, self.from_token(start, last), data)
+
+    def with_data(self) -> ast.Expr | None:
+        if self.kinds[self.i] != "with":
+            return None
+        self.i += 1
+        return self.expr()
+
+    def named_text(self) -> ast.NamedText:
+        start = self.i
+        keyword = self.kinds[start]
+        self.i += 1
+        name = self.name()
+        text = self.text()
+        return ast.NamedText(keyword, name, text, self.from_token(start, text.span))  # type: ignore[arg-type]
+
+    def unhandled_decl(self) -> ast.UnhandledDecl:
+        start = self.expect("unhandled")
+        policy = self.name()
+        return ast.UnhandledDecl(policy, self.from_token(start, policy.span))
+
+    def migrate_decl(self) -> ast.MigrateDecl:
+        start = self.expect("migrate")
+        self.expect("from")
+        number = self.expect("INT")
+        version_span = self.token_span(number)
+        self.expect("{")
+        items: list[ast.MigrateMapping | ast.MigrateDrop] = []
+        while True:
+            kind = self.kinds[self.i]
+            if kind == "}":
+                self.i += 1
+                break
+            item_start = self.i
+            self.i += 1
+            if kind == "state" or kind == "field":
+                old = self.name()
+                self.expect("->")
+                new = self.name()
+                span = self.from_token(item_start, new.span)
+                items.append(ast.MigrateMapping(kind, old, new, span))  # type: ignore[arg-type]
+            elif kind == "drop":
+                names = [self.name()]
+                while self.kinds[self.i] == ",":
+                    self.i += 1
+                    names.append(self.name())
+                span = self.from_token(item_start, names[-1].span)
+                items.append(ast.MigrateDrop(tuple(names), span))
+            else:
+                _give_up()
+        last = items[-1].span if items else version_span
+        return ast.MigrateDecl(
+            _int(self.texts[number]), version_span, tuple(items), self.from_token(start, last)
+        )
+
+    def invariant_decl(self) -> ast.InvariantDecl:
+        start = self.expect("invariant")
+        name = self.name()
+        self.expect(":")
+        expr = self.expr()
+        return ast.InvariantDecl(name, expr, self.from_token(start, expr.span))
+
+    # ---- tests -------------------------------------------------------------------------
+    def test_decl(self) -> ast.TestDecl:
+        start = self.expect("test")
+        name = self.text()
+        self.expect("{")
+        steps: list[ast.TestStep] = []
+        while self.kinds[self.i] != "}":
+            steps.append(self.test_step())
+        self.i += 1
+        last = steps[-1].span if steps else name.span
+        return ast.TestDecl(name, tuple(steps), self.from_token(start, last))
+
+    def test_step(self) -> ast.TestStep:
+        start = self.i
+        kind = self.kinds[start]
+        self.i += 1
+        if kind == "given":
+            field = self.name()
+            self.expect("=")
+            value = self.expr()
+            return ast.Given(field, value, self.from_token(start, value.span))
+        if kind == "send":
+            event = self.event_name()
+            payload: list[tuple[ast.Ident, ast.Expr]] = []
+            last = event.span
+            if self.kinds[self.i] == "(":
+                self.i += 1
+                while self.kinds[self.i] != ")":
+                    key = self.name()
+                    self.expect(":")
+                    payload.append((key, self.expr()))
+                    if self.kinds[self.i] != ",":
+                        break
+                    self.i += 1
+                self.expect(")")
+                if payload:
+                    last = payload[-1][1].span
+            return ast.Send(event, tuple(payload), self.from_token(start, last))
+        if kind == "goto":
+            target = self.name()
+            if self.kinds[self.i] == "force":
+                force = self.i
+                self.i += 1
+                return ast.Goto(target, self.from_token(start, self.token_span(force)), True)
+            return ast.Goto(target, self.from_token(start, target.span), False)
+        if kind == "back":
+            return ast.Back(self.token_span(start))
+        if kind == "advance":
+            duration = self.duration()
+            return ast.Advance(duration, self.from_token(start, duration.span))
+        if kind == "expect":
+            after = self.kinds[self.i]
+            following = self.kinds[self.i + 1]
+            if after == "state" and following != ".":
+                self.i += 1
+                state = self.name()
+                return ast.ExpectState(state, self.from_token(start, state.span))
+            if after == "reject" and following == "NAME":
+                code = self.i + 1
+                self.i += 2
+                ident = ast.Ident(self.texts[code], self.token_span(code))
+                return ast.ExpectReject(ident, self.from_token(start, ident.span))
+            if after == "journal" and following == "NAME":
+                journal = self.i + 1
+                self.i += 2
+                ident = ast.Ident(self.texts[journal], self.token_span(journal))
+                text = self.text()
+                return ast.ExpectJournal(ident, text, self.from_token(start, text.span))
+            expr = self.expr()
+            return ast.ExpectValue(expr, self.from_token(start, expr.span))
+        _give_up()
+
+    # ---- types -------------------------------------------------------------------------
+    def type_expr(self) -> ast.TypeExpr:
+        base = self.base_type()
+        if self.kinds[self.i] != "?":
+            return base
+        mark = self.token_span(self.i)
+        self.i += 1
+        return ast.TypeExpr(
+            base.name, base.args, True, base.span.to(mark), base.low, base.high, base.is_range
+        )
+
+    def base_type(self) -> ast.TypeExpr:
+        name = self.name()
+        kind = self.kinds[self.i]
+        if kind == "[":
+            self.i += 1
+            self.enter()
+            args = [self.type_expr()]
+            while self.kinds[self.i] == ",":
+                self.i += 1
+                args.append(self.type_expr())
+            self.expect("]")
+            self.depth -= 1
+            return ast.TypeExpr(name, tuple(args), False, name.span.to(args[-1].span))
+        if kind == "(":
+            self.i += 1
+            low = self.bound() if self.kinds[self.i] != ".." else None
+            dots = self.expect("..")
+            high = self.bound() if self.kinds[self.i] != ")" else None
+            self.expect(")")
+            span = name.span.to(self.token_span(dots))
+            return ast.TypeExpr(name, (), False, span, low, high, True)
+        return ast.TypeExpr(name, (), False, name.span)
+
+    def bound(self) -> float:
+        number: float = self.signed_number()
+        return number
+
+    def signed_number(self) -> Any:
+        """`[MINUS] (INT | FLOAT)`, folded into one number."""
+        minus = self.kinds[self.i] == "-"
+        if minus:
+            self.i += 1
+        i = self.i
+        kind = self.kinds[i]
+        if kind == "FLOAT":
+            number: int | float = _float(self.texts[i])
+        elif kind == "INT":
+            number = _int(self.texts[i])
+        else:
+            _give_up()
+        self.i = i + 1
+        return -number if minus else number
+
+    # ---- states and rules --------------------------------------------------------------
+    def state_decl(self) -> ast.StateDecl:
+        kinds = self.kinds
+        start = self.i
+        modifiers: list[ast.Ident] = []
+        while kinds[self.i] != "state":
+            kind = kinds[self.i]
+            if kind != "initial" and kind != "final" and kind != "choice":
+                _give_up()
+            modifiers.append(ast.Ident(kind, self.token_span(self.i)))
+            self.i += 1
+        self.i += 1
+        name = self.name()
+        title = self.optional_text()
+        last = (title or name).span
+        metas: list[ast.MetaDecl] = []
+        blocks: list[ast.ActionBlock] = []
+        rules: list[ast.Rule] = []
+        unhandled: list[ast.UnhandledDecl] = []
+        if kinds[self.i] == "{":
+            self.i += 1
+            item: Any = None
+            while True:
+                kind = kinds[self.i]
+                if kind == "on":
+                    item = self.on_rule()
+                    rules.append(item)
+                elif kind == "meta":
+                    item = self.meta_decl()
+                    metas.append(item)
+                elif kind == "}":
+                    self.i += 1
+                    break
+                elif kind == "->" or kind == "if":
+                    item = self.direct_rule()
+                    rules.append(item)
+                elif kind == "entry" or kind == "exit":
+                    item = self.action_block()
+                    blocks.append(item)
+                elif kind == "after":
+                    item = self.after_rule()
+                    rules.append(item)
+                elif kind == "else":
+                    else_start = self.i
+                    self.i += 1
+                    item = self.rule_outcome("else", else_start, None, None, (), None)
+                    rules.append(item)
+                elif kind == "unhandled":
+                    item = self.unhandled_decl()
+                    unhandled.append(item)
+                else:
+                    _give_up()
+            if item is not None:
+                last = item.span
+        return ast.StateDecl(
+            name,
+            title,
+            tuple(modifiers),
+            tuple(metas),
+            tuple(blocks),
+            tuple(rules),
+            self.from_token(start, last),
+            tuple(unhandled),
+        )
+
+    def meta_decl(self) -> ast.MetaDecl:
+        start = self.expect("meta")
+        value = self.json_object()
+        return ast.MetaDecl(value, self.token_span(start))
+
+    def action_block(self) -> ast.ActionBlock:
+        start = self.i
+        when = self.kinds[start]
+        self.i += 1
+        self.expect("do")
+        actions = self.actions()
+        return ast.ActionBlock(when, actions, self.from_token(start, actions[-1].span))  # type: ignore[arg-type]
+
+    def on_rule(self) -> ast.Rule:
+        start = self.expect("on")
+        event = self.event_pattern()
+        more: list[ast.Ident] = []
+        while self.kinds[self.i] == ",":
+            self.i += 1
+            more.append(self.event_pattern())
+        guard = None
+        if self.kinds[self.i] == "if":
+            self.i += 1
+            guard = self.expr()
+        return self.rule_outcome("on", start, event, guard, tuple(more), None)
+
+    def direct_rule(self) -> ast.Rule:
+        start = self.i
+        guard = None
+        if self.kinds[start] == "if":
+            self.i += 1
+            guard = self.expr()
+        if self.kinds[self.i] != "->":
+            _give_up()
+        return self.rule_outcome("direct", start, None, guard, (), None)
+
+    def after_rule(self) -> ast.Rule:
+        start = self.expect("after")
+        after = self.duration()
+        guard = None
+        if self.kinds[self.i] == "if":
+            self.i += 1
+            guard = self.expr()
+        if self.kinds[self.i] != "->":
+            _give_up()
+        return self.rule_outcome("after", start, None, guard, (), after)
+
+    def rule_outcome(
+        self,
+        kind: ast.RuleKind,
+        start: int,
+        event: ast.Ident | None,
+        guard: ast.Expr | None,
+        more: tuple[ast.Ident, ...],
+        after: ast.Duration | None,
+    ) -> ast.Rule:
+        kinds = self.kinds
+        outcome = kinds[self.i]
+        if outcome == "->":
+            self.i += 1
+            if kinds[self.i] == "self":
+                target = ast.Ident("self", self.token_span(self.i))
+                self.i += 1
+            else:
+                target = self.name()
+            reenter = kinds[self.i] == "reenter"
+            if reenter:
+                self.i += 1
+            actions: tuple[ast.Action, ...] = ()
+            if kinds[self.i] == "do":
+                self.i += 1
+                actions = self.actions()
+            back = kinds[self.i] == "back"
+            if back:
+                self.i += 1
+            last = actions[-1].span if actions else target.span
+            span = self.from_token(start, last)
+            return ast.Rule(
+                kind, event, guard, target, actions, back, after, None, None, span,
+                reenter=reenter, more_events=more,
+            )  # fmt: skip
+        if outcome == "reject" and kind == "on":
+            self.i += 1
+            code = self.name()
+            message = self.text()
+            data = self.with_data()
+            last = data.span if data is not None else message.span
+            span = self.from_token(start, last)
+            return ast.Rule(
+                kind, event, guard, None, (), False, after, code, message, span, data,
+                more_events=more,
+            )  # fmt: skip
+        _give_up()
+
+    def event_pattern(self) -> ast.Ident:
+        first = self.name()
+        if self.kinds[self.i] != ".":
+            return first
+        parts = [first]
+        while self.kinds[self.i] == ".":
+            self.i += 1
+            if self.kinds[self.i] == "*":
+                star = self.token_span(self.i)
+                self.i += 1
+                name = ".".join(p.name for p in parts) + ".*"
+                return ast.Ident(name, first.span.to(star))
+            parts.append(self.name())
+        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+
+    def actions(self) -> tuple[ast.Action, ...]:
+        found = [self.action()]
+        while self.kinds[self.i] == ";":
+            self.i += 1
+            found.append(self.action())
+        return tuple(found)
+
+    def action(self) -> ast.Action:
+        first = self.name()
+        kinds = self.kinds
+        if kinds[self.i] == "(":
+            self.i += 1
+            args = self.arguments()
+            last = args[-1].span if args else first.span
+            return ast.ActionCall(first, args, first.span.to(last))
+        target = [first]
+        while kinds[self.i] == ".":
+            self.i += 1
+            target.append(self.name())
+        op = kinds[self.i]
+        if op != "=" and op != "+=" and op != "-=":
+            _give_up()
+        self.i += 1
+        value = self.expr()
+        return _assign(tuple(target), op, value, first.span.to(value.span))
+
+    def arguments(self) -> tuple[ast.Expr, ...]:
+        """`[expr ("," expr)*] ")"`: a call's arguments (no trailing comma) and its `)`."""
+        self.enter()
+        args: list[ast.Expr] = []
+        if self.kinds[self.i] != ")":
+            args.append(self.operand())
+            while self.kinds[self.i] == ",":
+                self.i += 1
+                args.append(self.operand())
+        self.expect(")")
+        self.depth -= 1
+        return tuple(args)
+
+    # ---- meta JSON ---------------------------------------------------------------------
+    def json_object(self) -> dict[str, Any]:
+        self.expect("{")
+        self.enter()
+        result: dict[str, Any] = {}
+        kinds = self.kinds
+        while kinds[self.i] != "}":
+            i = self.i
+            kind = kinds[i]
+            if kind == "STRING":
+                key = _string(self.texts[i])
+                self.i = i + 1
+            else:
+                key = self.name().name
+            self.expect(":")
+            if key in result:
+                _give_up()  # E121
+            result[key] = self.json_value()
+            if kinds[self.i] == ",":
+                self.i += 1
+        self.i += 1
+        self.depth -= 1
+        return result
+
+    def json_value(self) -> Any:
+        i = self.i
+        kind = self.kinds[i]
+        if kind == "STRING":
+            self.i = i + 1
+            return _string(self.texts[i])
+        if kind == "{":
+            return self.json_object()
+        if kind == "[":
+            self.i = i + 1
+            self.enter()
+            items: list[Any] = []
+            if self.kinds[self.i] != "]":
+                items.append(self.json_value())
+                while self.kinds[self.i] == ",":
+                    self.i += 1
+                    if self.kinds[self.i] == "]":
+                        break
+                    items.append(self.json_value())
+            self.expect("]")
+            self.depth -= 1
+            return items
+        if kind == "INT" or kind == "FLOAT" or kind == "-":
+            return self.signed_number()
+        if kind == "true":
+            self.i = i + 1
+            return True
+        if kind == "false":
+            self.i = i + 1
+            return False
+        if kind == "none" or kind == "null":
+            self.i = i + 1
+            return None
+        _give_up()
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            _give_up()  # E005 territory: the Lark path decides
+
+    # ---- expressions -------------------------------------------------------------------
+    def expr(self) -> ast.Expr:
+        """A whole expression where a statement takes one."""
+        start = self.i
+        node = self.or_test()
+        if self.i - start > _MAX_EXPR_TOKENS:
+            _give_up()  # possibly past MAX_EXPR_DEPTH (E005): the Lark path decides
+        return node
+
+    operand = expr
+
+    def or_test(self) -> ast.Expr:
+        node = self.and_test()
+        kinds = self.kinds
+        while kinds[self.i] == "or":
+            self.i += 1
+            right = self.and_test()
+            node = _binary("or", node, right, node.span.to(right.span))
+        return node
+
+    def and_test(self) -> ast.Expr:
+        node = self.not_test()
+        kinds = self.kinds
+        while kinds[self.i] == "and":
+            self.i += 1
+            right = self.not_test()
+            node = _binary("and", node, right, node.span.to(right.span))
+        return node
+
+    def not_test(self) -> ast.Expr:
+        if self.kinds[self.i] == "not":
+            self.i += 1
+            operand = self.not_test()
+            # The grammar's "not" is an anonymous token: the node's span is its operand's.
+            return _unary("not", operand, operand.span)
+        return self.comparison()
+
+    def comparison(self) -> ast.Expr:
+        left = self.sum()
+        kinds = self.kinds
+        kind = kinds[self.i]
+        if kind in _COMPARE:
+            self.i += 1
+            right = self.sum()
+            return _binary(kind, left, right, left.span.to(right.span))
+        if kind == "in":
+            self.i += 1
+            right = self.sum()
+            return _binary("in", left, right, left.span.to(right.span))
+        if kind == "not" and kinds[self.i + 1] == "in":
+            self.i += 2
+            right = self.sum()
+            return _binary("not in", left, right, left.span.to(right.span))
+        return left
+
+    def sum(self) -> ast.Expr:
+        node = self.term()
+        kinds = self.kinds
+        while True:
+            op = kinds[self.i]
+            if op != "+" and op != "-":
+                return node
+            self.i += 1
+            right = self.term()
+            node = _binary(op, node, right, node.span.to(right.span))
+
+    def term(self) -> ast.Expr:
+        node = self.factor()
+        kinds = self.kinds
+        while True:
+            op = kinds[self.i]
+            if op != "*" and op != "/" and op != "%":
+                return node
+            self.i += 1
+            right = self.factor()
+            node = _binary(op, node, right, node.span.to(right.span))
+
+    def factor(self) -> ast.Expr:
+        i = self.i
+        if self.kinds[i] == "-":
+            self.i = i + 1
+            operand = self.factor()
+            return _unary("neg", operand, self.from_token(i, operand.span))
+        return self.postfix()
+
+    def postfix(self) -> ast.Expr:
+        node = self.atom()
+        kinds = self.kinds
+        while True:
+            kind = kinds[self.i]
+            if kind == ".":
+                self.i += 1
+                attr = self.name()
+                node = _attribute(node, attr, node.span.to(attr.span))
+            elif kind == "[":
+                self.i += 1
+                self.enter()
+                index = self.or_test()
+                self.expect("]")
+                self.depth -= 1
+                node = ast.Subscript(node, index, node.span.to(index.span))
+            else:
+                return node
+
+    def atom(self) -> ast.Expr:
+        i = self.i
+        kinds = self.kinds
+        kind = kinds[i]
+        if kind == "NAME" or kind in _SOFT:
+            line = self.lines[i]
+            col = self.cols[i]
+            text = self.texts[i]
+            span = _span(line, col, line, col + len(text))
+            if kinds[i + 1] == "(":
+                self.i = i + 2
+                args = self.arguments()
+                last = args[-1].span if args else span
+                return _call(_ident(text, span), args, span.to(last))
+            self.i = i + 1
+            return _name(text, span)
+        if kind == "event":
+            if kinds[i + 1] != ".":
+                _give_up()
+            self.i = i + 2
+            field = self.name()
+            return _event_field(field.name, self.from_token(i, field.span))
+        if kind == "state":
+            if kinds[i + 1] != ".":
+                _give_up()
+            if kinds[i + 2] == "meta":
+                if kinds[i + 3] != ".":
+                    _give_up()
+                self.i = i + 4
+                meta_key = self.name()
+                return ast.StateMeta(meta_key.name, self.from_token(i, meta_key.span))
+            self.i = i + 2
+            field = self.name()
+            return ast.StateField(field.name, self.from_token(i, field.span))
+        if kind == "INT":
+            self.i = i + 1
+            return _literal(_int(self.texts[i]), "int", self.token_span(i))
+        if kind == "FLOAT":
+            self.i = i + 1
+            return _literal(_float(self.texts[i]), "float", self.token_span(i))
+        if kind == "STRING":
+            self.i = i + 1
+            return _literal(_string(self.texts[i]), "str", self.token_span(i))
+        if kind == "true" or kind == "false" or kind == "none":
+            self.i = i + 1
+            value = {"true": True, "false": False, "none": None}[kind]
+            literal_kind = "none" if kind == "none" else "bool"
+            return _literal(value, literal_kind, self.token_span(i))
+        if kind == "(":
+            self.i = i + 1
+            self.enter()
+            inner = self.or_test()
+            self.expect(")")
+            self.depth -= 1
+            return inner
+        if kind == "[":
+            self.i = i + 1
+            self.enter()
+            items: list[ast.Expr] = []
+            if kinds[self.i] != "]":
+                items.append(self.or_test())
+                while kinds[self.i] == ",":
+                    self.i += 1
+                    if kinds[self.i] == "]":
+                        break
+                    items.append(self.or_test())
+            close = self.expect("]")
+            self.depth -= 1
+            return ast.ListLit(tuple(items), self.from_token(i, self.token_span(close)))
+        if kind == "{":
+            self.i = i + 1
+            self.enter()
+            entries: list[tuple[ast.Expr, ast.Expr]] = []
+            while kinds[self.i] != "}":
+                key = self.or_test()
+                self.expect(":")
+                entries.append((key, self.or_test()))
+                if kinds[self.i] != ",":
+                    break
+                self.i += 1
+            close = self.expect("}")
+            self.depth -= 1
+            return ast.MapLit(tuple(entries), self.from_token(i, self.token_span(close)))
+        _give_up()
+
+
+_DECLARATIONS = {
+    "flow": _Parser.flow_decl,
+    "version": _Parser.version_decl,
+    "enum": _Parser.enum_decl,
+    "type": _Parser.type_decl,
+    "context": _Parser.context_decl,
+    "event": _Parser.event_decl,
+    "message": _Parser.named_text,
+    "journal": _Parser.named_text,
+    "template": _Parser.named_text,
+    "migrate": _Parser.migrate_decl,
+    "invariant": _Parser.invariant_decl,
+    "test": _Parser.test_decl,
+    "unhandled": _Parser.unhandled_decl,
+}
