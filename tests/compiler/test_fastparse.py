@@ -63,8 +63,12 @@ def test_every_flow_in_the_repository_parses_the_same() -> None:
     texts = corpus()
     assert len(texts) > 300
     fast = [where for where, text in texts if agrees_with_lark(text)]
-    # Most of them are in the language fastparse knows: the fast path is really taken.
-    assert len(fast) > len(texts) // 2
+    # The fast path is really taken: by every seed flow, and by a good share of the rest
+    # (the corpus also holds fragments and broken texts, and flows in the statechart and
+    # action syntax that fastparse hands to Lark).
+    seeds = {f"flows/{p.name}" for p in (ROOT / "flows").glob("*.flow")}
+    assert seeds and seeds <= set(fast)
+    assert len(fast) > len(texts) * 2 // 5
 
 
 @settings(max_examples=150, deadline=None)
@@ -125,10 +129,10 @@ def test_what_lark_reports_is_left_to_lark(text: str, code: str) -> None:
 def test_a_keyword_the_parser_does_not_know_sends_the_file_to_lark(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    text = "flow t\nevent go\ninitial state A { on go -> always }\nstate always\n"
+    text = "flow t\nevent go\ninitial state A { on go -> someday }\nstate someday\n"
     assert fastparse.parse_module(text) is not None
     words, soft = fastparse._grammar_words()
-    monkeypatch.setattr(fastparse, "_grammar_words", lambda: (words | {"always"}, soft))
+    monkeypatch.setattr(fastparse, "_grammar_words", lambda: (words | {"someday"}, soft))
     fastparse._kinds.cache_clear()
     try:
         assert fastparse.parse_module(text) is None
