@@ -587,7 +587,7 @@ class Resolver:
             siblings[name] = decl
             out.append(((*path, name), decl, parent))
             if isinstance(decl, ast.StateDecl):
-                self._check_modifiers(decl)
+                self._check_modifiers(decl, nested=bool(path))
                 self._check_meta_keys(decl)
                 self._walk_states(decl.children, (*path, name), len(out) - 1, out)
 
@@ -735,7 +735,7 @@ class Resolver:
                 )
             seen |= block.value.keys()
 
-    def _check_modifiers(self, decl: ast.StateDecl) -> None:
+    def _check_modifiers(self, decl: ast.StateDecl, *, nested: bool = False) -> None:
         seen: set[str] = set()
         for mod in decl.modifiers:
             if mod.name in seen:
@@ -757,7 +757,9 @@ class Resolver:
                 "a parallel state runs its regions side by side; it completes when every "
                 "region reaches a final child",
             )
-        if {"initial", "final"} <= seen:
+        # (A region or compound may start in a final child: it is complete at once, SCXML's
+        # `<final>` as the first child of a `<state>`.)
+        if {"initial", "final"} <= seen and not nested:
             self.error(
                 "E111",
                 "the initial state cannot be `final`",

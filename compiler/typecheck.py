@@ -110,7 +110,12 @@ class TypeChecker:
     def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
         if rule.covers and rule.event is not None and rule.event.name != rule.covers[0]:
             return  # one copy of `on a, b -> X`: the first copy checks it for every event
-        if rule.event is not None and rule.event.name in self.symbols.done_events:
+        done = self.symbols.done_events
+        if rule.event is not None and (
+            rule.event.name in done or any(name in done for name in rule.covers)
+        ):
+            # (`on e, done.state.X -> ...`: one of its events has no payload, so neither has
+            # the rule.)
             scope = Scope(None, "on a completion event (`done.state` events carry no payload)")
         elif rule.event is not None:
             info = self.symbols.events.get(rule.event.name)

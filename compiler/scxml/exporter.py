@@ -305,7 +305,7 @@ class _Writer:
             for k, v in zip(a.value.args[::2], a.value.args[1::2], strict=True):
                 fields[str(k.value)] = v
         if a.event == SEND_EFFECT:
-            event, delay, sid = fields.get("event"), fields.get("delay_ms"), fields.get("id")
+            event, delay, sid = fields.get("name"), fields.get("delay_ms"), fields.get("id")
             if event is None or event.op != "lit" or delay is None or delay.op != "lit":
                 raise _Refused(f"`{SEND_EFFECT}` with a computed event or delay")
             attrs = f" event={quoteattr(str(event.value))}"

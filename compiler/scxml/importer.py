@@ -7,7 +7,7 @@ expressions.py, which only parses them.
 
 What a `<send>` to the session becomes: SCXML puts such events on the *external* queue, after
 the events the step raises, possibly after a delay; flowc's `raise` is the internal queue. So a
-`<send>` becomes the effect `scxml_send(event, delay_ms, id, data)`, which the host (the
+`<send>` becomes the effect `scxml_send(name, delay_ms, id, data)`, which the host (the
 conformance runner, or any host honouring docs/scxml.md) delivers back to the instance as an
 external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
 `<send target="#_internal">` is a `raise`.
@@ -480,7 +480,7 @@ class _Importer:
             )
             lines.append(f"event {event}({params})" if params else f"event {event}")
         if "send" in self.features:
-            lines.append(f"effect {SEND_EFFECT}(event: str, delay_ms: int, id: str, data: json)")
+            lines.append(f"effect {SEND_EFFECT}(name: str, delay_ms: int, id: str, data: json)")
         if "cancel" in self.features:
             lines.append(f"effect {CANCEL_EFFECT}(id: str)")
         if "log" in self.features:
@@ -869,7 +869,7 @@ class _Importer:
                 assigns = f"{var} = {literal_text(sendid)}; "
         payload = "{" + ", ".join(data) + "}"
         return (
-            f"{assigns}emit {SEND_EFFECT}(event: {literal_text(event)}, delay_ms: {delay}, "
+            f"{assigns}emit {SEND_EFFECT}(name: {literal_text(event)}, delay_ms: {delay}, "
             f"id: {literal_text(sendid)}, data: {payload})"
         )
 

@@ -388,3 +388,26 @@ state X { initial state D }
     data = compiled(source)
     (history,) = [s for s in data["states"] if s.get("kind") == "history"]
     assert history["default"] == "A.B.D"
+
+
+def test_a_rule_for_an_event_and_a_completion_event_compiles() -> None:
+    # `on e, done.state.P -> X` once crashed the type checker (E000): done events are not in
+    # the declared events.
+    from flowc.compiler import compile_source
+
+    text = """
+flow f
+event e(n: int)
+initial parallel state P {
+  state R { initial state a { on e -> b }  final state b }
+}
+state Q {
+  on e, done.state.P -> Z
+}
+final state Z
+"""
+    result = compile_source(text + "", "f.flow")
+    assert result.flow is not None, [str(d) for d in result.diagnostics]
+    bad = compile_source(text.replace("-> Z", "if event.n > 0 -> Z"), "f.flow")
+    assert bad.flow is None
+    assert not any(d.code == "E000" for d in bad.diagnostics)

@@ -115,7 +115,7 @@ class _Host:
                 data = payload.get("data") or {}
                 event_id = str(payload.get("id", ""))
                 self.cancelled.discard(event_id)
-                item = (due, self.seq, event_id, str(payload["event"]), dict(data))
+                item = (due, self.seq, event_id, str(payload["name"]), dict(data))
                 heapq.heappush(self.queue, item)
             elif name == CANCEL_EFFECT:
                 self.cancelled.add(str(payload.get("id", "")))

@@ -69,3 +69,29 @@ def test_wiring_a_child_before_its_parent_does_not_deadlock() -> None:
     assert not worker.is_alive(), "start() is stuck wiring nested states"
     (instance,) = started
     assert instance.get("n") == 2  # type: ignore[attr-defined]
+
+
+DONE_AT_ONCE = """
+flow done_at_once
+event t
+
+initial parallel state p {
+  on done.state.p -> finished
+  state r1 {
+    initial state x { on t -> y }
+    final state y
+  }
+  state r2 {
+    initial final state z
+  }
+}
+final state finished
+"""
+
+
+def test_a_region_may_start_in_its_final_child() -> None:
+    instance = Machine.from_source(DONE_AT_ONCE).start()
+    assert instance.active("z") and not instance.is_final
+    instance.send("t")
+    # r1 completes; r2 was complete from the start: the parallel state is done.
+    assert instance.state == "finished" and instance.is_final

@@ -148,11 +148,11 @@ def test_executable_content_becomes_actions() -> None:
     entry = next(line.strip() for line in text.splitlines() if "entry do" in line)
     assert entry.split("; ") == [
         "entry do raise poke",
-        'emit scxml_send(event: "later", delay_ms: 1500, id: "t1", data: {})',
+        'emit scxml_send(name: "later", delay_ms: 1500, id: "t1", data: {})',
         'sid = "send1"',
-        'emit scxml_send(event: "soon", delay_ms: 20, id: "send1", data: {})',
-        'emit scxml_send(event: "now", delay_ms: 0, id: "send2", data: {"v": x + 1})',
-        'emit scxml_send(event: "names", delay_ms: 0, id: "send3", data: {"x": x, "who": who})',
+        'emit scxml_send(name: "soon", delay_ms: 20, id: "send1", data: {})',
+        'emit scxml_send(name: "now", delay_ms: 0, id: "send2", data: {"v": x + 1})',
+        'emit scxml_send(name: "names", delay_ms: 0, id: "send3", data: {"x": x, "who": who})',
         "raise inside(v: x)",
         'emit scxml_cancel(id: "t1")',
         "emit scxml_cancel(id: sid)",
@@ -167,7 +167,7 @@ def test_executable_content_becomes_actions() -> None:
     assert "event now(v: int = 0)\n" in text
     assert 'event names(x: int = 0, who: str = "")\n' in text
     assert "event inside(v: int = 0)\n" in text
-    assert "effect scxml_send(event: str, delay_ms: int, id: str, data: json)\n" in text
+    assert "effect scxml_send(name: str, delay_ms: int, id: str, data: json)\n" in text
     assert "effect scxml_cancel(id: str)\neffect scxml_log(label: str, value: json)\n" in text
     assert '  sid: str = ""\n' in text and '  sessionid: str = "exec"\n' in text
 
