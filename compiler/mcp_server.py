@@ -241,7 +241,10 @@ class FlowServer:
         flow = self.compiled.get(record.flow)
         if flow is None:
             raise MCPError(_INVALID_PARAMS, f"instance {instance_id!r} runs a flow not served here")
-        mark = snapshot_highlight({"flow": record.flow, "state": record.state, "history": history})
+        snap = {"flow": record.flow, "state": record.state, "history": history}
+        if "configuration" in record.snapshot:  # a statechart: every active state is marked
+            snap["configuration"] = record.snapshot["configuration"]
+        mark = snapshot_highlight(snap)
         return self._flow_resource(flow, leaf, mark)
 
     # -- prompts ------------------------------------------------------------------------------

@@ -245,3 +245,22 @@ def test_several_flows_prefix_their_tools(tmp_path: Path) -> None:
             assert error and wrong["error"] == "wrong_flow"
 
     run(body)
+
+
+def test_an_instance_diagram_of_a_statechart_marks_its_whole_configuration(
+    tmp_path: Path,
+) -> None:
+    pr_review = Path(__file__).parents[2] / "flows" / "examples" / "pr_review.flow"
+    store = f"sqlite:///{tmp_path / 'flows.db'}"
+
+    async def body() -> None:
+        async with stdio_session([pr_review], store) as session:
+            _, started = await call(session, "start")
+            iid = started["instance_id"]
+            await call(session, "ci_passed", instance_id=iid)
+            contents = await session.read_resource(f"flowc://instances/{iid}/diagram.mmd")
+            marked = contents.contents[0].text  # type: ignore[union-attr]
+            # One region's leaf, the other region's leaf, and the third region's: all current.
+            assert "    class awaiting, ci_green, recent current" in marked.splitlines(), marked
+
+    run(body)
