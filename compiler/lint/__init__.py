@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W316, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W317, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
@@ -41,6 +41,7 @@ RULES: dict[str, Rule] = {
     "W314": reach.unreachable_descendants,
     "W315": regions.never_completes,
     "W316": regions.shared_writes,
+    "W317": cycles.raise_loops,
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from typing import cast
 
 import networkx as nx
 
@@ -230,3 +231,49 @@ def _cycle_diagnostic(
     return Diagnostic.make(
         code, message.format(cycle=cycle), g.transition_span(transition), help=help_text
     )
+
+
+def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W317: rules that raise each other's events round a loop, none with a guard.
+
+    A raised event is taken in the same step (run to completion), so such a loop never lets the
+    step end: the runtime refuses it when it passes `Limits.max_microsteps`. An edge goes from
+    a rule to the rule its raised event takes in the state it leads to: the first rule for that
+    event there (the state's own, then its ancestors'), when that rule has no guard. Raises
+    inside an `if` are conditional and not followed.
+    """
+    by_event: dict[tuple[str, str], list[Transition]] = {}
+    for t in g.live_transitions:
+        if t.kind == "event" and t.event is not None:
+            by_event.setdefault((t.source, t.event), []).append(t)
+    graph = nx.DiGraph()
+    for t in g.live_transitions:
+        if t.kind != "event" or t.guard is not None:
+            continue
+        dest = g.dest(t)
+        raised = [a.event for a in t.actions if a.op == "raise" and a.event]
+        if t.target != "self" or t.reenter:
+            raised += [a.event for a in g.states[dest].entry if a.op == "raise" and a.event]
+        for event in raised:
+            first = next(
+                (
+                    found[0]
+                    for holder in (dest, *g.ancestors(dest))
+                    if (found := by_event.get((holder, event)))
+                ),
+                None,
+            )
+            if first is not None and first.guard is None:
+                graph.add_edge(t.index, first.index)
+    by_index = {t.index: t for t in g.live_transitions}
+    for component in _cyclic_components(graph):
+        chain = [by_index[i] for i in sorted(cast("set[int]", component))]
+        words = ", ".join(f"`on {t.event}` in `{t.source}`" for t in chain)
+        yield Diagnostic.make(
+            "W317",
+            f"raise loop: {words} raise each other's events and none has a guard, so the step "
+            "never ends (the runtime refuses it at the microstep bound)",
+            g.transition_span(chain[0]),
+            help="give one of these rules a guard that a raise changes, or raise the event "
+            "only under a condition (`if ... { raise ... }`)",
+        )

@@ -135,6 +135,15 @@ CASES = [
         " state R2 { initial state B { on go -> DONE do n = 2 } }\n on stop -> DONE\n}\n"
         "final state DONE\n",
     ),
+    (
+        "W317",
+        "flow d\ncontext { n: int = 0 }\nevent ping\nevent pong\nevent stop\n"
+        "initial state A { on ping -> B do raise pong\n on stop -> DONE }\n"
+        "state B { on pong -> A do n += 1; raise ping }\nfinal state DONE\n",
+        "flow d\ncontext { n: int = 0 }\nevent ping\nevent pong\nevent stop\n"
+        "initial state A { on ping -> B do raise pong\n on stop -> DONE }\n"
+        "state B { on pong if n < 3 -> A do n += 1; raise ping }\nfinal state DONE\n",
+    ),
 ]
 
 
