@@ -643,7 +643,7 @@ class _Importer:
         if cond:
             if expr is None:
                 return None
-            guard = f" if {expr_text(expr)}"
+            guard = f" if {expr_text(self.truth(expr))}"
         if targets:
             target = self.states[targets[0]].name
             internal = transition.attrs.get("type") == "internal"
@@ -778,7 +778,22 @@ class _Importer:
 
     def guard_text(self, cond: str, element: Element) -> str:
         expr = self.expr(cond, element) if cond else None
-        return "false" if expr is None else expr_text(expr)
+        return "false" if expr is None else expr_text(self.truth(expr))
+
+    def truth(self, expr: Expr) -> Expr:
+        """A condition as a flowc `bool`: Python reads a number, a string or a list as true
+        when it is not zero or empty; flowc guards must be `bool` (E205), so that reading is
+        written out (`n != 0`, `s != ""`, `len(xs) != 0`)."""
+        ty = _infer(expr, self.var_types, self.names)
+        if ty in ("int", "float"):
+            zero = Expr(op="lit", value=0 if ty == "int" else 0.0)
+            return Expr(op="!=", args=(expr, zero))
+        if ty == "str":
+            return Expr(op="!=", args=(expr, Expr(op="lit", value="")))
+        if ty is not None and ty.startswith("list"):
+            length = Expr(op="call", value="len", args=(expr,))
+            return Expr(op="!=", args=(length, Expr(op="lit", value=0)))
+        return expr
 
     def send(self, element: Element) -> str | None:
         self.features.add("send")

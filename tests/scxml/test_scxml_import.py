@@ -271,3 +271,29 @@ def test_an_element_that_would_fail_raises_error_execution_and_ends_its_block() 
     assert "  entry do x = 2; raise error.execution; raise error.execution\n" in text
     assert "never" not in text
     assert "  exit do raise e\n" in text
+
+
+def test_a_number_string_or_list_as_a_condition_is_read_as_python_reads_it() -> None:
+    text = imported(
+        chart(
+            """  <datamodel>
+    <data id="n" expr="0"/><data id="s" expr="'x'"/><data id="xs" expr="[1]"/>
+  </datamodel>
+  <state id="a">
+    <transition event="go" cond="n" target="fail"/>
+    <transition event="go" cond="s" target="b"/>
+  </state>
+  <state id="b">
+    <transition event="go" cond="xs" target="pass"/>
+  </state>
+  <final id="pass"/><final id="fail"/>"""
+        )
+    )
+    assert "if n != 0 -> fail" in text and 'if s != "" -> b' in text
+    assert "if len(xs) != 0 -> pass" in text
+    compiled = compile_source(text, "truth.flow")
+    assert compiled.flow is not None, [str(d) for d in compiled.diagnostics]
+    instance = Machine.from_json(compiled.flow.to_json(), clock=FakeClock()).start()
+    instance.send("go")
+    instance.send("go")
+    assert instance.state == "pass"
