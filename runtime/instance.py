@@ -674,27 +674,16 @@ class Instance:
             ev, candidates = st.on[event]
         except (KeyError, TypeError):
             return self._not_accepted(st, event, payload)
-        try:
-            if payload:
-                p = ev.check(payload)
-            else:
-                p = ev.empty
-                if p is None:
-                    p = ev.check(_EMPTY)
-        except (Invalid, RecursionError):
-            return self._invalid_payload(st, ev, payload)
+        p = self._checked_payload(st, ev, payload)
+        if type(p) is Rejection:
+            return p
+        if ev.requires:
+            unmet = self._unmet_requirement(st, ev, event, p)
+            if unmet is not None:
+                return unmet
         c = self._ctx
         rule: Any = None
         try:
-            if ev.requires:
-                for req in ev.requires:
-                    rule = req
-                    if not (req.guard or self._m._requirement_guard(req))(c, p, st):
-                        rule = _DataOf(req)
-                        data = _refusal_data(self._m, req, c, p, st)
-                        return self._m.rejection(
-                            R.REQUIRE, st, event, p, c, data, code=req.code, template=req.message
-                        )
             for t in candidates:
                 rule = t
                 g = t.guard
@@ -715,6 +704,35 @@ class Instance:
             data = {"from": st.name, "to": dest.name}
             return self._m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
         return self._take(st, t, p, "event", event, reason, key, None)
+
+    def _checked_payload(self, st: CState, ev: CEvent, payload: Any) -> Any:
+        """The payload as the event's fields make it (defaults filled in, values normalised),
+        or the `invalid_payload` refusal; shared by the flat and the statechart `send`."""
+        try:
+            if payload:
+                return ev.check(payload)
+            p = ev.empty
+            return p if p is not None else ev.check(_EMPTY)
+        except (Invalid, RecursionError):
+            return self._invalid_payload(st, ev, payload)
+
+    def _unmet_requirement(self, st: CState, ev: CEvent, event: str, p: Any) -> Outcome | None:
+        """The refusal of the first `require` of `ev` that does not hold (or the fault of one
+        that cannot be evaluated); None when they all hold."""
+        m, c = self._m, self._ctx
+        rule: Any = None
+        try:
+            for req in ev.requires:
+                rule = req
+                if not (req.guard or m._requirement_guard(req))(c, p, st):
+                    rule = _DataOf(req)
+                    data = _refusal_data(m, req, c, p, st)
+                    return m.rejection(
+                        R.REQUIRE, st, event, p, c, data, code=req.code, template=req.message
+                    )
+        except FAULTS as exc:
+            return self._fault_in(exc, rule, st, event, p)
+        return None
 
     def _send_chart(
         self,
@@ -745,24 +763,15 @@ class Instance:
                     return self._invalid_payload(st, ev, payload)
                 return m.rejection(R.IGNORED, st, event, None, c)
             return m.rejection(R.EVENT_NOT_ACCEPTED, st, event, None, c)
-        try:
-            if payload:
-                p = ev.check(payload)
-            else:
-                p = ev.empty if ev.empty is not None else ev.check(_EMPTY)
-        except (Invalid, RecursionError):
-            return self._invalid_payload(st, ev, payload)
+        p = self._checked_payload(st, ev, payload)
+        if type(p) is Rejection:
+            return p
+        unmet = self._unmet_requirement(st, ev, event, p)
+        if unmet is not None:
+            return unmet
         rule: Any = None
         enabled: list[CTransition] = []
         try:
-            for req in ev.requires:
-                rule = req
-                if not (req.guard or m._requirement_guard(req))(c, p, st):
-                    rule = _DataOf(req)
-                    data = _refusal_data(m, req, c, p, st)
-                    return m.rejection(
-                        R.REQUIRE, st, event, p, c, data, code=req.code, template=req.message
-                    )
             for leaf in handled:
                 for t in leaf.on[event][1]:
                     rule = t
