@@ -296,6 +296,14 @@ def print_diagnostics(
     """rustc-style text for each diagnostic of a result, separated by blank lines."""
     out = stream if stream is not None else sys.stderr
     colored = use_color(out) if color is None else color
-    for diag in result.diagnostics:
-        out.write(render_text(diag, result.source.line_text(diag.span.line), color=colored))
+    write_diagnostics(result.diagnostics, result.source, out, color=colored)
+
+
+def write_diagnostics(
+    diagnostics: Iterable[Diagnostic], source: SourceFile, out: TextIO, *, color: bool
+) -> None:
+    """Each diagnostic with its source line and caret, separated by blank lines (also for
+    files that are not `.flow`: the SCXML importer's)."""
+    for diag in diagnostics:
+        out.write(render_text(diag, source.line_text(diag.span.line), color=color))
         out.write("\n\n")

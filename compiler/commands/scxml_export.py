@@ -9,7 +9,7 @@ from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.output import OutputError, write_output
-from flowc.compiler.driver import compile_file, print_diagnostics
+from flowc.compiler.driver import compile_file, print_diagnostics, write_diagnostics
 
 
 def register(sub: Any) -> None:
@@ -33,7 +33,6 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from flowc.compiler.scxml.exporter import export_scxml
-    from flowc.compiler.scxml.reader import render_diagnostics
 
     path = Path(args.file)
     if not path.is_file():
@@ -45,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"flowc export: {path}: not compiled", file=sys.stderr)
         return EXIT_FAILURE
     exported = export_scxml(result.flow, str(path))
-    render_diagnostics(exported.diagnostics, result.source.text, sys.stderr, False)
+    write_diagnostics(exported.diagnostics, result.source, sys.stderr, color=False)
     if exported.text is None:
         return EXIT_FAILURE
     try:

@@ -36,16 +36,17 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from flowc.compiler.driver import use_color
+    from flowc.compiler.driver import use_color, write_diagnostics
     from flowc.compiler.scxml.importer import import_file
-    from flowc.compiler.scxml.reader import render_diagnostics
+    from flowc.compiler.source import SourceFile
 
     path = Path(args.file)
     if not path.is_file():
         print(f"flowc import: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
     result = import_file(path, datamodel=args.datamodel)
-    render_diagnostics(result.diagnostics, result.document.text, sys.stderr, use_color(sys.stderr))
+    source = SourceFile(str(path), result.document.text)
+    write_diagnostics(result.diagnostics, source, sys.stderr, color=use_color(sys.stderr))
     if result.flow_text is None:
         print(f"flowc import: {path}: not imported", file=sys.stderr)
         return EXIT_FAILURE

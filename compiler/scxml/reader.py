@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TextIO
 from xml.parsers import expat
 
-from flowc.compiler.diagnostics import Diagnostic, render_text
-from flowc.compiler.source import SourceFile, Span
+from flowc.compiler.diagnostics import Diagnostic
+from flowc.compiler.source import Span
 
 SCXML_NS = "http://www.w3.org/2005/07/scxml"
 #: flowc's own namespace: what an export keeps that SCXML has no word for (types, declared
@@ -209,13 +208,3 @@ class _TreeBuilder:
             self.preamble.append(text)
         else:
             self.pending_comments.append(text)
-
-
-def render_diagnostics(
-    diagnostics: list[Diagnostic], text: str, stream: TextIO, color: bool = False
-) -> None:
-    """Each diagnostic with its source line and caret, as the compiler prints its own."""
-    source = SourceFile("", text)
-    for diag in diagnostics:
-        stream.write(render_text(diag, source.line_text(diag.span.line), color=color))
-        stream.write("\n\n")
