@@ -7,7 +7,7 @@ reported once and its subtree becomes `ANY`, so it causes no further diagnostics
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import jinja2
@@ -15,7 +15,7 @@ import jinja2
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.resolve import EventInfo, FieldInfo, Symbols, suggest
+from flowc.compiler.resolve import EffectInfo, EventInfo, FieldInfo, Symbols, suggest
 from flowc.compiler.source import Span
 from flowc.compiler.template_bounds import checking_environment
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
@@ -280,33 +280,56 @@ class TypeChecker:
 
     def _check_raise(self, action: ast.RaiseAction, scope: Scope) -> None:
         name = action.event.name
-        info = self.symbols.events.get(name)
-        if info is None:
-            self.error(
-                "E105",
-                f"unknown event `{name}`",
-                action.event.span,
-                suggest(name, self.symbols.events) or f"declare it: `event {name}`",
-            )
-            for _, value in action.payload:
-                self.infer(value, scope)
-            return
-        self._check_payload(action.payload, info.params, f"event `{name}`", action.span, scope)
+        self._check_sent(
+            action.event,
+            action.payload,
+            action.span,
+            scope,
+            self.symbols.events,
+            "E105",
+            "event",
+            f"declare it: `event {name}`",
+        )
 
     def _check_emit(self, action: ast.EmitAction, scope: Scope) -> None:
         name = action.effect.name
-        info = self.symbols.effects.get(name)
+        self._check_sent(
+            action.effect,
+            action.payload,
+            action.span,
+            scope,
+            self.symbols.effects,
+            "E214",
+            "effect",
+            f"declare it: `effect {name}(...)`",
+        )
+
+    def _check_sent(
+        self,
+        ref: ast.Ident,
+        payload: ast.Payload,
+        span: Span,
+        scope: Scope,
+        declared: Mapping[str, EventInfo] | Mapping[str, EffectInfo],
+        code: str,
+        what: str,
+        declare: str,
+    ) -> None:
+        """`raise EVENT(...)` / `emit EFFECT(...)`: the name is declared (else `code`, with a
+        did-you-mean) and the payload fits its parameters; an unknown name's payload is still
+        type-checked on its own."""
+        info = declared.get(ref.name)
         if info is None:
             self.error(
-                "E214",
-                f"unknown effect `{name}`",
-                action.effect.span,
-                suggest(name, self.symbols.effects) or f"declare it: `effect {name}(...)`",
+                code,
+                f"unknown {what} `{ref.name}`",
+                ref.span,
+                suggest(ref.name, declared) or declare,
             )
-            for _, value in action.payload:
+            for _, value in payload:
                 self.infer(value, scope)
             return
-        self._check_payload(action.payload, info.params, f"effect `{name}`", action.span, scope)
+        self._check_payload(payload, info.params, f"{what} `{ref.name}`", span, scope)
 
     def _check_payload(
         self,
@@ -325,9 +348,11 @@ class TypeChecker:
                 self.error("E103", f"payload field `{field.name}` is given twice", field.span)
             elif info is None:
                 self.error(
-                    "E108", f"{owner} has no field `{field.name}`", field.span,
+                    "E108",
+                    f"{owner} has no field `{field.name}`",
+                    field.span,
                     suggest(field.name, params),
-                )  # fmt: skip
+                )
             given.add(field.name)
             if info is None:
                 self.infer(value, scope)
