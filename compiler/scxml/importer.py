@@ -18,13 +18,25 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.emit.expr_text import expr_text, literal_text
-from flowc.compiler.scxml.expressions import Names, Refusal, location, translate
+from flowc.compiler.scxml.expressions import (
+    EVENT_DATA_FIELD,
+    EVENT_META_FIELDS,
+    SCXML_PROCESSOR,
+    SCXML_PROCESSOR_NAMES,
+    SYSTEM_VARIABLES,
+    Names,
+    Refusal,
+    location,
+    meta_field,
+    session_location,
+    translate,
+)
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
 from flowc.runtime.model import Expr
 
@@ -32,7 +44,9 @@ from flowc.runtime.model import Expr
 SEND_EFFECT = "scxml_send"
 CANCEL_EFFECT = "scxml_cancel"
 LOG_EFFECT = "scxml_log"
-SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+#: I/O processors SCXML names that flowc does not have: refused (E409) rather than turned into
+#: the error.execution SCXML raises for a type a processor does not know.
+OTHER_PROCESSORS = frozenset({"http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor", "basichttp"})
 
 #: Words that cannot name a state, event part or field in `.flow` (reserved in the grammar or
 #: keywords of the statecharts syntax).
@@ -46,6 +60,12 @@ _STATE_TAGS = ("state", "parallel", "final", "history")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
 #: Event patterns resolved once every event is known (`resolve_pattern`).
 _PATTERN = re.compile(r"(?:, )?\0([^\0]*)\0")
+#: Actions written once every event's fields are known (`_Importer.later`). XML forbids the
+#: character, so no text from the file holds one.
+_DEFERRED = re.compile(r"\x01(\d+)\x01")
+#: Defaults of the `_event` fields other than the zero value (`_with_default`): an event the
+#: host sends is external.
+_FIELD_DEFAULTS = {meta_field("type"): 'str = "external"'}
 _SEP = ", "
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -139,6 +159,17 @@ class _Importer:
         self.used: list[tuple[str | None, Expr]] = []
         #: Event fields whose type an export declared (not optional on re-import).
         self.declared_fields: set[str] = set()
+        #: Actions written at the end (`later`), and whether the last action written fails.
+        self.deferred: list[Callable[[], str]] = []
+        self.failed = False
+        #: (flow event, fields its rule reads): also declared on the `event.*` events the rule
+        #: covers, once they are known.
+        self.rule_reads: list[tuple[str, set[str]]] = []
+        #: Event -> the type of `_event.data` as a whole, from its sends (events differ).
+        self.data_types: dict[str, str] = {}
+        self.whole_type: str | None = None
+        for meta in EVENT_META_FIELDS:
+            self.field_types[meta_field(meta)] = "str"
 
     # ---- diagnostics ----------------------------------------------------------------------
 
@@ -152,9 +183,17 @@ class _Importer:
         self.error(refusal.code, refusal.message, element, refusal.help)
 
     def fails_at_run_time(self, location: str, source: str) -> bool:
+        """Whether SCXML fails this `<assign>` (error.execution): its location is a system
+        variable (read-only), a name never declared, or a path below one (`foo.bar`), or its
+        expression is not one."""
         loc = location.strip()
-        undeclared = loc.isidentifier() and loc not in self.var_types and not loc.startswith("_")
-        return undeclared or _syntax_error(source)
+        root = re.match(r"[A-Za-z_]\w*", loc)
+        if loc in SYSTEM_VARIABLES:
+            return True
+        undeclared = root is not None and root.group(0) not in self.var_types
+        if undeclared and (not loc.isidentifier() or not loc.startswith("_")):
+            return True
+        return _syntax_error(source)
 
     def condition(self, text: str, element: Element) -> Expr | None:
         """A `cond`: one that is not an expression at all is false, as SCXML says (which also
@@ -214,13 +253,22 @@ class _Importer:
         body = self.write_states(root, None, "")
         self.infer_from_uses()
         # Fields read where no single event is known (entry, exit, `*` rules): every event.
-        for fields in self.events.values():
+        for event, fields in self.events.items():
             for name in sorted(self.names.event_fields):
                 fields.setdefault(name, None)
+            if fields.get(EVENT_DATA_FIELD, "") is None and event in self.data_types:
+                fields[EVENT_DATA_FIELD] = self.data_types[event]
             for name, ty in fields.items():
                 if ty is None and name in self.field_types:
                     fields[name] = self.field_types[name]
 
+        # A rule for `e` also covers the `e.*` events: they get the fields it reads.
+        for event, read in self.rule_reads:
+            for other, fields in self.events.items():
+                if other.startswith(event + "."):
+                    for name in sorted(read):
+                        fields.setdefault(name, self.field_types.get(name))
+        body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
         for scxml_event, transition in self.named_rules:
             prefix = event_flow_name(scxml_event) + "."
@@ -475,7 +523,9 @@ class _Importer:
             if event.startswith("done.state."):
                 continue
             params = ", ".join(
-                f"{f}: {t}" if f in self.declared_fields and t else f"{f}: {_with_default(t)}"
+                f"{f}: {t}"
+                if f in self.declared_fields and t
+                else f"{f}: {_FIELD_DEFAULTS.get(f) or _with_default(t)}"
                 for f, t in fields.items()
             )
             lines.append(f"event {event}({params})" if params else f"event {event}")
@@ -509,7 +559,7 @@ class _Importer:
 
     @property
     def uses_sessionid(self) -> bool:
-        return "_sessionid" in self.document.text
+        return "_sessionid" in self.document.text or self.names.reads_session
 
     def data_default(self, var: str) -> str | None:
         for data in self.walk(self.root, "data"):
@@ -521,8 +571,7 @@ class _Importer:
             expr = self.expr(source, data)
             if expr is None:
                 return None
-            if expr.op == "ctx" and expr.value == "sessionid":
-                return literal_text(self.session_id)
+            expr = _fold_session(expr, self.session_id)
             if not _constant(expr):
                 self.features.add("computed-data")
                 self.error(
@@ -617,8 +666,17 @@ class _Importer:
             if "*" in events or ".*" in events or not named:
                 outer_fields |= read
             for event in named:
+                if event.startswith("done.state.") and read:
+                    self.error(
+                        "E416",
+                        f"`_event` fields read in a rule for `{event}`",
+                        transition,
+                        "flowc's done.state events carry no payload",
+                    )
+                    continue
                 for name in sorted(read):
                     self.events.setdefault(event, {}).setdefault(name, None)
+                self.rule_reads.append((event, read))
 
     def write_rule(
         self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
@@ -691,19 +749,40 @@ class _Importer:
     def actions(self, elements: list[Element]) -> list[str]:
         out: list[str] = []
         for element in elements:
+            self.failed = False
             text = self.action(element)
             if text:
                 out.append(text)
-            if text == _FAILS:
+            if self.failed:
                 # SCXML stops a block at its first error: what follows never runs.
+                self.failed = False
                 break
         return out
 
-    def fails(self) -> str:
-        """An element SCXML would fail to run: it raises error.execution (the block stops)."""
-        self.features.add("error.execution")
-        self.events.setdefault("error.execution", {})
-        return _FAILS
+    def later(self, render: Callable[[], str]) -> str:
+        """An action whose text depends on the fields its event ends up with (the `_event`
+        fields some rule reads): written once every rule has been read."""
+        self.deferred.append(render)
+        return f"\x01{len(self.deferred) - 1}\x01"
+
+    def raise_text(self, event: str, args: list[tuple[str, str]], kind: str) -> str:
+        """`raise event(args)`, with the `_event` fields the event declares: `type` (kind:
+        internal or platform) and `sendid` when `args` name one."""
+        fields = self.events.get(event, {})
+        extra = [(meta_field("type"), literal_text(kind))]
+        written = [(k, v) for k, v in [*args, *extra] if not _is_meta(k) or k in fields]
+        if not written:
+            return f"raise {event}"
+        return f"raise {event}(" + ", ".join(f"{k}: {v}" for k, v in written) + ")"
+
+    def fails(self, sendid: str | None = None, event: str = "error.execution") -> str:
+        """An element SCXML would fail to run: it raises error.execution (the block stops);
+        a `<send>` that fails carries its send id (`_event.sendid`)."""
+        self.features.add(event)
+        self.events.setdefault(event, {})
+        self.failed = event == "error.execution"
+        args = [(meta_field("sendid"), literal_text(sendid))] if sendid is not None else []
+        return self.later(lambda: self.raise_text(event, args, "platform"))
 
     def action(self, element: Element) -> str | None:
         tag = element.tag
@@ -729,7 +808,7 @@ class _Importer:
             self.features.add("raise")
             event = event_flow_name(element.attrs.get("event", ""))
             self.events.setdefault(event, {})
-            return f"raise {event}"
+            return self.later(lambda: self.raise_text(event, [], "internal"))
         if tag == "log":
             self.features.add("log")
             label = element.attrs.get("label", "")
@@ -784,74 +863,131 @@ class _Importer:
         """A condition as a flowc `bool`: Python reads a number, a string or a list as true
         when it is not zero or empty; flowc guards must be `bool` (E205), so that reading is
         written out (`n != 0`, `s != ""`, `len(xs) != 0`)."""
+        if expr.op == "not":
+            return Expr(op="not", args=(self.truth(expr.args[0]),))
+        if expr.op in ("and", "or"):
+            return Expr(op=expr.op, args=tuple(self.truth(a) for a in expr.args))
         ty = _infer(expr, self.var_types, self.names)
+        if expr.op == "event":
+            ty = ty or self.field_types.get(str(expr.value))
         if ty in ("int", "float"):
             zero = Expr(op="lit", value=0 if ty == "int" else 0.0)
             return Expr(op="!=", args=(expr, zero))
         if ty == "str":
             return Expr(op="!=", args=(expr, Expr(op="lit", value="")))
-        if ty is not None and ty.startswith("list"):
+        if ty is not None and ty.startswith(("list", "map")):
             length = Expr(op="call", value="len", args=(expr,))
             return Expr(op="!=", args=(length, Expr(op="lit", value=0)))
         return expr
 
     def send(self, element: Element) -> str | None:
+        """A `<send>`: to the session's external queue (`emit scxml_send`, which the host
+        delivers), to its internal queue (`#_internal`: `raise`), or the error SCXML raises
+        for it (error.execution: an invalid target or an unknown type; error.communication: a
+        session that is not this one). A computed target or type is checked where it runs."""
         self.features.add("send")
         attrs = element.attrs
-        if "targetexpr" in attrs or "typeexpr" in attrs:
-            self.features.add("external-send")
-            self.error("E409", "computed send targets are not supported", element)
-            return None
+        # The id first: SCXML stores it in `idlocation` before the send can fail, and the error
+        # of a failed send carries it.
+        sendid = attrs.get("id")
+        explicit = sendid is not None or "idlocation" in attrs
+        assigns = ""
+        if sendid is None:
+            sendid = self.new_send_id()
+            if "idlocation" in attrs:
+                try:
+                    var = location(attrs["idlocation"], self.names)
+                except Refusal as refusal:
+                    self.refused(refusal, element)
+                    return None
+                assigns = f"{var} = {literal_text(sendid)}; "
+        processor: Expr | None = None
+        if "typeexpr" in attrs:
+            self.features.add("computed-send-type")
+            processor = self.expr(attrs["typeexpr"], element)
+            if processor is None:
+                return None
+        else:
+            kind = attrs.get("type", SCXML_PROCESSOR)
+            if kind in OTHER_PROCESSORS:
+                self.features.add("external-send")
+                self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
+                return None
+            if kind not in SCXML_PROCESSOR_NAMES:
+                # SCXML: a type the processor does not support raises error.execution.
+                return assigns + self.fails(sendid)
         target = attrs.get("target", "")
-        kind = attrs.get("type", SCXML_PROCESSOR)
-        if kind not in (SCXML_PROCESSOR, "scxml"):
-            self.features.add("external-send")
-            self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
-            return None
-        if target and not target.startswith("#") and ":" not in target:
+        address: Expr | None = None
+        if "targetexpr" in attrs:
+            self.features.add("computed-send-target")
+            address = self.expr(attrs["targetexpr"], element)
+            if address is None:
+                return None
+        elif target.startswith("#_scxml_"):
+            address = Expr(op="lit", value=target)
+        elif target and not target.startswith("#") and ":" not in target:
             # Not a URI nor a special target: SCXML raises error.execution (the target is
             # invalid) rather than sending.
-            return self.fails()
-        if target not in ("", "#_internal"):
+            return assigns + self.fails(sendid)
+        elif target not in ("", "#_internal"):
             self.features.add("external-send")
             self.error(
                 "E409",
                 f"sending to `{target}` is not supported",
                 element,
-                "flowc sends only to the session itself",
+                "flowc sends only to the session itself (no target, `#_internal`, "
+                "`#_scxml_` + its session id)",
             )
             return None
+        name: str | None = None
         if "eventexpr" in attrs:
-            self.error("E410", "computed event names (`eventexpr`) are not supported", element)
-            return None
-        if element.find("content"):
-            self.features.add("send-content")
-            self.error("E416", "<content> in <send> is not supported", element)
-            return None
-        event = event_flow_name(attrs.get("event", ""))
-        fields = self.events.setdefault(event, {})
-        data: list[str] = []
+            self.features.add("computed-event")
+            if target == "#_internal" or address is not None:
+                self.error(
+                    "E410",
+                    "`eventexpr` is translated only for sends to the session's external queue",
+                    element,
+                    "flowc raises only declared events; give the event by name",
+                )
+                return None
+            if attrs.get("namelist") or element.find("param") or element.find("content"):
+                self.error("E410", "`eventexpr` with data is not supported", element)
+                return None
+            named = self.expr(attrs["eventexpr"], element)
+            if named is None:
+                return None
+            name = expr_text(named)
+        event = event_flow_name(attrs.get("event", "")) if name is None else ""
+        fields = self.events.setdefault(event, {}) if name is None else {}
+        data: list[tuple[str, str]] = []
         for var in attrs.get("namelist", "").split():
             if var.isidentifier() and var not in self.var_types:
-                return self.fails()  # an undeclared name: SCXML raises error.execution
+                return assigns + self.fails(sendid)  # an undeclared name: error.execution
             expr = self.expr(var, element)
             if expr is None:
                 return None
             fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
-            data.append(f"{literal_text(flow_name(var, 'v'))}: {expr_text(expr)}")
+            data.append((flow_name(var, "v"), expr_text(expr)))
         for param in element.find("param"):
-            name = flow_name(param.attrs.get("name", ""), "p")
+            field_name = flow_name(param.attrs.get("name", ""), "p")
             source = param.attrs.get("expr") or param.attrs.get("location", "")
             expr = self.expr(source, param)
             if expr is None:
                 return None
             ty = _infer(expr, self.var_types, self.names)
-            if fields.get(name) is None:
-                fields[name] = ty
-            data.append(f"{literal_text(name)}: {expr_text(expr)}")
-        if target == "#_internal":
-            self.features.add("raise")
-            return f"raise {event}" + (f"({', '.join(_kw(d) for d in data)})" if data else "")
+            if fields.get(field_name) is None:
+                fields[field_name] = ty
+            data.append((field_name, expr_text(expr)))
+        ok, whole = self.send_content(element, data)
+        if not ok:
+            return None
+        if whole is not None and name is None:
+            ty = self.whole_type
+            if data:  # the map of the params: typed when they share one type
+                kinds = {fields.get(k) for k, _ in data}
+                ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
+            if ty is not None:
+                self.data_types.setdefault(event, ty)
         delay = 0
         if "delay" in attrs or "delayexpr" in attrs:
             self.features.add("delayed-send")
@@ -870,22 +1006,129 @@ class _Importer:
                 self.error("E414", f"invalid delay `{raw}`", element)
                 return None
             delay = parsed
-        sendid = attrs.get("id")
-        assigns = ""
-        if sendid is None:
+        own_id = literal_text(sendid) if explicit else None
+
+        def internal() -> str:
+            self.features.add("raise")
+            args = list(data)
+            if whole is not None:
+                args.append((EVENT_DATA_FIELD, whole))
+            if own_id is not None:
+                args.append((meta_field("sendid"), own_id))
+            return self.raise_text(event, args, "internal")
+
+        def external() -> str:
+            items = list(data)
+            declared = self.events.get(event, {})
+            extra = [
+                (EVENT_DATA_FIELD, whole),
+                (meta_field("sendid"), own_id),
+                (meta_field("origin"), expr_text(session_location())),
+                (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
+            ]
+            for key, value in extra:
+                if value is not None and key in declared:
+                    items.append((key, value))
+                    self.names.reads_session |= key == meta_field("origin")
+            payload = "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in items) + "}"
+            return (
+                f"emit {SEND_EFFECT}(name: {name or literal_text(event)}, delay_ms: {delay}, "
+                f"id: {literal_text(sendid)}, data: {payload})"
+            )
+
+        def checked() -> str:
+            text = internal() if target == "#_internal" else external()
+            if address is not None:
+                text = self.addressed(address, internal, external, sendid)
+            if processor is not None:
+                to = expr_text(processor)
+                names = " or ".join(f"{to} == {literal_text(n)}" for n in SCXML_PROCESSOR_NAMES)
+                wrong = self.raise_text(
+                    "error.execution", [(meta_field("sendid"), literal_text(sendid))], "platform"
+                )
+                text = f"if {names} {{ {text} }} else {{ {wrong} }}"
+            return text
+
+        if processor is not None:
+            self.events.setdefault("error.execution", {})
+        if address is not None:
+            for error in ("error.execution", "error.communication"):
+                self.events.setdefault(error, {})
+        return assigns + self.later(checked)
+
+    def new_send_id(self) -> str:
+        """An id for a send without one (`idlocation` stores it; a `<cancel>` may name it),
+        unlike every id the document writes."""
+        written = {send.attrs.get("id") for send in self.walk(self.root, "send")}
+        while True:
             self.send_ids += 1
             sendid = f"send{self.send_ids}"
-            if "idlocation" in attrs:
-                try:
-                    var = location(attrs["idlocation"], self.names)
-                except Refusal as refusal:
-                    self.refused(refusal, element)
-                    return None
-                assigns = f"{var} = {literal_text(sendid)}; "
-        payload = "{" + ", ".join(data) + "}"
+            if sendid not in written:
+                return sendid
+
+    def send_content(
+        self, element: Element, data: list[tuple[str, str]]
+    ) -> tuple[bool, str | None]:
+        """(False, None) when refused, else the text of `_event.data` as a whole: the
+        `<content>` (its `expr`, or its text read as a literal when it is one, else as a
+        string), the map of the params, or None when the send has no data."""
+        contents = element.find("content")
+        self.whole_type = None
+        if not contents:
+            if not data:
+                return True, None
+            return True, "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in data) + "}"
+        self.features.add("send-content")
+        content = contents[0]
+        if data or len(contents) > 1 or content.children:
+            self.error(
+                "E416",
+                "<content> is read as one value, without params, namelist or markup",
+                content,
+            )
+            return False, None
+        if "expr" in content.attrs:
+            value = self.expr(content.attrs["expr"], content)
+            if value is None:
+                return False, None
+        else:
+            text = content.text.strip()
+            try:
+                value = translate(text, Names({}, ""))
+            except Refusal:
+                value = Expr(op="lit", value=text)
+            if not _constant(value):
+                value = Expr(op="lit", value=text)
+        self.used.append((None, value))
+        self.whole_type = _infer(value, self.var_types, self.names)
+        return True, expr_text(value)
+
+    def addressed(
+        self,
+        address: Expr,
+        internal: Callable[[], str],
+        external: Callable[[], str],
+        sendid: str,
+    ) -> str:
+        """A send to a target known when it runs: `#_internal`, this session
+        (`#_scxml_` + its id), another session (error.communication: flowc reaches no other
+        session) or no target at all (error.execution)."""
+        self.names.reads_session = True
+        error_id = [(meta_field("sendid"), literal_text(sendid))]
+        unreachable = self.raise_text("error.communication", error_id, "platform")
+        if address.op == "lit" and isinstance(address.value, str):
+            session = address.value.removeprefix("#_scxml_")
+            return (
+                f"if sessionid == {literal_text(session)} {{ {external()} }} "
+                f"else {{ {unreachable} }}"
+            )
+        to = expr_text(address)
+        invalid = self.raise_text("error.execution", error_id, "platform")
         return (
-            f"{assigns}emit {SEND_EFFECT}(name: {literal_text(event)}, delay_ms: {delay}, "
-            f"id: {literal_text(sendid)}, data: {payload})"
+            f'if {to} == "#_internal" {{ {internal()} }} '
+            f"elif {to} == {expr_text(session_location())} {{ {external()} }} "
+            f'elif "#_" in {to} or ":" in {to} {{ {unreachable} }} '
+            f"else {{ {invalid} }}"
         )
 
 
@@ -932,8 +1175,6 @@ def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
     return " ".join(parts)
 
 
-#: The action of an element SCXML would fail to run (`_Importer.fails`).
-_FAILS = "raise error.execution"
 _TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
 _ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
 
@@ -959,6 +1200,28 @@ def _optional(ty: str | None) -> str:
     return f"{ty}?"
 
 
+def _is_meta(field_name: str) -> bool:
+    """Whether a payload field is one of the `_event` fields the importer fills."""
+    return field_name == EVENT_DATA_FIELD or field_name in {
+        meta_field(m) for m in EVENT_META_FIELDS
+    }
+
+
+def _fold_session(expr: Expr, session_id: str) -> Expr:
+    """`expr` with `_sessionid` read as the flow's session id and the string concatenations
+    that makes constant written out, for a `<data>` initial value (a constant in flowc)."""
+    if expr.op == "ctx" and expr.value == "sessionid":
+        return Expr(op="lit", value=session_id)
+    if not expr.args:
+        return expr
+    args = tuple(_fold_session(a, session_id) for a in expr.args)
+    left = args[0].value if args[0].op == "lit" else None
+    right = args[-1].value if args[-1].op == "lit" else None
+    if expr.op == "+" and isinstance(left, str) and isinstance(right, str):
+        return Expr(op="lit", value=left + right)
+    return Expr(op=expr.op, value=expr.value, args=args)
+
+
 def _constant(expr: Expr) -> bool:
     if expr.op == "lit":
         return True
@@ -981,6 +1244,8 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
         if isinstance(value, str):
             return "str"
         return None
+    if op == "event" and _is_meta(str(expr.value)) and expr.value != EVENT_DATA_FIELD:
+        return "str"
     if op == "ctx":
         for var, field_name in names.variables.items():
             if field_name == expr.value:
@@ -1004,5 +1269,11 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
         items = {_infer(a, var_types, names) for a in expr.args}
         if len(items) == 1 and None not in items:
             return f"list[{items.pop()}]"
+        return None
+    if op == "map" and expr.args:
+        keys = {_infer(a, var_types, names) for a in expr.args[0::2]}
+        values = {_infer(a, var_types, names) for a in expr.args[1::2]}
+        if keys == {"str"} and len(values) == 1 and None not in values:
+            return f"map[str, {values.pop()}]"
         return None
     return None
