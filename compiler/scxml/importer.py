@@ -168,6 +168,11 @@ class _Importer:
         #: Event -> the type of `_event.data` as a whole, from its sends (events differ).
         self.data_types: dict[str, str] = {}
         self.whole_type: str | None = None
+        #: The top-level initial state, and the `<data>` that fail when the document starts.
+        self.start_errors: tuple[str | None, list[Element]] = (None, [])
+        #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
+        self.pushed: dict[str, list[str]] = {}
+        self.reenter_target = False
         for meta in EVENT_META_FIELDS:
             self.field_types[meta_field(meta)] = "str"
 
@@ -250,6 +255,7 @@ class _Importer:
             root.attrs.get("name", ""),
             on_state=None,
         )
+        self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
         self.infer_from_uses()
         # Fields read where no single event is known (entry, exit, `*` rules): every event.
@@ -497,6 +503,45 @@ class _Importer:
                     fields[name.strip()] = ty.strip() or None
                     self.declared_fields.add(name.strip())
 
+    def data_failures(self, root: Element) -> tuple[str | None, list[Element]]:
+        """The `<data>` whose value is not an expression: SCXML leaves each unset and raises
+        error.execution when the document starts. That is the first entry of the top-level
+        initial state (its id is returned with them), provided nothing enters it again."""
+        failing = [
+            data
+            for data in self.walk(root, "data")
+            if _syntax_error(data.attrs.get("expr") or data.text or "0")
+        ]
+        top = next(iter(self.initial_children(root, None)), None)
+        if not failing or top is None:
+            return None, []
+        for transition in self.walk(root, "transition"):
+            for target in transition.attrs.get("target", "").split():
+                inside = target == top or (
+                    target in self.states and self.is_descendant(target, top)
+                )
+                source = self.source_of(transition)
+                from_inside = source is not None and (
+                    source == top or self.is_descendant(source, top)
+                )
+                if target == top or (inside and not from_inside):
+                    for data in failing:
+                        self.error(
+                            "E410",
+                            "a `<data>` value that is not an expression raises error.execution "
+                            f"at start, and `{top}` (where flowc raises it) is entered again",
+                            data,
+                        )
+                    return None, []
+        return top, failing
+
+    def source_of(self, transition: Element) -> str | None:
+        """The id of the state a `<transition>` belongs to (None for an initial's)."""
+        for sid, info in self.states.items():
+            if any(t is transition for t in info.element.find("transition")):
+                return sid
+        return None
+
     def type_of(self, text: str, names: Names) -> str | None:
         try:
             return _infer(translate(text, Names(dict(names.variables), "")), self.var_types, names)
@@ -566,8 +611,8 @@ class _Importer:
             if data.attrs.get("id") != var:
                 continue
             source = data.attrs.get("expr") or data.text
-            if not source:
-                return None
+            if not source or _syntax_error(source):
+                return None  # unset; a value that is not an expression fails at start
             expr = self.expr(source, data)
             if expr is None:
                 return None
@@ -638,15 +683,27 @@ class _Importer:
         lines: list[str] = []
         for tag, keyword_ in (("onentry", "entry"), ("onexit", "exit")):
             actions: list[str] = []
+            if tag == "onentry" and sid == self.start_errors[0]:
+                actions.extend(self.fails() for _ in self.start_errors[1])
+                self.failed = False
             for block in element.find(tag):
                 actions.extend(self.actions(block.children))
             if actions:
                 lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
+        earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
+            children = self.pushed_to(transition, element, sid, earlier)
+            earlier.append(transition)
+            self.reenter_target = bool(children)
             rule = self.write_transition(transition, sid)
-            if rule:
+            self.reenter_target = False
+            if rule and children:
+                for child in children:
+                    self.pushed.setdefault(child, []).append(rule)
+            elif rule:
                 lines.append(indent + rule)
+        lines.extend(indent + rule for rule in self.pushed.pop(sid, []))
         inner = self.write_states(element, sid, indent)
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
@@ -666,12 +723,13 @@ class _Importer:
             if "*" in events or ".*" in events or not named:
                 outer_fields |= read
             for event in named:
-                if event.startswith("done.state.") and read:
+                meta = sorted(f for f in read if _is_meta(f) and f != EVENT_DATA_FIELD)
+                if event.startswith("done.state.") and meta:
                     self.error(
                         "E416",
-                        f"`_event` fields read in a rule for `{event}`",
+                        f"`_event.{meta[0].removeprefix('scxml_')}` read in a rule for `{event}`",
                         transition,
-                        "flowc's done.state events carry no payload",
+                        "flowc's done.state events carry no such field",
                     )
                     continue
                 for name in sorted(read):
@@ -703,9 +761,10 @@ class _Importer:
                 return None
             guard = f" if {expr_text(self.truth(expr))}"
         if targets:
-            target = self.states[targets[0]].name
+            target = self.states[self.across_regions(sid, targets[0])].name
             internal = transition.attrs.get("type") == "internal"
-            if targets[0] == sid or (not internal and self.is_descendant(targets[0], sid)):
+            descendant = self.is_descendant(targets[0], sid)
+            if targets[0] == sid or (descendant and (not internal or self.reenter_target)):
                 target += " reenter"
         else:
             self.features.add("targetless")
@@ -716,6 +775,69 @@ class _Importer:
             return f"always{guard} -> {target}{do}"
         names = self.event_patterns(events)
         return f"on {_SEP.join(names)}{guard} -> {target}{do}"
+
+    def across_regions(self, source: str, target: str) -> str:
+        """The state a rule enters for an SCXML target in another region of a parallel state
+        than its source. SCXML leaves the parallel state and enters it again (every other
+        region in its default state); flowc refuses a rule across regions (E134), but when the
+        target is where its region starts anyway, entering the parallel state is the same."""
+        up = self.states[target].parent
+        while up is not None:
+            if self.states[up].kind == "parallel" and self.is_descendant(source, up):
+                region = next(
+                    k
+                    for k in self.states[up].children
+                    if k == target or self.is_descendant(target, k)
+                )
+                in_region = source == region or self.is_descendant(source, region)
+                if not in_region and self.entered_by_default(region, target):
+                    self.features.add("cross-region")
+                    return up
+                return target
+            up = self.states[up].parent
+        return target
+
+    def entered_by_default(self, state: str, target: str) -> bool:
+        """Whether entering `state` enters `target` (a descendant) through default entries."""
+        while state != target:
+            info = self.states[state]
+            below = [k for k in info.children if k == target or self.is_descendant(target, k)]
+            if not below:
+                return False
+            if info.kind != "parallel" and below[0] not in self.initial_children(
+                info.element, state
+            ):
+                return False
+            state = below[0]
+        return True
+
+    def pushed_to(
+        self, transition: Element, element: Element, sid: str, earlier: list[Element]
+    ) -> list[str]:
+        """The children a `type="internal"` transition of a compound state is written in.
+
+        SCXML's internal transition to a descendant leaves the active states below its source
+        but not the source itself; a flowc rule on a compound state leaves the state. Written
+        as `-> T reenter` on each child, after the child's own rules, it leaves only what is
+        below the source, and is tried where SCXML tries it: unless an earlier transition of
+        the source takes some of the same events (it must stay first), or a child is final
+        (a final state has no rules). Empty: written on the source."""
+        targets = transition.attrs.get("target", "").split()
+        if (
+            transition.attrs.get("type") != "internal"
+            or element.tag != "state"
+            or len(targets) != 1
+            or targets[0] not in self.states
+            or not self.is_descendant(targets[0], sid)
+        ):
+            return []
+        kids = [c for c in element.children if c.tag in ("state", "parallel", "final")]
+        if any(c.tag == "final" for c in kids):
+            return []
+        events = transition.attrs.get("event", "").split()
+        if any(_overlap(events, other.attrs.get("event", "").split()) for other in earlier):
+            return []
+        return [self.id_of(c) for c in kids]
 
     def is_descendant(self, sid: str, ancestor: str) -> bool:
         up = self.states[sid].parent
@@ -765,6 +887,13 @@ class _Importer:
         self.deferred.append(render)
         return f"\x01{len(self.deferred) - 1}\x01"
 
+    def variable_of(self, field_name: str) -> str:
+        """The `<data>` id whose context field is `field_name`."""
+        for var, name in self.names.variables.items():
+            if name == field_name:
+                return var
+        return field_name
+
     def raise_text(self, event: str, args: list[tuple[str, str]], kind: str) -> str:
         """`raise event(args)`, with the `_event` fields the event declares: `type` (kind:
         internal or platform) and `sendid` when `args` name one."""
@@ -798,9 +927,18 @@ class _Importer:
             except Refusal as refusal:
                 self.refused(refusal, element)
                 return None
-            source = element.attrs.get("expr") or element.text
             value = self.expr(source, element) if source else None
             if value is None:
+                return None
+            declared = self.var_types.get(self.variable_of(var))
+            found = _infer(value, self.var_types, self.names)
+            if declared and found and declared != found and {declared, found} != _NUMBERS:
+                self.error(
+                    "E410",
+                    f"`{var}` holds `{declared}` values and is assigned a `{found}`",
+                    element,
+                    "flowc variables have one type; use one variable per kind of value",
+                )
                 return None
             self.used.append((var, value))
             return f"{var} = {expr_text(value)}"
@@ -989,6 +1127,9 @@ class _Importer:
             if ty is not None:
                 self.data_types.setdefault(event, ty)
         delay = 0
+        #: A `delayexpr` reading a variable: (the value it may hold, its milliseconds).
+        delays: list[tuple[str, int | None]] = []
+        delay_var: str | None = None
         if "delay" in attrs or "delayexpr" in attrs:
             self.features.add("delayed-send")
             raw = attrs.get("delay")
@@ -997,15 +1138,33 @@ class _Importer:
                 if expr is None:
                     return None
                 value = expr.value if expr.op == "lit" else None
-                if not isinstance(value, str):
-                    self.error("E414", "`delayexpr` must be a constant duration string", element)
+                if expr.op == "ctx" and isinstance(expr.value, str):
+                    delay_var = expr.value
+                    delays = self.delays_of(delay_var)
+                    if not delays:
+                        self.error(
+                            "E414",
+                            f"`delayexpr` reads `{delay_var}`, which is not always assigned a "
+                            "constant duration string",
+                            element,
+                        )
+                        return None
+                elif not isinstance(value, str):
+                    self.error(
+                        "E414",
+                        "`delayexpr` must be a constant duration string or a variable only "
+                        "ever assigned such constants",
+                        element,
+                    )
                     return None
-                raw = value
-            parsed = parse_delay(raw)
-            if parsed is None:
-                self.error("E414", f"invalid delay `{raw}`", element)
-                return None
-            delay = parsed
+                else:
+                    raw = value
+            if raw is not None:
+                parsed = parse_delay(raw)
+                if parsed is None:
+                    self.error("E414", f"invalid delay `{raw}`", element)
+                    return None
+                delay = parsed
         own_id = literal_text(sendid) if explicit else None
 
         def internal() -> str:
@@ -1018,6 +1177,22 @@ class _Importer:
             return self.raise_text(event, args, "internal")
 
         def external() -> str:
+            if delay_var is None:
+                return external_after(delay)
+            # A delay read from a variable: one send per duration the variable may hold; any
+            # other value (unset, not a duration) is error.execution, as in SCXML.
+            error_id = [(meta_field("sendid"), literal_text(sendid))]
+            invalid = self.raise_text("error.execution", error_id, "platform")
+            branches = []
+            for text, ms in delays:
+                if ms is not None:
+                    branches.append((f"{delay_var} == {literal_text(text)}", external_after(ms)))
+            if not branches:
+                return invalid
+            chain = " elif ".join(f"{guard} {{ {action} }}" for guard, action in branches)
+            return f"if {chain} else {{ {invalid} }}"
+
+        def external_after(delay: int) -> str:
             items = list(data)
             declared = self.events.get(event, {})
             extra = [
@@ -1049,12 +1224,38 @@ class _Importer:
                 text = f"if {names} {{ {text} }} else {{ {wrong} }}"
             return text
 
-        if processor is not None:
+        if processor is not None or delay_var is not None:
             self.events.setdefault("error.execution", {})
         if address is not None:
             for error in ("error.execution", "error.communication"):
                 self.events.setdefault(error, {})
         return assigns + self.later(checked)
+
+    def delays_of(self, field_name: str) -> list[tuple[str, int | None]]:
+        """The constant strings a variable is ever given (its `<data>` value and every
+        `<assign>`), with their milliseconds (None: not a duration); empty when some value
+        is not a constant string."""
+        var = self.variable_of(field_name)
+        sources = [
+            d.attrs.get("expr") or d.text
+            for d in self.walk(self.root, "data")
+            if d.attrs.get("id") == var and (d.attrs.get("expr") or d.text)
+        ]
+        sources += [
+            a.attrs.get("expr") or a.text
+            for a in self.walk(self.root, "assign")
+            if a.attrs.get("location", "").strip() == var
+        ]
+        found: dict[str, int | None] = {}
+        for source in sources:
+            try:
+                value = translate(source, Names({}, ""))
+            except Refusal:
+                return []
+            if value.op != "lit" or not isinstance(value.value, str):
+                return []
+            found[value.value] = parse_delay(value.value)
+        return list(found.items())
 
     def new_send_id(self) -> str:
         """An id for a send without one (`idlocation` stores it; a `<cancel>` may name it),
@@ -1175,6 +1376,7 @@ def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
     return " ".join(parts)
 
 
+_NUMBERS = {"int", "float"}
 _TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
 _ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
 
@@ -1198,6 +1400,19 @@ def _optional(ty: str | None) -> str:
     if ty is None or ty == "json" or ty.endswith("?"):
         return ty or "json"
     return f"{ty}?"
+
+
+def _overlap(one: list[str], other: list[str]) -> bool:
+    """Whether two transitions' event descriptors may match one event (both eventless, or a
+    descriptor equal to, a prefix of, or `*` for the other's)."""
+    if not one or not other:
+        return not one and not other
+    for a in one:
+        for b in other:
+            a, b = a.removesuffix(".*"), b.removesuffix(".*")
+            if "*" in (a, b) or a == b or a.startswith(b + ".") or b.startswith(a + "."):
+                return True
+    return False
 
 
 def _is_meta(field_name: str) -> bool:
