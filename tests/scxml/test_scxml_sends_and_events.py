@@ -301,6 +301,15 @@ def test_a_send_to_a_session_checks_the_session_id_when_it_runs() -> None:
         ("<onentry><log expr=\"hasattr(len, 'x')\"/></onentry>", "E411"),
         ("<onentry><log expr=\"_event.data.get('x').get('y')\"/></onentry>", "E411"),
         ('<onentry><log expr="_event"/></onentry>', "E416"),
+        # the new paths into `_ioprocessors`, `.get` and `hasattr` reach no Python object
+        ("<onentry><log expr=\"_ioprocessors[__import__('os')]\"/></onentry>", "E409"),
+        (
+            "<onentry><log expr=\"_ioprocessors['scxml'].get(__import__('os').name)\"/></onentry>",
+            "E411",
+        ),
+        ("<onentry><log expr=\"_event.data.get(__import__('os'))\"/></onentry>", "E416"),
+        ("<onentry><log expr=\"hasattr(__import__('os'), 'name')\"/></onentry>", "E411"),
+        ('<onentry><log expr="_event.data.__class__"/></onentry>', "E411"),
         ('<onentry><send event="x"><content><b>markup</b></content></send></onentry>', "E416"),
         (
             '<transition event="done.state.c" cond="_event.type" target="c"/>'
