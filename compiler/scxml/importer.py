@@ -932,7 +932,7 @@ class _Importer:
                 return None
             declared = self.var_types.get(self.variable_of(var))
             found = _infer(value, self.var_types, self.names)
-            if declared and found and declared != found and {declared, found} != _NUMBERS:
+            if _clash(declared, found):
                 self.error(
                     "E410",
                     f"`{var}` holds `{declared}` values and is assigned a `{found}`",
@@ -1377,6 +1377,17 @@ def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
 
 
 _NUMBERS = {"int", "float"}
+_SCALARS = frozenset({"int", "float", "str", "bool"})
+
+
+def _clash(declared: str | None, found: str | None) -> bool:
+    """Whether a variable of type `declared` cannot hold a value of type `found` (only plain
+    scalars are compared: a `json` or optional variable holds more)."""
+    if declared not in _SCALARS or found not in _SCALARS or declared == found:
+        return False
+    return {declared, found} != _NUMBERS
+
+
 _TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
 _ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
 

@@ -166,3 +166,14 @@ def test_a_delay_from_a_variable_given_a_computed_value_is_refused() -> None:
   </onentry></state>"""
     )
     assert codes(text) == ["E414"]
+
+
+def test_a_json_variable_takes_any_value() -> None:
+    text = chart(
+        """  <datamodel><data id="v" expr="1" xmlns:flowc="https://flowc.dev/ns/scxml"
+    flowc:type="json"/></datamodel>
+  <state id="s0"><onentry><assign location="v" expr="'text'"/></onentry></state>"""
+    )
+    result = import_scxml(text, "chart.scxml")
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    assert "  v: json = 1\n" in result.flow_text
