@@ -977,20 +977,27 @@ class _Importer:
         branches: list[tuple[str | None, list[str]]] = []
         guard: str | None = self.guard_text(element.attrs.get("cond", ""), element)
         current: list[str] = []
+        stopped = False
         for child in element.children:
             if child.tag in ("elseif", "else"):
                 branches.append((guard, current))
-                current = []
+                current, stopped = [], False
                 guard = (
                     self.guard_text(child.attrs.get("cond", ""), child)
                     if child.tag == "elseif"
                     else None
                 )
                 continue
+            if stopped:
+                continue  # after an error in this branch (the rest of the block runs: flowc
+                # has no conditional stop; docs/scxml.md)
+            self.failed = False
             text = self.action(child)
             if text:
                 current.append(text)
+            stopped = self.failed
         branches.append((guard, current))
+        self.failed = False
         return _if_chain(branches)
 
     def guard_text(self, cond: str, element: Element) -> str:

@@ -177,3 +177,21 @@ def test_a_json_variable_takes_any_value() -> None:
     result = import_scxml(text, "chart.scxml")
     assert result.flow_text is not None, [str(d) for d in result.diagnostics]
     assert "  v: json = 1\n" in result.flow_text
+
+
+def test_an_error_in_a_branch_ends_the_branch_not_what_follows_the_if() -> None:
+    result = import_scxml(
+        chart(
+            """  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="s0"><onentry>
+    <if cond="n == 1"><assign location="_name" expr="1"/><assign location="n" expr="2"/>
+    <else/><assign location="n" expr="3"/></if>
+    <assign location="n" expr="4"/>
+  </onentry></state>"""
+        ),
+        "chart.scxml",
+    )
+    assert result.flow_text is not None
+    assert (
+        "entry do if n == 1 { raise error.execution } else { n = 3 }; n = 4\n" in result.flow_text
+    )
