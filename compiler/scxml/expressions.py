@@ -99,6 +99,8 @@ class Names:
     #: Whether an expression read `_sessionid` or the session's address (`_ioprocessors`,
     #: `_event.origin`): the importer then declares the context field `sessionid`.
     reads_session: bool = False
+    #: Whether `_event` is not bound yet (the start's entry actions): it reads as `None`.
+    event_unbound: bool = False
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -181,6 +183,8 @@ class _Translator:
         if name == "_sessionid":
             self.names.reads_session = True
             return Expr(op="ctx", value="sessionid")
+        if name == "_event" and self.names.event_unbound:
+            return _lit(None)
         if name == "_event":
             raise Refusal(
                 "E416",

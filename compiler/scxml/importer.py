@@ -170,6 +170,7 @@ class _Importer:
         self.whole_type: str | None = None
         #: The top-level initial state, and the `<data>` that fail when the document starts.
         self.start_errors: tuple[str | None, list[Element]] = (None, [])
+        self.start_state: str | None = None
         #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
         self.pushed: dict[str, list[str]] = {}
         self.reenter_target = False
@@ -255,6 +256,7 @@ class _Importer:
             root.attrs.get("name", ""),
             on_state=None,
         )
+        self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
         self.infer_from_uses()
@@ -512,9 +514,26 @@ class _Importer:
             for data in self.walk(root, "data")
             if _syntax_error(data.attrs.get("expr") or data.text or "0")
         ]
-        top = next(iter(self.initial_children(root, None)), None)
+        top = self.start_state
         if not failing or top is None:
+            if failing:
+                where = next(iter(self.initial_children(root, None)), "the initial state")
+                for data in failing:
+                    self.error(
+                        "E410",
+                        "a `<data>` value that is not an expression raises error.execution "
+                        f"at start, and `{where}` (where flowc raises it) is entered again",
+                        data,
+                    )
             return None, []
+        return top, failing
+
+    def entered_once(self, root: Element) -> str | None:
+        """The top-level initial state when only the start enters it (no transition targets it,
+        or a state inside it from outside), else None: its first entry is the start."""
+        top = next(iter(self.initial_children(root, None)), None)
+        if top is None:
+            return None
         for transition in self.walk(root, "transition"):
             for target in transition.attrs.get("target", "").split():
                 inside = target == top or (
@@ -525,15 +544,8 @@ class _Importer:
                     source == top or self.is_descendant(source, top)
                 )
                 if target == top or (inside and not from_inside):
-                    for data in failing:
-                        self.error(
-                            "E410",
-                            "a `<data>` value that is not an expression raises error.execution "
-                            f"at start, and `{top}` (where flowc raises it) is entered again",
-                            data,
-                        )
-                    return None, []
-        return top, failing
+                    return None
+        return top
 
     def source_of(self, transition: Element) -> str | None:
         """The id of the state a `<transition>` belongs to (None for an initial's)."""
@@ -686,8 +698,11 @@ class _Importer:
             if tag == "onentry" and sid == self.start_errors[0]:
                 actions.extend(self.fails() for _ in self.start_errors[1])
                 self.failed = False
+            # The start's entry runs before any event: `_event` is not bound yet.
+            self.names.event_unbound = tag == "onentry" and sid == self.start_state
             for block in element.find(tag):
                 actions.extend(self.actions(block.children))
+            self.names.event_unbound = False
             if actions:
                 lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
         earlier: list[Element] = []
@@ -1008,6 +1023,8 @@ class _Importer:
         """A condition as a flowc `bool`: Python reads a number, a string or a list as true
         when it is not zero or empty; flowc guards must be `bool` (E205), so that reading is
         written out (`n != 0`, `s != ""`, `len(xs) != 0`)."""
+        if expr.op == "lit" and expr.value is None:
+            return Expr(op="lit", value=False)
         if expr.op == "not":
             return Expr(op="not", args=(self.truth(expr.args[0]),))
         if expr.op in ("and", "or"):

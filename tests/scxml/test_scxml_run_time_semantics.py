@@ -110,6 +110,23 @@ PASSING = {
 """
         + OUTCOMES
     ),
+    # `_event` is not bound before the first event: false in the start's entry.
+    "event_unbound_at_start": chart(
+        """  <state id="s0">
+    <onentry>
+      <if cond="_event"><raise event="bound"/><else/><raise event="unbound"/></if>
+      <if cond="not _event"><raise event="then_unbound"/></if>
+    </onentry>
+    <transition event="unbound" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <transition event="then_unbound" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
 }
 
 
@@ -195,3 +212,13 @@ def test_an_error_in_a_branch_ends_the_branch_not_what_follows_the_if() -> None:
     assert (
         "entry do if n == 1 { raise error.execution } else { n = 3 }; n = 4\n" in result.flow_text
     )
+
+
+def test_event_as_a_value_is_refused_where_an_event_may_be_bound() -> None:
+    text = chart(
+        """  <state id="s0">
+    <onentry><if cond="_event"><raise event="x"/></if></onentry>
+    <transition event="again" target="s0"/>
+  </state>"""
+    )
+    assert codes(text) == ["E416"]

@@ -300,7 +300,7 @@ def test_a_send_to_a_session_checks_the_session_id_when_it_runs() -> None:
         ("<onentry><log expr=\"hasattr(_event, '__class__')\"/></onentry>", "E411"),
         ("<onentry><log expr=\"hasattr(len, 'x')\"/></onentry>", "E411"),
         ("<onentry><log expr=\"_event.data.get('x').get('y')\"/></onentry>", "E411"),
-        ('<onentry><log expr="_event"/></onentry>', "E416"),
+        ('<transition event="e"><log expr="_event"/></transition>', "E416"),
         # the new paths into `_ioprocessors`, `.get` and `hasattr` reach no Python object
         ("<onentry><log expr=\"_ioprocessors[__import__('os')]\"/></onentry>", "E409"),
         (
