@@ -10,7 +10,14 @@ the events the step raises, possibly after a delay; flowc's `raise` is the inter
 `<send>` becomes the effect `scxml_send(name, delay_ms, id, data)`, which the host (the
 conformance runner, or any host honouring docs/scxml.md) delivers back to the instance as an
 external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
-`<send target="#_internal">` is a `raise`.
+`<send target="#_internal">` is a `raise`. A send SCXML cannot make raises what SCXML raises for
+it (error.execution, error.communication), checked where it runs when its target or type is
+computed.
+
+`_event.type`, `.sendid`, `.origin`, `.origintype`, `.invokeid` and `_event.data` as a whole
+are payload fields (`scxml_type`, ...) declared on the events whose rules read them; each
+`raise` and send fills those its event declares, so those actions are written last (`later`),
+once every rule has been read.
 """
 
 from __future__ import annotations
@@ -919,14 +926,14 @@ class _Importer:
             return f"raise {event}"
         return f"raise {event}(" + ", ".join(f"{k}: {v}" for k, v in written) + ")"
 
-    def fails(self, sendid: str | None = None, event: str = "error.execution") -> str:
+    def fails(self, sendid: str | None = None) -> str:
         """An element SCXML would fail to run: it raises error.execution (the block stops);
         a `<send>` that fails carries its send id (`_event.sendid`)."""
-        self.features.add(event)
-        self.events.setdefault(event, {})
-        self.failed = event == "error.execution"
+        self.features.add("error.execution")
+        self.events.setdefault("error.execution", {})
+        self.failed = True
         args = [(meta_field("sendid"), literal_text(sendid))] if sendid is not None else []
-        return self.later(lambda: self.raise_text(event, args, "platform"))
+        return self.later(lambda: self.raise_text("error.execution", args, "platform"))
 
     def action(self, element: Element) -> str | None:
         tag = element.tag
@@ -1372,12 +1379,6 @@ def _syntax_error(text: str) -> bool:
 def _texts(element: Element) -> str:
     """Every attribute value below `element`, for a quick textual check."""
     return " ".join(str(c.attrs) + _texts(c) for c in element.children)
-
-
-def _kw(entry: str) -> str:
-    """`"name": expr` (a map entry) as `name: expr` (a payload argument)."""
-    key, _, value = entry.partition(": ")
-    return f"{key.strip(chr(34))}: {value}"
 
 
 def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
