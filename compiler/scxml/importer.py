@@ -136,6 +136,35 @@ def parse_delay(text: str) -> int | None:
 
 
 @dataclass
+class _Delay:
+    """A send's delay: milliseconds, or the variable a `delayexpr` reads with the constant
+    strings it may hold and their milliseconds (None: not a duration)."""
+
+    ms: int
+    variable: str | None = None
+    choices: list[tuple[str, int | None]] = field(default_factory=list)
+
+
+@dataclass
+class _Send:
+    """A `<send>` as read, written out once every event's fields are known."""
+
+    event: str
+    #: The text of a computed event name (`eventexpr`), else None.
+    name: str | None
+    sendid: str
+    #: The id the document gives (`id`, `idlocation`), as text: `_event.sendid`.
+    own_id: str | None
+    data: list[tuple[str, str]]
+    #: `_event.data` as a whole (text), when the send carries data.
+    whole: str | None
+    delay: _Delay
+    internal: bool
+    address: Expr | None
+    processor: Expr | None
+
+
+@dataclass
 class _StateInfo:
     element: Element
     name: str
@@ -1157,110 +1186,129 @@ class _Importer:
                 ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
             if ty is not None:
                 self.data_types.setdefault(event, ty)
-        delay = 0
-        #: A `delayexpr` reading a variable: (the value it may hold, its milliseconds).
-        delays: list[tuple[str, int | None]] = []
-        delay_var: str | None = None
-        if "delay" in attrs or "delayexpr" in attrs:
-            self.features.add("delayed-send")
-            raw = attrs.get("delay")
-            if raw is None:
-                expr = self.expr(attrs["delayexpr"], element)
-                if expr is None:
-                    return None
-                value = expr.value if expr.op == "lit" else None
-                if expr.op == "ctx" and isinstance(expr.value, str):
-                    delay_var = expr.value
-                    delays = self.delays_of(delay_var)
-                    if not delays:
-                        self.error(
-                            "E414",
-                            f"`delayexpr` reads `{delay_var}`, which is not always assigned a "
-                            "constant duration string",
-                            element,
-                        )
-                        return None
-                elif not isinstance(value, str):
-                    self.error(
-                        "E414",
-                        "`delayexpr` must be a constant duration string or a variable only "
-                        "ever assigned such constants",
-                        element,
-                    )
-                    return None
-                else:
-                    raw = value
-            if raw is not None:
-                parsed = parse_delay(raw)
-                if parsed is None:
-                    self.error("E414", f"invalid delay `{raw}`", element)
-                    return None
-                delay = parsed
-        own_id = literal_text(sendid) if explicit else None
-
-        def internal() -> str:
-            self.features.add("raise")
-            args = list(data)
-            if whole is not None:
-                args.append((EVENT_DATA_FIELD, whole))
-            if own_id is not None:
-                args.append((meta_field("sendid"), own_id))
-            return self.raise_text(event, args, "internal")
-
-        def external() -> str:
-            if delay_var is None:
-                return external_after(delay)
-            # A delay read from a variable: one send per duration the variable may hold; any
-            # other value (unset, not a duration) is error.execution, as in SCXML.
-            error_id = [(meta_field("sendid"), literal_text(sendid))]
-            invalid = self.raise_text("error.execution", error_id, "platform")
-            branches = []
-            for text, ms in delays:
-                if ms is not None:
-                    branches.append((f"{delay_var} == {literal_text(text)}", external_after(ms)))
-            if not branches:
-                return invalid
-            chain = " elif ".join(f"{guard} {{ {action} }}" for guard, action in branches)
-            return f"if {chain} else {{ {invalid} }}"
-
-        def external_after(delay: int) -> str:
-            items = list(data)
-            declared = self.events.get(event, {})
-            extra = [
-                (EVENT_DATA_FIELD, whole),
-                (meta_field("sendid"), own_id),
-                (meta_field("origin"), expr_text(session_location())),
-                (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
-            ]
-            for key, value in extra:
-                if value is not None and key in declared:
-                    items.append((key, value))
-                    self.names.reads_session |= key == meta_field("origin")
-            payload = "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in items) + "}"
-            return (
-                f"emit {SEND_EFFECT}(name: {name or literal_text(event)}, delay_ms: {delay}, "
-                f"id: {literal_text(sendid)}, data: {payload})"
-            )
-
-        def checked() -> str:
-            text = internal() if target == "#_internal" else external()
-            if address is not None:
-                text = self.addressed(address, internal, external, sendid)
-            if processor is not None:
-                to = expr_text(processor)
-                names = " or ".join(f"{to} == {literal_text(n)}" for n in SCXML_PROCESSOR_NAMES)
-                wrong = self.raise_text(
-                    "error.execution", [(meta_field("sendid"), literal_text(sendid))], "platform"
-                )
-                text = f"if {names} {{ {text} }} else {{ {wrong} }}"
-            return text
-
-        if processor is not None or delay_var is not None:
+        delay = self.send_delay(element)
+        if delay is None:
+            return None
+        send = _Send(
+            event=event,
+            name=name,
+            sendid=sendid,
+            own_id=literal_text(sendid) if explicit else None,
+            data=data,
+            whole=whole,
+            delay=delay,
+            internal=target == "#_internal",
+            address=address,
+            processor=processor,
+        )
+        if processor is not None or delay.variable is not None:
             self.events.setdefault("error.execution", {})
         if address is not None:
             for error in ("error.execution", "error.communication"):
                 self.events.setdefault(error, {})
-        return assigns + self.later(checked)
+        return assigns + self.later(lambda: self.send_checked(send))
+
+    def send_delay(self, element: Element) -> _Delay | None:
+        """The delay of a send: `delay`, a constant `delayexpr`, or a `delayexpr` reading a
+        variable only ever given constant durations; None when refused (E414)."""
+        attrs = element.attrs
+        if "delay" not in attrs and "delayexpr" not in attrs:
+            return _Delay(0)
+        self.features.add("delayed-send")
+        raw = attrs.get("delay")
+        if raw is None:
+            expr = self.expr(attrs["delayexpr"], element)
+            if expr is None:
+                return None
+            if expr.op == "ctx" and isinstance(expr.value, str):
+                choices = self.delays_of(expr.value)
+                if not choices:
+                    self.error(
+                        "E414",
+                        f"`delayexpr` reads `{expr.value}`, which is not always assigned a "
+                        "constant duration string",
+                        element,
+                    )
+                    return None
+                return _Delay(0, expr.value, choices)
+            if expr.op != "lit" or not isinstance(expr.value, str):
+                self.error(
+                    "E414",
+                    "`delayexpr` must be a constant duration string or a variable only "
+                    "ever assigned such constants",
+                    element,
+                )
+                return None
+            raw = expr.value
+        parsed = parse_delay(raw)
+        if parsed is None:
+            self.error("E414", f"invalid delay `{raw}`", element)
+            return None
+        return _Delay(parsed)
+
+    def send_checked(self, send: _Send) -> str:
+        """A send's action: to its queue, checked first against a computed target or type."""
+        if send.address is not None:
+            text = self.addressed(send)
+        elif send.internal:
+            text = self.send_internal(send)
+        else:
+            text = self.send_external(send)
+        if send.processor is not None:
+            to = expr_text(send.processor)
+            names = " or ".join(f"{to} == {literal_text(n)}" for n in SCXML_PROCESSOR_NAMES)
+            text = f"if {names} {{ {text} }} else {{ {self.send_error(send)} }}"
+        return text
+
+    def send_error(self, send: _Send, event: str = "error.execution") -> str:
+        """The error a send raises: a platform event carrying the send's id."""
+        sendid = [(meta_field("sendid"), literal_text(send.sendid))]
+        return self.raise_text(event, sendid, "platform")
+
+    def send_internal(self, send: _Send) -> str:
+        """A send to `#_internal`: a `raise` with the params, the whole data and the id."""
+        self.features.add("raise")
+        args = list(send.data)
+        if send.whole is not None:
+            args.append((EVENT_DATA_FIELD, send.whole))
+        if send.own_id is not None:
+            args.append((meta_field("sendid"), send.own_id))
+        return self.raise_text(send.event, args, "internal")
+
+    def send_external(self, send: _Send) -> str:
+        """A send to the external queue; with a delay read from a variable, one send per
+        duration it may hold, and error.execution for any other value (as in SCXML)."""
+        delay = send.delay
+        if delay.variable is None:
+            return self.send_emit(send, delay.ms)
+        branches = [
+            f"{delay.variable} == {literal_text(text)} {{ {self.send_emit(send, ms)} }}"
+            for text, ms in delay.choices
+            if ms is not None
+        ]
+        if not branches:
+            return self.send_error(send)
+        return f"if {' elif '.join(branches)} else {{ {self.send_error(send)} }}"
+
+    def send_emit(self, send: _Send, delay_ms: int) -> str:
+        """`emit scxml_send(...)`, its data holding the `_event` fields the event declares."""
+        items = list(send.data)
+        declared = self.events.get(send.event, {})
+        extra = [
+            (EVENT_DATA_FIELD, send.whole),
+            (meta_field("sendid"), send.own_id),
+            (meta_field("origin"), expr_text(session_location())),
+            (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
+        ]
+        for key, value in extra:
+            if value is not None and key in declared:
+                items.append((key, value))
+                self.names.reads_session |= key == meta_field("origin")
+        payload = "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in items) + "}"
+        return (
+            f"emit {SEND_EFFECT}(name: {send.name or literal_text(send.event)}, "
+            f"delay_ms: {delay_ms}, id: {literal_text(send.sendid)}, data: {payload})"
+        )
 
     def delays_of(self, field_name: str) -> list[tuple[str, int | None]]:
         """The constant strings a variable is ever given (its `<data>` value and every
@@ -1335,32 +1383,23 @@ class _Importer:
         self.whole_type = _infer(value, self.var_types, self.names)
         return True, expr_text(value)
 
-    def addressed(
-        self,
-        address: Expr,
-        internal: Callable[[], str],
-        external: Callable[[], str],
-        sendid: str,
-    ) -> str:
+    def addressed(self, send: _Send) -> str:
         """A send to a target known when it runs: `#_internal`, this session
         (`#_scxml_` + its id), another session (error.communication: flowc reaches no other
         session) or no target at all (error.execution)."""
+        assert send.address is not None
         self.names.reads_session = True
-        error_id = [(meta_field("sendid"), literal_text(sendid))]
-        unreachable = self.raise_text("error.communication", error_id, "platform")
-        if address.op == "lit" and isinstance(address.value, str):
-            session = address.value.removeprefix("#_scxml_")
-            return (
-                f"if sessionid == {literal_text(session)} {{ {external()} }} "
-                f"else {{ {unreachable} }}"
-            )
-        to = expr_text(address)
-        invalid = self.raise_text("error.execution", error_id, "platform")
+        unreachable = self.send_error(send, "error.communication")
+        if send.address.op == "lit" and isinstance(send.address.value, str):
+            session = literal_text(send.address.value.removeprefix("#_scxml_"))
+            own = self.send_external(send)
+            return f"if sessionid == {session} {{ {own} }} else {{ {unreachable} }}"
+        to = expr_text(send.address)
         return (
-            f'if {to} == "#_internal" {{ {internal()} }} '
-            f"elif {to} == {expr_text(session_location())} {{ {external()} }} "
+            f'if {to} == "#_internal" {{ {self.send_internal(send)} }} '
+            f"elif {to} == {expr_text(session_location())} {{ {self.send_external(send)} }} "
             f'elif "#_" in {to} or ":" in {to} {{ {unreachable} }} '
-            f"else {{ {invalid} }}"
+            f"else {{ {self.send_error(send)} }}"
         )
 
 
