@@ -1176,7 +1176,7 @@ class _Importer:
             if fields.get(field_name) is None:
                 fields[field_name] = ty
             data.append((field_name, expr_text(expr)))
-        ok, whole = self.send_content(element, data)
+        ok, whole = self.send_content(element, data, fields)
         if not ok:
             return None
         if whole is not None and name is None:
@@ -1347,11 +1347,13 @@ class _Importer:
                 return sendid
 
     def send_content(
-        self, element: Element, data: list[tuple[str, str]]
+        self, element: Element, data: list[tuple[str, str]], fields: dict[str, str | None]
     ) -> tuple[bool, str | None]:
         """(False, None) when refused, else the text of `_event.data` as a whole: the
         `<content>` (its `expr`, or its text read as a literal when it is one, else as a
-        string), the map of the params, or None when the send has no data."""
+        string with its white space normalised), the map of the params, or None when the send
+        has no data. A content that is a map with name keys also gives its entries as fields
+        (`_event.data['key']`), as params do."""
         contents = element.find("content")
         self.whole_type = None
         if not contents:
@@ -1372,13 +1374,23 @@ class _Importer:
             if value is None:
                 return False, None
         else:
-            text = content.text.strip()
+            text = " ".join(content.text.split())
             try:
                 value = translate(text, Names({}, ""))
             except Refusal:
                 value = Expr(op="lit", value=text)
             if not _constant(value):
                 value = Expr(op="lit", value=text)
+        keys = value.args[0::2] if value.op == "map" else ()
+        if keys and all(
+            k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
+        ):
+            for key, item in zip(keys, value.args[1::2], strict=True):
+                name = flow_name(str(key.value), "p")
+                ty = _infer(item, self.var_types, self.names)
+                if fields.get(name) is None:
+                    fields[name] = ty
+                data.append((name, expr_text(item)))
         self.used.append((None, value))
         self.whole_type = _infer(value, self.var_types, self.names)
         return True, expr_text(value)

@@ -184,7 +184,9 @@ PASSING = {
   <state id="s0">
     <onentry>
       <send event="num"><content>123</content></send>
-      <send event="text"><content> hello there </content></send>
+      <send event="text"><content>
+        hello
+           there </content></send>
       <send event="calc"><content expr="n * 2"/></send>
       <send event="params"><param name="a" expr="1"/><param name="b" expr="2"/></send>
     </onentry>
@@ -200,8 +202,14 @@ PASSING = {
     <transition event="*" target="fail"/>
   </state>
   <state id="s3">
-    <transition event="params" target="pass"
+    <transition event="params" target="s4"
       cond="_event.data == {'a': 1, 'b': 2} and _event.data.get('b') == 2"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s4">
+    <onentry><send event="record"><content>{"size": 27, "name": "bar"}</content></send></onentry>
+    <transition event="record" cond="_event.data['name'] == 'bar' and _event.data.size == 27"
+      target="pass"/>
     <transition event="*" target="fail"/>
   </state>
 """
