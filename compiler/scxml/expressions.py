@@ -200,6 +200,9 @@ class _Translator:
 
     def _Attribute(self, node: ast.Attribute) -> Expr:
         _refuse_dunder(node.attr)
+        location = self._processor_location(node)
+        if location is not None:
+            return location
         base = node.value
         if isinstance(base, ast.Name) and base.id == "_event":
             if node.attr == "name" and self.names.current_event is not None:
@@ -256,10 +259,12 @@ class _Translator:
         return Expr(op="map", args=(_lit("location"), session_location()))
 
     def _processor_location(self, node: ast.expr) -> Expr | None:
-        """`_ioprocessors[NAME]['location']` (or `.get('location')` on it): the session's
-        address, or None when `node` is not one."""
+        """`_ioprocessors[NAME]['location']` (or `.get('location')`, `.location` on it): the
+        session's address, or None when `node` is not one."""
         if isinstance(node, ast.Subscript):
             base, key = node.value, node.slice
+        elif isinstance(node, ast.Attribute):
+            base, key = node.value, ast.Constant(node.attr)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

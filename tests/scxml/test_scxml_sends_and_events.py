@@ -58,6 +58,7 @@ PASSING = {
     <data id="also" expr="'#_scxml_' + _sessionid"/>
     <data id="inner" expr="'#_internal'"/>
     <data id="bad" expr="'nowhere'"/>
+    <data id="same" expr="_ioprocessors['http://www.w3.org/TR/scxml/#SCXMLEventProcessor'].location"/>
   </datamodel>
   <state id="s0">
     <onentry>
@@ -68,7 +69,7 @@ PASSING = {
     <transition event="*" target="fail"/>
   </state>
   <state id="s1">
-    <transition event="first" target="s2"/>
+    <transition event="first" cond="same == here" target="s2"/>
     <transition event="*" target="fail"/>
   </state>
   <state id="s2">
