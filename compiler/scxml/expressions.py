@@ -22,6 +22,30 @@ from flowc.runtime.model import Expr
 #: Python builtins with a flowc function of the same meaning (runtime/builtins.py).
 SUPPORTED_CALLS: frozenset[str] = frozenset({"len", "min", "max", "abs", "round", "str"})
 
+#: The fields of `_event` besides `name` and `data`, each read as the payload field
+#: `scxml_<field>` that the importer declares and fills (docs/scxml.md, "The `_event` fields").
+EVENT_META_FIELDS: tuple[str, ...] = ("type", "sendid", "origin", "origintype", "invokeid")
+#: The payload field holding `_event.data` as a whole (a `<content>`, or the map of params).
+EVENT_DATA_FIELD = "scxml_data"
+#: SCXML's event I/O processor, by its URI and its short name: the only one flowc has.
+SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+SCXML_PROCESSOR_NAMES: tuple[str, ...] = (SCXML_PROCESSOR, "scxml")
+#: System variables: read-only in SCXML (assigning one raises error.execution).
+SYSTEM_VARIABLES: frozenset[str] = frozenset(
+    {"_event", "_sessionid", "_name", "_ioprocessors", "_x"}
+)
+
+
+def meta_field(name: str) -> str:
+    """The payload field an `_event.<name>` read becomes."""
+    return f"scxml_{name}"
+
+
+def session_location() -> Expr:
+    """`#_scxml_<sessionid>`: the session's own address for the SCXML I/O processor."""
+    return Expr(op="+", args=(_lit("#_scxml_"), Expr(op="ctx", value="sessionid")))
+
+
 #: Longest expression text translated; the W3C suite's longest is under 100 characters.
 MAX_EXPRESSION_CHARS = 2_000
 
@@ -72,6 +96,11 @@ class Names:
     on_state: Callable[[str], Expr] | None = None
     #: The SCXML name of the one event the rule being translated is for (`_event.name`).
     current_event: str | None = None
+    #: Whether an expression read `_sessionid` or the session's address (`_ioprocessors`,
+    #: `_event.origin`): the importer then declares the context field `sessionid`.
+    reads_session: bool = False
+    #: Whether `_event` is not bound yet (the start's entry actions): it reads as `None`.
+    event_unbound: bool = False
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -152,34 +181,41 @@ class _Translator:
         if name == "_name":
             return _lit(self.names.session_name)
         if name == "_sessionid":
+            self.names.reads_session = True
             return Expr(op="ctx", value="sessionid")
+        if name == "_event" and self.names.event_unbound:
+            return _lit(None)
         if name == "_event":
             raise Refusal(
                 "E416",
-                "`_event` is read only through `_event.data`",
-                "flowc events carry their payload fields; the other fields of `_event` "
-                "(name, type, sendid, origin, invokeid) have no flowc equivalent",
+                "`_event` is read only through its fields",
+                "read `_event.data`, `_event.type`, `.sendid`, `.origin`, `.origintype` or "
+                "`.invokeid`: each is a payload field of the flowc event",
             )
-        if name in ("_ioprocessors", "_x"):
-            raise Refusal("E409", f"`{name}` (I/O processors) is not supported")
+        if name == "_ioprocessors":
+            return self._io_processors()
+        if name == "_x":
+            raise Refusal("E409", "`_x` (platform data) is not supported")
         raise Refusal("E410", f"unknown name `{name}`", "declare it with <data id=...>")
 
     def _Attribute(self, node: ast.Attribute) -> Expr:
         _refuse_dunder(node.attr)
+        location = self._processor_location(node)
+        if location is not None:
+            return location
         base = node.value
         if isinstance(base, ast.Name) and base.id == "_event":
             if node.attr == "name" and self.names.current_event is not None:
                 return _lit(self.names.current_event)
             if node.attr == "data":
-                raise Refusal(
-                    "E416",
-                    "`_event.data` is read as a whole",
-                    "read one field: `_event.data.NAME` or `_event.data['NAME']`",
-                )
+                return self._event_field(EVENT_DATA_FIELD)
+            if node.attr in EVENT_META_FIELDS:
+                return self._event_field(meta_field(node.attr))
             raise Refusal(
                 "E416",
                 f"`_event.{node.attr}` has no flowc equivalent",
-                "only `_event.data` fields are read, and `_event.name` in a rule for one event",
+                "`_event` has the fields data, type, sendid, origin, origintype, invokeid, "
+                "and `name` in a rule for one event",
             )
         if _is_event_data(base):
             return self._event_field(node.attr)
@@ -197,7 +233,61 @@ class _Translator:
         self.names.reads_event = True
         return Expr(op="event", value=name)
 
+    def _io_processors(self) -> Expr:
+        """`_ioprocessors`: the one I/O processor flowc has, by its two names, each with the
+        session's `location`."""
+        entry = Expr(op="map", args=(_lit("location"), session_location()))
+        self.names.reads_session = True
+        args: list[Expr] = []
+        for name in SCXML_PROCESSOR_NAMES:
+            args.extend((_lit(name), entry))
+        return Expr(op="map", args=tuple(args))
+
+    def _io_processor(self, node: ast.Subscript) -> Expr | None:
+        """`_ioprocessors[NAME]` for the SCXML processor: `{"location": ...}`, read where it
+        is written; None when `node` is not `_ioprocessors[...]`."""
+        if not (isinstance(node.value, ast.Name) and node.value.id == "_ioprocessors"):
+            return None
+        key = node.slice
+        if not (isinstance(key, ast.Constant) and key.value in SCXML_PROCESSOR_NAMES):
+            raise Refusal(
+                "E409",
+                "`_ioprocessors` has only the SCXML event I/O processor",
+                f"flowc sends events only with `{SCXML_PROCESSOR}` (or `scxml`)",
+            )
+        self.names.reads_session = True
+        return Expr(op="map", args=(_lit("location"), session_location()))
+
+    def _processor_location(self, node: ast.expr) -> Expr | None:
+        """`_ioprocessors[NAME]['location']` (or `.get('location')`, `.location` on it): the
+        session's address, or None when `node` is not one."""
+        if isinstance(node, ast.Subscript):
+            base, key = node.value, node.slice
+        elif isinstance(node, ast.Attribute):
+            base, key = node.value, ast.Constant(node.attr)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            base, key = node.func.value, node.args[0]
+        else:
+            return None
+        if not (isinstance(base, ast.Subscript) and isinstance(key, ast.Constant)):
+            return None
+        if key.value != "location" or self._io_processor(base) is None:
+            return None
+        return session_location()
+
     def _Subscript(self, node: ast.Subscript) -> Expr:
+        location = self._processor_location(node)
+        if location is not None:
+            return location
+        processor = self._io_processor(node)
+        if processor is not None:
+            return processor
         if _is_event_data(node.value):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -252,6 +342,21 @@ class _Translator:
 
     def _Call(self, node: ast.Call) -> Expr:
         func = node.func
+        location = self._processor_location(node)
+        if location is not None:
+            return location
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "get"
+            and _is_event_data(func.value)
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            # `_event.data.get('NAME')`: a field read (a field the event lacks is its default).
+            key = node.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return self._event_field(key.value)
+            raise Refusal("E416", "`_event.data.get(...)` takes a string literal key")
         if not isinstance(func, ast.Name):
             if isinstance(func, ast.Attribute):
                 _refuse_dunder(func.attr)
@@ -264,6 +369,8 @@ class _Translator:
             raise Refusal("E410", f"`{func.id}()` with keyword arguments is not supported")
         if func.id == "In":
             return self._in(node)
+        if func.id == "hasattr":
+            return self._hasattr(node)
         if func.id not in SUPPORTED_CALLS:
             raise Refusal(
                 "E411",
@@ -271,6 +378,24 @@ class _Translator:
                 "flowc calls only its builtins: " + ", ".join(sorted(SUPPORTED_CALLS)),
             )
         return Expr(op="call", value=func.id, args=tuple(self.node(a) for a in node.args))
+
+    def _hasattr(self, node: ast.Call) -> Expr:
+        """`hasattr(_event, 'FIELD')`: true for the fields every SCXML event has, which are
+        the ones flowc reads; any other `hasattr` would inspect a Python object."""
+        fields = ("name", "data", *EVENT_META_FIELDS)
+        if (
+            len(node.args) == 2
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == "_event"
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in fields
+        ):
+            return _lit(True)
+        raise Refusal(
+            "E411",
+            "`hasattr()` is read only as `hasattr(_event, FIELD)`",
+            "an event has the fields " + ", ".join(fields),
+        )
 
     def _in(self, node: ast.Call) -> Expr:
         arg = node.args[0] if len(node.args) == 1 else None

@@ -10,7 +10,14 @@ the events the step raises, possibly after a delay; flowc's `raise` is the inter
 `<send>` becomes the effect `scxml_send(name, delay_ms, id, data)`, which the host (the
 conformance runner, or any host honouring docs/scxml.md) delivers back to the instance as an
 external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
-`<send target="#_internal">` is a `raise`.
+`<send target="#_internal">` is a `raise`. A send SCXML cannot make raises what SCXML raises for
+it (error.execution, error.communication), checked where it runs when its target or type is
+computed.
+
+`_event.type`, `.sendid`, `.origin`, `.origintype`, `.invokeid` and `_event.data` as a whole
+are payload fields (`scxml_type`, ...) declared on the events whose rules read them; each
+`raise` and send fills those its event declares, so those actions are written last (`later`),
+once every rule has been read.
 """
 
 from __future__ import annotations
@@ -18,13 +25,25 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.emit.expr_text import expr_text, literal_text
-from flowc.compiler.scxml.expressions import Names, Refusal, location, translate
+from flowc.compiler.scxml.expressions import (
+    EVENT_DATA_FIELD,
+    EVENT_META_FIELDS,
+    SCXML_PROCESSOR,
+    SCXML_PROCESSOR_NAMES,
+    SYSTEM_VARIABLES,
+    Names,
+    Refusal,
+    location,
+    meta_field,
+    session_location,
+    translate,
+)
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
 from flowc.runtime.model import Expr
 
@@ -32,7 +51,9 @@ from flowc.runtime.model import Expr
 SEND_EFFECT = "scxml_send"
 CANCEL_EFFECT = "scxml_cancel"
 LOG_EFFECT = "scxml_log"
-SCXML_PROCESSOR = "http://www.w3.org/TR/scxml/#SCXMLEventProcessor"
+#: I/O processors SCXML names that flowc does not have: refused (E409) rather than turned into
+#: the error.execution SCXML raises for a type a processor does not know.
+OTHER_PROCESSORS = frozenset({"http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor", "basichttp"})
 
 #: Words that cannot name a state, event part or field in `.flow` (reserved in the grammar or
 #: keywords of the statecharts syntax).
@@ -46,6 +67,12 @@ _STATE_TAGS = ("state", "parallel", "final", "history")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
 #: Event patterns resolved once every event is known (`resolve_pattern`).
 _PATTERN = re.compile(r"(?:, )?\0([^\0]*)\0")
+#: Actions written once every event's fields are known (`_Importer.later`). XML forbids the
+#: character, so no text from the file holds one.
+_DEFERRED = re.compile(r"\x01(\d+)\x01")
+#: Defaults of the `_event` fields other than the zero value (`_with_default`): an event the
+#: host sends is external.
+_FIELD_DEFAULTS = {meta_field("type"): 'str = "external"'}
 _SEP = ", "
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -109,6 +136,35 @@ def parse_delay(text: str) -> int | None:
 
 
 @dataclass
+class _Delay:
+    """A send's delay: milliseconds, or the variable a `delayexpr` reads with the constant
+    strings it may hold and their milliseconds (None: not a duration)."""
+
+    ms: int
+    variable: str | None = None
+    choices: list[tuple[str, int | None]] = field(default_factory=list)
+
+
+@dataclass
+class _Send:
+    """A `<send>` as read, written out once every event's fields are known."""
+
+    event: str
+    #: The text of a computed event name (`eventexpr`), else None.
+    name: str | None
+    sendid: str
+    #: The id the document gives (`id`, `idlocation`), as text: `_event.sendid`.
+    own_id: str | None
+    data: list[tuple[str, str]]
+    #: `_event.data` as a whole (text), when the send carries data.
+    whole: str | None
+    delay: _Delay
+    internal: bool
+    address: Expr | None
+    processor: Expr | None
+
+
+@dataclass
 class _StateInfo:
     element: Element
     name: str
@@ -139,6 +195,23 @@ class _Importer:
         self.used: list[tuple[str | None, Expr]] = []
         #: Event fields whose type an export declared (not optional on re-import).
         self.declared_fields: set[str] = set()
+        #: Actions written at the end (`later`), and whether the last action written fails.
+        self.deferred: list[Callable[[], str]] = []
+        self.failed = False
+        #: (flow event, fields its rule reads): also declared on the `event.*` events the rule
+        #: covers, once they are known.
+        self.rule_reads: list[tuple[str, set[str]]] = []
+        #: Event -> the type of `_event.data` as a whole, from its sends (events differ).
+        self.data_types: dict[str, str] = {}
+        self.whole_type: str | None = None
+        #: The top-level initial state, and the `<data>` that fail when the document starts.
+        self.start_errors: tuple[str | None, list[Element]] = (None, [])
+        self.start_state: str | None = None
+        #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
+        self.pushed: dict[str, list[str]] = {}
+        self.reenter_target = False
+        for meta in EVENT_META_FIELDS:
+            self.field_types[meta_field(meta)] = "str"
 
     # ---- diagnostics ----------------------------------------------------------------------
 
@@ -152,9 +225,17 @@ class _Importer:
         self.error(refusal.code, refusal.message, element, refusal.help)
 
     def fails_at_run_time(self, location: str, source: str) -> bool:
+        """Whether SCXML fails this `<assign>` (error.execution): its location is a system
+        variable (read-only), a name never declared, or a path below one (`foo.bar`), or its
+        expression is not one."""
         loc = location.strip()
-        undeclared = loc.isidentifier() and loc not in self.var_types and not loc.startswith("_")
-        return undeclared or _syntax_error(source)
+        root = re.match(r"[A-Za-z_]\w*", loc)
+        if loc in SYSTEM_VARIABLES:
+            return True
+        undeclared = root is not None and root.group(0) not in self.var_types
+        if undeclared and (not loc.isidentifier() or not loc.startswith("_")):
+            return True
+        return _syntax_error(source)
 
     def condition(self, text: str, element: Element) -> Expr | None:
         """A `cond`: one that is not an expression at all is false, as SCXML says (which also
@@ -211,16 +292,27 @@ class _Importer:
             root.attrs.get("name", ""),
             on_state=None,
         )
+        self.start_state = self.entered_once(root)
+        self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
         self.infer_from_uses()
         # Fields read where no single event is known (entry, exit, `*` rules): every event.
-        for fields in self.events.values():
+        for event, fields in self.events.items():
             for name in sorted(self.names.event_fields):
                 fields.setdefault(name, None)
+            if fields.get(EVENT_DATA_FIELD, "") is None and event in self.data_types:
+                fields[EVENT_DATA_FIELD] = self.data_types[event]
             for name, ty in fields.items():
                 if ty is None and name in self.field_types:
                     fields[name] = self.field_types[name]
 
+        # A rule for `e` also covers the `e.*` events: they get the fields it reads.
+        for event, read in self.rule_reads:
+            for other, fields in self.events.items():
+                if other.startswith(event + "."):
+                    for name in sorted(read):
+                        fields.setdefault(name, self.field_types.get(name))
+        body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
         for scxml_event, transition in self.named_rules:
             prefix = event_flow_name(scxml_event) + "."
@@ -449,6 +541,55 @@ class _Importer:
                     fields[name.strip()] = ty.strip() or None
                     self.declared_fields.add(name.strip())
 
+    def data_failures(self, root: Element) -> tuple[str | None, list[Element]]:
+        """The `<data>` whose value is not an expression: SCXML leaves each unset and raises
+        error.execution when the document starts. That is the first entry of the top-level
+        initial state (its id is returned with them), provided nothing enters it again."""
+        failing = [
+            data
+            for data in self.walk(root, "data")
+            if _syntax_error(data.attrs.get("expr") or data.text or "0")
+        ]
+        top = self.start_state
+        if not failing or top is None:
+            if failing:
+                where = next(iter(self.initial_children(root, None)), "the initial state")
+                for data in failing:
+                    self.error(
+                        "E410",
+                        "a `<data>` value that is not an expression raises error.execution "
+                        f"at start, and `{where}` (where flowc raises it) is entered again",
+                        data,
+                    )
+            return None, []
+        return top, failing
+
+    def entered_once(self, root: Element) -> str | None:
+        """The top-level initial state when only the start enters it (no transition targets it,
+        or a state inside it from outside), else None: its first entry is the start."""
+        top = next(iter(self.initial_children(root, None)), None)
+        if top is None:
+            return None
+        for transition in self.walk(root, "transition"):
+            for target in transition.attrs.get("target", "").split():
+                inside = target == top or (
+                    target in self.states and self.is_descendant(target, top)
+                )
+                source = self.source_of(transition)
+                from_inside = source is not None and (
+                    source == top or self.is_descendant(source, top)
+                )
+                if target == top or (inside and not from_inside):
+                    return None
+        return top
+
+    def source_of(self, transition: Element) -> str | None:
+        """The id of the state a `<transition>` belongs to (None for an initial's)."""
+        for sid, info in self.states.items():
+            if any(t is transition for t in info.element.find("transition")):
+                return sid
+        return None
+
     def type_of(self, text: str, names: Names) -> str | None:
         try:
             return _infer(translate(text, Names(dict(names.variables), "")), self.var_types, names)
@@ -475,7 +616,9 @@ class _Importer:
             if event.startswith("done.state."):
                 continue
             params = ", ".join(
-                f"{f}: {t}" if f in self.declared_fields and t else f"{f}: {_with_default(t)}"
+                f"{f}: {t}"
+                if f in self.declared_fields and t
+                else f"{f}: {_FIELD_DEFAULTS.get(f) or _with_default(t)}"
                 for f, t in fields.items()
             )
             lines.append(f"event {event}({params})" if params else f"event {event}")
@@ -509,20 +652,19 @@ class _Importer:
 
     @property
     def uses_sessionid(self) -> bool:
-        return "_sessionid" in self.document.text
+        return "_sessionid" in self.document.text or self.names.reads_session
 
     def data_default(self, var: str) -> str | None:
         for data in self.walk(self.root, "data"):
             if data.attrs.get("id") != var:
                 continue
             source = data.attrs.get("expr") or data.text
-            if not source:
-                return None
+            if not source or _syntax_error(source):
+                return None  # unset; a value that is not an expression fails at start
             expr = self.expr(source, data)
             if expr is None:
                 return None
-            if expr.op == "ctx" and expr.value == "sessionid":
-                return literal_text(self.session_id)
+            expr = _fold_session(expr, self.session_id)
             if not _constant(expr):
                 self.features.add("computed-data")
                 self.error(
@@ -589,15 +731,30 @@ class _Importer:
         lines: list[str] = []
         for tag, keyword_ in (("onentry", "entry"), ("onexit", "exit")):
             actions: list[str] = []
+            if tag == "onentry" and sid == self.start_errors[0]:
+                actions.extend(self.fails() for _ in self.start_errors[1])
+                self.failed = False
+            # The start's entry runs before any event: `_event` is not bound yet.
+            self.names.event_unbound = tag == "onentry" and sid == self.start_state
             for block in element.find(tag):
                 actions.extend(self.actions(block.children))
+            self.names.event_unbound = False
             if actions:
                 lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
+        earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
+            children = self.pushed_to(transition, element, sid, earlier)
+            earlier.append(transition)
+            self.reenter_target = bool(children)
             rule = self.write_transition(transition, sid)
-            if rule:
+            self.reenter_target = False
+            if rule and children:
+                for child in children:
+                    self.pushed.setdefault(child, []).append(rule)
+            elif rule:
                 lines.append(indent + rule)
+        lines.extend(indent + rule for rule in self.pushed.pop(sid, []))
         inner = self.write_states(element, sid, indent)
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
@@ -617,8 +774,18 @@ class _Importer:
             if "*" in events or ".*" in events or not named:
                 outer_fields |= read
             for event in named:
+                meta = sorted(f for f in read if _is_meta(f) and f != EVENT_DATA_FIELD)
+                if event.startswith("done.state.") and meta:
+                    self.error(
+                        "E416",
+                        f"`_event.{meta[0].removeprefix('scxml_')}` read in a rule for `{event}`",
+                        transition,
+                        "flowc's done.state events carry no such field",
+                    )
+                    continue
                 for name in sorted(read):
                     self.events.setdefault(event, {}).setdefault(name, None)
+                self.rule_reads.append((event, read))
 
     def write_rule(
         self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
@@ -645,9 +812,10 @@ class _Importer:
                 return None
             guard = f" if {expr_text(self.truth(expr))}"
         if targets:
-            target = self.states[targets[0]].name
+            target = self.states[self.across_regions(sid, targets[0])].name
             internal = transition.attrs.get("type") == "internal"
-            if targets[0] == sid or (not internal and self.is_descendant(targets[0], sid)):
+            descendant = self.is_descendant(targets[0], sid)
+            if targets[0] == sid or (descendant and (not internal or self.reenter_target)):
                 target += " reenter"
         else:
             self.features.add("targetless")
@@ -658,6 +826,69 @@ class _Importer:
             return f"always{guard} -> {target}{do}"
         names = self.event_patterns(events)
         return f"on {_SEP.join(names)}{guard} -> {target}{do}"
+
+    def across_regions(self, source: str, target: str) -> str:
+        """The state a rule enters for an SCXML target in another region of a parallel state
+        than its source. SCXML leaves the parallel state and enters it again (every other
+        region in its default state); flowc refuses a rule across regions (E134), but when the
+        target is where its region starts anyway, entering the parallel state is the same."""
+        up = self.states[target].parent
+        while up is not None:
+            if self.states[up].kind == "parallel" and self.is_descendant(source, up):
+                region = next(
+                    k
+                    for k in self.states[up].children
+                    if k == target or self.is_descendant(target, k)
+                )
+                in_region = source == region or self.is_descendant(source, region)
+                if not in_region and self.entered_by_default(region, target):
+                    self.features.add("cross-region")
+                    return up
+                return target
+            up = self.states[up].parent
+        return target
+
+    def entered_by_default(self, state: str, target: str) -> bool:
+        """Whether entering `state` enters `target` (a descendant) through default entries."""
+        while state != target:
+            info = self.states[state]
+            below = [k for k in info.children if k == target or self.is_descendant(target, k)]
+            if not below:
+                return False
+            if info.kind != "parallel" and below[0] not in self.initial_children(
+                info.element, state
+            ):
+                return False
+            state = below[0]
+        return True
+
+    def pushed_to(
+        self, transition: Element, element: Element, sid: str, earlier: list[Element]
+    ) -> list[str]:
+        """The children a `type="internal"` transition of a compound state is written in.
+
+        SCXML's internal transition to a descendant leaves the active states below its source
+        but not the source itself; a flowc rule on a compound state leaves the state. Written
+        as `-> T reenter` on each child, after the child's own rules, it leaves only what is
+        below the source, and is tried where SCXML tries it: unless an earlier transition of
+        the source takes some of the same events (it must stay first), or a child is final
+        (a final state has no rules). Empty: written on the source."""
+        targets = transition.attrs.get("target", "").split()
+        if (
+            transition.attrs.get("type") != "internal"
+            or element.tag != "state"
+            or len(targets) != 1
+            or targets[0] not in self.states
+            or not self.is_descendant(targets[0], sid)
+        ):
+            return []
+        kids = [c for c in element.children if c.tag in ("state", "parallel", "final")]
+        if any(c.tag == "final" for c in kids):
+            return []
+        events = transition.attrs.get("event", "").split()
+        if any(_overlap(events, other.attrs.get("event", "").split()) for other in earlier):
+            return []
+        return [self.id_of(c) for c in kids]
 
     def is_descendant(self, sid: str, ancestor: str) -> bool:
         up = self.states[sid].parent
@@ -691,19 +922,47 @@ class _Importer:
     def actions(self, elements: list[Element]) -> list[str]:
         out: list[str] = []
         for element in elements:
+            self.failed = False
             text = self.action(element)
             if text:
                 out.append(text)
-            if text == _FAILS:
+            if self.failed:
                 # SCXML stops a block at its first error: what follows never runs.
+                self.failed = False
                 break
         return out
 
-    def fails(self) -> str:
-        """An element SCXML would fail to run: it raises error.execution (the block stops)."""
+    def later(self, render: Callable[[], str]) -> str:
+        """An action whose text depends on the fields its event ends up with (the `_event`
+        fields some rule reads): written once every rule has been read."""
+        self.deferred.append(render)
+        return f"\x01{len(self.deferred) - 1}\x01"
+
+    def variable_of(self, field_name: str) -> str:
+        """The `<data>` id whose context field is `field_name`."""
+        for var, name in self.names.variables.items():
+            if name == field_name:
+                return var
+        return field_name
+
+    def raise_text(self, event: str, args: list[tuple[str, str]], kind: str) -> str:
+        """`raise event(args)`, with the `_event` fields the event declares: `type` (kind:
+        internal or platform) and `sendid` when `args` name one."""
+        fields = self.events.get(event, {})
+        extra = [(meta_field("type"), literal_text(kind))]
+        written = [(k, v) for k, v in [*args, *extra] if not _is_meta(k) or k in fields]
+        if not written:
+            return f"raise {event}"
+        return f"raise {event}(" + ", ".join(f"{k}: {v}" for k, v in written) + ")"
+
+    def fails(self, sendid: str | None = None) -> str:
+        """An element SCXML would fail to run: it raises error.execution (the block stops);
+        a `<send>` that fails carries its send id (`_event.sendid`)."""
         self.features.add("error.execution")
         self.events.setdefault("error.execution", {})
-        return _FAILS
+        self.failed = True
+        args = [(meta_field("sendid"), literal_text(sendid))] if sendid is not None else []
+        return self.later(lambda: self.raise_text("error.execution", args, "platform"))
 
     def action(self, element: Element) -> str | None:
         tag = element.tag
@@ -719,9 +978,18 @@ class _Importer:
             except Refusal as refusal:
                 self.refused(refusal, element)
                 return None
-            source = element.attrs.get("expr") or element.text
             value = self.expr(source, element) if source else None
             if value is None:
+                return None
+            declared = self.var_types.get(self.variable_of(var))
+            found = _infer(value, self.var_types, self.names)
+            if _clash(declared, found):
+                self.error(
+                    "E410",
+                    f"`{var}` holds `{declared}` values and is assigned a `{found}`",
+                    element,
+                    "flowc variables have one type; use one variable per kind of value",
+                )
                 return None
             self.used.append((var, value))
             return f"{var} = {expr_text(value)}"
@@ -729,7 +997,7 @@ class _Importer:
             self.features.add("raise")
             event = event_flow_name(element.attrs.get("event", ""))
             self.events.setdefault(event, {})
-            return f"raise {event}"
+            return self.later(lambda: self.raise_text(event, [], "internal"))
         if tag == "log":
             self.features.add("log")
             label = element.attrs.get("label", "")
@@ -760,20 +1028,27 @@ class _Importer:
         branches: list[tuple[str | None, list[str]]] = []
         guard: str | None = self.guard_text(element.attrs.get("cond", ""), element)
         current: list[str] = []
+        stopped = False
         for child in element.children:
             if child.tag in ("elseif", "else"):
                 branches.append((guard, current))
-                current = []
+                current, stopped = [], False
                 guard = (
                     self.guard_text(child.attrs.get("cond", ""), child)
                     if child.tag == "elseif"
                     else None
                 )
                 continue
+            if stopped:
+                continue  # after an error in this branch (the rest of the block runs: flowc
+                # has no conditional stop; docs/scxml.md)
+            self.failed = False
             text = self.action(child)
             if text:
                 current.append(text)
+            stopped = self.failed
         branches.append((guard, current))
+        self.failed = False
         return _if_chain(branches)
 
     def guard_text(self, cond: str, element: Element) -> str:
@@ -784,97 +1059,39 @@ class _Importer:
         """A condition as a flowc `bool`: Python reads a number, a string or a list as true
         when it is not zero or empty; flowc guards must be `bool` (E205), so that reading is
         written out (`n != 0`, `s != ""`, `len(xs) != 0`)."""
+        if expr.op == "lit" and expr.value is None:
+            return Expr(op="lit", value=False)
+        if expr.op == "not":
+            return Expr(op="not", args=(self.truth(expr.args[0]),))
+        if expr.op in ("and", "or"):
+            return Expr(op=expr.op, args=tuple(self.truth(a) for a in expr.args))
         ty = _infer(expr, self.var_types, self.names)
+        if expr.op == "event":
+            ty = ty or self.field_types.get(str(expr.value))
         if ty in ("int", "float"):
             zero = Expr(op="lit", value=0 if ty == "int" else 0.0)
             return Expr(op="!=", args=(expr, zero))
         if ty == "str":
             return Expr(op="!=", args=(expr, Expr(op="lit", value="")))
-        if ty is not None and ty.startswith("list"):
+        if ty is not None and ty.startswith(("list", "map")):
             length = Expr(op="call", value="len", args=(expr,))
             return Expr(op="!=", args=(length, Expr(op="lit", value=0)))
         return expr
 
     def send(self, element: Element) -> str | None:
+        """A `<send>`: to the session's external queue (`emit scxml_send`, which the host
+        delivers), to its internal queue (`#_internal`: `raise`), or the error SCXML raises
+        for it (error.execution: an invalid target or an unknown type; error.communication: a
+        session that is not this one). A computed target or type is checked where it runs."""
         self.features.add("send")
         attrs = element.attrs
-        if "targetexpr" in attrs or "typeexpr" in attrs:
-            self.features.add("external-send")
-            self.error("E409", "computed send targets are not supported", element)
-            return None
-        target = attrs.get("target", "")
-        kind = attrs.get("type", SCXML_PROCESSOR)
-        if kind not in (SCXML_PROCESSOR, "scxml"):
-            self.features.add("external-send")
-            self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
-            return None
-        if target and not target.startswith("#") and ":" not in target:
-            # Not a URI nor a special target: SCXML raises error.execution (the target is
-            # invalid) rather than sending.
-            return self.fails()
-        if target not in ("", "#_internal"):
-            self.features.add("external-send")
-            self.error(
-                "E409",
-                f"sending to `{target}` is not supported",
-                element,
-                "flowc sends only to the session itself",
-            )
-            return None
-        if "eventexpr" in attrs:
-            self.error("E410", "computed event names (`eventexpr`) are not supported", element)
-            return None
-        if element.find("content"):
-            self.features.add("send-content")
-            self.error("E416", "<content> in <send> is not supported", element)
-            return None
-        event = event_flow_name(attrs.get("event", ""))
-        fields = self.events.setdefault(event, {})
-        data: list[str] = []
-        for var in attrs.get("namelist", "").split():
-            if var.isidentifier() and var not in self.var_types:
-                return self.fails()  # an undeclared name: SCXML raises error.execution
-            expr = self.expr(var, element)
-            if expr is None:
-                return None
-            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
-            data.append(f"{literal_text(flow_name(var, 'v'))}: {expr_text(expr)}")
-        for param in element.find("param"):
-            name = flow_name(param.attrs.get("name", ""), "p")
-            source = param.attrs.get("expr") or param.attrs.get("location", "")
-            expr = self.expr(source, param)
-            if expr is None:
-                return None
-            ty = _infer(expr, self.var_types, self.names)
-            if fields.get(name) is None:
-                fields[name] = ty
-            data.append(f"{literal_text(name)}: {expr_text(expr)}")
-        if target == "#_internal":
-            self.features.add("raise")
-            return f"raise {event}" + (f"({', '.join(_kw(d) for d in data)})" if data else "")
-        delay = 0
-        if "delay" in attrs or "delayexpr" in attrs:
-            self.features.add("delayed-send")
-            raw = attrs.get("delay")
-            if raw is None:
-                expr = self.expr(attrs["delayexpr"], element)
-                if expr is None:
-                    return None
-                value = expr.value if expr.op == "lit" else None
-                if not isinstance(value, str):
-                    self.error("E414", "`delayexpr` must be a constant duration string", element)
-                    return None
-                raw = value
-            parsed = parse_delay(raw)
-            if parsed is None:
-                self.error("E414", f"invalid delay `{raw}`", element)
-                return None
-            delay = parsed
+        # The id first: SCXML stores it in `idlocation` before the send can fail, and the error
+        # of a failed send carries it.
         sendid = attrs.get("id")
+        explicit = sendid is not None or "idlocation" in attrs
         assigns = ""
         if sendid is None:
-            self.send_ids += 1
-            sendid = f"send{self.send_ids}"
+            sendid = self.new_send_id()
             if "idlocation" in attrs:
                 try:
                     var = location(attrs["idlocation"], self.names)
@@ -882,10 +1099,319 @@ class _Importer:
                     self.refused(refusal, element)
                     return None
                 assigns = f"{var} = {literal_text(sendid)}; "
-        payload = "{" + ", ".join(data) + "}"
+        processor: Expr | None = None
+        if "typeexpr" in attrs:
+            self.features.add("computed-send-type")
+            processor = self.expr(attrs["typeexpr"], element)
+            if processor is None:
+                return None
+        else:
+            kind = attrs.get("type", SCXML_PROCESSOR)
+            if kind in OTHER_PROCESSORS:
+                self.features.add("external-send")
+                self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
+                return None
+            if kind not in SCXML_PROCESSOR_NAMES:
+                # SCXML: a type the processor does not support raises error.execution.
+                return assigns + self.fails(sendid)
+        target = attrs.get("target", "")
+        address: Expr | None = None
+        if "targetexpr" in attrs:
+            self.features.add("computed-send-target")
+            address = self.expr(attrs["targetexpr"], element)
+            if address is None:
+                return None
+        elif target.startswith("#_scxml_"):
+            address = Expr(op="lit", value=target)
+        elif target and not target.startswith("#") and ":" not in target:
+            # Not a URI nor a special target: SCXML raises error.execution (the target is
+            # invalid) rather than sending.
+            return assigns + self.fails(sendid)
+        elif target not in ("", "#_internal"):
+            self.features.add("external-send")
+            self.error(
+                "E409",
+                f"sending to `{target}` is not supported",
+                element,
+                "flowc sends only to the session itself (no target, `#_internal`, "
+                "`#_scxml_` + its session id)",
+            )
+            return None
+        name: str | None = None
+        if "eventexpr" in attrs:
+            self.features.add("computed-event")
+            if target == "#_internal" or address is not None:
+                self.error(
+                    "E410",
+                    "`eventexpr` is translated only for sends to the session's external queue",
+                    element,
+                    "flowc raises only declared events; give the event by name",
+                )
+                return None
+            if attrs.get("namelist") or element.find("param") or element.find("content"):
+                self.error("E410", "`eventexpr` with data is not supported", element)
+                return None
+            named = self.expr(attrs["eventexpr"], element)
+            if named is None:
+                return None
+            name = expr_text(named)
+        event = event_flow_name(attrs.get("event", "")) if name is None else ""
+        fields = self.events.setdefault(event, {}) if name is None else {}
+        data: list[tuple[str, str]] = []
+        for var in attrs.get("namelist", "").split():
+            if var.isidentifier() and var not in self.var_types:
+                return assigns + self.fails(sendid)  # an undeclared name: error.execution
+            expr = self.expr(var, element)
+            if expr is None:
+                return None
+            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
+            data.append((flow_name(var, "v"), expr_text(expr)))
+        for param in element.find("param"):
+            field_name = flow_name(param.attrs.get("name", ""), "p")
+            source = param.attrs.get("expr") or param.attrs.get("location", "")
+            expr = self.expr(source, param)
+            if expr is None:
+                return None
+            ty = _infer(expr, self.var_types, self.names)
+            if fields.get(field_name) is None:
+                fields[field_name] = ty
+            data.append((field_name, expr_text(expr)))
+        ok, whole = self.send_content(element, data, fields)
+        if not ok:
+            return None
+        if whole is not None and name is None:
+            ty = self.whole_type
+            if data:  # the map of the params: typed when they share one type
+                kinds = {fields.get(k) for k, _ in data}
+                ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
+            if ty is not None:
+                self.data_types.setdefault(event, ty)
+        delay = self.send_delay(element)
+        if delay is None:
+            return None
+        send = _Send(
+            event=event,
+            name=name,
+            sendid=sendid,
+            own_id=literal_text(sendid) if explicit else None,
+            data=data,
+            whole=whole,
+            delay=delay,
+            internal=target == "#_internal",
+            address=address,
+            processor=processor,
+        )
+        if processor is not None or delay.variable is not None:
+            self.events.setdefault("error.execution", {})
+        if address is not None:
+            for error in ("error.execution", "error.communication"):
+                self.events.setdefault(error, {})
+        return assigns + self.later(lambda: self.send_checked(send))
+
+    def send_delay(self, element: Element) -> _Delay | None:
+        """The delay of a send: `delay`, a constant `delayexpr`, or a `delayexpr` reading a
+        variable only ever given constant durations; None when refused (E414)."""
+        attrs = element.attrs
+        if "delay" not in attrs and "delayexpr" not in attrs:
+            return _Delay(0)
+        self.features.add("delayed-send")
+        raw = attrs.get("delay")
+        if raw is None:
+            expr = self.expr(attrs["delayexpr"], element)
+            if expr is None:
+                return None
+            if expr.op == "ctx" and isinstance(expr.value, str):
+                choices = self.delays_of(expr.value)
+                if not choices:
+                    self.error(
+                        "E414",
+                        f"`delayexpr` reads `{expr.value}`, which is not always assigned a "
+                        "constant duration string",
+                        element,
+                    )
+                    return None
+                return _Delay(0, expr.value, choices)
+            if expr.op != "lit" or not isinstance(expr.value, str):
+                self.error(
+                    "E414",
+                    "`delayexpr` must be a constant duration string or a variable only "
+                    "ever assigned such constants",
+                    element,
+                )
+                return None
+            raw = expr.value
+        parsed = parse_delay(raw)
+        if parsed is None:
+            self.error("E414", f"invalid delay `{raw}`", element)
+            return None
+        return _Delay(parsed)
+
+    def send_checked(self, send: _Send) -> str:
+        """A send's action: to its queue, checked first against a computed target or type."""
+        if send.address is not None:
+            text = self.addressed(send)
+        elif send.internal:
+            text = self.send_internal(send)
+        else:
+            text = self.send_external(send)
+        if send.processor is not None:
+            to = expr_text(send.processor)
+            names = " or ".join(f"{to} == {literal_text(n)}" for n in SCXML_PROCESSOR_NAMES)
+            text = f"if {names} {{ {text} }} else {{ {self.send_error(send)} }}"
+        return text
+
+    def send_error(self, send: _Send, event: str = "error.execution") -> str:
+        """The error a send raises: a platform event carrying the send's id."""
+        sendid = [(meta_field("sendid"), literal_text(send.sendid))]
+        return self.raise_text(event, sendid, "platform")
+
+    def send_internal(self, send: _Send) -> str:
+        """A send to `#_internal`: a `raise` with the params, the whole data and the id."""
+        self.features.add("raise")
+        args = list(send.data)
+        if send.whole is not None:
+            args.append((EVENT_DATA_FIELD, send.whole))
+        if send.own_id is not None:
+            args.append((meta_field("sendid"), send.own_id))
+        return self.raise_text(send.event, args, "internal")
+
+    def send_external(self, send: _Send) -> str:
+        """A send to the external queue; with a delay read from a variable, one send per
+        duration it may hold, and error.execution for any other value (as in SCXML)."""
+        delay = send.delay
+        if delay.variable is None:
+            return self.send_emit(send, delay.ms)
+        branches = [
+            f"{delay.variable} == {literal_text(text)} {{ {self.send_emit(send, ms)} }}"
+            for text, ms in delay.choices
+            if ms is not None
+        ]
+        if not branches:
+            return self.send_error(send)
+        return f"if {' elif '.join(branches)} else {{ {self.send_error(send)} }}"
+
+    def send_emit(self, send: _Send, delay_ms: int) -> str:
+        """`emit scxml_send(...)`, its data holding the `_event` fields the event declares."""
+        items = list(send.data)
+        declared = self.events.get(send.event, {})
+        extra = [
+            (EVENT_DATA_FIELD, send.whole),
+            (meta_field("sendid"), send.own_id),
+            (meta_field("origin"), expr_text(session_location())),
+            (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
+        ]
+        for key, value in extra:
+            if value is not None and key in declared:
+                items.append((key, value))
+                self.names.reads_session |= key == meta_field("origin")
+        payload = "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in items) + "}"
         return (
-            f"{assigns}emit {SEND_EFFECT}(name: {literal_text(event)}, delay_ms: {delay}, "
-            f"id: {literal_text(sendid)}, data: {payload})"
+            f"emit {SEND_EFFECT}(name: {send.name or literal_text(send.event)}, "
+            f"delay_ms: {delay_ms}, id: {literal_text(send.sendid)}, data: {payload})"
+        )
+
+    def delays_of(self, field_name: str) -> list[tuple[str, int | None]]:
+        """The constant strings a variable is ever given (its `<data>` value and every
+        `<assign>`), with their milliseconds (None: not a duration); empty when some value
+        is not a constant string."""
+        var = self.variable_of(field_name)
+        sources = [
+            d.attrs.get("expr") or d.text
+            for d in self.walk(self.root, "data")
+            if d.attrs.get("id") == var and (d.attrs.get("expr") or d.text)
+        ]
+        sources += [
+            a.attrs.get("expr") or a.text
+            for a in self.walk(self.root, "assign")
+            if a.attrs.get("location", "").strip() == var
+        ]
+        found: dict[str, int | None] = {}
+        for source in sources:
+            try:
+                value = translate(source, Names({}, ""))
+            except Refusal:
+                return []
+            if value.op != "lit" or not isinstance(value.value, str):
+                return []
+            found[value.value] = parse_delay(value.value)
+        return list(found.items())
+
+    def new_send_id(self) -> str:
+        """An id for a send without one (`idlocation` stores it; a `<cancel>` may name it),
+        unlike every id the document writes."""
+        written = {send.attrs.get("id") for send in self.walk(self.root, "send")}
+        while True:
+            self.send_ids += 1
+            sendid = f"send{self.send_ids}"
+            if sendid not in written:
+                return sendid
+
+    def send_content(
+        self, element: Element, data: list[tuple[str, str]], fields: dict[str, str | None]
+    ) -> tuple[bool, str | None]:
+        """(False, None) when refused, else the text of `_event.data` as a whole: the
+        `<content>` (its `expr`, or its text read as a literal when it is one, else as a
+        string with its white space normalised), the map of the params, or None when the send
+        has no data. A content that is a map with name keys also gives its entries as fields
+        (`_event.data['key']`), as params do."""
+        contents = element.find("content")
+        self.whole_type = None
+        if not contents:
+            if not data:
+                return True, None
+            return True, "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in data) + "}"
+        self.features.add("send-content")
+        content = contents[0]
+        if data or len(contents) > 1 or content.children:
+            self.error(
+                "E416",
+                "<content> is read as one value, without params, namelist or markup",
+                content,
+            )
+            return False, None
+        if "expr" in content.attrs:
+            value = self.expr(content.attrs["expr"], content)
+            if value is None:
+                return False, None
+        else:
+            text = " ".join(content.text.split())
+            try:
+                value = translate(text, Names({}, ""))
+            except Refusal:
+                value = Expr(op="lit", value=text)
+            if not _constant(value):
+                value = Expr(op="lit", value=text)
+        keys = value.args[0::2] if value.op == "map" else ()
+        if keys and all(
+            k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
+        ):
+            for key, item in zip(keys, value.args[1::2], strict=True):
+                name = flow_name(str(key.value), "p")
+                ty = _infer(item, self.var_types, self.names)
+                if fields.get(name) is None:
+                    fields[name] = ty
+                data.append((name, expr_text(item)))
+        self.used.append((None, value))
+        self.whole_type = _infer(value, self.var_types, self.names)
+        return True, expr_text(value)
+
+    def addressed(self, send: _Send) -> str:
+        """A send to a target known when it runs: `#_internal`, this session
+        (`#_scxml_` + its id), another session (error.communication: flowc reaches no other
+        session) or no target at all (error.execution)."""
+        assert send.address is not None
+        self.names.reads_session = True
+        unreachable = self.send_error(send, "error.communication")
+        if send.address.op == "lit" and isinstance(send.address.value, str):
+            session = literal_text(send.address.value.removeprefix("#_scxml_"))
+            own = self.send_external(send)
+            return f"if sessionid == {session} {{ {own} }} else {{ {unreachable} }}"
+        to = expr_text(send.address)
+        return (
+            f'if {to} == "#_internal" {{ {self.send_internal(send)} }} '
+            f"elif {to} == {expr_text(session_location())} {{ {self.send_external(send)} }} "
+            f'elif "#_" in {to} or ":" in {to} {{ {unreachable} }} '
+            f"else {{ {self.send_error(send)} }}"
         )
 
 
@@ -904,12 +1430,6 @@ def _syntax_error(text: str) -> bool:
 def _texts(element: Element) -> str:
     """Every attribute value below `element`, for a quick textual check."""
     return " ".join(str(c.attrs) + _texts(c) for c in element.children)
-
-
-def _kw(entry: str) -> str:
-    """`"name": expr` (a map entry) as `name: expr` (a payload argument)."""
-    key, _, value = entry.partition(": ")
-    return f"{key.strip(chr(34))}: {value}"
 
 
 def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
@@ -932,8 +1452,18 @@ def _if_chain(branches: list[tuple[str | None, list[str]]]) -> str | None:
     return " ".join(parts)
 
 
-#: The action of an element SCXML would fail to run (`_Importer.fails`).
-_FAILS = "raise error.execution"
+_NUMBERS = {"int", "float"}
+_SCALARS = frozenset({"int", "float", "str", "bool"})
+
+
+def _clash(declared: str | None, found: str | None) -> bool:
+    """Whether a variable of type `declared` cannot hold a value of type `found` (only plain
+    scalars are compared: a `json` or optional variable holds more)."""
+    if declared not in _SCALARS or found not in _SCALARS or declared == found:
+        return False
+    return {declared, found} != _NUMBERS
+
+
 _TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
 _ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
 
@@ -959,6 +1489,41 @@ def _optional(ty: str | None) -> str:
     return f"{ty}?"
 
 
+def _overlap(one: list[str], other: list[str]) -> bool:
+    """Whether two transitions' event descriptors may match one event (both eventless, or a
+    descriptor equal to, a prefix of, or `*` for the other's)."""
+    if not one or not other:
+        return not one and not other
+    for a in one:
+        for b in other:
+            a, b = a.removesuffix(".*"), b.removesuffix(".*")
+            if "*" in (a, b) or a == b or a.startswith(b + ".") or b.startswith(a + "."):
+                return True
+    return False
+
+
+def _is_meta(field_name: str) -> bool:
+    """Whether a payload field is one of the `_event` fields the importer fills."""
+    return field_name == EVENT_DATA_FIELD or field_name in {
+        meta_field(m) for m in EVENT_META_FIELDS
+    }
+
+
+def _fold_session(expr: Expr, session_id: str) -> Expr:
+    """`expr` with `_sessionid` read as the flow's session id and the string concatenations
+    that makes constant written out, for a `<data>` initial value (a constant in flowc)."""
+    if expr.op == "ctx" and expr.value == "sessionid":
+        return Expr(op="lit", value=session_id)
+    if not expr.args:
+        return expr
+    args = tuple(_fold_session(a, session_id) for a in expr.args)
+    left = args[0].value if args[0].op == "lit" else None
+    right = args[-1].value if args[-1].op == "lit" else None
+    if expr.op == "+" and isinstance(left, str) and isinstance(right, str):
+        return Expr(op="lit", value=left + right)
+    return Expr(op=expr.op, value=expr.value, args=args)
+
+
 def _constant(expr: Expr) -> bool:
     if expr.op == "lit":
         return True
@@ -981,6 +1546,8 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
         if isinstance(value, str):
             return "str"
         return None
+    if op == "event" and _is_meta(str(expr.value)) and expr.value != EVENT_DATA_FIELD:
+        return "str"
     if op == "ctx":
         for var, field_name in names.variables.items():
             if field_name == expr.value:
@@ -1004,5 +1571,11 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
         items = {_infer(a, var_types, names) for a in expr.args}
         if len(items) == 1 and None not in items:
             return f"list[{items.pop()}]"
+        return None
+    if op == "map" and expr.args:
+        keys = {_infer(a, var_types, names) for a in expr.args[0::2]}
+        values = {_infer(a, var_types, names) for a in expr.args[1::2]}
+        if keys == {"str"} and len(values) == 1 and None not in values:
+            return f"map[str, {values.pop()}]"
         return None
     return None

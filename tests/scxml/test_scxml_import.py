@@ -181,7 +181,7 @@ def test_refusals_name_the_element_and_line() -> None:
       <send event="x" target="#_parent"/>
       <send event="x" type="http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"/>
       <send event="x" delayexpr="d"/>
-      <assign location="a.b" expr="1"/>
+      <log expr="(1).__class__"/>
     </onentry>
     <transition event="e" cond="In('s')" target="s"/>
     <transition event="e" target="s t"/>

@@ -1,0 +1,224 @@
+"""SCXML semantics the importer writes out with flowc's constructs: a delay read from a
+variable, `<data>` values that fail when the document starts, internal transitions to a
+descendant, transitions into another region of a parallel state. Each chart is written for
+flowc, imported, compiled and run by the conformance runner's host, and reaches `pass` only if
+the mapping keeps SCXML's meaning."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from charts import chart
+
+from flowc.compiler.scxml.importer import import_scxml
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "conformance"))
+from w3c_runner import run_test
+
+OUTCOMES = '  <final id="pass"/><final id="fail"/>'
+
+PASSING = {
+    # `delayexpr` reading a variable: the delay it holds when the send runs.
+    "delay_from_a_variable": chart(
+        """  <datamodel><data id="wait" expr="'5s'"/><data id="other" expr="'1s'"/></datamodel>
+  <state id="s0">
+    <onentry>
+      <assign location="wait" expr="'200ms'"/>
+      <send event="second" delayexpr="wait"/>
+      <send event="first" delayexpr="'100ms'"/>
+      <assign location="other" expr="'not a duration'"/>
+      <send event="never" delayexpr="other"/>
+    </onentry>
+    <transition event="error.execution" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <transition event="first" target="s2"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s2">
+    <transition event="second" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
+    # A `<data>` value that is not an expression: the variable is unset and error.execution
+    # comes first when the document starts, before what the first state raises.
+    "data_that_fails_at_start": chart(
+        """  <datamodel><data id="v" expr="1 = 1"/><data id="n" expr="0"/></datamodel>
+  <state id="s0">
+    <onentry><raise event="mine"/></onentry>
+    <transition event="error.execution" target="s1"><assign location="v" expr="7"/></transition>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <transition event="mine" cond="v == 7" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
+    # An internal transition to a descendant leaves the active child, not the source.
+    "internal_transition_to_a_descendant": chart(
+        """  <datamodel>
+    <data id="left_outer" expr="0"/><data id="left_a" expr="0"/><data id="left_b" expr="0"/>
+  </datamodel>
+  <state id="outer" initial="a">
+    <onentry><raise event="move"/><raise event="move"/><raise event="check"/></onentry>
+    <onexit><assign location="left_outer" expr="left_outer + 1"/></onexit>
+    <transition event="move" type="internal" target="b"/>
+    <transition event="check" target="s1"/>
+    <state id="a">
+      <onexit><assign location="left_a" expr="left_a + 1"/></onexit>
+    </state>
+    <state id="b">
+      <onexit><assign location="left_b" expr="left_b + 1"/></onexit>
+    </state>
+  </state>
+  <state id="s1">
+    <transition cond="left_outer == 1 and left_a == 1 and left_b == 2" target="pass"/>
+    <transition target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
+    # A transition into the start of another region leaves the parallel state and enters it
+    # again: every region starts over.
+    "into_another_region": chart(
+        """  <datamodel><data id="entered" expr="0"/></datamodel>
+  <state id="top" initial="p">
+    <parallel id="p">
+      <onentry><assign location="entered" expr="entered + 1"/></onentry>
+      <state id="r1" initial="x">
+        <state id="x"><transition event="go" target="y"/></state>
+        <state id="y"><transition event="jump" target="r2"/></state>
+      </state>
+      <state id="r2" initial="u">
+        <state id="u"><transition event="step" target="w"/></state>
+        <state id="w"><transition event="check" cond="entered == 2" target="pass"/></state>
+      </state>
+    </parallel>
+    <transition event="check" target="fail"/>
+    <onentry>
+      <raise event="go"/><raise event="step"/><raise event="jump"/>
+      <raise event="step"/><raise event="check"/>
+    </onentry>
+  </state>
+"""
+        + OUTCOMES
+    ),
+    # `_event` is not bound before the first event: false in the start's entry.
+    "event_unbound_at_start": chart(
+        """  <state id="s0">
+    <onentry>
+      <if cond="_event"><raise event="bound"/><else/><raise event="unbound"/></if>
+      <if cond="not _event"><raise event="then_unbound"/></if>
+    </onentry>
+    <transition event="unbound" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <transition event="then_unbound" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PASSING))
+def test_charts_pass_with_the_runner(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"test_{name}.scxml"
+    path.write_text(PASSING[name], encoding="utf-8")
+    outcome = run_test(path)
+    assert (outcome.status, outcome.reason) == ("pass", "")
+
+
+def codes(text: str) -> list[str]:
+    result = import_scxml(text, "chart.scxml")
+    assert result.flow_text is None
+    return [d.code for d in result.diagnostics]
+
+
+def test_an_internal_transition_stays_on_its_state_behind_an_earlier_one_for_its_event() -> None:
+    text = import_scxml(
+        chart(
+            """  <state id="outer">
+    <transition event="move.*" target="outer"/>
+    <transition event="move" type="internal" target="b"/>
+    <state id="a"/><state id="b"/>
+  </state>"""
+        ),
+        "chart.scxml",
+    ).flow_text
+    assert text is not None
+    assert "  on move -> b\n" in text
+
+
+def test_a_data_value_that_fails_at_start_in_a_state_entered_again_is_refused() -> None:
+    text = chart(
+        """  <datamodel><data id="v" expr="1 = 1"/></datamodel>
+  <state id="s0"><transition event="again" target="s0"/></state>"""
+    )
+    assert codes(text) == ["E410"]
+
+
+def test_a_variable_given_values_of_two_types_is_refused() -> None:
+    text = chart(
+        """  <datamodel><data id="v" expr="1"/></datamodel>
+  <state id="s0"><onentry><assign location="v" expr="'text'"/></onentry></state>"""
+    )
+    assert codes(text) == ["E410"]
+
+
+def test_a_delay_from_a_variable_given_a_computed_value_is_refused() -> None:
+    text = chart(
+        """  <datamodel><data id="d" expr="'1s'"/></datamodel>
+  <state id="s0"><onentry>
+    <assign location="d" expr="d + 's'"/><send event="x" delayexpr="d"/>
+  </onentry></state>"""
+    )
+    assert codes(text) == ["E414"]
+
+
+def test_a_json_variable_takes_any_value() -> None:
+    text = chart(
+        """  <datamodel><data id="v" expr="1" xmlns:flowc="https://flowc.dev/ns/scxml"
+    flowc:type="json"/></datamodel>
+  <state id="s0"><onentry><assign location="v" expr="'text'"/></onentry></state>"""
+    )
+    result = import_scxml(text, "chart.scxml")
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    assert "  v: json = 1\n" in result.flow_text
+
+
+def test_an_error_in_a_branch_ends_the_branch_not_what_follows_the_if() -> None:
+    result = import_scxml(
+        chart(
+            """  <datamodel><data id="n" expr="0"/></datamodel>
+  <state id="s0"><onentry>
+    <if cond="n == 1"><assign location="_name" expr="1"/><assign location="n" expr="2"/>
+    <else/><assign location="n" expr="3"/></if>
+    <assign location="n" expr="4"/>
+  </onentry></state>"""
+        ),
+        "chart.scxml",
+    )
+    assert result.flow_text is not None
+    assert (
+        "entry do if n == 1 { raise error.execution } else { n = 3 }; n = 4\n" in result.flow_text
+    )
+
+
+def test_event_as_a_value_is_refused_where_an_event_may_be_bound() -> None:
+    text = chart(
+        """  <state id="s0">
+    <onentry><if cond="_event"><raise event="x"/></if></onentry>
+    <transition event="again" target="s0"/>
+  </state>"""
+    )
+    assert codes(text) == ["E416"]
