@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo as ModelField
 
 from flowc.compiler import ast
-from flowc.compiler.resolve import FieldInfo, StateNode, Symbols
+from flowc.compiler.resolve import FieldInfo, StateNode, Symbols, state_path
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime import model as ir
 
@@ -134,6 +134,13 @@ class Lowerer:
         if isinstance(node, ast.Subscript):
             return ("index", None, (self.expr(node.obj), self.expr(node.index)))
         if isinstance(node, ast.Call):
+            if node.func.name == "active":
+                # The state's IR name, as a literal (typecheck resolved it to one state).
+                written = state_path(node.args[0])
+                assert written is not None
+                state = symbols.state_candidates(written)[0]
+                name = ast.Literal_(state, "str", node.args[0].span)
+                return ("call", "active", (self.expr(name),))
             return ("call", node.func.name, tuple(map(self.expr, node.args)))
         if isinstance(node, ast.ListLit):
             return ("list", None, tuple(map(self.expr, node.items)))

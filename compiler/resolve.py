@@ -177,6 +177,17 @@ def suggestion_budget() -> Iterator[None]:
         _work_left.reset(token)
 
 
+def state_path(expr: ast.Expr) -> str | None:
+    """The state name written as `active`'s argument (`Paused`, `Cooking.Paused`), or None
+    when the argument is not a name."""
+    if isinstance(expr, ast.Name):
+        return expr.name
+    if isinstance(expr, ast.Attribute):
+        head = state_path(expr.obj)
+        return None if head is None else f"{head}.{expr.name.name}"
+    return None
+
+
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
     """A did-you-mean help line, or None when nothing is close (or the work allowed for this
     file is spent).

@@ -15,7 +15,7 @@ import jinja2
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.resolve import EffectInfo, EventInfo, FieldInfo, Symbols, suggest
+from flowc.compiler.resolve import EffectInfo, EventInfo, FieldInfo, Symbols, state_path, suggest
 from flowc.compiler.source import Span
 from flowc.compiler.template_bounds import checking_environment
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
@@ -73,6 +73,9 @@ class TypeChecker:
             "trim": TypeChecker._fn_str,
             "coalesce": TypeChecker._fn_coalesce,
             "str": TypeChecker._fn_to_str,
+            # never called: `_infer_Call` checks `active(STATE)` itself (its argument is a
+            # state, not a value)
+            "active": TypeChecker._fn_active,
         }
         assert set(self._functions) == EXPRESSION_FUNCTIONS
 
@@ -818,6 +821,8 @@ class TypeChecker:
 
     def _infer_Call(self, expr: ast.Call, scope: Scope) -> t.Ty:
         name = expr.func.name
+        if name == "active":
+            return self._active(expr, scope)
         if name == "coalesce" and len(expr.args) == 2:
             # The fallback is checked against the value's type, so record literals work.
             value = self.infer(expr.args[0], scope)
@@ -1076,6 +1081,44 @@ class TypeChecker:
             self.error("E201", f"expected a `str`, found `{args[0]}`", exprs[0].span)
         return t.STR
 
+    def _active(self, expr: ast.Call, scope: Scope) -> t.Ty:
+        """`active(STATE)`: STATE is a state's name (or a dotted path where it repeats),
+        resolved here as a transition target is; the call is a `bool`."""
+        if len(expr.args) != 1:
+            return self.error("E118", f"`active` takes 1 argument, got {len(expr.args)}", expr.span)
+        arg = expr.args[0]
+        written = state_path(arg)
+        if written is None:
+            return self.error(
+                "E217",
+                "`active` takes a state name",
+                arg.span,
+                "name the state as a transition target does: `active(Cooking)`",
+            )
+        if scope.constant:
+            return self.error("E203", "a default cannot depend on the active states", expr.span)
+        found = self.symbols.state_candidates(written)
+        if not found:
+            nodes = self.symbols.nodes
+            known = {*nodes, *(n.dotted for n in nodes.values())}
+            return self.error(
+                "E104", f"unknown state `{written}`", arg.span, suggest(written, sorted(known))
+            )
+        if len(found) > 1:
+            paths = [self.symbols.nodes[n].dotted for n in found]
+            listed = ", ".join(f"`{p}`" for p in paths)
+            return self.error(
+                "E130",
+                f"state name `{written}` is ambiguous: it may mean {listed}",
+                arg.span,
+                f"write the path that names one: `{paths[0]}`",
+            )
+        self.types[id(expr)] = t.BOOL
+        return t.BOOL
+
+    def _fn_active(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        raise AssertionError("`active` is checked by `_active`")  # pragma: no cover
+
     def _fn_coalesce(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
         if not self._arity("coalesce", args, span, 2):
             return t.ANY
@@ -1155,7 +1198,9 @@ _ARITY: dict[str, tuple[int, int]] = {
     "trim": (1, 1),
     "coalesce": (2, 2),
     "str": (1, 1),
+    "active": (1, 1),
 }
+
 
 _LITERAL_TYPES: dict[str, t.Ty] = {
     "int": t.INT,

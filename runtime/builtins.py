@@ -22,6 +22,8 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
         "trim",
         "coalesce",
         "str",
+        # whether a state is in the active configuration (it reads the instance, not a value)
+        "active",
     }
 )
 

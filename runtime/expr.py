@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.configuration import active_states
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
 from flowc.runtime.outputs import current_outputs
@@ -137,8 +138,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "trim": str.strip,
     "str": _to_str,
 }
-# `coalesce` is compiled specially: its default is evaluated only when needed.
-assert set(FUNCTIONS) | {"coalesce"} == EXPRESSION_FUNCTIONS
+# `coalesce` is compiled specially: its default is evaluated only when needed; `active` reads
+# the configuration, not a value (`ExprCompiler._active`).
+assert set(FUNCTIONS) | {"coalesce", "active"} == EXPRESSION_FUNCTIONS
 
 
 def _in(item: Any, container: Any) -> bool:
@@ -454,6 +456,9 @@ class ExprCompiler:
                 return b(c, e, s) if v is None else v
 
             return coalesce
+        if name == "active":
+            _arity(name, args, 1)
+            return _active(args[0])
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
@@ -614,6 +619,25 @@ class ExprCompiler:
             out.effects.append((name, value(c, e, s) if value is not None else {}))
 
         return emit
+
+
+def _active(arg: Any) -> Evaluator:
+    """`active(STATE)`: whether the state (its IR name, a string literal in the IR) is in the
+    active configuration when the expression is evaluated (runtime/configuration.py). Outside a
+    statechart step: whether it is the state evaluated in or one of its ancestors."""
+    if not isinstance(arg, Mapping) or arg.get("op") != "lit" or type(arg.get("value")) is not str:
+        raise IRLoadError("`active` takes a state name (a string literal)")
+    target: str = arg["value"]
+
+    def active(c: dict[str, Any], e: Any, s: Any) -> bool:
+        config = active_states()
+        if config is None:
+            if s.name == target:
+                return True
+            return any(a.name == target for a in getattr(s, "ancestors", ()))
+        return any(x.name == target for x in config)
+
+    return active
 
 
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:

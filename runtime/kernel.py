@@ -62,6 +62,7 @@ class Plan:
 
     __slots__ = (
         "arm",
+        "blind",
         "computed",
         "copies",
         "domain",
@@ -90,6 +91,10 @@ class Plan:
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
         self.emits: bool = any(_emits(s.owner.raw.get(s.block)) for s in steps)
+        #: The transition's own actions read `active(...)` while the flat flow is between its
+        #: source and its target: they run with no state active (SCXML: the source is left
+        #: before a transition's actions run, the target entered after), on the general path.
+        self.blind: bool = not self.internal and _reads_active(t.raw.get("actions"))
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
@@ -123,6 +128,20 @@ def _emits(actions: Any) -> bool:
             return True
         if op == "if" and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
             return True
+    return False
+
+
+def _reads_active(node: Any) -> bool:
+    """Whether raw IR (an action block, an action, an expression) calls `active`."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("op") == "call" and n.get("value") == "active":
+                return True
+            stack.extend(n.values())
+        elif isinstance(n, list | tuple):
+            stack.extend(n)
     return False
 
 

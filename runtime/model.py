@@ -251,6 +251,8 @@ class CompiledFlow(IRModel):
                 return 2
         if any(_uses_v2_ops(s.entry) or _uses_v2_ops(s.exit) for s in self.states):
             return 2
+        if _reads_configuration(self):
+            return 2
         return 1
 
     def with_hash(self) -> CompiledFlow:
@@ -298,6 +300,22 @@ class CompiledFlow(IRModel):
 
 def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
     return any(a.op in V2_ACTION_OPS for a in actions)
+
+
+def _reads_configuration(flow: CompiledFlow) -> bool:
+    """Whether some expression calls `active` (version 2: a version 1 runtime does not know it)."""
+    stack: list[Any] = [flow.transitions, flow.states, flow.events, flow.invariants]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Expr):
+            if node.op == "call" and node.value == "active":
+                return True
+            stack.extend(node.args)
+        elif isinstance(node, BaseModel):
+            stack.extend(getattr(node, name) for name in type(node).model_fields)
+        elif isinstance(node, tuple | list):
+            stack.extend(node)
+    return False
 
 
 # ---- a fast structural check of the JSON form -------------------------------------------------

@@ -148,6 +148,9 @@ def _text(expr: Expr) -> tuple[str, int]:
     if op == "index":
         return f"{_wrap(args[0], _POSTFIX)}[{expr_text(args[1])}]", _POSTFIX
     if op == "call":
+        if expr.value == "active" and len(args) == 1 and isinstance(args[0].value, str):
+            # the state's IR name, which names it in the source too
+            return f"active({args[0].value})", _ATOM
         return f"{expr.value}({', '.join(expr_text(a) for a in args)})", _ATOM
     if op == "list":
         return "[" + ", ".join(expr_text(a) for a in args) + "]", _ATOM

@@ -275,9 +275,14 @@ class _Translator:
     def _in(self, node: ast.Call) -> Expr:
         arg = node.args[0] if len(node.args) == 1 else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-            raise Refusal("E410", "`In()` takes one state id, as a string literal")
+            raise Refusal(
+                "E417",
+                "`In()` takes one state id, as a string literal",
+                "flowc's `active(STATE)` names its state in the source: a computed id has no "
+                "equivalent",
+            )
         if self.names.on_state is None:
-            raise Refusal("E417", "`In()` has no flowc equivalent yet")
+            raise Refusal("E417", "`In()` is not translated here")
         return self.names.on_state(arg.value)
 
     def _List(self, node: ast.List) -> Expr:

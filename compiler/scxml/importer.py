@@ -209,7 +209,7 @@ class _Importer:
         self.names = Names(
             {k: flow_name(k, "v") for k in self.var_types},
             root.attrs.get("name", ""),
-            on_state=None,
+            on_state=self.in_state,
         )
         body = self.write_states(root, None, "")
         self.infer_from_uses()
@@ -404,6 +404,14 @@ class _Importer:
                 return set()
             chain = up
         return {chain}
+
+    def in_state(self, sid: str) -> Expr:
+        """`In('sid')`: `active(NAME)`; a state the document does not have is never active."""
+        info = self.states.get(sid)
+        if info is None:
+            return Expr(op="lit", value=False)
+        self.features.add("In")
+        return Expr(op="call", value="active", args=(Expr(op="lit", value=info.name),))
 
     def id_of(self, element: Element) -> str:
         return element.attrs.get("id") or f"s_{element.line}_{element.column}"

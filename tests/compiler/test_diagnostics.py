@@ -153,6 +153,12 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
+        "E217",
+        'flow demo\nevent go\ninitial state A { on go if active("A") -> B }\nfinal state B\n',
+        3,
+        35,
+    ),
+    (
         "E211",
         BASE.replace(
             "event go(k: int)",

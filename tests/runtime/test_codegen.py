@@ -101,7 +101,7 @@ state B "Second" {
   on tick -> A
   on reopen if n > 1000 reject too_late "too late at {{ context.n }}"
   on reopen -> A do n += 1 back
-  on again -> self reenter do n += 1
+  on again if active(B) -> self reenter do if active(B) { n += 1 } else { n += 3 }
 }
 
 final state C

@@ -183,7 +183,7 @@ def test_refusals_name_the_element_and_line() -> None:
       <send event="x" delayexpr="d"/>
       <assign location="a.b" expr="1"/>
     </onentry>
-    <transition event="e" cond="In('s')" target="s"/>
+    <transition event="e" cond="In(x)" target="s"/>
     <transition event="e" target="s t"/>
   </state>
   <final id="f"><donedata><content expr="1"/></donedata></final>"""
