@@ -214,7 +214,19 @@ class IfAction:
     span: Span
 
 
-Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction
+@dataclass(frozen=True, slots=True)
+class ForAction:
+    """`for item, i in LIST { ... }`: the actions once per item, with the context fields `item`
+    (and `i`, its position) set to it first; `index` is None without `, i`."""
+
+    item: Ident
+    index: Ident | None
+    iterable: Expr
+    actions: tuple[Action, ...]
+    span: Span
+
+
+Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
 
 
 # ---- declarations ---------------------------------------------------------------------------

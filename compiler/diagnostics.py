@@ -121,7 +121,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E412": (Severity.ERROR, "SCXML element or attribute not supported"),
     "E413": (Severity.ERROR, "unknown or duplicate SCXML state id"),
     "E414": (Severity.ERROR, "invalid SCXML value"),
-    "E415": (Severity.ERROR, "foreach not supported"),
+    "E415": (Severity.ERROR, "foreach without array or item"),
     "E416": (Severity.ERROR, "event data not supported"),
     "E417": (Severity.ERROR, "In() of a computed state id"),
     "E418": (Severity.ERROR, "done data not supported"),

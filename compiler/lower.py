@@ -188,8 +188,21 @@ class Lowerer:
                 lowered.append(self.v2_action(action))
         return tuple(lowered)
 
-    def v2_action(self, action: ast.IfAction | ast.RaiseAction | ast.EmitAction) -> ir.Action:
-        """`if`, `raise` and `emit` (IR version 2)."""
+    def v2_action(
+        self, action: ast.IfAction | ast.RaiseAction | ast.EmitAction | ast.ForAction
+    ) -> ir.Action:
+        """`if`, `raise`, `emit` and `for` (IR version 2)."""
+        if isinstance(action, ast.ForAction):
+            # The body is the loop's one branch, without a guard.
+            body = _new(ir.Branch, guard=None, actions=self.actions(action.actions))
+            return _new(
+                ir.Action,
+                op="for",
+                target=(action.item.name,),
+                index=action.index.name if action.index is not None else None,
+                value=self.expr(action.iterable),
+                branches=(body,),
+            )
         if isinstance(action, ast.IfAction):
             branches = tuple(
                 _new(

@@ -1132,6 +1132,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             branches.append(ast.IfBranch(None, block, _span([keyword, block])))
         return ast.IfAction(tuple(branches), _span(c))
 
+    def for_action(self, c: list[Any]) -> ast.ForAction:
+        # FOR, name, name|None, expr, block
+        return ast.ForAction(c[1], c[2], c[3], c[4], _span(c))
+
     def lvalue(self, c: list[Any]) -> tuple[ast.Ident, ...]:
         return tuple(c)
 

@@ -267,8 +267,56 @@ class TypeChecker:
                 self._check_if(action, scope)
             elif isinstance(action, ast.RaiseAction):
                 self._check_raise(action, scope)
+            elif isinstance(action, ast.ForAction):
+                self._check_for(action, scope)
             else:
                 self._check_emit(action, scope)
+
+    def _check_for(self, action: ast.ForAction, scope: Scope) -> None:
+        """`for item, i in LIST`: LIST is a list, each item fits the context field `item`, and
+        the field `i` takes an `int`."""
+        listed = self.infer(action.iterable, scope)
+        item_ty = self._target_type((action.item,))
+        if isinstance(listed, t.OptionalTy):
+            self.error(
+                "E208",
+                "`for` over a list that may be none",
+                action.iterable.span,
+                "check it first, or use `coalesce(xs, [])`",
+            )
+        elif isinstance(listed, t.JsonTy):
+            # A JSON value is checked when the loop runs: a list, else a fault.
+            if not t.is_any(item_ty) and not t.assignable(t.JSON, item_ty):
+                self.error(
+                    "E202",
+                    f"`{action.item.name}` is `{item_ty}`, the items of a `json` value are `json`",
+                    action.item.span,
+                )
+        elif not t.is_any(listed) and not isinstance(listed, t.ListTy):
+            self.error(
+                "E201",
+                f"`for` goes through a list, this is `{listed}`",
+                action.iterable.span,
+            )
+        elif (
+            isinstance(listed, t.ListTy)
+            and not t.is_any(item_ty)
+            and not t.assignable(listed.item, item_ty)
+        ):
+            self.error(
+                "E202",
+                f"`{action.item.name}` is `{item_ty}`, the list's items are `{listed.item}`",
+                action.item.span,
+            )
+        if action.index is not None:
+            index_ty = self._target_type((action.index,))
+            if not t.is_any(index_ty) and not t.assignable(t.INT, index_ty):
+                self.error(
+                    "E202",
+                    f"`{action.index.name}` takes the position, an `int`; it is `{index_ty}`",
+                    action.index.span,
+                )
+        self.check_actions(action.actions, scope)
 
     def _check_if(self, action: ast.IfAction, scope: Scope) -> None:
         for branch in action.branches:

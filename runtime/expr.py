@@ -520,6 +520,8 @@ class ExprCompiler:
             return self._if(raw, target_type, event_types)
         if op == "emit":
             return self._emit(raw)
+        if op == "for":
+            return self._for(raw, target_type, event_types)
         path = tuple(raw.get("target") or ())
         if not path or not all(isinstance(p, str) for p in path):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
@@ -603,6 +605,49 @@ class ExprCompiler:
 
         return if_
 
+    def _for(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+    ) -> ActionBlock:
+        """`for item, i in LIST { … }`: the body once per item of the list as it was when the
+        loop started (SCXML's `<foreach>` goes through a shallow copy), with the context field
+        `item` (and `i`) set first. A list holds at most `Limits.max_items` items, so a loop
+        ends; the body is a block of its own, as an `if` arm is (see `action_plan`)."""
+        target = raw.get("target")
+        if not isinstance(target, Sequence) or len(target) != 1 or not isinstance(target[0], str):
+            raise IRLoadError("a `for` action needs the name of its item field")
+        item: str = target[0]
+        index = raw.get("index")
+        if index is not None and not isinstance(index, str):
+            raise IRLoadError(f"a `for` index must be a field name, got {index!r}")
+        branches = raw.get("branches")
+        if not isinstance(branches, Sequence) or len(branches) != 1:
+            raise IRLoadError("a `for` action needs one body")
+        body_raw = branches[0]
+        if not isinstance(body_raw, Mapping):
+            raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
+        listed = self.compile(raw.get("value"))
+        item_ty = target_type((item,))
+        norm = _normaliser(item_ty, (item,), None, event_types, item=False)
+        if index is not None:
+            target_type((index,))  # checks the field exists
+        body = self.actions(body_raw.get("actions") or (), target_type, event_types)
+
+        def loop(c: dict[str, Any], e: Any, s: Any) -> None:
+            items = listed(c, e, s)
+            if type(items) is not list:
+                raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
+            for i, x in enumerate(tuple(items)):
+                c[item] = norm(x)
+                if index is not None:
+                    c[index] = i
+                if body is not None:
+                    body(c, e, s)
+
+        return loop
+
     def _emit(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`emit EFFECT(...)`: the effect and its payload go to the step's collector
         (runtime/outputs.py), which the instance hands out only once the step has committed."""
@@ -655,6 +700,10 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
             while depth < len(path) - 1 and path[: depth + 1] in fresh:
                 depth += 1
         plan.append((a, depth))
+        if a.get("op") == "for":
+            # The body may store shared values anywhere: nothing copied before stays fresh.
+            fresh = set()
+            continue
         for i in range(1, len(path)):
             fresh.add(path[:i])
         if fresh:
@@ -884,6 +933,16 @@ def _normaliser(
             raise ExprFault(f"{where} takes {needs}; the actions computed {shown}") from None
 
     return normalise
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, dict):
+        return "a map"
+    return f"a {type(value).__name__}"
 
 
 def _short_repr(value: Any) -> str:

@@ -126,7 +126,7 @@ def _emits(actions: Any) -> bool:
         op = a.get("op")
         if op == "emit":
             return True
-        if op == "if" and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
+        if op in ("if", "for") and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
             return True
     return False
 

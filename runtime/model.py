@@ -80,13 +80,16 @@ class Action(IRModel):
     Version 2 adds three ops: `raise` (an internal event: `event`, and its payload as a `map`
     expression in `value`, or null), `emit` (an effect for the host: its name in `event`, its
     payload in `value`) and `if` (`branches`, tried in order; the first whose guard holds runs;
-    a branch without a guard is the `else`, and comes last)."""
+    a branch without a guard is the `else`, and comes last), and `for` (the list in `value`, the
+    context field set to each item in `target`, the one set to its position in `index`, and
+    the body as the one branch, without a guard, of `branches`)."""
 
-    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if"]
+    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if", "for"]
     target: tuple[str, ...] = ()
     value: Expr | None = None
     event: str | None = None
     branches: tuple[Branch, ...] = ()
+    index: str | None = None
 
 
 class Branch(IRModel):
@@ -118,7 +121,7 @@ TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject",
 StateKind = Literal["normal", "final", "choice", "compound", "parallel", "history"]
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
-V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if"})
+V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for"})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
@@ -481,9 +484,18 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         return
-    if op == "if":
+    if op == "for":
+        target = a.get("target")
+        if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
+            raise _Bad(f"{where} `for` needs the name of its item field")
+        _is(a.get("index"), str, f"{where} `for` index", optional=True)
+        _expr(a.get("value"), f"{where} `for` list")
+        branches = _list(a.get("branches"), f"{where} `for` body")
+        if len(branches) != 1:
+            raise _Bad(f"{where} `for` needs one body")
+    if op in ("if", "for"):
         if depth > 32:
-            raise _Bad(f"{where} nests `if` too deeply")
+            raise _Bad(f"{where} nests `if` or `for` too deeply")
         branches = _list(a.get("branches"), f"{where} branches")
         if not branches:
             raise _Bad(f"{where} `if` needs at least one branch")

@@ -74,6 +74,11 @@ def payload_text(value: Expr | None) -> str:
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
         return f"{action.op} {action.event}{payload_text(action.value)}"
+    if action.op == "for":
+        assert action.value is not None and action.branches, "a loop has a list and a body"
+        head = ", ".join((*action.target, *((action.index,) if action.index else ())))
+        body = actions_text(action.branches[0].actions)
+        return f"for {head} in {expr_text(action.value)} {{ {body} }}".replace("{  }", "{ }")
     if action.op == "if":
         arms = []
         for i, b in enumerate(action.branches):

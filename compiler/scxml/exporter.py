@@ -81,6 +81,8 @@ def python_text(expr: Expr) -> str:
         return f"_event.data[{expr.value!r}]"
     if op == "index":
         return f"{_py(args[0])}[{python_text(args[1])}]"
+    if op == "call" and expr.value == "active" and len(args) == 1:
+        return f"In({python_text(args[0])})"
     if op == "call" and expr.value in ("len", "min", "max", "abs", "round", "str"):
         return f"{expr.value}({', '.join(python_text(a) for a in args)})"
     if op == "list":
@@ -287,6 +289,11 @@ class _Writer:
                     parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
                 parts.extend(self.action(x) for x in branch.actions)
             return "".join(parts) + "</if>"
+        if a.op == "for" and a.value is not None and a.branches:
+            index = f" index={quoteattr(a.index)}" if a.index else ""
+            body = "".join(self.action(x) for x in a.branches[0].actions)
+            head = f"<foreach array={quoteattr(python_text(a.value))} item={quoteattr(a.target[0])}"
+            return f"{head}{index}>{body}</foreach>"
         raise _Refused(f"the action `{a.op}`")
 
     def params(self, value: Expr | None) -> str:

@@ -16,6 +16,7 @@ external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect ca
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 import warnings
 from collections.abc import Iterator
@@ -316,14 +317,13 @@ class _Importer:
             elif tag == "invoke":
                 self.features.add("invoke")
                 self.error("E408", "<invoke> (child sessions) is not supported", child)
-            elif tag == "foreach":
+            elif tag == "foreach" and not (child.attrs.get("array") and child.attrs.get("item")):
                 self.features.add("foreach")
                 self.error(
                     "E415",
-                    "<foreach> has no flowc equivalent",
+                    "<foreach> needs `array` and `item`",
                     child,
-                    "flowc's actions have no loops, so that every step is bounded; unroll a "
-                    "loop over a fixed list by hand",
+                    "the loop goes through `array`, setting the variable `item` to each value",
                 )
             elif tag == "donedata":
                 self.features.add("donedata")
@@ -432,6 +432,8 @@ class _Importer:
             source = data.attrs.get("expr") or data.text
             if data.attrs.get("id") and source:
                 self.var_types[data.attrs["id"]] = self.type_of(source, names)
+        self.widen_mixed_lists(element, names)
+        self.collect_loop_variables(element, names)
         for send in self.walk(element, "send"):
             # The id a send stores is a string: `<cancel sendidexpr>` reads it back.
             if send.attrs.get("idlocation") in self.var_types:
@@ -440,6 +442,40 @@ class _Importer:
             var = assign.attrs.get("location", "")
             if var in self.var_types and self.var_types[var] is None:
                 self.var_types[var] = self.type_of(assign.attrs.get("expr", ""), names)
+
+    def widen_mixed_lists(self, element: Element, names: Names) -> None:
+        """A list variable that an `<assign>` extends with items of another type (`xs + ['4']`
+        to a list of ints: Python lists mix types) holds `json` items."""
+        for assign in self.walk(element, "assign"):
+            var = assign.attrs.get("location", "")
+            ty = self.var_types.get(var)
+            if ty is None or not ty.startswith("list[") or ty == "list[json]":
+                continue
+            try:
+                value = translate(assign.attrs.get("expr", ""), Names(dict(names.variables), ""))
+            except Refusal:
+                continue
+            if value.op == "+" and any(
+                a.op == "list" and _infer(a, self.var_types, names) not in (None, ty)
+                for a in value.args
+            ):
+                self.var_types[var] = "list[json]"
+
+    def collect_loop_variables(self, element: Element, names: Names) -> None:
+        """`<foreach item index>` declares its variables when they do not exist (SCXML): the
+        item has the type of the array's items where it shows, the index is an `int`."""
+        for loop in self.walk(element, "foreach"):
+            item, index = loop.attrs.get("item", ""), loop.attrs.get("index")
+            if _legal_variable(item):
+                self.var_types.setdefault(item, None)
+                if self.var_types[item] is None:
+                    listed = self.type_of(loop.attrs.get("array", ""), names)
+                    if listed is not None and listed.startswith("list["):
+                        self.var_types[item] = listed[len("list[") : -1]
+            if index is not None and _legal_variable(index):
+                self.var_types.setdefault(index, "int")
+                if self.var_types[index] is None:
+                    self.var_types[index] = "int"
 
     def collect_declarations(self, root: Element) -> None:
         """Types an export kept in the flowc namespace (exporter.py): they win over inference."""
@@ -698,11 +734,15 @@ class _Importer:
 
     def actions(self, elements: list[Element]) -> list[str]:
         out: list[str] = []
-        for element in elements:
-            text = self.action(element)
+        for i, element in enumerate(elements):
+            if element.tag == "foreach":
+                text, stops = self.foreach(element, elements[i + 1 :])
+            else:
+                text = self.action(element)
+                stops = text == _FAILS
             if text:
                 out.append(text)
-            if text == _FAILS:
+            if stops:
                 # SCXML stops a block at its first error: what follows never runs.
                 break
         return out
@@ -758,10 +798,51 @@ class _Importer:
             return f"emit {CANCEL_EFFECT}(id: {sendid})"
         if tag == "if":
             return self.if_action(element)
-        if tag in ("script", "foreach"):
+        if tag == "foreach":  # inside an `<if>`: the rest of the block is not the branch's
+            return self.foreach(element, [])[0]
+        if tag == "script":
             return None  # refused by check_elements
         self.error("E412", "not executable content flowc supports", element)
         return None
+
+    def foreach(self, element: Element, rest: list[Element]) -> tuple[str | None, bool]:
+        """`<foreach array item index>`: `for item, index in array { … }`, and whether the
+        block stops there. SCXML raises error.execution (and runs none of the loop) for an item
+        or index that is not a legal variable name and for an array that is not one; an error
+        in the body stops the loop and the block in its first round, which is written out as
+        that round, with the rest of the block as what happens for an empty array."""
+        self.features.add("foreach")
+        item, index = element.attrs.get("item", ""), element.attrs.get("index")
+        if not (element.attrs.get("array") and item):
+            return None, False  # refused by check_elements (E415)
+        if not _legal_variable(item) or (index is not None and not _legal_variable(index)):
+            return self.fails(), True
+        source = element.attrs.get("array", "")
+        if _syntax_error(source):
+            return self.fails(), True
+        array = self.expr(source, element)
+        if array is None:
+            return None, False
+        listed = _infer(array, self.var_types, self.names)
+        if listed is not None and not listed.startswith("list["):
+            return self.fails(), True
+        item_var = self.names.variables[item]
+        first = Expr(op="index", args=(array, Expr(op="lit", value=0)))
+        self.used.append((item_var, first))
+        index_var = None if index is None else self.names.variables[index]
+        body = self.actions(element.children)
+        array_text = expr_text(array)
+        if body and body[-1] == _FAILS:
+            round_ = [f"{item_var} = {expr_text(first)}"]
+            if index_var is not None:
+                round_.append(f"{index_var} = 0")
+            after = self.actions(rest)
+            text = f"if len({array_text}) != 0 {{ {'; '.join(round_ + body)} }}"
+            if after:
+                text += f" else {{ {'; '.join(after)} }}"
+            return text, True
+        head = item_var if index_var is None else f"{item_var}, {index_var}"
+        return f"for {head} in {array_text} {{ {'; '.join(body)} }}".replace("{  }", "{ }"), False
 
     def if_action(self, element: Element) -> str | None:
         self.features.add("if")
@@ -967,6 +1048,12 @@ def _optional(ty: str | None) -> str:
     return f"{ty}?"
 
 
+def _legal_variable(name: str) -> bool:
+    """A name SCXML's Python datamodel can bind (`<foreach item>`): an identifier that is not
+    a keyword nor one of the system variables."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
+
+
 def _constant(expr: Expr) -> bool:
     if expr.op == "lit":
         return True
@@ -1008,6 +1095,11 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
         return None
     if op == "call":
         return {"len": "int", "str": "str"}.get(str(expr.value))
+    if op == "index":
+        listed = _infer(expr.args[0], var_types, names)
+        if listed is not None and listed.startswith("list["):
+            return listed[len("list[") : -1]
+        return None
     if op == "list":
         items = {_infer(a, var_types, names) for a in expr.args}
         if len(items) == 1 and None not in items:

@@ -177,7 +177,7 @@ def test_refusals_name_the_element_and_line() -> None:
         """  <state id="s">
     <invoke src="other.scxml"/>
     <onentry>
-      <foreach array="[1]" item="i"/>
+      <foreach array="[1]"/>
       <send event="x" target="#_parent"/>
       <send event="x" type="http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"/>
       <send event="x" delayexpr="d"/>

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from charts import chart
+from test_scxml_export import compiled, exported
 
 from flowc.compiler.scxml.importer import import_scxml
 
@@ -86,3 +87,80 @@ def test_in_of_anything_but_a_literal_id_is_refused(cond: str) -> None:
     )
     result = import_scxml(text, "c.scxml")
     assert [d.code for d in result.diagnostics] == ["E417"]
+
+
+LOOP = chart(
+    """  <datamodel>
+    <data id="xs" expr="[1, 2, 3]"/>
+    <data id="sum" expr="0"/>
+    <data id="count" expr="0"/>
+  </datamodel>
+  <state id="s">
+    <onentry>
+      <foreach array="xs" item="x" index="i">
+        <assign location="sum" expr="sum + x * i"/>
+        <assign location="xs" expr="xs + [9]"/>
+      </foreach>
+      <foreach array="sum" item="y"><assign location="count" expr="100"/></foreach>
+      <assign location="count" expr="count + 1"/>
+    </onentry>
+    <transition event="error.execution" cond="sum == 8 and count == 0 and x == 3" target="t"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="t">
+    <onentry>
+      <foreach array="xs" item="'bad'"><assign location="count" expr="100"/></foreach>
+    </onentry>
+    <transition event="error.execution" cond="count == 0" target="u"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="u">
+    <onentry>
+      <foreach array="[1, 2]" item="z">
+        <assign location="count" expr="count + 1"/>
+        <assign location="nowhere" expr="1"/>
+      </foreach>
+      <assign location="count" expr="50"/>
+    </onentry>
+    <transition event="error.execution" cond="count == 1 and z == 1" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <final id="pass"/><final id="fail"/>"""
+)
+
+
+def test_foreach_becomes_for(tmp_path: Path) -> None:
+    text = imported(LOOP)
+    assert "for x, i in xs { sum = sum + x * i; xs = xs + [9] }" in text
+    # undeclared loop variables are declared, typed from the array
+    assert "  x: int = 0\n" in text and "  i: int = 0\n" in text
+    # an array that is not a list, an item that is not a name: error.execution, block stops
+    assert (
+        "entry do for x, i in xs { sum = sum + x * i; xs = xs + [9] }; raise error.execution"
+        in (text)
+    )
+    # an error in the body: the first round, then the block stops
+    assert (
+        "if len([1, 2]) != 0 { z = [1, 2][0]; count = count + 1; raise error.execution }"
+        " else { count = 50 }"
+    ) in text
+    passes(LOOP, tmp_path)
+
+
+def test_foreach_without_array_or_item_is_refused() -> None:
+    text = chart('  <state id="a"><onentry><foreach item="x"/></onentry></state>')
+    result = import_scxml(text, "c.scxml")
+    assert [d.code for d in result.diagnostics] == ["E415"]
+
+
+def test_for_and_active_export_as_foreach_and_in() -> None:
+    flow = compiled(
+        "flow t\nevent go\ncontext { xs: list[int] = [1, 2], x: int = 0, n: int = 0 }\n"
+        "initial state A { on go if active(A) -> B do for x in xs { n += x } }\n"
+        "final state B\n"
+    )
+    text = exported(flow)
+    assert '<foreach array="xs" item="x"><assign location="n" expr="n + x"/></foreach>' in (text)
+    assert "cond=\"In('A')\"" in text
+    again = imported(text)
+    assert "on go if active(A) -> B do for x in xs { n = n + x }" in again
