@@ -76,6 +76,7 @@ class TypeChecker:
             # never called: `_infer_Call` checks `active(STATE)` itself (its argument is a
             # state, not a value)
             "active": TypeChecker._fn_active,
+            "event_name": TypeChecker._fn_event_name,
         }
         assert set(self._functions) == EXPRESSION_FUNCTIONS
 
@@ -1167,6 +1168,9 @@ class TypeChecker:
     def _fn_active(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
         raise AssertionError("`active` is checked by `_active`")  # pragma: no cover
 
+    def _fn_event_name(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        return t.STR
+
     def _fn_coalesce(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
         if not self._arity("coalesce", args, span, 2):
             return t.ANY
@@ -1247,6 +1251,7 @@ _ARITY: dict[str, tuple[int, int]] = {
     "coalesce": (2, 2),
     "str": (1, 1),
     "active": (1, 1),
+    "event_name": (0, 0),
 }
 
 

@@ -22,8 +22,10 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
         "trim",
         "coalesce",
         "str",
-        # whether a state is in the active configuration (it reads the instance, not a value)
+        # whether a state is in the active configuration, and the name of the event being
+        # processed: they read the step, not a value
         "active",
+        "event_name",
     }
 )
 

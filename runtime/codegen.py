@@ -376,7 +376,16 @@ class Generator:
             w = self._fresh("w")
             a, b = self.expr(args[0], s), self.expr(args[1], s)
             return f"({b} if ({w} := {a}) is None else {w})"
-        if op == "call" and isinstance(value, str) and value not in ("coalesce", "active"):
+        if (
+            op == "call"
+            and isinstance(value, str)
+            and value
+            not in (
+                "coalesce",
+                "active",
+                "event_name",
+            )
+        ):
             fn = FUNCTIONS.get(value)
             if fn is None:
                 raise _Unsupported

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
-from flowc.runtime.configuration import active_states
+from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
 from flowc.runtime.outputs import current_outputs
@@ -138,9 +138,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "trim": str.strip,
     "str": _to_str,
 }
-# `coalesce` is compiled specially: its default is evaluated only when needed; `active` reads
-# the configuration, not a value (`ExprCompiler._active`).
-assert set(FUNCTIONS) | {"coalesce", "active"} == EXPRESSION_FUNCTIONS
+# `coalesce` is compiled specially: its default is evaluated only when needed; `active` and
+# `event_name` read the step, not a value (runtime/configuration.py).
+assert set(FUNCTIONS) | {"coalesce", "active", "event_name"} == EXPRESSION_FUNCTIONS
 
 
 def _in(item: Any, container: Any) -> bool:
@@ -459,6 +459,9 @@ class ExprCompiler:
         if name == "active":
             _arity(name, args, 1)
             return _active(args[0])
+        if name == "event_name":
+            _arity(name, args, 0)
+            return _event_name
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
@@ -675,7 +678,8 @@ def _active(arg: Any) -> Evaluator:
     target: str = arg["value"]
 
     def active(c: dict[str, Any], e: Any, s: Any) -> bool:
-        config = active_states()
+        scope = current_scope()
+        config = None if scope is None else scope.config
         if config is None:
             if s.name == target:
                 return True
@@ -683,6 +687,15 @@ def _active(arg: Any) -> Evaluator:
         return any(x.name == target for x in config)
 
     return active
+
+
+def _event_name(c: dict[str, Any], e: Any, s: Any) -> str:
+    """`event_name()`: the name of the event being processed ("" in a step without one: a
+    timer, `goto`, the start). Flows that read it run on the statechart kernel, which keeps it
+    (runtime/configuration.py)."""
+    scope = current_scope()
+    event = None if scope is None else scope.event
+    return "" if event is None else event
 
 
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:

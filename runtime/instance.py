@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
-from flowc.runtime.configuration import configuration
+from flowc.runtime.configuration import configuration, within
 from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import (
     Macrostep,
@@ -443,7 +443,7 @@ class Instance:
         with collecting(current_outputs()) as out:
             run = Macrostep((), {}, ctx, machine.limits.max_microsteps, out.raised)
             try:
-                with configuration(run.config):
+                with within(run):
                     run.enter_initial(initial)
                     run.settle(machine.events, machine.eventless)
             except Refusal as refused:
@@ -670,7 +670,7 @@ class Instance:
         """`send` on the general path: what a generated dispatch function (codegen.py) hands
         over whenever the step is not a plain accepted one, and what it must agree with."""
         if self._config is not None:
-            with configuration(self._config):
+            with configuration(self._config, event):
                 return self._send_chart(event, payload, reason, key, force)
         st = self._state
         try:
@@ -1044,8 +1044,9 @@ class Instance:
         with collecting(current_outputs()) as out:
             run = Macrostep(self._config, self._hist or {}, c, m.limits.max_microsteps, out.raised)
             run.p = p
+            run.event = event
             try:
-                with configuration(run.config):
+                with within(run):
                     run.microstep(run.resolve(ts) if len(ts) > 1 else ts, p)
                     run.settle(m.events, m.eventless)
             except Refusal as refused:

@@ -200,6 +200,7 @@ class Macrostep:
         "config",
         "count",
         "entered",
+        "event",
         "exited",
         "final",
         "fired",
@@ -234,8 +235,10 @@ class Macrostep:
         self.exited: set[CState] = set()
         #: the IR indices of the rules taken, microstep by microstep (coverage reads them)
         self.fired: list[int] = []
-        #: the payload of the event being processed (eventless rules see the last one)
+        #: the payload and the name of the event being processed (eventless rules see the last
+        #: one; the name is None for a step without an event): `event_name()` reads it
         self.p: Any = None
+        self.event: str | None = None
         self.final = False
         self.step: Step | None = None
         #: the transition being taken (for fault messages)
@@ -287,6 +290,7 @@ class Macrostep:
                     f"the payload of the raised event {name} does not fit its fields"
                 ) from None
             self.p = p
+            self.event = name
             ts = self.select(_on(name), p)
             for t in ts:
                 if t.target is None:

@@ -509,6 +509,10 @@ class Machine:
                 for block in ("entry", "exit"):
                     if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
                         self.chart = True
+            if not self.chart and _calls_event_name((raw.get("transitions"), raw["states"])):
+                # The statechart kernel keeps the event being processed for `event_name()`,
+                # through timers, `goto` and the start too.
+                self.chart = True
 
         self._compiler = ExprCompiler(self.limits)
         self._generator: Generator | None = None
@@ -1005,6 +1009,20 @@ def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
     # The file may spell out fields at their default values, which the canonical form leaves
     # out: let the IR model decide (it raises IRLoadError when the hash really differs).
     CompiledFlow.from_json(text)
+
+
+def _calls_event_name(node: Any) -> bool:
+    """Whether raw IR calls `event_name()` somewhere in it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Mapping):
+            if n.get("op") == "call" and n.get("value") == "event_name":
+                return True
+            stack.extend(n.values())
+        elif isinstance(n, list | tuple):
+            stack.extend(n)
+    return False
 
 
 def _raised(actions: Any) -> list[Any]:

@@ -306,12 +306,13 @@ def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
 
 
 def _reads_configuration(flow: CompiledFlow) -> bool:
-    """Whether some expression calls `active` (version 2: a version 1 runtime does not know it)."""
+    """Whether some expression calls `active` or `event_name` (version 2: a version 1 runtime
+    does not know them)."""
     stack: list[Any] = [flow.transitions, flow.states, flow.events, flow.invariants]
     while stack:
         node = stack.pop()
         if isinstance(node, Expr):
-            if node.op == "call" and node.value == "active":
+            if node.op == "call" and node.value in ("active", "event_name"):
                 return True
             stack.extend(node.args)
         elif isinstance(node, BaseModel):

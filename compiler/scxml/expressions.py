@@ -70,8 +70,6 @@ class Names:
     event_fields: set[str] = field(default_factory=set)
     reads_event: bool = False
     on_state: Callable[[str], Expr] | None = None
-    #: The SCXML name of the one event the rule being translated is for (`_event.name`).
-    current_event: str | None = None
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -168,8 +166,8 @@ class _Translator:
         _refuse_dunder(node.attr)
         base = node.value
         if isinstance(base, ast.Name) and base.id == "_event":
-            if node.attr == "name" and self.names.current_event is not None:
-                return _lit(self.names.current_event)
+            if node.attr == "name":
+                return Expr(op="call", value="event_name")
             if node.attr == "data":
                 raise Refusal(
                     "E416",
@@ -179,7 +177,7 @@ class _Translator:
             raise Refusal(
                 "E416",
                 f"`_event.{node.attr}` has no flowc equivalent",
-                "only `_event.data` fields are read, and `_event.name` in a rule for one event",
+                "only `_event.data` fields and `_event.name` are read",
             )
         if _is_event_data(base):
             return self._event_field(node.attr)

@@ -132,8 +132,6 @@ class _Importer:
         self.var_types: dict[str, str | None] = {}
         self.names = Names({}, "")
         self.send_ids = 0
-        #: (SCXML event, transition) of the rules that know their one event (`_event.name`).
-        self.named_rules: list[tuple[str, Element]] = []
         #: Payload field -> type, inferred from its uses (`infer_from_uses`).
         self.field_types: dict[str, str] = {}
         #: Every expression translated, with the variable it is assigned to (if any).
@@ -223,17 +221,6 @@ class _Importer:
                     fields[name] = self.field_types[name]
 
         body = _PATTERN.sub(self.resolve_pattern, body)
-        for scxml_event, transition in self.named_rules:
-            prefix = event_flow_name(scxml_event) + "."
-            if "_event.name" in str(transition.attrs) + _texts(transition) and any(
-                e.startswith(prefix) for e in self.events
-            ):
-                self.error(
-                    "E416",
-                    f"`_event.name` in a rule for `{scxml_event}`, which also matches "
-                    f"`{prefix}*` events",
-                    transition,
-                )
         header = self.write_header(root)
         if self.diagnostics:
             unique = {(d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics}
@@ -668,15 +655,8 @@ class _Importer:
         self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
     ) -> str | None:
         guard = ""
-        plain = [e for e in events if e not in ("*", ".*") and not e.endswith(".*")]
-        self.names.current_event = plain[0] if len(events) == 1 and plain else None
-        if self.names.current_event is not None:
-            self.named_rules.append((self.names.current_event, transition))
-        try:
-            expr = self.condition(cond, transition) if cond else None
-            actions = self.actions(transition.children)
-        finally:
-            self.names.current_event = None
+        expr = self.condition(cond, transition) if cond else None
+        actions = self.actions(transition.children)
         if len(targets) > 1:
             self.features.add("multiple-targets")
             self.error("E419", "a transition with several targets is not supported", transition)
@@ -988,11 +968,6 @@ def _syntax_error(text: str) -> bool:
     except (RecursionError, MemoryError):
         return False  # an expression too deep to read is refused where it is translated
     return False
-
-
-def _texts(element: Element) -> str:
-    """Every attribute value below `element`, for a quick textual check."""
-    return " ".join(str(c.attrs) + _texts(c) for c in element.children)
 
 
 def _kw(entry: str) -> str:

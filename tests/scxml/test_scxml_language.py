@@ -164,3 +164,24 @@ def test_for_and_active_export_as_foreach_and_in() -> None:
     assert "cond=\"In('A')\"" in text
     again = imported(text)
     assert "on go if active(A) -> B do for x in xs { n = n + x }" in again
+
+
+EVENT_NAME = chart(
+    """  <datamodel><data id="seen" expr="''"/><data id="name" expr="''"/></datamodel>
+  <state id="s">
+    <onentry><raise event="a.b"/></onentry>
+    <transition event="a" target="t"><assign location="seen" expr="_event.name"/></transition>
+    <onexit><assign location="name" expr="_event.name"/></onexit>
+  </state>
+  <state id="t">
+    <transition cond="seen == 'a.b' and name == 'a.b'" target="pass"/>
+    <transition target="fail"/>
+  </state>
+  <final id="pass"/><final id="fail"/>"""
+)
+
+
+def test_event_name_becomes_event_name(tmp_path: Path) -> None:
+    text = imported(EVENT_NAME)
+    assert "on a, a.* -> t do seen = event_name()" in text
+    passes(EVENT_NAME, tmp_path)
