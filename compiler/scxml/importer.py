@@ -313,13 +313,7 @@ class _Importer:
                     "the loop goes through `array`, setting the variable `item` to each value",
                 )
             elif tag == "donedata":
-                self.features.add("donedata")
-                self.error(
-                    "E418",
-                    "done data is not supported",
-                    child,
-                    "flowc's done.state events carry no payload",
-                )
+                self.features.add("donedata")  # refused or mapped by `write_body`
             else:
                 self.check_elements(child)
 
@@ -622,6 +616,10 @@ class _Importer:
             actions: list[str] = []
             for block in element.find(tag):
                 actions.extend(self.actions(block.children))
+            if keyword_ == "entry" and self.done_data_fails(element):
+                # SCXML evaluates the done data once the entry actions have run: one it cannot
+                # evaluate raises error.execution (before the done event, which has no data).
+                actions.append(self.fails())
             if actions:
                 lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
         for transition in element.find("transition"):
@@ -633,6 +631,27 @@ class _Importer:
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
         return lines
+
+    def done_data_fails(self, final: Element) -> bool:
+        """Whether the `<donedata>` of a final state is one SCXML cannot evaluate (a `<param>`
+        naming an undeclared location or with an expression that is not one, a `<content>`
+        whose expression is not one); any other done data is refused (E418)."""
+        for done in final.find("donedata"):
+            for child in done.children:
+                location = child.attrs.get("location")
+                source = child.attrs.get("expr", "")
+                if child.tag == "param" and location is not None:
+                    if not location.isidentifier() or location not in self.var_types:
+                        return True
+                elif child.tag in ("param", "content") and source and _syntax_error(source):
+                    return True
+            self.error(
+                "E418",
+                "done data is not supported",
+                done,
+                "flowc's done.state events carry no payload",
+            )
+        return False
 
     def write_transition(self, transition: Element, sid: str) -> str | None:
         events = transition.attrs.get("event", "").split()

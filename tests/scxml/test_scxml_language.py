@@ -185,3 +185,26 @@ def test_event_name_becomes_event_name(tmp_path: Path) -> None:
     text = imported(EVENT_NAME)
     assert "on a, a.* -> t do seen = event_name()" in text
     passes(EVENT_NAME, tmp_path)
+
+
+DONE_DATA_FAILS = chart(
+    """  <state id="s" initial="a">
+    <transition event="error.execution" target="t"/>
+    <transition event="done.state.s" target="fail"/>
+    <state id="a"><transition target="b"/></state>
+    <final id="b">
+      <onentry><raise event="first"/></onentry>
+      <donedata><param name="x" location="undeclared"/></donedata>
+    </final>
+  </state>
+  <state id="t"><transition event="done.state.s" target="pass"/></state>
+  <final id="pass"/><final id="fail"/>"""
+)
+
+
+def test_done_data_scxml_cannot_evaluate_raises_error_execution_first(tmp_path: Path) -> None:
+    text = imported(DONE_DATA_FAILS)
+    assert "entry do raise first; raise error.execution" in text
+    passes(DONE_DATA_FAILS, tmp_path)
+    legal = DONE_DATA_FAILS.replace('location="undeclared"', 'expr="1"')
+    assert [d.code for d in import_scxml(legal, "c.scxml").diagnostics] == ["E418"]
