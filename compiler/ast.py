@@ -389,6 +389,16 @@ class HistoryDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class InitialRule:
+    """`initial -> A.x, B.y [do ...]` in a compound state: the descendants its default entry
+    enters, and the actions run then (after the compound's entry actions)."""
+
+    targets: tuple[Ident, ...]
+    actions: tuple[Action, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class StateDecl:
     name: Ident
     title: Text | None
@@ -402,6 +412,8 @@ class StateDecl:
     #: the states and history pseudo-states declared in its body, in source order: a state
     #: with child states is compound (or, `parallel state`, parallel)
     children: tuple[StateDecl | HistoryDecl, ...] = ()
+    #: `initial -> ...` rules written in the body (resolve allows one, in a compound state)
+    initial_rules: tuple[InitialRule, ...] = ()
 
     def has(self, modifier: str) -> bool:
         return any(m.name == modifier for m in self.modifiers)

@@ -70,6 +70,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E135": (Severity.ERROR, "history default outside its parent"),
     "E136": (Severity.ERROR, "`done.state` of a state that never completes"),
     "E137": (Severity.ERROR, "invalid child states"),
+    "E138": (Severity.ERROR, "invalid initial rule"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),

@@ -401,6 +401,10 @@ class Lowerer:
             meta=meta,
             entry=entry,
             exit=exit_,
+            initial_targets=self.symbols.initial_targets.get(node.name, ()),
+            initial_actions=tuple(
+                a for r in decl.initial_rules[:1] for a in self.actions(r.actions)
+            ),
             unhandled="ignore" if node.name in self.symbols.ignoring else "refuse",
             line=decl.name.span.line,
             column=decl.name.span.column,

@@ -915,7 +915,13 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             _span(c),
             tuple(x for x in body if isinstance(x, ast.UnhandledDecl)),
             tuple(x for x in body if isinstance(x, ast.StateDecl | ast.HistoryDecl)),
+            tuple(x for x in body if isinstance(x, ast.InitialRule)),
         )
+
+    def initial_rule(self, c: list[Any]) -> ast.InitialRule:
+        # INITIAL, ARROW, target, target*, do_clause|None
+        targets = tuple(x for x in c[2:-1] if isinstance(x, ast.Ident))
+        return ast.InitialRule(targets, c[-1] or (), _span(c))
 
     def _with_history_defaults(self, body: list[Any]) -> list[Any]:
         """`history H -> X` in a state body: the grammar reads `-> X` as a direct rule (see

@@ -101,6 +101,8 @@ class TypeChecker:
         for state in symbols.states.values():
             for block in state.blocks:
                 self.check_actions(block.actions, Scope(None, f"in an {block.when} action"))
+            for initial in state.initial_rules:
+                self.check_actions(initial.actions, Scope(None, "in an initial rule"))
             for rule in state.rules:
                 self.check_rule(rule, state)
         for rule in symbols.global_rules:

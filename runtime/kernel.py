@@ -199,6 +199,7 @@ class Macrostep:
         "c",
         "config",
         "count",
+        "defaulted",
         "entered",
         "event",
         "exited",
@@ -233,6 +234,9 @@ class Macrostep:
         #: states entered / left during the step (a state may be both)
         self.entered: set[CState] = set()
         self.exited: set[CState] = set()
+        #: the compound states of this microstep's entries entered by default: those with an
+        #: initial rule run its actions after their entry actions
+        self.defaulted: set[CState] = set()
         #: the IR indices of the rules taken, microstep by microstep (coverage reads them)
         self.fired: list[int] = []
         #: the payload and the name of the event being processed (eventless rules see the last
@@ -376,8 +380,11 @@ class Macrostep:
             self.entered.add(s)
             if s.raw.get("entry"):
                 self.run(Step("entry", s, "entry", s), p)
+            if s in self.defaulted and s.raw.get("initial_actions"):
+                self.run(Step("entry", s, "initial_actions", s), p)
             if s.final:
                 self.completed(s)
+        self.defaulted.clear()
         self.step = None
         self.taken = None
 
@@ -396,8 +403,11 @@ class Macrostep:
             self.entered.add(s)
             if s.raw.get("entry"):
                 self.run(Step("entry", s, "entry", s), None)
+            if s in self.defaulted and s.raw.get("initial_actions"):
+                self.run(Step("entry", s, "initial_actions", s), None)
             if s.final:
                 self.completed(s)
+        self.defaulted.clear()
         self.step = None
 
     def completed(self, s: CState) -> None:
@@ -436,6 +446,16 @@ class Macrostep:
             return
         into.add(s)
         if s.kind == "compound":
+            self.defaulted.add(s)
+            targets = s.initial_targets
+            if targets:
+                # An initial rule (SCXML's initial transition): its targets and what lies
+                # between them and `s`, all targets first (as for a history's records).
+                for x in targets:
+                    self.add_descendants(x, into)
+                for x in targets:
+                    self.add_ancestors(x, s, into)
+                return
             child = s.initial_child
             assert child is not None
             self.add_descendants(child, into)

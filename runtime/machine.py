@@ -118,6 +118,7 @@ _WIRED = frozenset(
         "entry",
         "exit",
         "fast",
+        "initial_actions",
         "on",
         "routes",
         "timers",
@@ -147,7 +148,9 @@ class CState:
         "final",
         "history",
         "ignores",
+        "initial_actions",
         "initial_child",
+        "initial_targets",
         "kind",
         "meta",
         "name",
@@ -189,6 +192,9 @@ class CState:
         #: the children that are states proper (no history): a parallel state's regions
         self.regions: tuple[CState, ...] = ()
         self.initial_child: CState | None = None
+        #: a compound's `initial -> ...` rule: the descendants its default entry enters (empty:
+        #: its initial child's defaults); its actions are the block `initial_actions`
+        self.initial_targets: tuple[CState, ...] = ()
         #: `shallow` / `deep` on a history pseudo-state, else None; `default` is the state it
         #: enters when nothing is recorded (None: its parent's initial child)
         self.history: str | None = None
@@ -200,6 +206,7 @@ class CState:
 
     entry: ActionBlock | None
     exit: ActionBlock | None
+    initial_actions: ActionBlock | None
     #: event name -> (its definition, its candidate transitions in try order: in a statechart
     #: the state's own rules, then its parent's, and so on outwards)
     on: dict[str, tuple[CEvent, tuple[CTransition, ...]]]
@@ -506,7 +513,7 @@ class Machine:
         self._wiring = threading.RLock()
         if v2:
             for s in raw["states"]:
-                for block in ("entry", "exit"):
+                for block in ("entry", "exit", "initial_actions"):
                     if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
                         self.chart = True
             if not self.chart and _calls_event_name((raw.get("transitions"), raw["states"])):
@@ -588,6 +595,20 @@ class Machine:
                         f"compound state {st.name!r} needs exactly one initial child ({found})"
                     )
                 st.initial_child = initials[0]
+                targets = []
+                for name in st.raw.get("initial_targets") or ():
+                    target = states.get(name)
+                    own_history = target is not None and target.kind == "history"
+                    if target is None or not (
+                        initials[0] in (target, *target.ancestors)
+                        or (own_history and target.parent is st)
+                    ):
+                        raise IRLoadError(
+                            f"initial target {name!r} of {st.name!r} is not a state inside its "
+                            "initial child, nor one of its histories"
+                        )
+                    targets.append(target)
+                st.initial_targets = tuple(targets)
             if st.kind == "history":
                 if st.parent is None:
                     raise IRLoadError(
@@ -622,6 +643,7 @@ class Machine:
         lazy = self._lazy_actions
         state.entry = lazy(state, "entry")
         state.exit = lazy(state, "exit")
+        state.initial_actions = lazy(state, "initial_actions")
         on: dict[str, list[CTransition]] = {}
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []
@@ -792,7 +814,7 @@ class Machine:
             for state in self.states.values():
                 if state._loader is not None:
                     self._wire_now(state)
-                for which in ("entry", "exit"):
+                for which in ("entry", "exit", "initial_actions"):
                     if state.raw.get(which):
                         setattr(state, which, c.actions(state.raw[which], self.target_type))
                 for t in state.transitions:

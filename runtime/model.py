@@ -176,6 +176,11 @@ class State(IRModel):
     #: when no history is recorded yet (null: the parent's initial child).
     history: Literal["shallow", "deep"] | None = None
     default: str | None = None
+    #: Version 2, on compound states: an `initial -> ...` rule. Its default entry enters these
+    #: descendants of its initial child (instead of the initial child's own defaults) and runs
+    #: `initial_actions` after the compound's entry actions.
+    initial_targets: tuple[str, ...] = ()
+    initial_actions: tuple[Action, ...] = ()
     line: int = 0
     column: int = 0
     #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
@@ -535,6 +540,10 @@ def _state(st: Any) -> None:
     if st.get("history") not in (None, "shallow", "deep"):
         raise _Bad(f"{where} history must be 'shallow' or 'deep'")
     _is(st.get("default"), str, f"{where} default", optional=True)
+    for target in _list(st.get("initial_targets"), f"{where} initial targets"):
+        _is(target, str, f"{where} initial target")
+    for a in _list(st.get("initial_actions"), f"{where} initial actions"):
+        _action(a, f"{where} initial actions")
 
 
 def _transition(t: Any) -> None:

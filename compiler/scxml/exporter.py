@@ -193,11 +193,19 @@ class _Writer:
         kids = self.children(state.name)
         attrs = f" id={quoteattr(state.name)}"
         initial = [k.name for k in kids if k.initial]
-        if tag == "state" and initial:
+        if tag == "state" and initial and not (state.initial_targets or state.initial_actions):
             attrs += f" initial={quoteattr(initial[0])}"
         start = len(self.lines)
         self.lines.append(f"{pad}<{tag}{attrs}>")
         inner = pad + "  "
+        if state.initial_targets or state.initial_actions:
+            # an initial rule: SCXML's <initial> transition, with its targets and actions
+            targets = " ".join(state.initial_targets or initial[:1])
+            self.lines.append(f"{inner}<initial>")
+            self.lines.append(f"{inner}  <transition target={quoteattr(targets)}>")
+            self.lines.extend(f"{inner}    {self.action(a)}" for a in state.initial_actions)
+            self.lines.append(f"{inner}  </transition>")
+            self.lines.append(f"{inner}</initial>")
         timers = self.timers.get(state.name, [])
         entry = [self.action(a) for a in state.entry]
         for t in timers:

@@ -136,6 +136,10 @@ class _Importer:
         self.field_types: dict[str, str] = {}
         #: Every expression translated, with the variable it is assigned to (if any).
         self.used: list[tuple[str | None, Expr]] = []
+        #: state id -> its `initial -> ...` rule (text), and the targets the document's own
+        #: initial gives a top-level state entered by default only at the start
+        self.initial_rules: dict[str, str] = {}
+        self.forced: dict[str, list[str]] = {}
         #: Event fields whose type an export declared (not optional on re-import).
         self.declared_fields: set[str] = set()
 
@@ -338,53 +342,107 @@ class _Importer:
             self.collect_states(child, sid)
 
     def initial_children(self, element: Element, parent: str | None) -> set[str]:
-        """The SCXML ids of the children of `element` entered by default."""
+        """The SCXML ids of the children of `element` entered by default. An initial that is
+        not simply a child (deeper targets that differ from the defaults between, several
+        targets, actions, a history) becomes an initial rule of `element` (`initial_rules`);
+        the document's own such initial becomes one of the top-level state holding it."""
         kids = [c for c in element.children if c.tag in ("state", "parallel", "final")]
         if not kids:
             return set()
         if element.tag == "parallel":
             return set()
+        sid = None if element is self.root else self.id_of(element)
         wanted: list[str] = []
+        transition: Element | None = None
         if element.attrs.get("initial"):
             wanted = element.attrs["initial"].split()
         for initial in element.find("initial"):
             for transition in initial.find("transition"):
-                if transition.children:
-                    self.error(
-                        "E419",
-                        "actions on an initial transition are not supported",
-                        transition,
-                    )
                 wanted = transition.attrs.get("target", "").split()
+        if sid is not None and sid in self.forced:
+            wanted, transition = self.forced[sid], None
         if not wanted:
-            return {kids[0].attrs.get("id") or f"s_{kids[0].line}_{kids[0].column}"}
-        if len(wanted) > 1:
-            self.error("E419", "an initial with several targets is not supported", element)
-            return set()
-        target = wanted[0]
-        if target not in self.states:
-            self.error("E413", f"unknown initial state `{target}`", element)
-            return set()
+            return {self.id_of(kids[0])}
+        for target in wanted:
+            if target not in self.states:
+                self.error("E413", f"unknown initial state `{target}`", element)
+                return set()
         own = {self.id_of(c) for c in kids}
+        actions = list(transition.children) if transition is not None else []
+        if len(wanted) == 1 and not actions:
+            chain = self.default_chain(wanted[0], own, parent)
+            if chain is not None:
+                return {chain}
+        hit = {self.child_holding(self.anchor(t, sid), own) for t in wanted}
+        child = hit.pop() if len(hit) == 1 else None
+        if child is None:
+            self.error(
+                "E419",
+                "the initial targets are not inside one child state",
+                element,
+                "a compound state is in one child at a time",
+            )
+            return set()
+        if sid is None:
+            info = self.states[child]
+            if info.kind != "state" or not info.children or self.targeted(child):
+                self.error(
+                    "E419",
+                    f"the document's initial `{' '.join(wanted)}` differs from the default "
+                    f"entry of `{child}`, which is entered by default elsewhere too",
+                    element,
+                    "flowc enters a compound through its initial rule or child",
+                )
+                return set()
+            self.forced[child] = wanted
+            return {child}
+        self.features.add("initial-rule")
+        rule = "initial -> " + ", ".join(self.states[t].name for t in wanted)
+        done = self.actions(actions)
+        if done:
+            rule += " do " + "; ".join(done)
+        self.initial_rules[sid] = rule
+        return {child}
+
+    def default_chain(self, target: str, own: set[str], parent: str | None) -> str | None:
+        """The child of a state (`own`: its children) holding `target` when its default
+        entries lead to `target` anyway, else None."""
         chain = target
         while chain not in own:
             up = self.states[chain].parent
             if up is None or up == parent:
-                break
-            # A deeper initial: the child containing it becomes this one's initial, and the
-            # chain below marks the rest (only when it agrees with the inner defaults).
-            inner_parent = up
-            inner = self.initial_children(self.states[inner_parent].element, inner_parent)
-            if self.states[inner_parent].kind != "parallel" and chain not in inner:
-                self.error(
-                    "E419",
-                    f"initial `{target}` differs from the default child of `{inner_parent}`",
-                    element,
-                    "flowc enters a compound through its one initial child",
-                )
-                return set()
+                return None
+            inner = self.initial_children(self.states[up].element, up)
+            if self.states[up].kind != "parallel" and chain not in inner:
+                return None
             chain = up
-        return {chain}
+        return chain
+
+    def anchor(self, target: str, sid: str | None) -> str:
+        """Where an initial target lies: a history of the state itself stands for its default
+        (what it enters when nothing is recorded)."""
+        info = self.states[target]
+        if info.kind != "history" or info.parent != sid:
+            return target
+        for transition in info.element.find("transition"):
+            targets = transition.attrs.get("target", "").split()
+            if targets and targets[0] in self.states:
+                return targets[0]
+        return target
+
+    def child_holding(self, target: str, own: set[str]) -> str | None:
+        chain: str | None = target
+        while chain is not None and chain not in own:
+            chain = self.states[chain].parent
+        return chain
+
+    def targeted(self, sid: str) -> bool:
+        """Whether a transition or a history default leads to state `sid` itself (so it is
+        entered by default other than at the start)."""
+        for transition in self.walk(self.root, "transition"):
+            if sid in transition.attrs.get("target", "").split():
+                return True
+        return False
 
     def in_state(self, sid: str) -> Expr:
         """`In('sid')`: `active(NAME)`; a state the document does not have is never active."""
@@ -628,6 +686,8 @@ class _Importer:
             if rule:
                 lines.append(indent + rule)
         inner = self.write_states(element, sid, indent)
+        if sid in self.initial_rules:
+            lines.append(indent + self.initial_rules[sid])
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
         return lines

@@ -120,6 +120,12 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E136", "flow demo\nevent go\ninitial state A { on done.state.A -> A }\n", 3, 22),
     ("E137", "flow demo\ninitial state A\nfinal state Z { initial state Z1 }\n", 3, 13),
     (
+        "E138",
+        "flow demo\ninitial state A {\n  initial -> C\n  initial state B { }\n  state C { }\n}\n",
+        3,
+        14,
+    ),
+    (
         "E212",
         "flow demo\nevent a(x: int)\nevent b(x: str)\n"
         "initial state A { on a, b if event.x == 1 -> A }\n",

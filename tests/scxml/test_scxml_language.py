@@ -208,3 +208,68 @@ def test_done_data_scxml_cannot_evaluate_raises_error_execution_first(tmp_path: 
     passes(DONE_DATA_FAILS, tmp_path)
     legal = DONE_DATA_FAILS.replace('location="undeclared"', 'expr="1"')
     assert [d.code for d in import_scxml(legal, "c.scxml").diagnostics] == ["E418"]
+
+
+INITIALS = chart(
+    """  <datamodel><data id="log" expr="''"/></datamodel>
+  <state id="top">
+    <onentry><assign location="log" expr="log + 'top '"/></onentry>
+    <initial>
+      <transition target="l2 r2"><assign location="log" expr="log + 'initial '"/></transition>
+    </initial>
+    <parallel id="p">
+      <state id="left" initial="l1">
+        <state id="l1"/>
+        <state id="l2"><onentry><assign location="log" expr="log + 'l2 '"/></onentry></state>
+      </state>
+      <state id="right">
+        <state id="r1"/>
+        <state id="r2"><onentry><assign location="log" expr="log + 'r2'"/></onentry></state>
+      </state>
+    </parallel>
+    <transition cond="log == 'top initial l2 r2' and In('l2') and In('r2')" target="pass"/>
+    <transition target="fail"/>
+  </state>
+  <final id="pass"/><final id="fail"/>"""
+)
+
+
+def test_an_initial_transition_becomes_an_initial_rule(tmp_path: Path) -> None:
+    text = imported(INITIALS)
+    assert '  initial -> l2, r2 do log = log + "initial "\n' in text
+    assert "  initial parallel state p {\n" in text
+    passes(INITIALS, tmp_path)
+
+
+DOCUMENT_INITIAL = chart(
+    """  <state id="s" initial="a">
+    <state id="a"><transition target="fail"/></state>
+    <state id="b" initial="b1">
+      <state id="b1"><transition target="fail"/></state>
+      <state id="b2"><transition target="pass"/></state>
+    </state>
+  </state>
+  <final id="pass"/><final id="fail"/>""",
+    attrs=' initial="b2"',
+)
+
+
+def test_the_document_initial_becomes_the_rule_of_its_top_level_state(tmp_path: Path) -> None:
+    text = imported(DOCUMENT_INITIAL)
+    assert "initial state s {\n  initial -> b2\n" in text
+    passes(DOCUMENT_INITIAL, tmp_path)
+    # entered by default elsewhere too: the rule would change that entry
+    again = DOCUMENT_INITIAL.replace(
+        '<final id="pass"/>', '<final id="pass"/><state id="x"><transition target="s"/></state>'
+    )
+    assert [d.code for d in import_scxml(again, "c.scxml").diagnostics] == ["E419"]
+
+
+def test_an_initial_rule_exports_as_an_initial_transition() -> None:
+    flow = compiled(
+        "flow t\nevent go\ncontext { n: int = 0 }\ninitial state A {\n"
+        "  initial -> y do n += 1\n  initial state x { initial state z { }  state y { } }\n}\n"
+    )
+    text = exported(flow)
+    assert "<initial>\n" in text and '<transition target="y">' in text
+    assert "initial -> y do n = n + 1" in imported(text)
