@@ -386,6 +386,8 @@ class HistoryDecl:
     deep: bool
     default: Ident | None
     span: Span
+    #: `history H -> X do ...`: run when the history enters its default (nothing recorded)
+    actions: tuple[Action, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

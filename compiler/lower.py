@@ -379,6 +379,7 @@ class Lowerer:
             default=self.symbols.state_candidates(decl.default.name)[0]
             if decl.default is not None
             else None,
+            initial_actions=self.actions(decl.actions),
             line=decl.name.span.line,
             column=decl.name.span.column,
         )

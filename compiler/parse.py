@@ -937,14 +937,20 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 and last.default is None
                 and item.guard is None
             ):
-                if item.actions or item.back or item.reenter:
+                if item.back or item.reenter:
                     self.report(
                         "E003",
-                        "a history's default is a state, with no actions",
+                        "a history's default is a state, with actions at most",
                         item.span,
-                        "write `history NAME -> STATE`; a direct rule goes before the history",
+                        "write `history NAME -> STATE [do ...]`; a direct rule goes before the "
+                        "history",
                     )
-                out[-1] = replace(last, default=item.target, span=last.span.to(item.span))
+                out[-1] = replace(
+                    last,
+                    default=item.target,
+                    span=last.span.to(item.span),
+                    actions=item.actions,
+                )
                 continue
             out.append(item)
         return out

@@ -98,6 +98,9 @@ class TypeChecker:
                 self.check_template(req.message)
                 if req.data is not None:
                     self.check_data(req.data, scope)
+        for node in symbols.nodes.values():
+            if isinstance(node.decl, ast.HistoryDecl) and node.decl.actions:
+                self.check_actions(node.decl.actions, Scope(None, "in a history's default"))
         for state in symbols.states.values():
             for block in state.blocks:
                 self.check_actions(block.actions, Scope(None, f"in an {block.when} action"))

@@ -206,6 +206,7 @@ class Macrostep:
         "final",
         "fired",
         "histories",
+        "history_defaults",
         "limit",
         "p",
         "queue",
@@ -237,6 +238,9 @@ class Macrostep:
         #: the compound states of this microstep's entries entered by default: those with an
         #: initial rule run its actions after their entry actions
         self.defaulted: set[CState] = set()
+        #: parent -> its history state that entered its default in this microstep (its
+        #: default's actions run after the parent's entry actions)
+        self.history_defaults: dict[CState, CState] = {}
         #: the IR indices of the rules taken, microstep by microstep (coverage reads them)
         self.fired: list[int] = []
         #: the payload and the name of the event being processed (eventless rules see the last
@@ -382,9 +386,13 @@ class Macrostep:
                 self.run(Step("entry", s, "entry", s), p)
             if s in self.defaulted and s.raw.get("initial_actions"):
                 self.run(Step("entry", s, "initial_actions", s), p)
+            used = self.history_defaults.pop(s, None) if self.history_defaults else None
+            if used is not None and used.raw.get("initial_actions"):
+                self.run(Step("entry", used, "initial_actions", s), p)
             if s.final:
                 self.completed(s)
         self.defaulted.clear()
+        self.history_defaults.clear()
         self.step = None
         self.taken = None
 
@@ -405,9 +413,13 @@ class Macrostep:
                 self.run(Step("entry", s, "entry", s), None)
             if s in self.defaulted and s.raw.get("initial_actions"):
                 self.run(Step("entry", s, "initial_actions", s), None)
+            used = self.history_defaults.pop(s, None) if self.history_defaults else None
+            if used is not None and used.raw.get("initial_actions"):
+                self.run(Step("entry", used, "initial_actions", s), None)
             if s.final:
                 self.completed(s)
         self.defaulted.clear()
+        self.history_defaults.clear()
         self.step = None
 
     def completed(self, s: CState) -> None:
@@ -437,6 +449,7 @@ class Macrostep:
             recorded = self.histories.get(s.name)
             if recorded is None:
                 recorded = (s.default or parent.initial_child or parent.regions[0],)
+                self.history_defaults[parent] = s
             # Every recorded state first, then their ancestors: a parallel ancestor then sees
             # all its regions already covered (SCXML's order).
             for x in recorded:

@@ -178,7 +178,9 @@ class State(IRModel):
     default: str | None = None
     #: Version 2, on compound states: an `initial -> ...` rule. Its default entry enters these
     #: descendants of its initial child (instead of the initial child's own defaults) and runs
-    #: `initial_actions` after the compound's entry actions.
+    #: `initial_actions` after the compound's entry actions. On a history state,
+    #: `initial_actions` are those of its default (`history H -> X do ...`), run after the
+    #: parent's entry actions when the history enters its default.
     initial_targets: tuple[str, ...] = ()
     initial_actions: tuple[Action, ...] = ()
     line: int = 0

@@ -185,7 +185,11 @@ class _Writer:
             self.lines.append(
                 f'{pad}<history id={quoteattr(state.name)} type="{state.history or "shallow"}">'
             )
-            if state.default:
+            if state.default and state.initial_actions:
+                self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}>")
+                self.lines.extend(f"{pad}    {self.action(a)}" for a in state.initial_actions)
+                self.lines.append(f"{pad}  </transition>")
+            elif state.default:
                 self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}/>")
             self.lines.append(f"{pad}</history>")
             return

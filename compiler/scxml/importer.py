@@ -659,13 +659,14 @@ class _Importer:
         deep = element.attrs.get("type", "shallow") == "deep"
         text = f"history {'deep ' if deep else ''}{info.name}"
         for transition in element.find("transition"):
-            if transition.children:
-                self.error("E419", "actions on a history default are not supported", transition)
             targets = transition.attrs.get("target", "").split()
             if len(targets) != 1 or targets[0] not in self.states:
                 self.error("E413", "a history default needs one known target", transition)
                 continue
             text += f" -> {self.states[targets[0]].name}"
+            actions = self.actions(transition.children)
+            if actions:
+                text += f" do {'; '.join(actions)}"
         return text
 
     def write_body(self, element: Element, sid: str, indent: str) -> list[str]:

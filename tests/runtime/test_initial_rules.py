@@ -112,3 +112,36 @@ def test_mistakes(change: tuple[str, str], codes: list[str]) -> None:
     old, new = change
     assert old in ROOM
     assert errors(ROOM.replace(old, new)) == codes
+
+
+HISTORY = """
+flow h
+event go
+event out
+context { log: list[str] = [] }
+initial state S {
+  entry do append(log, "S")
+  initial -> H do append(log, "initial")
+  initial state A { on go -> B }
+  state B { }
+  history H -> B do append(log, "default")
+  on out -> T
+}
+state T { on go -> S.H }
+"""
+
+
+def test_a_history_default_runs_its_actions_after_the_parent_entry_only_when_used() -> None:
+    inst = Machine.from_source(HISTORY).start()
+    assert inst.state == "B"
+    assert inst.get("log") == ["S", "initial", "default"]
+    inst.send("out")
+    inst.send("go")  # through H, which recorded B: no default, no actions
+    assert inst.state == "B"
+    assert inst.get("log") == ["S", "initial", "default", "S"]
+
+
+def test_a_history_default_takes_no_back_or_reenter() -> None:
+    assert errors(
+        HISTORY.replace('history H -> B do append(log, "default")', "history H -> B back")
+    ) == ["E003"]

@@ -273,3 +273,28 @@ def test_an_initial_rule_exports_as_an_initial_transition() -> None:
     text = exported(flow)
     assert "<initial>\n" in text and '<transition target="y">' in text
     assert "initial -> y do n = n + 1" in imported(text)
+
+
+HISTORY_DEFAULT = chart(
+    """  <datamodel><data id="log" expr="''"/></datamodel>
+  <state id="s">
+    <onentry><assign location="log" expr="log + 's '"/></onentry>
+    <initial><transition target="h"/></initial>
+    <history id="h">
+      <transition target="b"><assign location="log" expr="log + 'h'"/></transition>
+    </history>
+    <state id="a"/>
+    <state id="b"/>
+    <transition cond="log == 's h' and In('b')" target="pass"/>
+    <transition target="fail"/>
+  </state>
+  <final id="pass"/><final id="fail"/>"""
+)
+
+
+def test_history_default_actions_are_kept(tmp_path: Path) -> None:
+    text = imported(HISTORY_DEFAULT)
+    assert '  history h -> b do log = log + "h"\n' in text
+    passes(HISTORY_DEFAULT, tmp_path)
+    again = imported(exported(compiled(text)))
+    assert '  history h -> b do log = log + "h"\n' in again
