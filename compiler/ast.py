@@ -416,6 +416,8 @@ class StateDecl:
     children: tuple[StateDecl | HistoryDecl, ...] = ()
     #: `initial -> ...` rules written in the body (resolve allows one, in a compound state)
     initial_rules: tuple[InitialRule, ...] = ()
+    #: `final state X with {...}`: the payload of its parent's `done.state` event
+    done_data: Expr | None = None
 
     def has(self, modifier: str) -> bool:
         return any(m.name == modifier for m in self.modifiers)

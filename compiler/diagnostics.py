@@ -88,6 +88,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E214": (Severity.ERROR, "unknown effect"),
     "E215": (Severity.ERROR, "payload field missing"),
     "E216": (Severity.ERROR, "timer delay is not an int"),
+    "E218": (Severity.ERROR, "invalid done data"),
     "E217": (Severity.ERROR, "`active` needs a state name"),
     # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
@@ -125,7 +126,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E415": (Severity.ERROR, "foreach without array or item"),
     "E416": (Severity.ERROR, "event data not supported"),
     "E417": (Severity.ERROR, "In() of a computed state id"),
-    "E418": (Severity.ERROR, "done data not supported"),
+    "E418": (Severity.ERROR, "done data without named params"),
     "E419": (Severity.ERROR, "initial or multi-target transition not expressible"),
     "E420": (Severity.ERROR, "flow cannot be exported to SCXML"),
 }

@@ -315,7 +315,8 @@ class Lowerer:
                         for req in info.decl.requires
                     ),
                 )
-                for name, info in symbols.events.items()
+                # the `done.state` events that carry done data are declared with its fields
+                for name, info in (*symbols.events.items(), *symbols.done_payloads.items())
             ),
             states=tuple(states),
             transitions=tuple(transitions),
@@ -403,6 +404,7 @@ class Lowerer:
             entry=entry,
             exit=exit_,
             initial_targets=self.symbols.initial_targets.get(node.name, ()),
+            done_data=self.expr(decl.done_data) if decl.done_data is not None else None,
             initial_actions=tuple(
                 a for r in decl.initial_rules[:1] for a in self.actions(r.actions)
             ),

@@ -900,11 +900,12 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return c
 
     def state_decl(self, c: list[Any]) -> ast.StateDecl:
-        # children: modifier*, STATE, name, text|None, body|None
-        name: ast.Ident = c[-3]
-        title: ast.Text | None = c[-2]
+        # children: modifier*, STATE, name, text|None, with_data|None, body|None
+        name: ast.Ident = c[-4]
+        title: ast.Text | None = c[-3]
+        done_data: ast.Expr | None = c[-2]
         body: list[Any] = self._with_history_defaults(c[-1] or [])
-        modifiers = tuple(c[:-4])
+        modifiers = tuple(c[:-5])
         return ast.StateDecl(
             name,
             title,
@@ -916,6 +917,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             tuple(x for x in body if isinstance(x, ast.UnhandledDecl)),
             tuple(x for x in body if isinstance(x, ast.StateDecl | ast.HistoryDecl)),
             tuple(x for x in body if isinstance(x, ast.InitialRule)),
+            done_data,
         )
 
     def initial_rule(self, c: list[Any]) -> ast.InitialRule:

@@ -107,6 +107,9 @@ class Symbols:
     #: `done.state.NAME` -> NAME, for every compound and parallel state (implicitly declared,
     #: without payload)
     done_events: dict[str, str] = field(default_factory=dict)
+    #: `done.state.P` -> its payload fields, for a compound P whose final children say what
+    #: it carries (`final state X with {...}`; filled by typecheck)
+    done_payloads: dict[str, EventInfo] = field(default_factory=dict)
     #: compound state -> the IR names of the targets of its `initial -> ...` rule
     initial_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: IR names by short name (an index `state_candidates` builds once `nodes` is complete)
@@ -874,6 +877,7 @@ class Resolver:
         ]
         self._check_history_defaults()
         self._check_initial_rules()
+        self._check_done_data()
         self._expand_event_lists()
 
     def _check_initial_rules(self) -> None:
@@ -930,6 +934,24 @@ class Resolver:
                         )
                 targets.append(name)
             self.symbols.initial_targets[node.name] = tuple(targets)
+
+    def _check_done_data(self) -> None:
+        """`with {...}` after a state's name: only on a final state whose parent is a compound
+        state (whose `done.state` event it fills)."""
+        nodes = self.symbols.nodes
+        for node in nodes.values():
+            decl = node.decl
+            if not isinstance(decl, ast.StateDecl) or decl.done_data is None:
+                continue
+            parent = nodes[node.parent] if node.parent is not None else None
+            if not decl.has("final") or parent is None or parent.kind != "compound":
+                self.error(
+                    "E218",
+                    f"`{node.dotted}` has done data but completes no compound state",
+                    decl.done_data.span,
+                    "done data belongs to a final state inside a compound state: it is the "
+                    "payload of the parent's `done.state` event",
+                )
 
     def _apart(self, a: str, b: str) -> bool:
         """Whether states `a` and `b` may be active together: their innermost common

@@ -429,7 +429,8 @@ class Macrostep:
         if parent is None:
             self.final = True
             return
-        self.queue.append((f"done.state.{parent.name}", None))
+        done = s.done_value if s.raw.get("done_data") is not None else None
+        self.queue.append((f"done.state.{parent.name}", done(self.c, self.p, s) if done else None))
         grand = parent.parent
         if grand is not None and grand.kind == "parallel" and self.in_final(grand):
             self.queue.append((f"done.state.{grand.name}", None))

@@ -115,6 +115,7 @@ _WIRED = frozenset(
         "always",
         "back_edges",
         "direct",
+        "done_value",
         "entry",
         "exit",
         "fast",
@@ -142,6 +143,7 @@ class CState:
         "choice",
         "default",
         "direct",
+        "done_value",
         "entry",
         "exit",
         "fast",
@@ -207,6 +209,8 @@ class CState:
     entry: ActionBlock | None
     exit: ActionBlock | None
     initial_actions: ActionBlock | None
+    #: a final state's done data (the payload of its parent's `done.state` event), or None
+    done_value: Evaluator | None
     #: event name -> (its definition, its candidate transitions in try order: in a statechart
     #: the state's own rules, then its parent's, and so on outwards)
     on: dict[str, tuple[CEvent, tuple[CTransition, ...]]]
@@ -633,7 +637,8 @@ class Machine:
         implicit = [name for name in done if name not in self.events]
         for name in implicit:
             self.events[name] = CEvent(name, (), ())
-        self.internal_events = frozenset(implicit)
+        # (declared ones too: they carry done data, and only the kernel raises them)
+        self.internal_events = frozenset(done)
         if self.hierarchical:
             self.chart = True
 
@@ -644,6 +649,8 @@ class Machine:
         state.entry = lazy(state, "entry")
         state.exit = lazy(state, "exit")
         state.initial_actions = lazy(state, "initial_actions")
+        done_data = state.raw.get("done_data")
+        state.done_value = self._compiler.compile(done_data) if done_data is not None else None
         on: dict[str, list[CTransition]] = {}
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []

@@ -183,6 +183,10 @@ class State(IRModel):
     #: parent's entry actions when the history enters its default.
     initial_targets: tuple[str, ...] = ()
     initial_actions: tuple[Action, ...] = ()
+    #: Version 2, on a final state inside a compound: the payload (a `map` expression with
+    #: literal keys) of the parent's `done.state` event, evaluated when the state is entered;
+    #: that event is then declared in `events` with these fields.
+    done_data: Expr | None = None
     line: int = 0
     column: int = 0
     #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
@@ -546,6 +550,7 @@ def _state(st: Any) -> None:
         _is(target, str, f"{where} initial target")
     for a in _list(st.get("initial_actions"), f"{where} initial actions"):
         _action(a, f"{where} initial actions")
+    _expr(st.get("done_data"), f"{where} done data", optional=True)
 
 
 def _transition(t: Any) -> None:

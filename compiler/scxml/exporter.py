@@ -223,6 +223,9 @@ class _Writer:
         )
         self.block("onentry", entry, inner)
         self.block("onexit", exit_, inner)
+        if state.done_data is not None:
+            params = self.params(state.done_data)
+            self.lines.append(f"{inner}<donedata>{params}</donedata>")
         for t in self.flow.transitions:
             if t.source == state.name:
                 self.transition(t, inner)

@@ -644,6 +644,11 @@ class _Importer:
             if info.kind == "state" and parent is not None:
                 self.features.add("compound")
             head = " ".join([*modifiers, "state", info.name])
+            if info.kind == "final" and not self.done_data_fails(child):
+                carried = self.done_data(child)
+                if carried is not None:
+                    self.features.add("donedata")
+                    head += f" with {carried}"
             body = self.write_body(child, sid, indent + "  ")
             if body:
                 out.append(f"{head} {{".join([indent, ""]))
@@ -706,13 +711,30 @@ class _Importer:
                         return True
                 elif child.tag in ("param", "content") and source and _syntax_error(source):
                     return True
-            self.error(
-                "E418",
-                "done data is not supported",
-                done,
-                "flowc's done.state events carry no payload",
-            )
         return False
+
+    def done_data(self, final: Element) -> str | None:
+        """`<donedata>` of `<param name expr|location>`s: `with {"name": expr, ...}` (the
+        payload of the parent's done event); `<content>` has no field names (E418)."""
+        pairs: list[str] = []
+        for done in final.find("donedata"):
+            for child in done.children:
+                name = child.attrs.get("name", "")
+                if child.tag != "param" or not name.isidentifier():
+                    self.error(
+                        "E418",
+                        "done data other than named <param>s is not supported",
+                        child,
+                        "flowc's done events carry named fields: "
+                        '`final state X with {"name": value}`',
+                    )
+                    return None
+                source = child.attrs.get("location") or child.attrs.get("expr", "")
+                value = self.expr(source, child)
+                if value is None:
+                    return None
+                pairs.append(f"{literal_text(name)}: {expr_text(value)}")
+        return "{" + ", ".join(pairs) + "}" if pairs else None
 
     def write_transition(self, transition: Element, sid: str) -> str | None:
         events = transition.attrs.get("event", "").split()

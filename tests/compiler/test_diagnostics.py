@@ -159,6 +159,13 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
     (
+        "E218",
+        "flow demo\nevent go\ninitial state P {\n  initial state A { on go -> B }\n"
+        '  final state B with {"n": 1}\n  final state C\n}\n',
+        6,
+        15,
+    ),
+    (
         "E217",
         'flow demo\nevent go\ninitial state A { on go if active("A") -> B }\nfinal state B\n',
         3,

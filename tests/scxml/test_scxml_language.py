@@ -207,7 +207,7 @@ def test_done_data_scxml_cannot_evaluate_raises_error_execution_first(tmp_path: 
     assert "entry do raise first; raise error.execution" in text
     passes(DONE_DATA_FAILS, tmp_path)
     legal = DONE_DATA_FAILS.replace('location="undeclared"', 'expr="1"')
-    assert [d.code for d in import_scxml(legal, "c.scxml").diagnostics] == ["E418"]
+    assert 'final state b with {"x": 1}' in imported(legal)
 
 
 INITIALS = chart(
@@ -298,3 +298,29 @@ def test_history_default_actions_are_kept(tmp_path: Path) -> None:
     passes(HISTORY_DEFAULT, tmp_path)
     again = imported(exported(compiled(text)))
     assert '  history h -> b do log = log + "h"\n' in again
+
+
+DONE_DATA = chart(
+    """  <datamodel><data id="n" expr="3"/></datamodel>
+  <state id="s" initial="a">
+    <state id="a"><transition target="d"/></state>
+    <final id="d">
+      <donedata><param name="total" expr="n * 2"/><param name="copy" location="n"/></donedata>
+    </final>
+    <transition event="done.state.s" cond="_event.data.total == 6 and _event.data['copy'] == 3"
+      target="pass"/>
+    <transition event="done.state.s" target="fail"/>
+  </state>
+  <final id="pass"/><final id="fail"/>"""
+)
+
+
+def test_done_data_becomes_with(tmp_path: Path) -> None:
+    text = imported(DONE_DATA)
+    assert '  final state d with {"total": n * 2, "copy": n}\n' in text
+    passes(DONE_DATA, tmp_path)
+    again = exported(compiled(text))
+    assert '<donedata><param name="total" expr="n * 2"/><param name="copy" expr="n"/>' in again
+    assert imported(again) == text
+    content = DONE_DATA.replace('<param name="copy" location="n"/>', '<content expr="1"/>')
+    assert [d.code for d in import_scxml(content, "c.scxml").diagnostics] == ["E418"]
