@@ -214,7 +214,19 @@ class IfAction:
     span: Span
 
 
-Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction
+@dataclass(frozen=True, slots=True)
+class ForAction:
+    """`for item, i in LIST { ... }`: the actions once per item, with the context fields `item`
+    (and `i`, its position) set to it first; `index` is None without `, i`."""
+
+    item: Ident
+    index: Ident | None
+    iterable: Expr
+    actions: tuple[Action, ...]
+    span: Span
+
+
+Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
 
 
 # ---- declarations ---------------------------------------------------------------------------
@@ -374,6 +386,18 @@ class HistoryDecl:
     deep: bool
     default: Ident | None
     span: Span
+    #: `history H -> X do ...`: run when the history enters its default (nothing recorded)
+    actions: tuple[Action, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InitialRule:
+    """`initial -> A.x, B.y [do ...]` in a compound state: the descendants its default entry
+    enters, and the actions run then (after the compound's entry actions)."""
+
+    targets: tuple[Ident, ...]
+    actions: tuple[Action, ...]
+    span: Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +414,10 @@ class StateDecl:
     #: the states and history pseudo-states declared in its body, in source order: a state
     #: with child states is compound (or, `parallel state`, parallel)
     children: tuple[StateDecl | HistoryDecl, ...] = ()
+    #: `initial -> ...` rules written in the body (resolve allows one, in a compound state)
+    initial_rules: tuple[InitialRule, ...] = ()
+    #: `final state X with {...}`: the payload of its parent's `done.state` event
+    done_data: Expr | None = None
 
     def has(self, modifier: str) -> bool:
         return any(m.name == modifier for m in self.modifiers)

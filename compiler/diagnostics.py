@@ -70,6 +70,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E135": (Severity.ERROR, "history default outside its parent"),
     "E136": (Severity.ERROR, "`done.state` of a state that never completes"),
     "E137": (Severity.ERROR, "invalid child states"),
+    "E138": (Severity.ERROR, "invalid initial rule"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),
@@ -87,6 +88,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E214": (Severity.ERROR, "unknown effect"),
     "E215": (Severity.ERROR, "payload field missing"),
     "E216": (Severity.ERROR, "timer delay is not an int"),
+    "E218": (Severity.ERROR, "invalid done data"),
+    "E217": (Severity.ERROR, "`active` needs a state name"),
     # W3xx / E3xx: graph lint on the IR (lint.py)
     "W301": (Severity.WARNING, "unreachable state"),
     "W302": (Severity.WARNING, "state has no way out"),
@@ -120,10 +123,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E412": (Severity.ERROR, "SCXML element or attribute not supported"),
     "E413": (Severity.ERROR, "unknown or duplicate SCXML state id"),
     "E414": (Severity.ERROR, "invalid SCXML value"),
-    "E415": (Severity.ERROR, "foreach not supported"),
+    "E415": (Severity.ERROR, "foreach without array or item"),
     "E416": (Severity.ERROR, "event data not supported"),
-    "E417": (Severity.ERROR, "In() not supported"),
-    "E418": (Severity.ERROR, "done data not supported"),
+    "E417": (Severity.ERROR, "In() of a computed state id"),
+    "E418": (Severity.ERROR, "done data without named params"),
     "E419": (Severity.ERROR, "initial or multi-target transition not expressible"),
     "E420": (Severity.ERROR, "flow cannot be exported to SCXML"),
 }

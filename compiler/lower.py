@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo as ModelField
 
 from flowc.compiler import ast
-from flowc.compiler.resolve import FieldInfo, StateNode, Symbols
+from flowc.compiler.resolve import FieldInfo, StateNode, Symbols, state_path
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime import model as ir
 
@@ -134,6 +134,13 @@ class Lowerer:
         if isinstance(node, ast.Subscript):
             return ("index", None, (self.expr(node.obj), self.expr(node.index)))
         if isinstance(node, ast.Call):
+            if node.func.name == "active":
+                # The state's IR name, as a literal (typecheck resolved it to one state).
+                written = state_path(node.args[0])
+                assert written is not None
+                state = symbols.state_candidates(written)[0]
+                name = ast.Literal_(state, "str", node.args[0].span)
+                return ("call", "active", (self.expr(name),))
             return ("call", node.func.name, tuple(map(self.expr, node.args)))
         if isinstance(node, ast.ListLit):
             return ("list", None, tuple(map(self.expr, node.items)))
@@ -181,8 +188,21 @@ class Lowerer:
                 lowered.append(self.v2_action(action))
         return tuple(lowered)
 
-    def v2_action(self, action: ast.IfAction | ast.RaiseAction | ast.EmitAction) -> ir.Action:
-        """`if`, `raise` and `emit` (IR version 2)."""
+    def v2_action(
+        self, action: ast.IfAction | ast.RaiseAction | ast.EmitAction | ast.ForAction
+    ) -> ir.Action:
+        """`if`, `raise`, `emit` and `for` (IR version 2)."""
+        if isinstance(action, ast.ForAction):
+            # The body is the loop's one branch, without a guard.
+            body = _new(ir.Branch, guard=None, actions=self.actions(action.actions))
+            return _new(
+                ir.Action,
+                op="for",
+                target=(action.item.name,),
+                index=action.index.name if action.index is not None else None,
+                value=self.expr(action.iterable),
+                branches=(body,),
+            )
         if isinstance(action, ast.IfAction):
             branches = tuple(
                 _new(
@@ -295,7 +315,8 @@ class Lowerer:
                         for req in info.decl.requires
                     ),
                 )
-                for name, info in symbols.events.items()
+                # the `done.state` events that carry done data are declared with its fields
+                for name, info in (*symbols.events.items(), *symbols.done_payloads.items())
             ),
             states=tuple(states),
             transitions=tuple(transitions),
@@ -359,6 +380,7 @@ class Lowerer:
             default=self.symbols.state_candidates(decl.default.name)[0]
             if decl.default is not None
             else None,
+            initial_actions=self.actions(decl.actions),
             line=decl.name.span.line,
             column=decl.name.span.column,
         )
@@ -381,6 +403,11 @@ class Lowerer:
             meta=meta,
             entry=entry,
             exit=exit_,
+            initial_targets=self.symbols.initial_targets.get(node.name, ()),
+            done_data=self.expr(decl.done_data) if decl.done_data is not None else None,
+            initial_actions=tuple(
+                a for r in decl.initial_rules[:1] for a in self.actions(r.actions)
+            ),
             unhandled="ignore" if node.name in self.symbols.ignoring else "refuse",
             line=decl.name.span.line,
             column=decl.name.span.column,

@@ -900,11 +900,12 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return c
 
     def state_decl(self, c: list[Any]) -> ast.StateDecl:
-        # children: modifier*, STATE, name, text|None, body|None
-        name: ast.Ident = c[-3]
-        title: ast.Text | None = c[-2]
+        # children: modifier*, STATE, name, text|None, with_data|None, body|None
+        name: ast.Ident = c[-4]
+        title: ast.Text | None = c[-3]
+        done_data: ast.Expr | None = c[-2]
         body: list[Any] = self._with_history_defaults(c[-1] or [])
-        modifiers = tuple(c[:-4])
+        modifiers = tuple(c[:-5])
         return ast.StateDecl(
             name,
             title,
@@ -915,7 +916,14 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             _span(c),
             tuple(x for x in body if isinstance(x, ast.UnhandledDecl)),
             tuple(x for x in body if isinstance(x, ast.StateDecl | ast.HistoryDecl)),
+            tuple(x for x in body if isinstance(x, ast.InitialRule)),
+            done_data,
         )
+
+    def initial_rule(self, c: list[Any]) -> ast.InitialRule:
+        # INITIAL, ARROW, target, target*, do_clause|None
+        targets = tuple(x for x in c[2:-1] if isinstance(x, ast.Ident))
+        return ast.InitialRule(targets, c[-1] or (), _span(c))
 
     def _with_history_defaults(self, body: list[Any]) -> list[Any]:
         """`history H -> X` in a state body: the grammar reads `-> X` as a direct rule (see
@@ -931,14 +939,20 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 and last.default is None
                 and item.guard is None
             ):
-                if item.actions or item.back or item.reenter:
+                if item.back or item.reenter:
                     self.report(
                         "E003",
-                        "a history's default is a state, with no actions",
+                        "a history's default is a state, with actions at most",
                         item.span,
-                        "write `history NAME -> STATE`; a direct rule goes before the history",
+                        "write `history NAME -> STATE [do ...]`; a direct rule goes before the "
+                        "history",
                     )
-                out[-1] = replace(last, default=item.target, span=last.span.to(item.span))
+                out[-1] = replace(
+                    last,
+                    default=item.target,
+                    span=last.span.to(item.span),
+                    actions=item.actions,
+                )
                 continue
             out.append(item)
         return out
@@ -1131,6 +1145,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         if keyword is not None:
             branches.append(ast.IfBranch(None, block, _span([keyword, block])))
         return ast.IfAction(tuple(branches), _span(c))
+
+    def for_action(self, c: list[Any]) -> ast.ForAction:
+        # FOR, name, name|None, expr, block
+        return ast.ForAction(c[1], c[2], c[3], c[4], _span(c))
 
     def lvalue(self, c: list[Any]) -> tuple[ast.Ident, ...]:
         return tuple(c)

@@ -107,6 +107,11 @@ class Symbols:
     #: `done.state.NAME` -> NAME, for every compound and parallel state (implicitly declared,
     #: without payload)
     done_events: dict[str, str] = field(default_factory=dict)
+    #: `done.state.P` -> its payload fields, for a compound P whose final children say what
+    #: it carries (`final state X with {...}`; filled by typecheck)
+    done_payloads: dict[str, EventInfo] = field(default_factory=dict)
+    #: compound state -> the IR names of the targets of its `initial -> ...` rule
+    initial_targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: IR names by short name (an index `state_candidates` builds once `nodes` is complete)
     by_short: dict[str, list[str]] = field(default_factory=dict)
     indexed: int = 0
@@ -175,6 +180,17 @@ def suggestion_budget() -> Iterator[None]:
         yield
     finally:
         _work_left.reset(token)
+
+
+def state_path(expr: ast.Expr) -> str | None:
+    """The state name written as `active`'s argument (`Paused`, `Cooking.Paused`), or None
+    when the argument is not a name."""
+    if isinstance(expr, ast.Name):
+        return expr.name
+    if isinstance(expr, ast.Attribute):
+        head = state_path(expr.obj)
+        return None if head is None else f"{head}.{expr.name.name}"
+    return None
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str | None:
@@ -860,7 +876,95 @@ class Resolver:
             self._resolve_rule(rule, None) for rule in self.symbols.global_rules
         ]
         self._check_history_defaults()
+        self._check_initial_rules()
+        self._check_done_data()
         self._expand_event_lists()
+
+    def _check_initial_rules(self) -> None:
+        """`initial -> T, ...`: one per compound state, its targets inside its initial child
+        (a compound is in one child at a time) and, when several, in different regions."""
+        nodes = self.symbols.nodes
+        for node in nodes.values():
+            decl = node.decl
+            if not isinstance(decl, ast.StateDecl) or not decl.initial_rules:
+                continue
+            rule, *extra = decl.initial_rules
+            for again in extra:
+                self.error("E138", f"`{node.dotted}` has a second initial rule", again.span, None)
+            if node.kind != "compound":
+                self.error(
+                    "E138",
+                    f"an initial rule in `{node.dotted}`, which is not a compound state",
+                    rule.span,
+                    "write it in the compound state whose default entry it sets",
+                )
+                continue
+            initial = next(
+                (c for c in node.children if _marked_initial(nodes[c].decl)),
+                None,
+            )
+            targets: list[str] = []
+            for written in rule.targets:
+                name = self.state_ref(written)
+                if name is None:
+                    continue
+                inside = initial is None or (
+                    name == initial
+                    or initial in self.symbols.ancestors(name)
+                    or (nodes[name].kind == "history" and nodes[name].parent == node.name)
+                )
+                if initial is not None and not inside:
+                    self.error(
+                        "E138",
+                        f"initial target `{written.name}` is not inside the initial child "
+                        f"`{nodes[initial].dotted}` of `{node.dotted}` (nor one of its histories)",
+                        written.span,
+                        "a compound state is in one child at a time: its default entry leads "
+                        "into its initial child",
+                    )
+                    continue
+                for other in targets:
+                    if not self._apart(name, other):
+                        self.error(
+                            "E138",
+                            f"initial targets `{nodes[other].dotted}` and `{nodes[name].dotted}` "
+                            "are in one region",
+                            written.span,
+                            "several targets enter different regions of a parallel state",
+                        )
+                targets.append(name)
+            self.symbols.initial_targets[node.name] = tuple(targets)
+
+    def _check_done_data(self) -> None:
+        """`with {...}` after a state's name: only on a final state whose parent is a compound
+        state (whose `done.state` event it fills)."""
+        nodes = self.symbols.nodes
+        for node in nodes.values():
+            decl = node.decl
+            if not isinstance(decl, ast.StateDecl) or decl.done_data is None:
+                continue
+            parent = nodes[node.parent] if node.parent is not None else None
+            if not decl.has("final") or parent is None or parent.kind != "compound":
+                self.error(
+                    "E218",
+                    f"`{node.dotted}` has done data but completes no compound state",
+                    decl.done_data.span,
+                    "done data belongs to a final state inside a compound state: it is the "
+                    "payload of the parent's `done.state` event",
+                )
+
+    def _apart(self, a: str, b: str) -> bool:
+        """Whether states `a` and `b` may be active together: their innermost common
+        ancestor is a parallel state (neither contains the other)."""
+        above_a = list(self.symbols.ancestors(a))
+        if a == b or b in above_a:
+            return False
+        for anc in self.symbols.ancestors(b):
+            if anc == a:
+                return False
+            if anc in above_a:
+                return self.symbols.nodes[anc].kind == "parallel"
+        return False
 
     def _resolve_rule(self, rule: ast.Rule, source: str | None) -> ast.Rule:
         """Checks the names a rule uses and returns it with its target and completion events
@@ -1172,6 +1276,10 @@ class Resolver:
 
 #: what `unhandled` may say: refuse with `event_not_accepted` (the default), or ignore
 UNHANDLED_POLICIES = ("refuse", "ignore")
+
+
+def _marked_initial(decl: ast.StateDecl | ast.HistoryDecl) -> bool:
+    return isinstance(decl, ast.StateDecl) and decl.has("initial")
 
 
 def _node_kind(decl: ast.StateDecl | ast.HistoryDecl) -> str:

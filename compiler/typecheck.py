@@ -15,7 +15,15 @@ import jinja2
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.resolve import EffectInfo, EventInfo, FieldInfo, Symbols, suggest
+from flowc.compiler.resolve import (
+    EffectInfo,
+    EventInfo,
+    FieldInfo,
+    StateNode,
+    Symbols,
+    state_path,
+    suggest,
+)
 from flowc.compiler.source import Span
 from flowc.compiler.template_bounds import checking_environment
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
@@ -56,6 +64,8 @@ class TypeChecker:
         self._meta_cache: dict[str, t.Ty] | None = None
         #: id of each expression node checked -> its type (the AST outlives the checker)
         self.types: dict[int, t.Ty] = {}
+        #: `done.state` events whose done data was reported (their rules read no payload)
+        self._broken_done: set[str] = set()
         # Plain functions, not methods bound to this checker: a bound method in its own
         # attribute would make each checker a reference cycle, and so keep the whole AST (held
         # by `symbols`) alive until the cyclic collector runs.
@@ -73,6 +83,10 @@ class TypeChecker:
             "trim": TypeChecker._fn_str,
             "coalesce": TypeChecker._fn_coalesce,
             "str": TypeChecker._fn_to_str,
+            # never called: `_infer_Call` checks `active(STATE)` itself (its argument is a
+            # state, not a value)
+            "active": TypeChecker._fn_active,
+            "event_name": TypeChecker._fn_event_name,
         }
         assert set(self._functions) == EXPRESSION_FUNCTIONS
 
@@ -83,6 +97,7 @@ class TypeChecker:
     # ---- entry point -------------------------------------------------------------------
     def run(self) -> None:
         symbols = self.symbols
+        self.check_done_data()
         for fields in symbols.records.values():
             self._check_defaults(fields)
         self._check_defaults(symbols.context)
@@ -94,9 +109,14 @@ class TypeChecker:
                 self.check_template(req.message)
                 if req.data is not None:
                     self.check_data(req.data, scope)
+        for node in symbols.nodes.values():
+            if isinstance(node.decl, ast.HistoryDecl) and node.decl.actions:
+                self.check_actions(node.decl.actions, Scope(None, "in a history's default"))
         for state in symbols.states.values():
             for block in state.blocks:
                 self.check_actions(block.actions, Scope(None, f"in an {block.when} action"))
+            for initial in state.initial_rules:
+                self.check_actions(initial.actions, Scope(None, "in an initial rule"))
             for rule in state.rules:
                 self.check_rule(rule, state)
         for rule in symbols.global_rules:
@@ -111,7 +131,12 @@ class TypeChecker:
         if rule.covers and rule.event is not None and rule.event.name != rule.covers[0]:
             return  # one copy of `on a, b -> X`: the first copy checks it for every event
         done = self.symbols.done_events
-        if rule.event is not None and (
+        carried = self.symbols.done_payloads.get(rule.event.name) if rule.event else None
+        if carried is not None and len(rule.covers) <= 1:
+            scope = Scope(carried)
+        elif rule.event is not None and rule.event.name in self._broken_done:
+            scope = _UNKNOWN_EVENT_SCOPE  # its done data was reported: no `event.` noise
+        elif rule.event is not None and (
             rule.event.name in done or any(name in done for name in rule.covers)
         ):
             # (`on e, done.state.X -> ...`: one of its events has no payload, so neither has
@@ -147,6 +172,93 @@ class TypeChecker:
             self.check_template(rule.reject_message)
         if rule.reject_data is not None:
             self.check_data(rule.reject_data, scope)
+
+    def check_done_data(self) -> None:
+        """`final state X with {"k": value, ...}`: a record literal with distinct string keys;
+        when a final child of a compound state carries data, every final child of it does,
+        with the same fields of the same types. Those fields are the payload of the compound's
+        `done.state` event (`symbols.done_payloads`), which its rules read as `event.k`."""
+        symbols = self.symbols
+        finals: dict[str, list[tuple[StateNode, ast.StateDecl]]] = {}
+        for node in symbols.nodes.values():
+            decl = node.decl
+            if (
+                isinstance(decl, ast.StateDecl)
+                and decl.has("final")
+                and node.parent is not None
+                and symbols.nodes[node.parent].kind == "compound"
+            ):
+                finals.setdefault(node.parent, []).append((node, decl))
+        for parent, children in finals.items():
+            if all(decl.done_data is None for _, decl in children):
+                continue
+            carried: list[tuple[StateNode, ast.StateDecl, dict[str, tuple[t.Ty, Span]]]] = []
+            broken = False
+            for node, decl in children:
+                if decl.done_data is None:
+                    self.error(
+                        "E218",
+                        f"final state `{node.dotted}` carries no done data, unlike its siblings",
+                        decl.name.span,
+                        f"every final child of `{symbols.nodes[parent].dotted}` says what its "
+                        "done event carries",
+                    )
+                    broken = True
+                    continue
+                fields = self._done_fields(decl.done_data)
+                if fields is None:
+                    broken = True
+                else:
+                    carried.append((node, decl, fields))
+            if broken:
+                self._broken_done.add(f"done.state.{parent}")
+                continue
+            first_node, _, first = carried[0]
+            for node, decl, fields in carried[1:]:
+                if set(fields) != set(first) or any(fields[k][0] != first[k][0] for k in fields):
+                    self.error(
+                        "E218",
+                        f"the done data of `{node.dotted}` differs from that of "
+                        f"`{first_node.dotted}`",
+                        decl.done_data.span if decl.done_data is not None else decl.span,
+                        "the final children of one state carry the same fields, of the same types",
+                    )
+                    broken = True
+            if broken:
+                self._broken_done.add(f"done.state.{parent}")
+                continue
+            name = f"done.state.{parent}"
+            params = {key: _synthetic_field(key, ty, span) for key, (ty, span) in first.items()}
+            span = first_node.decl.span
+            symbols.done_payloads[name] = EventInfo(
+                ast.EventDecl(ast.Ident(name, span), (), (), span), params
+            )
+
+    def _done_fields(self, expr: ast.Expr) -> dict[str, tuple[t.Ty, Span]] | None:
+        scope = Scope(None, "in done data (it is evaluated when the final state is entered)")
+        if not isinstance(expr, ast.MapLit):
+            self.infer(expr, scope)
+            self.error(
+                "E218",
+                "done data must be a record literal",
+                expr.span,
+                'write `with {"field": value, ...}`',
+            )
+            return None
+        fields: dict[str, tuple[t.Ty, Span]] = {}
+        for key, value in expr.entries:
+            ty = self.infer(value, scope)
+            if not (isinstance(key, ast.Literal_) and key.kind == "str"):
+                self.error("E218", "a key of done data must be a string literal", key.span)
+                return None
+            name = str(key.value)
+            if name in fields or not name.isidentifier():
+                self.error("E218", f"`{name}` cannot be a field here", key.span)
+                return None
+            if t.is_any(ty) or isinstance(ty, t.NoneTy):
+                ty = t.JSON
+            fields[name] = (ty, key.span)
+        return fields
 
     def check_data(self, expr: ast.Expr, scope: Scope) -> None:
         """`with {"key": value, ...}` of a `reject` rule or a `require` clause: a record
@@ -264,8 +376,56 @@ class TypeChecker:
                 self._check_if(action, scope)
             elif isinstance(action, ast.RaiseAction):
                 self._check_raise(action, scope)
+            elif isinstance(action, ast.ForAction):
+                self._check_for(action, scope)
             else:
                 self._check_emit(action, scope)
+
+    def _check_for(self, action: ast.ForAction, scope: Scope) -> None:
+        """`for item, i in LIST`: LIST is a list, each item fits the context field `item`, and
+        the field `i` takes an `int`."""
+        listed = self.infer(action.iterable, scope)
+        item_ty = self._target_type((action.item,))
+        if isinstance(listed, t.OptionalTy):
+            self.error(
+                "E208",
+                "`for` over a list that may be none",
+                action.iterable.span,
+                "check it first, or use `coalesce(xs, [])`",
+            )
+        elif isinstance(listed, t.JsonTy):
+            # A JSON value is checked when the loop runs: a list, else a fault.
+            if not t.is_any(item_ty) and not t.assignable(t.JSON, item_ty):
+                self.error(
+                    "E202",
+                    f"`{action.item.name}` is `{item_ty}`, the items of a `json` value are `json`",
+                    action.item.span,
+                )
+        elif not t.is_any(listed) and not isinstance(listed, t.ListTy):
+            self.error(
+                "E201",
+                f"`for` goes through a list, this is `{listed}`",
+                action.iterable.span,
+            )
+        elif (
+            isinstance(listed, t.ListTy)
+            and not t.is_any(item_ty)
+            and not t.assignable(listed.item, item_ty)
+        ):
+            self.error(
+                "E202",
+                f"`{action.item.name}` is `{item_ty}`, the list's items are `{listed.item}`",
+                action.item.span,
+            )
+        if action.index is not None:
+            index_ty = self._target_type((action.index,))
+            if not t.is_any(index_ty) and not t.assignable(t.INT, index_ty):
+                self.error(
+                    "E202",
+                    f"`{action.index.name}` takes the position, an `int`; it is `{index_ty}`",
+                    action.index.span,
+                )
+        self.check_actions(action.actions, scope)
 
     def _check_if(self, action: ast.IfAction, scope: Scope) -> None:
         for branch in action.branches:
@@ -818,6 +978,8 @@ class TypeChecker:
 
     def _infer_Call(self, expr: ast.Call, scope: Scope) -> t.Ty:
         name = expr.func.name
+        if name == "active":
+            return self._active(expr, scope)
         if name == "coalesce" and len(expr.args) == 2:
             # The fallback is checked against the value's type, so record literals work.
             value = self.infer(expr.args[0], scope)
@@ -1076,6 +1238,47 @@ class TypeChecker:
             self.error("E201", f"expected a `str`, found `{args[0]}`", exprs[0].span)
         return t.STR
 
+    def _active(self, expr: ast.Call, scope: Scope) -> t.Ty:
+        """`active(STATE)`: STATE is a state's name (or a dotted path where it repeats),
+        resolved here as a transition target is; the call is a `bool`."""
+        if len(expr.args) != 1:
+            return self.error("E118", f"`active` takes 1 argument, got {len(expr.args)}", expr.span)
+        arg = expr.args[0]
+        written = state_path(arg)
+        if written is None:
+            return self.error(
+                "E217",
+                "`active` takes a state name",
+                arg.span,
+                "name the state as a transition target does: `active(Cooking)`",
+            )
+        if scope.constant:
+            return self.error("E203", "a default cannot depend on the active states", expr.span)
+        found = self.symbols.state_candidates(written)
+        if not found:
+            nodes = self.symbols.nodes
+            known = {*nodes, *(n.dotted for n in nodes.values())}
+            return self.error(
+                "E104", f"unknown state `{written}`", arg.span, suggest(written, sorted(known))
+            )
+        if len(found) > 1:
+            paths = [self.symbols.nodes[n].dotted for n in found]
+            listed = ", ".join(f"`{p}`" for p in paths)
+            return self.error(
+                "E130",
+                f"state name `{written}` is ambiguous: it may mean {listed}",
+                arg.span,
+                f"write the path that names one: `{paths[0]}`",
+            )
+        self.types[id(expr)] = t.BOOL
+        return t.BOOL
+
+    def _fn_active(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        raise AssertionError("`active` is checked by `_active`")  # pragma: no cover
+
+    def _fn_event_name(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
+        return t.STR
+
     def _fn_coalesce(self, args: list[t.Ty], exprs: list[ast.Expr], span: Span) -> t.Ty:
         if not self._arity("coalesce", args, span, 2):
             return t.ANY
@@ -1155,7 +1358,33 @@ _ARITY: dict[str, tuple[int, int]] = {
     "trim": (1, 1),
     "coalesce": (2, 2),
     "str": (1, 1),
+    "active": (1, 1),
+    "event_name": (0, 0),
 }
+
+
+def _synthetic_field(name: str, ty: t.Ty, span: Span) -> FieldInfo:
+    """A payload field the compiler declares (done data's), as if written `name: ty`."""
+    written = ast.TypeExpr(ast.Ident(str(ty), span), (), False, span)
+    return FieldInfo(ast.FieldDecl(ast.Ident(name, span), written, None, span), ty, type_ref(ty))
+
+
+def type_ref(ty: t.Ty) -> TypeRef:
+    """The IR's form of a type the checker worked out (done data's fields)."""
+    if isinstance(ty, t.Prim):
+        return TypeRef(kind=ty.name)  # type: ignore[arg-type]
+    if isinstance(ty, t.ListTy):
+        return TypeRef(kind="list", item=type_ref(ty.item))
+    if isinstance(ty, t.MapTy):
+        return TypeRef(kind="map", item=type_ref(ty.value))
+    if isinstance(ty, t.OptionalTy):
+        return TypeRef(kind="optional", item=type_ref(ty.inner))
+    if isinstance(ty, t.EnumTy):
+        return TypeRef(kind="enum", name=ty.name)
+    if isinstance(ty, t.RecordTy):
+        return TypeRef(kind="record", name=ty.name)
+    return TypeRef(kind="json")
+
 
 _LITERAL_TYPES: dict[str, t.Ty] = {
     "int": t.INT,

@@ -22,6 +22,10 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
         "trim",
         "coalesce",
         "str",
+        # whether a state is in the active configuration, and the name of the event being
+        # processed: they read the step, not a value
+        "active",
+        "event_name",
     }
 )
 

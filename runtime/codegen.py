@@ -376,12 +376,22 @@ class Generator:
             w = self._fresh("w")
             a, b = self.expr(args[0], s), self.expr(args[1], s)
             return f"({b} if ({w} := {a}) is None else {w})"
-        if op == "call" and isinstance(value, str) and value != "coalesce":
+        if (
+            op == "call"
+            and isinstance(value, str)
+            and value
+            not in (
+                "coalesce",
+                "active",
+                "event_name",
+            )
+        ):
             fn = FUNCTIONS.get(value)
             if fn is None:
                 raise _Unsupported
             return f"{self.const(fn)}({', '.join(self.expr(a, s) for a in args)})"
-        # `state.name`, `meta.x` and anything unusual: the closure, called with the state.
+        # `state.name`, `meta.x`, `active(X)` and anything unusual: the closure, called with the
+        # state.
         return f"{self.const(self.m._compiler.compile(node))}(c, p, {s})"
 
     # ---- actions ----------------------------------------------------------------------------
@@ -550,8 +560,9 @@ class Generator:
                     f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
                     f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
                 )
-            elif dest.choice or plan_of(t).emits or plan_of(t).computed:
-                # Routing, effects to collect or a computed timer delay: the general path.
+            elif dest.choice or plan_of(t).emits or plan_of(t).computed or plan_of(t).blind:
+                # Routing, effects to collect, a computed timer delay or actions reading the
+                # configuration between two states: the general path.
                 lines.append(f"{body}{slow}")
             else:
                 plan = plan_of(t)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
 from flowc.runtime.outputs import current_outputs
@@ -137,8 +138,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "trim": str.strip,
     "str": _to_str,
 }
-# `coalesce` is compiled specially: its default is evaluated only when needed.
-assert set(FUNCTIONS) | {"coalesce"} == EXPRESSION_FUNCTIONS
+# `coalesce` is compiled specially: its default is evaluated only when needed; `active` and
+# `event_name` read the step, not a value (runtime/configuration.py).
+assert set(FUNCTIONS) | {"coalesce", "active", "event_name"} == EXPRESSION_FUNCTIONS
 
 
 def _in(item: Any, container: Any) -> bool:
@@ -454,6 +456,12 @@ class ExprCompiler:
                 return b(c, e, s) if v is None else v
 
             return coalesce
+        if name == "active":
+            _arity(name, args, 1)
+            return _active(args[0])
+        if name == "event_name":
+            _arity(name, args, 0)
+            return _event_name
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
@@ -515,6 +523,8 @@ class ExprCompiler:
             return self._if(raw, target_type, event_types)
         if op == "emit":
             return self._emit(raw)
+        if op == "for":
+            return self._for(raw, target_type, event_types)
         path = tuple(raw.get("target") or ())
         if not path or not all(isinstance(p, str) for p in path):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
@@ -598,6 +608,49 @@ class ExprCompiler:
 
         return if_
 
+    def _for(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+    ) -> ActionBlock:
+        """`for item, i in LIST { … }`: the body once per item of the list as it was when the
+        loop started (SCXML's `<foreach>` goes through a shallow copy), with the context field
+        `item` (and `i`) set first. A list holds at most `Limits.max_items` items, so a loop
+        ends; the body is a block of its own, as an `if` arm is (see `action_plan`)."""
+        target = raw.get("target")
+        if not isinstance(target, Sequence) or len(target) != 1 or not isinstance(target[0], str):
+            raise IRLoadError("a `for` action needs the name of its item field")
+        item: str = target[0]
+        index = raw.get("index")
+        if index is not None and not isinstance(index, str):
+            raise IRLoadError(f"a `for` index must be a field name, got {index!r}")
+        branches = raw.get("branches")
+        if not isinstance(branches, Sequence) or len(branches) != 1:
+            raise IRLoadError("a `for` action needs one body")
+        body_raw = branches[0]
+        if not isinstance(body_raw, Mapping):
+            raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
+        listed = self.compile(raw.get("value"))
+        item_ty = target_type((item,))
+        norm = _normaliser(item_ty, (item,), None, event_types, item=False)
+        if index is not None:
+            target_type((index,))  # checks the field exists
+        body = self.actions(body_raw.get("actions") or (), target_type, event_types)
+
+        def loop(c: dict[str, Any], e: Any, s: Any) -> None:
+            items = listed(c, e, s)
+            if type(items) is not list:
+                raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
+            for i, x in enumerate(tuple(items)):
+                c[item] = norm(x)
+                if index is not None:
+                    c[index] = i
+                if body is not None:
+                    body(c, e, s)
+
+        return loop
+
     def _emit(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`emit EFFECT(...)`: the effect and its payload go to the step's collector
         (runtime/outputs.py), which the instance hands out only once the step has committed."""
@@ -616,6 +669,35 @@ class ExprCompiler:
         return emit
 
 
+def _active(arg: Any) -> Evaluator:
+    """`active(STATE)`: whether the state (its IR name, a string literal in the IR) is in the
+    active configuration when the expression is evaluated (runtime/configuration.py). Outside a
+    statechart step: whether it is the state evaluated in or one of its ancestors."""
+    if not isinstance(arg, Mapping) or arg.get("op") != "lit" or type(arg.get("value")) is not str:
+        raise IRLoadError("`active` takes a state name (a string literal)")
+    target: str = arg["value"]
+
+    def active(c: dict[str, Any], e: Any, s: Any) -> bool:
+        scope = current_scope()
+        config = None if scope is None else scope.config
+        if config is None:
+            if s.name == target:
+                return True
+            return any(a.name == target for a in getattr(s, "ancestors", ()))
+        return any(x.name == target for x in config)
+
+    return active
+
+
+def _event_name(c: dict[str, Any], e: Any, s: Any) -> str:
+    """`event_name()`: the name of the event being processed ("" in a step without one: a
+    timer, `goto`, the start). Flows that read it run on the statechart kernel, which keeps it
+    (runtime/configuration.py)."""
+    scope = current_scope()
+    event = None if scope is None else scope.event
+    return "" if event is None else event
+
+
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     """Each action of a block with its fresh depth: how many leading containers of its target
     path an earlier action of the same block has already copied (and so may be changed in
@@ -631,6 +713,10 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
             while depth < len(path) - 1 and path[: depth + 1] in fresh:
                 depth += 1
         plan.append((a, depth))
+        if a.get("op") == "for":
+            # The body may store shared values anywhere: nothing copied before stays fresh.
+            fresh = set()
+            continue
         for i in range(1, len(path)):
             fresh.add(path[:i])
         if fresh:
@@ -860,6 +946,16 @@ def _normaliser(
             raise ExprFault(f"{where} takes {needs}; the actions computed {shown}") from None
 
     return normalise
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, dict):
+        return "a map"
+    return f"a {type(value).__name__}"
 
 
 def _short_repr(value: Any) -> str:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, to_datetime, to_seconds
+from flowc.runtime.configuration import configuration, within
 from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import (
     Macrostep,
@@ -442,8 +443,9 @@ class Instance:
         with collecting(current_outputs()) as out:
             run = Macrostep((), {}, ctx, machine.limits.max_microsteps, out.raised)
             try:
-                run.enter_initial(initial)
-                run.settle(machine.events, machine.eventless)
+                with within(run):
+                    run.enter_initial(initial)
+                    run.settle(machine.events, machine.eventless)
             except Refusal as refused:
                 return _refused(machine, refused, initial, None, ctx)
             except FAULTS as exc:
@@ -668,7 +670,8 @@ class Instance:
         """`send` on the general path: what a generated dispatch function (codegen.py) hands
         over whenever the step is not a plain accepted one, and what it must agree with."""
         if self._config is not None:
-            return self._send_chart(event, payload, reason, key, force)
+            with configuration(self._config, event):
+                return self._send_chart(event, payload, reason, key, force)
         st = self._state
         try:
             ev, candidates = st.on[event]
@@ -829,13 +832,14 @@ class Instance:
         chosen = None
         rule: Any = None
         try:
-            for t in edges:
-                if t.back and not force:
-                    continue
-                rule = t
-                if t.guard is None or t.guard(c, None, t.source):
-                    chosen = t
-                    break
+            with configuration(self._config):
+                for t in edges:
+                    if t.back and not force:
+                        continue
+                    rule = t
+                    if t.guard is None or t.guard(c, None, t.source):
+                        chosen = t
+                        break
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, None, None)
         if chosen is None:
@@ -916,8 +920,10 @@ class Instance:
             self._timers = self._timers[n:] or None
             for i, t in enumerate(tried):
                 try:
-                    if t.guard is not None and not t.guard(c, None, t.source):
-                        continue
+                    if t.guard is not None:
+                        with configuration(self._config):
+                            if not t.guard(c, None, t.source):
+                                continue
                 except FAULTS as exc:
                     out.append(self._fault_in(exc, t, st, None, None))
                     continue
@@ -959,7 +965,11 @@ class Instance:
             step = None
             try:
                 for step in plan.steps:
-                    getattr(step.owner, step.block)(c, p, step.state)
+                    if plan.blind and step.phase == "actions":
+                        with configuration(()):
+                            getattr(step.owner, step.block)(c, p, step.state)
+                    else:
+                        getattr(step.owner, step.block)(c, p, step.state)
                 step = None
                 if dest.choice and not plan.internal:
                     routed = _route(self._m, st, dest, c, p, event)
@@ -1034,9 +1044,11 @@ class Instance:
         with collecting(current_outputs()) as out:
             run = Macrostep(self._config, self._hist or {}, c, m.limits.max_microsteps, out.raised)
             run.p = p
+            run.event = event
             try:
-                run.microstep(run.resolve(ts) if len(ts) > 1 else ts, p)
-                run.settle(m.events, m.eventless)
+                with within(run):
+                    run.microstep(run.resolve(ts) if len(ts) > 1 else ts, p)
+                    run.settle(m.events, m.eventless)
             except Refusal as refused:
                 return _refused(m, refused, st, event, self._ctx)
             except FAULTS as exc:

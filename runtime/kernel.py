@@ -62,6 +62,7 @@ class Plan:
 
     __slots__ = (
         "arm",
+        "blind",
         "computed",
         "copies",
         "domain",
@@ -90,6 +91,10 @@ class Plan:
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
         self.emits: bool = any(_emits(s.owner.raw.get(s.block)) for s in steps)
+        #: The transition's own actions read `active(...)` while the flat flow is between its
+        #: source and its target: they run with no state active (SCXML: the source is left
+        #: before a transition's actions run, the target entered after), on the general path.
+        self.blind: bool = not self.internal and _reads_active(t.raw.get("actions"))
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
@@ -121,8 +126,22 @@ def _emits(actions: Any) -> bool:
         op = a.get("op")
         if op == "emit":
             return True
-        if op == "if" and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
+        if op in ("if", "for") and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
             return True
+    return False
+
+
+def _reads_active(node: Any) -> bool:
+    """Whether raw IR (an action block, an action, an expression) calls `active`."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            if n.get("op") == "call" and n.get("value") == "active":
+                return True
+            stack.extend(n.values())
+        elif isinstance(n, list | tuple):
+            stack.extend(n)
     return False
 
 
@@ -180,11 +199,14 @@ class Macrostep:
         "c",
         "config",
         "count",
+        "defaulted",
         "entered",
+        "event",
         "exited",
         "final",
         "fired",
         "histories",
+        "history_defaults",
         "limit",
         "p",
         "queue",
@@ -213,10 +235,18 @@ class Macrostep:
         #: states entered / left during the step (a state may be both)
         self.entered: set[CState] = set()
         self.exited: set[CState] = set()
+        #: the compound states of this microstep's entries entered by default: those with an
+        #: initial rule run its actions after their entry actions
+        self.defaulted: set[CState] = set()
+        #: parent -> its history state that entered its default in this microstep (its
+        #: default's actions run after the parent's entry actions)
+        self.history_defaults: dict[CState, CState] = {}
         #: the IR indices of the rules taken, microstep by microstep (coverage reads them)
         self.fired: list[int] = []
-        #: the payload of the event being processed (eventless rules see the last one)
+        #: the payload and the name of the event being processed (eventless rules see the last
+        #: one; the name is None for a step without an event): `event_name()` reads it
         self.p: Any = None
+        self.event: str | None = None
         self.final = False
         self.step: Step | None = None
         #: the transition being taken (for fault messages)
@@ -268,6 +298,7 @@ class Macrostep:
                     f"the payload of the raised event {name} does not fit its fields"
                 ) from None
             self.p = p
+            self.event = name
             ts = self.select(_on(name), p)
             for t in ts:
                 if t.target is None:
@@ -353,8 +384,15 @@ class Macrostep:
             self.entered.add(s)
             if s.raw.get("entry"):
                 self.run(Step("entry", s, "entry", s), p)
+            if s in self.defaulted and s.raw.get("initial_actions"):
+                self.run(Step("entry", s, "initial_actions", s), p)
+            used = self.history_defaults.pop(s, None) if self.history_defaults else None
+            if used is not None and used.raw.get("initial_actions"):
+                self.run(Step("entry", used, "initial_actions", s), p)
             if s.final:
                 self.completed(s)
+        self.defaulted.clear()
+        self.history_defaults.clear()
         self.step = None
         self.taken = None
 
@@ -373,8 +411,15 @@ class Macrostep:
             self.entered.add(s)
             if s.raw.get("entry"):
                 self.run(Step("entry", s, "entry", s), None)
+            if s in self.defaulted and s.raw.get("initial_actions"):
+                self.run(Step("entry", s, "initial_actions", s), None)
+            used = self.history_defaults.pop(s, None) if self.history_defaults else None
+            if used is not None and used.raw.get("initial_actions"):
+                self.run(Step("entry", used, "initial_actions", s), None)
             if s.final:
                 self.completed(s)
+        self.defaulted.clear()
+        self.history_defaults.clear()
         self.step = None
 
     def completed(self, s: CState) -> None:
@@ -384,7 +429,8 @@ class Macrostep:
         if parent is None:
             self.final = True
             return
-        self.queue.append((f"done.state.{parent.name}", None))
+        done = s.done_value if s.raw.get("done_data") is not None else None
+        self.queue.append((f"done.state.{parent.name}", done(self.c, self.p, s) if done else None))
         grand = parent.parent
         if grand is not None and grand.kind == "parallel" and self.in_final(grand):
             self.queue.append((f"done.state.{grand.name}", None))
@@ -404,6 +450,7 @@ class Macrostep:
             recorded = self.histories.get(s.name)
             if recorded is None:
                 recorded = (s.default or parent.initial_child or parent.regions[0],)
+                self.history_defaults[parent] = s
             # Every recorded state first, then their ancestors: a parallel ancestor then sees
             # all its regions already covered (SCXML's order).
             for x in recorded:
@@ -413,6 +460,16 @@ class Macrostep:
             return
         into.add(s)
         if s.kind == "compound":
+            self.defaulted.add(s)
+            targets = s.initial_targets
+            if targets:
+                # An initial rule (SCXML's initial transition): its targets and what lies
+                # between them and `s`, all targets first (as for a history's records).
+                for x in targets:
+                    self.add_descendants(x, into)
+                for x in targets:
+                    self.add_ancestors(x, s, into)
+                return
             child = s.initial_child
             assert child is not None
             self.add_descendants(child, into)

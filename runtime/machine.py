@@ -115,9 +115,11 @@ _WIRED = frozenset(
         "always",
         "back_edges",
         "direct",
+        "done_value",
         "entry",
         "exit",
         "fast",
+        "initial_actions",
         "on",
         "routes",
         "timers",
@@ -141,13 +143,16 @@ class CState:
         "choice",
         "default",
         "direct",
+        "done_value",
         "entry",
         "exit",
         "fast",
         "final",
         "history",
         "ignores",
+        "initial_actions",
         "initial_child",
+        "initial_targets",
         "kind",
         "meta",
         "name",
@@ -189,6 +194,9 @@ class CState:
         #: the children that are states proper (no history): a parallel state's regions
         self.regions: tuple[CState, ...] = ()
         self.initial_child: CState | None = None
+        #: a compound's `initial -> ...` rule: the descendants its default entry enters (empty:
+        #: its initial child's defaults); its actions are the block `initial_actions`
+        self.initial_targets: tuple[CState, ...] = ()
         #: `shallow` / `deep` on a history pseudo-state, else None; `default` is the state it
         #: enters when nothing is recorded (None: its parent's initial child)
         self.history: str | None = None
@@ -200,6 +208,9 @@ class CState:
 
     entry: ActionBlock | None
     exit: ActionBlock | None
+    initial_actions: ActionBlock | None
+    #: a final state's done data (the payload of its parent's `done.state` event), or None
+    done_value: Evaluator | None
     #: event name -> (its definition, its candidate transitions in try order: in a statechart
     #: the state's own rules, then its parent's, and so on outwards)
     on: dict[str, tuple[CEvent, tuple[CTransition, ...]]]
@@ -506,9 +517,13 @@ class Machine:
         self._wiring = threading.RLock()
         if v2:
             for s in raw["states"]:
-                for block in ("entry", "exit"):
+                for block in ("entry", "exit", "initial_actions"):
                     if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
                         self.chart = True
+            if not self.chart and _calls_event_name((raw.get("transitions"), raw["states"])):
+                # The statechart kernel keeps the event being processed for `event_name()`,
+                # through timers, `goto` and the start too.
+                self.chart = True
 
         self._compiler = ExprCompiler(self.limits)
         self._generator: Generator | None = None
@@ -584,6 +599,20 @@ class Machine:
                         f"compound state {st.name!r} needs exactly one initial child ({found})"
                     )
                 st.initial_child = initials[0]
+                targets = []
+                for name in st.raw.get("initial_targets") or ():
+                    target = states.get(name)
+                    own_history = target is not None and target.kind == "history"
+                    if target is None or not (
+                        initials[0] in (target, *target.ancestors)
+                        or (own_history and target.parent is st)
+                    ):
+                        raise IRLoadError(
+                            f"initial target {name!r} of {st.name!r} is not a state inside its "
+                            "initial child, nor one of its histories"
+                        )
+                    targets.append(target)
+                st.initial_targets = tuple(targets)
             if st.kind == "history":
                 if st.parent is None:
                     raise IRLoadError(
@@ -608,7 +637,8 @@ class Machine:
         implicit = [name for name in done if name not in self.events]
         for name in implicit:
             self.events[name] = CEvent(name, (), ())
-        self.internal_events = frozenset(implicit)
+        # (declared ones too: they carry done data, and only the kernel raises them)
+        self.internal_events = frozenset(done)
         if self.hierarchical:
             self.chart = True
 
@@ -618,6 +648,9 @@ class Machine:
         lazy = self._lazy_actions
         state.entry = lazy(state, "entry")
         state.exit = lazy(state, "exit")
+        state.initial_actions = lazy(state, "initial_actions")
+        done_data = state.raw.get("done_data")
+        state.done_value = self._compiler.compile(done_data) if done_data is not None else None
         on: dict[str, list[CTransition]] = {}
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []
@@ -788,7 +821,7 @@ class Machine:
             for state in self.states.values():
                 if state._loader is not None:
                     self._wire_now(state)
-                for which in ("entry", "exit"):
+                for which in ("entry", "exit", "initial_actions"):
                     if state.raw.get(which):
                         setattr(state, which, c.actions(state.raw[which], self.target_type))
                 for t in state.transitions:
@@ -1005,6 +1038,20 @@ def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
     # The file may spell out fields at their default values, which the canonical form leaves
     # out: let the IR model decide (it raises IRLoadError when the hash really differs).
     CompiledFlow.from_json(text)
+
+
+def _calls_event_name(node: Any) -> bool:
+    """Whether raw IR calls `event_name()` somewhere in it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Mapping):
+            if n.get("op") == "call" and n.get("value") == "event_name":
+                return True
+            stack.extend(n.values())
+        elif isinstance(n, list | tuple):
+            stack.extend(n)
+    return False
 
 
 def _raised(actions: Any) -> list[Any]:

@@ -80,13 +80,16 @@ class Action(IRModel):
     Version 2 adds three ops: `raise` (an internal event: `event`, and its payload as a `map`
     expression in `value`, or null), `emit` (an effect for the host: its name in `event`, its
     payload in `value`) and `if` (`branches`, tried in order; the first whose guard holds runs;
-    a branch without a guard is the `else`, and comes last)."""
+    a branch without a guard is the `else`, and comes last), and `for` (the list in `value`, the
+    context field set to each item in `target`, the one set to its position in `index`, and
+    the body as the one branch, without a guard, of `branches`)."""
 
-    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if"]
+    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if", "for"]
     target: tuple[str, ...] = ()
     value: Expr | None = None
     event: str | None = None
     branches: tuple[Branch, ...] = ()
+    index: str | None = None
 
 
 class Branch(IRModel):
@@ -118,7 +121,7 @@ TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject",
 StateKind = Literal["normal", "final", "choice", "compound", "parallel", "history"]
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
-V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if"})
+V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for"})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
@@ -173,6 +176,17 @@ class State(IRModel):
     #: when no history is recorded yet (null: the parent's initial child).
     history: Literal["shallow", "deep"] | None = None
     default: str | None = None
+    #: Version 2, on compound states: an `initial -> ...` rule. Its default entry enters these
+    #: descendants of its initial child (instead of the initial child's own defaults) and runs
+    #: `initial_actions` after the compound's entry actions. On a history state,
+    #: `initial_actions` are those of its default (`history H -> X do ...`), run after the
+    #: parent's entry actions when the history enters its default.
+    initial_targets: tuple[str, ...] = ()
+    initial_actions: tuple[Action, ...] = ()
+    #: Version 2, on a final state inside a compound: the payload (a `map` expression with
+    #: literal keys) of the parent's `done.state` event, evaluated when the state is entered;
+    #: that event is then declared in `events` with these fields.
+    done_data: Expr | None = None
     line: int = 0
     column: int = 0
     #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
@@ -251,6 +265,8 @@ class CompiledFlow(IRModel):
                 return 2
         if any(_uses_v2_ops(s.entry) or _uses_v2_ops(s.exit) for s in self.states):
             return 2
+        if _reads_configuration(self):
+            return 2
         return 1
 
     def with_hash(self) -> CompiledFlow:
@@ -298,6 +314,23 @@ class CompiledFlow(IRModel):
 
 def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
     return any(a.op in V2_ACTION_OPS for a in actions)
+
+
+def _reads_configuration(flow: CompiledFlow) -> bool:
+    """Whether some expression calls `active` or `event_name` (version 2: a version 1 runtime
+    does not know them)."""
+    stack: list[Any] = [flow.transitions, flow.states, flow.events, flow.invariants]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Expr):
+            if node.op == "call" and node.value in ("active", "event_name"):
+                return True
+            stack.extend(node.args)
+        elif isinstance(node, BaseModel):
+            stack.extend(getattr(node, name) for name in type(node).model_fields)
+        elif isinstance(node, tuple | list):
+            stack.extend(node)
+    return False
 
 
 # ---- a fast structural check of the JSON form -------------------------------------------------
@@ -463,9 +496,18 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         return
-    if op == "if":
+    if op == "for":
+        target = a.get("target")
+        if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
+            raise _Bad(f"{where} `for` needs the name of its item field")
+        _is(a.get("index"), str, f"{where} `for` index", optional=True)
+        _expr(a.get("value"), f"{where} `for` list")
+        branches = _list(a.get("branches"), f"{where} `for` body")
+        if len(branches) != 1:
+            raise _Bad(f"{where} `for` needs one body")
+    if op in ("if", "for"):
         if depth > 32:
-            raise _Bad(f"{where} nests `if` too deeply")
+            raise _Bad(f"{where} nests `if` or `for` too deeply")
         branches = _list(a.get("branches"), f"{where} branches")
         if not branches:
             raise _Bad(f"{where} `if` needs at least one branch")
@@ -504,6 +546,11 @@ def _state(st: Any) -> None:
     if st.get("history") not in (None, "shallow", "deep"):
         raise _Bad(f"{where} history must be 'shallow' or 'deep'")
     _is(st.get("default"), str, f"{where} default", optional=True)
+    for target in _list(st.get("initial_targets"), f"{where} initial targets"):
+        _is(target, str, f"{where} initial target")
+    for a in _list(st.get("initial_actions"), f"{where} initial actions"):
+        _action(a, f"{where} initial actions")
+    _expr(st.get("done_data"), f"{where} done data", optional=True)
 
 
 def _transition(t: Any) -> None:

@@ -74,6 +74,11 @@ def payload_text(value: Expr | None) -> str:
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
         return f"{action.op} {action.event}{payload_text(action.value)}"
+    if action.op == "for":
+        assert action.value is not None and action.branches, "a loop has a list and a body"
+        head = ", ".join((*action.target, *((action.index,) if action.index else ())))
+        body = actions_text(action.branches[0].actions)
+        return f"for {head} in {expr_text(action.value)} {{ {body} }}".replace("{  }", "{ }")
     if action.op == "if":
         arms = []
         for i, b in enumerate(action.branches):
@@ -148,6 +153,9 @@ def _text(expr: Expr) -> tuple[str, int]:
     if op == "index":
         return f"{_wrap(args[0], _POSTFIX)}[{expr_text(args[1])}]", _POSTFIX
     if op == "call":
+        if expr.value == "active" and len(args) == 1 and isinstance(args[0].value, str):
+            # the state's IR name, which names it in the source too
+            return f"active({args[0].value})", _ATOM
         return f"{expr.value}({', '.join(expr_text(a) for a in args)})", _ATOM
     if op == "list":
         return "[" + ", ".join(expr_text(a) for a in args) + "]", _ATOM

@@ -132,7 +132,9 @@ class FlowGraph:
             if st.kind == "history" and st.parent is not None:
                 found[st.name] = {st.default} if st.default else entered(st.parent)
             elif st.kind in ("compound", "parallel"):
-                found[st.name] = entered(st.name)
+                # an initial rule's targets are entered too (with what lies between, which the
+                # initial children lead to)
+                found[st.name] = entered(st.name) | set(st.initial_targets)
         return found
 
     def ancestors(self, name: str) -> list[str]:

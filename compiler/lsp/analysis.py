@@ -466,6 +466,12 @@ class FileIndex:
                     if branch.guard is not None:
                         self._expr(branch.guard, event, s)
                     self._actions(branch.actions, event, s)
+            elif isinstance(action, ast.ForAction):
+                for ident in (action.item, action.index):
+                    if ident is not None and ident.name in s.context:
+                        self._add("field", (ident.name,), ident.span, False)
+                self._expr(action.iterable, event, s)
+                self._actions(action.actions, event, s)
             else:
                 if isinstance(action, ast.RaiseAction) and action.event.name in s.events:
                     self._add("event", (action.event.name,), action.event.span, False)

@@ -81,6 +81,8 @@ def python_text(expr: Expr) -> str:
         return f"_event.data[{expr.value!r}]"
     if op == "index":
         return f"{_py(args[0])}[{python_text(args[1])}]"
+    if op == "call" and expr.value == "active" and len(args) == 1:
+        return f"In({python_text(args[0])})"
     if op == "call" and expr.value in ("len", "min", "max", "abs", "round", "str"):
         return f"{expr.value}({', '.join(python_text(a) for a in args)})"
     if op == "list":
@@ -183,7 +185,11 @@ class _Writer:
             self.lines.append(
                 f'{pad}<history id={quoteattr(state.name)} type="{state.history or "shallow"}">'
             )
-            if state.default:
+            if state.default and state.initial_actions:
+                self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}>")
+                self.lines.extend(f"{pad}    {self.action(a)}" for a in state.initial_actions)
+                self.lines.append(f"{pad}  </transition>")
+            elif state.default:
                 self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}/>")
             self.lines.append(f"{pad}</history>")
             return
@@ -191,11 +197,19 @@ class _Writer:
         kids = self.children(state.name)
         attrs = f" id={quoteattr(state.name)}"
         initial = [k.name for k in kids if k.initial]
-        if tag == "state" and initial:
+        if tag == "state" and initial and not (state.initial_targets or state.initial_actions):
             attrs += f" initial={quoteattr(initial[0])}"
         start = len(self.lines)
         self.lines.append(f"{pad}<{tag}{attrs}>")
         inner = pad + "  "
+        if state.initial_targets or state.initial_actions:
+            # an initial rule: SCXML's <initial> transition, with its targets and actions
+            targets = " ".join(state.initial_targets or initial[:1])
+            self.lines.append(f"{inner}<initial>")
+            self.lines.append(f"{inner}  <transition target={quoteattr(targets)}>")
+            self.lines.extend(f"{inner}    {self.action(a)}" for a in state.initial_actions)
+            self.lines.append(f"{inner}  </transition>")
+            self.lines.append(f"{inner}</initial>")
         timers = self.timers.get(state.name, [])
         entry = [self.action(a) for a in state.entry]
         for t in timers:
@@ -209,6 +223,9 @@ class _Writer:
         )
         self.block("onentry", entry, inner)
         self.block("onexit", exit_, inner)
+        if state.done_data is not None:
+            params = self.params(state.done_data)
+            self.lines.append(f"{inner}<donedata>{params}</donedata>")
         for t in self.flow.transitions:
             if t.source == state.name:
                 self.transition(t, inner)
@@ -287,6 +304,11 @@ class _Writer:
                     parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
                 parts.extend(self.action(x) for x in branch.actions)
             return "".join(parts) + "</if>"
+        if a.op == "for" and a.value is not None and a.branches:
+            index = f" index={quoteattr(a.index)}" if a.index else ""
+            body = "".join(self.action(x) for x in a.branches[0].actions)
+            head = f"<foreach array={quoteattr(python_text(a.value))} item={quoteattr(a.target[0])}"
+            return f"{head}{index}>{body}</foreach>"
         raise _Refused(f"the action `{a.op}`")
 
     def params(self, value: Expr | None) -> str:

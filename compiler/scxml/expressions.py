@@ -94,13 +94,14 @@ class Names:
     event_fields: set[str] = field(default_factory=set)
     reads_event: bool = False
     on_state: Callable[[str], Expr] | None = None
-    #: The SCXML name of the one event the rule being translated is for (`_event.name`).
-    current_event: str | None = None
     #: Whether an expression read `_sessionid` or the session's address (`_ioprocessors`,
     #: `_event.origin`): the importer then declares the context field `sessionid`.
     reads_session: bool = False
     #: Whether `_event` is not bound yet (the start's entry actions): it reads as `None`.
     event_unbound: bool = False
+    #: Whether the rule being translated is for done events that carry no data (no
+    #: `<donedata>`, or done data SCXML could not evaluate): `_event.data` is `None` there.
+    data_is_none: bool = False
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -205,17 +206,18 @@ class _Translator:
             return location
         base = node.value
         if isinstance(base, ast.Name) and base.id == "_event":
-            if node.attr == "name" and self.names.current_event is not None:
-                return _lit(self.names.current_event)
+            if node.attr == "name":
+                return Expr(op="call", value="event_name")
             if node.attr == "data":
+                if self.names.data_is_none:
+                    return Expr(op="lit", value=None)
                 return self._event_field(EVENT_DATA_FIELD)
             if node.attr in EVENT_META_FIELDS:
                 return self._event_field(meta_field(node.attr))
             raise Refusal(
                 "E416",
                 f"`_event.{node.attr}` has no flowc equivalent",
-                "`_event` has the fields data, type, sendid, origin, origintype, invokeid, "
-                "and `name` in a rule for one event",
+                "`_event` has the fields name, data, type, sendid, origin, origintype and invokeid",
             )
         if _is_event_data(base):
             return self._event_field(node.attr)
@@ -400,9 +402,14 @@ class _Translator:
     def _in(self, node: ast.Call) -> Expr:
         arg = node.args[0] if len(node.args) == 1 else None
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-            raise Refusal("E410", "`In()` takes one state id, as a string literal")
+            raise Refusal(
+                "E417",
+                "`In()` takes one state id, as a string literal",
+                "flowc's `active(STATE)` names its state in the source: a computed id has no "
+                "equivalent",
+            )
         if self.names.on_state is None:
-            raise Refusal("E417", "`In()` has no flowc equivalent yet")
+            raise Refusal("E417", "`In()` is not translated here")
         return self.names.on_state(arg.value)
 
     def _List(self, node: ast.List) -> Expr:

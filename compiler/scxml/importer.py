@@ -23,6 +23,7 @@ once every rule has been read.
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 import warnings
 from collections.abc import Callable, Iterator
@@ -187,12 +188,14 @@ class _Importer:
         self.var_types: dict[str, str | None] = {}
         self.names = Names({}, "")
         self.send_ids = 0
-        #: (SCXML event, transition) of the rules that know their one event (`_event.name`).
-        self.named_rules: list[tuple[str, Element]] = []
         #: Payload field -> type, inferred from its uses (`infer_from_uses`).
         self.field_types: dict[str, str] = {}
         #: Every expression translated, with the variable it is assigned to (if any).
         self.used: list[tuple[str | None, Expr]] = []
+        #: state id -> its `initial -> ...` rule (text), and the targets the document's own
+        #: initial gives a top-level state entered by default only at the start
+        self.initial_rules: dict[str, str] = {}
+        self.forced: dict[str, list[str]] = {}
         #: Event fields whose type an export declared (not optional on re-import).
         self.declared_fields: set[str] = set()
         #: Actions written at the end (`later`), and whether the last action written fails.
@@ -290,7 +293,7 @@ class _Importer:
         self.names = Names(
             {k: flow_name(k, "v") for k in self.var_types},
             root.attrs.get("name", ""),
-            on_state=None,
+            on_state=self.in_state,
         )
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
@@ -314,17 +317,6 @@ class _Importer:
                         fields.setdefault(name, self.field_types.get(name))
         body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
-        for scxml_event, transition in self.named_rules:
-            prefix = event_flow_name(scxml_event) + "."
-            if "_event.name" in str(transition.attrs) + _texts(transition) and any(
-                e.startswith(prefix) for e in self.events
-            ):
-                self.error(
-                    "E416",
-                    f"`_event.name` in a rule for `{scxml_event}`, which also matches "
-                    f"`{prefix}*` events",
-                    transition,
-                )
         header = self.write_header(root)
         if self.diagnostics:
             unique = {(d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics}
@@ -408,23 +400,16 @@ class _Importer:
             elif tag == "invoke":
                 self.features.add("invoke")
                 self.error("E408", "<invoke> (child sessions) is not supported", child)
-            elif tag == "foreach":
+            elif tag == "foreach" and not (child.attrs.get("array") and child.attrs.get("item")):
                 self.features.add("foreach")
                 self.error(
                     "E415",
-                    "<foreach> has no flowc equivalent",
+                    "<foreach> needs `array` and `item`",
                     child,
-                    "flowc's actions have no loops, so that every step is bounded; unroll a "
-                    "loop over a fixed list by hand",
+                    "the loop goes through `array`, setting the variable `item` to each value",
                 )
             elif tag == "donedata":
-                self.features.add("donedata")
-                self.error(
-                    "E418",
-                    "done data is not supported",
-                    child,
-                    "flowc's done.state events carry no payload",
-                )
+                self.features.add("donedata")  # refused or mapped by `write_body`
             else:
                 self.check_elements(child)
 
@@ -449,53 +434,115 @@ class _Importer:
             self.collect_states(child, sid)
 
     def initial_children(self, element: Element, parent: str | None) -> set[str]:
-        """The SCXML ids of the children of `element` entered by default."""
+        """The SCXML ids of the children of `element` entered by default. An initial that is
+        not simply a child (deeper targets that differ from the defaults between, several
+        targets, actions, a history) becomes an initial rule of `element` (`initial_rules`);
+        the document's own such initial becomes one of the top-level state holding it."""
         kids = [c for c in element.children if c.tag in ("state", "parallel", "final")]
         if not kids:
             return set()
         if element.tag == "parallel":
             return set()
+        sid = None if element is self.root else self.id_of(element)
         wanted: list[str] = []
+        transition: Element | None = None
         if element.attrs.get("initial"):
             wanted = element.attrs["initial"].split()
         for initial in element.find("initial"):
             for transition in initial.find("transition"):
-                if transition.children:
-                    self.error(
-                        "E419",
-                        "actions on an initial transition are not supported",
-                        transition,
-                    )
                 wanted = transition.attrs.get("target", "").split()
+        if sid is not None and sid in self.forced:
+            wanted, transition = self.forced[sid], None
         if not wanted:
-            return {kids[0].attrs.get("id") or f"s_{kids[0].line}_{kids[0].column}"}
-        if len(wanted) > 1:
-            self.error("E419", "an initial with several targets is not supported", element)
-            return set()
-        target = wanted[0]
-        if target not in self.states:
-            self.error("E413", f"unknown initial state `{target}`", element)
-            return set()
+            return {self.id_of(kids[0])}
+        for target in wanted:
+            if target not in self.states:
+                self.error("E413", f"unknown initial state `{target}`", element)
+                return set()
         own = {self.id_of(c) for c in kids}
+        actions = list(transition.children) if transition is not None else []
+        if len(wanted) == 1 and not actions:
+            chain = self.default_chain(wanted[0], own, parent)
+            if chain is not None:
+                return {chain}
+        hit = {self.child_holding(self.anchor(t, sid), own) for t in wanted}
+        child = hit.pop() if len(hit) == 1 else None
+        if child is None:
+            self.error(
+                "E419",
+                "the initial targets are not inside one child state",
+                element,
+                "a compound state is in one child at a time",
+            )
+            return set()
+        if sid is None:
+            info = self.states[child]
+            if info.kind != "state" or not info.children or self.targeted(child):
+                self.error(
+                    "E419",
+                    f"the document's initial `{' '.join(wanted)}` differs from the default "
+                    f"entry of `{child}`, which is entered by default elsewhere too",
+                    element,
+                    "flowc enters a compound through its initial rule or child",
+                )
+                return set()
+            self.forced[child] = wanted
+            return {child}
+        self.features.add("initial-rule")
+        rule = "initial -> " + ", ".join(self.states[t].name for t in wanted)
+        done = self.actions(actions)
+        if done:
+            rule += " do " + "; ".join(done)
+        self.initial_rules[sid] = rule
+        return {child}
+
+    def default_chain(self, target: str, own: set[str], parent: str | None) -> str | None:
+        """The child of a state (`own`: its children) holding `target` when its default
+        entries lead to `target` anyway, else None."""
         chain = target
         while chain not in own:
             up = self.states[chain].parent
             if up is None or up == parent:
-                break
-            # A deeper initial: the child containing it becomes this one's initial, and the
-            # chain below marks the rest (only when it agrees with the inner defaults).
-            inner_parent = up
-            inner = self.initial_children(self.states[inner_parent].element, inner_parent)
-            if self.states[inner_parent].kind != "parallel" and chain not in inner:
-                self.error(
-                    "E419",
-                    f"initial `{target}` differs from the default child of `{inner_parent}`",
-                    element,
-                    "flowc enters a compound through its one initial child",
-                )
-                return set()
+                return None
+            inner = self.initial_children(self.states[up].element, up)
+            if self.states[up].kind != "parallel" and chain not in inner:
+                return None
             chain = up
-        return {chain}
+        return chain
+
+    def anchor(self, target: str, sid: str | None) -> str:
+        """Where an initial target lies: a history of the state itself stands for its default
+        (what it enters when nothing is recorded)."""
+        info = self.states[target]
+        if info.kind != "history" or info.parent != sid:
+            return target
+        for transition in info.element.find("transition"):
+            targets = transition.attrs.get("target", "").split()
+            if targets and targets[0] in self.states:
+                return targets[0]
+        return target
+
+    def child_holding(self, target: str, own: set[str]) -> str | None:
+        chain: str | None = target
+        while chain is not None and chain not in own:
+            chain = self.states[chain].parent
+        return chain
+
+    def targeted(self, sid: str) -> bool:
+        """Whether a transition or a history default leads to state `sid` itself (so it is
+        entered by default other than at the start)."""
+        for transition in self.walk(self.root, "transition"):
+            if sid in transition.attrs.get("target", "").split():
+                return True
+        return False
+
+    def in_state(self, sid: str) -> Expr:
+        """`In('sid')`: `active(NAME)`; a state the document does not have is never active."""
+        info = self.states.get(sid)
+        if info is None:
+            return Expr(op="lit", value=False)
+        self.features.add("In")
+        return Expr(op="call", value="active", args=(Expr(op="lit", value=info.name),))
 
     def id_of(self, element: Element) -> str:
         return element.attrs.get("id") or f"s_{element.line}_{element.column}"
@@ -516,6 +563,8 @@ class _Importer:
             source = data.attrs.get("expr") or data.text
             if data.attrs.get("id") and source:
                 self.var_types[data.attrs["id"]] = self.type_of(source, names)
+        self.widen_mixed_lists(element, names)
+        self.collect_loop_variables(element, names)
         for send in self.walk(element, "send"):
             # The id a send stores is a string: `<cancel sendidexpr>` reads it back.
             if send.attrs.get("idlocation") in self.var_types:
@@ -524,6 +573,40 @@ class _Importer:
             var = assign.attrs.get("location", "")
             if var in self.var_types and self.var_types[var] is None:
                 self.var_types[var] = self.type_of(assign.attrs.get("expr", ""), names)
+
+    def widen_mixed_lists(self, element: Element, names: Names) -> None:
+        """A list variable that an `<assign>` extends with items of another type (`xs + ['4']`
+        to a list of ints: Python lists mix types) holds `json` items."""
+        for assign in self.walk(element, "assign"):
+            var = assign.attrs.get("location", "")
+            ty = self.var_types.get(var)
+            if ty is None or not ty.startswith("list[") or ty == "list[json]":
+                continue
+            try:
+                value = translate(assign.attrs.get("expr", ""), Names(dict(names.variables), ""))
+            except Refusal:
+                continue
+            if value.op == "+" and any(
+                a.op == "list" and _infer(a, self.var_types, names) not in (None, ty)
+                for a in value.args
+            ):
+                self.var_types[var] = "list[json]"
+
+    def collect_loop_variables(self, element: Element, names: Names) -> None:
+        """`<foreach item index>` declares its variables when they do not exist (SCXML): the
+        item has the type of the array's items where it shows, the index is an `int`."""
+        for loop in self.walk(element, "foreach"):
+            item, index = loop.attrs.get("item", ""), loop.attrs.get("index")
+            if _legal_variable(item):
+                self.var_types.setdefault(item, None)
+                if self.var_types[item] is None:
+                    listed = self.type_of(loop.attrs.get("array", ""), names)
+                    if listed is not None and listed.startswith("list["):
+                        self.var_types[item] = listed[len("list[") : -1]
+            if index is not None and _legal_variable(index):
+                self.var_types.setdefault(index, "int")
+                if self.var_types[index] is None:
+                    self.var_types[index] = "int"
 
     def collect_declarations(self, root: Element) -> None:
         """Types an export kept in the flowc namespace (exporter.py): they win over inference."""
@@ -703,6 +786,11 @@ class _Importer:
             if info.kind == "state" and parent is not None:
                 self.features.add("compound")
             head = " ".join([*modifiers, "state", info.name])
+            if info.kind == "final" and not self.done_data_fails(child):
+                carried = self.done_data(child)
+                if carried is not None:
+                    self.features.add("donedata")
+                    head += f" with {carried}"
             body = self.write_body(child, sid, indent + "  ")
             if body:
                 out.append(f"{head} {{".join([indent, ""]))
@@ -718,13 +806,14 @@ class _Importer:
         deep = element.attrs.get("type", "shallow") == "deep"
         text = f"history {'deep ' if deep else ''}{info.name}"
         for transition in element.find("transition"):
-            if transition.children:
-                self.error("E419", "actions on a history default are not supported", transition)
             targets = transition.attrs.get("target", "").split()
             if len(targets) != 1 or targets[0] not in self.states:
                 self.error("E413", "a history default needs one known target", transition)
                 continue
             text += f" -> {self.states[targets[0]].name}"
+            actions = self.actions(transition.children)
+            if actions:
+                text += f" do {'; '.join(actions)}"
         return text
 
     def write_body(self, element: Element, sid: str, indent: str) -> list[str]:
@@ -739,6 +828,10 @@ class _Importer:
             for block in element.find(tag):
                 actions.extend(self.actions(block.children))
             self.names.event_unbound = False
+            if keyword_ == "entry" and self.done_data_fails(element):
+                # SCXML evaluates the done data once the entry actions have run: one it cannot
+                # evaluate raises error.execution (before the done event, which has no data).
+                actions.append(self.fails())
             if actions:
                 lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
         earlier: list[Element] = []
@@ -756,9 +849,61 @@ class _Importer:
                 lines.append(indent + rule)
         lines.extend(indent + rule for rule in self.pushed.pop(sid, []))
         inner = self.write_states(element, sid, indent)
+        if sid in self.initial_rules:
+            lines.append(indent + self.initial_rules[sid])
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
         return lines
+
+    def done_without_data(self, descriptor: str) -> bool:
+        """Whether `descriptor` names the done event of a state whose final children carry no
+        done data (none declared, or done data SCXML cannot evaluate: the event is sent
+        without it). A parallel state's done event never carries data."""
+        info = self.states.get(descriptor.removeprefix("done.state."))
+        if not descriptor.startswith("done.state.") or info is None:
+            return False
+        if info.kind == "parallel":
+            return True
+        finals = [self.states[c].element for c in info.children if self.states[c].kind == "final"]
+        return all(not f.find("donedata") or self.done_data_fails(f) for f in finals)
+
+    def done_data_fails(self, final: Element) -> bool:
+        """Whether the `<donedata>` of a final state is one SCXML cannot evaluate (a `<param>`
+        naming an undeclared location or with an expression that is not one, a `<content>`
+        whose expression is not one); any other done data is refused (E418)."""
+        for done in final.find("donedata"):
+            for child in done.children:
+                location = child.attrs.get("location")
+                source = child.attrs.get("expr", "")
+                if child.tag == "param" and location is not None:
+                    if not location.isidentifier() or location not in self.var_types:
+                        return True
+                elif child.tag in ("param", "content") and source and _syntax_error(source):
+                    return True
+        return False
+
+    def done_data(self, final: Element) -> str | None:
+        """`<donedata>` of `<param name expr|location>`s: `with {"name": expr, ...}` (the
+        payload of the parent's done event); `<content>` has no field names (E418)."""
+        pairs: list[str] = []
+        for done in final.find("donedata"):
+            for child in done.children:
+                name = child.attrs.get("name", "")
+                if child.tag != "param" or not name.isidentifier():
+                    self.error(
+                        "E418",
+                        "done data other than named <param>s is not supported",
+                        child,
+                        "flowc's done events carry named fields: "
+                        '`final state X with {"name": value}`',
+                    )
+                    return None
+                source = child.attrs.get("location") or child.attrs.get("expr", "")
+                value = self.expr(source, child)
+                if value is None:
+                    return None
+                pairs.append(f"{literal_text(name)}: {expr_text(value)}")
+        return "{" + ", ".join(pairs) + "}" if pairs else None
 
     def write_transition(self, transition: Element, sid: str) -> str | None:
         events = transition.attrs.get("event", "").split()
@@ -766,10 +911,12 @@ class _Importer:
         targets = transition.attrs.get("target", "").split()
         outer_fields = self.names.event_fields
         self.names.event_fields = set()
+        self.names.data_is_none = bool(events) and all(map(self.done_without_data, events))
         try:
             return self.write_rule(transition, sid, events, cond, targets)
         finally:
             read, self.names.event_fields = self.names.event_fields, outer_fields
+            self.names.data_is_none = False
             named = [event_flow_name(e.removesuffix(".*")) for e in events if e not in ("*", ".*")]
             if "*" in events or ".*" in events or not named:
                 outer_fields |= read
@@ -791,15 +938,8 @@ class _Importer:
         self, transition: Element, sid: str, events: list[str], cond: str | None, targets: list[str]
     ) -> str | None:
         guard = ""
-        plain = [e for e in events if e not in ("*", ".*") and not e.endswith(".*")]
-        self.names.current_event = plain[0] if len(events) == 1 and plain else None
-        if self.names.current_event is not None:
-            self.named_rules.append((self.names.current_event, transition))
-        try:
-            expr = self.condition(cond, transition) if cond else None
-            actions = self.actions(transition.children)
-        finally:
-            self.names.current_event = None
+        expr = self.condition(cond, transition) if cond else None
+        actions = self.actions(transition.children)
         if len(targets) > 1:
             self.features.add("multiple-targets")
             self.error("E419", "a transition with several targets is not supported", transition)
@@ -920,17 +1060,25 @@ class _Importer:
     # ---- executable content ---------------------------------------------------------------
 
     def actions(self, elements: list[Element]) -> list[str]:
+        return self.block(elements)[0]
+
+    def block(self, elements: list[Element]) -> tuple[list[str], bool]:
+        """The actions of `elements`, and whether one of them fails (SCXML stops a block at
+        its first error: what follows never runs)."""
         out: list[str] = []
-        for element in elements:
+        for i, element in enumerate(elements):
             self.failed = False
-            text = self.action(element)
+            if element.tag == "foreach":
+                text, stops = self.foreach(element, elements[i + 1 :])
+            else:
+                text = self.action(element)
+                stops = self.failed
             if text:
                 out.append(text)
-            if self.failed:
-                # SCXML stops a block at its first error: what follows never runs.
+            if stops:
                 self.failed = False
-                break
-        return out
+                return out, True
+        return out, False
 
     def later(self, render: Callable[[], str]) -> str:
         """An action whose text depends on the fields its event ends up with (the `_event`
@@ -1018,10 +1166,51 @@ class _Importer:
             return f"emit {CANCEL_EFFECT}(id: {sendid})"
         if tag == "if":
             return self.if_action(element)
-        if tag in ("script", "foreach"):
+        if tag == "foreach":  # inside an `<if>`: the rest of the block is not the branch's
+            return self.foreach(element, [])[0]
+        if tag == "script":
             return None  # refused by check_elements
         self.error("E412", "not executable content flowc supports", element)
         return None
+
+    def foreach(self, element: Element, rest: list[Element]) -> tuple[str | None, bool]:
+        """`<foreach array item index>`: `for item, index in array { … }`, and whether the
+        block stops there. SCXML raises error.execution (and runs none of the loop) for an item
+        or index that is not a legal variable name and for an array that is not one; an error
+        in the body stops the loop and the block in its first round, which is written out as
+        that round, with the rest of the block as what happens for an empty array."""
+        self.features.add("foreach")
+        item, index = element.attrs.get("item", ""), element.attrs.get("index")
+        if not (element.attrs.get("array") and item):
+            return None, False  # refused by check_elements (E415)
+        if not _legal_variable(item) or (index is not None and not _legal_variable(index)):
+            return self.fails(), True
+        source = element.attrs.get("array", "")
+        if _syntax_error(source):
+            return self.fails(), True
+        array = self.expr(source, element)
+        if array is None:
+            return None, False
+        listed = _infer(array, self.var_types, self.names)
+        if listed is not None and not listed.startswith("list["):
+            return self.fails(), True
+        item_var = self.names.variables[item]
+        first = Expr(op="index", args=(array, Expr(op="lit", value=0)))
+        self.used.append((item_var, first))
+        index_var = None if index is None else self.names.variables[index]
+        body, body_fails = self.block(element.children)
+        array_text = expr_text(array)
+        if body_fails:
+            round_ = [f"{item_var} = {expr_text(first)}"]
+            if index_var is not None:
+                round_.append(f"{index_var} = 0")
+            after = self.actions(rest)
+            text = f"if len({array_text}) != 0 {{ {'; '.join(round_ + body)} }}"
+            if after:
+                text += f" else {{ {'; '.join(after)} }}"
+            return text, True
+        head = item_var if index_var is None else f"{item_var}, {index_var}"
+        return f"for {head} in {array_text} {{ {'; '.join(body)} }}".replace("{  }", "{ }"), False
 
     def if_action(self, element: Element) -> str | None:
         self.features.add("if")
@@ -1524,6 +1713,12 @@ def _fold_session(expr: Expr, session_id: str) -> Expr:
     return Expr(op=expr.op, value=expr.value, args=args)
 
 
+def _legal_variable(name: str) -> bool:
+    """A name SCXML's Python datamodel can bind (`<foreach item>`): an identifier that is not
+    a keyword nor one of the system variables."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
+
+
 def _constant(expr: Expr) -> bool:
     if expr.op == "lit":
         return True
@@ -1567,6 +1762,11 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
         return None
     if op == "call":
         return {"len": "int", "str": "str"}.get(str(expr.value))
+    if op == "index":
+        listed = _infer(expr.args[0], var_types, names)
+        if listed is not None and listed.startswith("list["):
+            return listed[len("list[") : -1]
+        return None
     if op == "list":
         items = {_infer(a, var_types, names) for a in expr.args}
         if len(items) == 1 and None not in items:

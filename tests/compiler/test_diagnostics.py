@@ -120,6 +120,12 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E136", "flow demo\nevent go\ninitial state A { on done.state.A -> A }\n", 3, 22),
     ("E137", "flow demo\ninitial state A\nfinal state Z { initial state Z1 }\n", 3, 13),
     (
+        "E138",
+        "flow demo\ninitial state A {\n  initial -> C\n  initial state B { }\n  state C { }\n}\n",
+        3,
+        14,
+    ),
+    (
         "E212",
         "flow demo\nevent a(x: int)\nevent b(x: str)\n"
         "initial state A { on a, b if event.x == 1 -> A }\n",
@@ -152,6 +158,19 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
         25,
     ),
     ("E210", 'flow demo\njournal log "{{ 9 ** (9 ** 9) }}"\ninitial state A\n', 2, 13),
+    (
+        "E218",
+        "flow demo\nevent go\ninitial state P {\n  initial state A { on go -> B }\n"
+        '  final state B with {"n": 1}\n  final state C\n}\n',
+        6,
+        15,
+    ),
+    (
+        "E217",
+        'flow demo\nevent go\ninitial state A { on go if active("A") -> B }\nfinal state B\n',
+        3,
+        35,
+    ),
     (
         "E211",
         BASE.replace(

@@ -309,7 +309,7 @@ initial parallel state P {
             "E135",
         ),
         (
-            "flow demo\ninitial state A {\n  initial state B\n  history H -> B do x = 1\n}\n",
+            "flow demo\ninitial state A {\n  initial state B\n  history H -> B back\n}\n",
             "E003",
         ),
     ],

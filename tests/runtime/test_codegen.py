@@ -83,7 +83,7 @@ initial state A "First" {
   on divide -> self do ratio = n / event.by; n = n % event.by
   on pick if names[event.i] != "" or len(event.names) > 2 -> self do
     names = event.names; last = upper(trim(event.names[0])) + str(event.i)
-  on pick -> self do names += event.names
+  on pick -> self do names += event.names; for last in event.names { n += len(coalesce(last, "")) }
   on go if state.name == "A" -> R
   on tick -> B
 }
@@ -101,7 +101,7 @@ state B "Second" {
   on tick -> A
   on reopen if n > 1000 reject too_late "too late at {{ context.n }}"
   on reopen -> A do n += 1 back
-  on again -> self reenter do n += 1
+  on again if active(B) -> self reenter do if active(B) { n += 1 } else { n += 3 }
 }
 
 final state C

@@ -127,6 +127,30 @@ PASSING = {
 """
         + OUTCOMES
     ),
+    # A done event without data (no `<donedata>`, or one SCXML cannot evaluate): `_event.data`
+    # is None on it, whatever the other rules' events carry.
+    "done_event_without_data": chart(
+        """  <state id="s0" initial="s01">
+    <transition event="error.execution" target="s1"/>
+    <transition event="done.state.s0" target="fail"/>
+    <state id="s01"><transition target="s02"/></state>
+    <final id="s02"><donedata><param location="no.such" name="p"/></donedata></final>
+  </state>
+  <state id="s1" initial="s11">
+    <transition event="done.state.s0" cond="_event.data is None" target="s2"/>
+    <transition event="*" target="fail"/>
+    <state id="s11"/>
+  </state>
+  <state id="s2" initial="s21">
+    <onentry><raise event="go"/></onentry>
+    <transition event="done.state.s2" cond="_event.data == None" target="pass"/>
+    <transition event="*" target="fail"/>
+    <state id="s21"><transition event="go" target="s22"/></state>
+    <final id="s22"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
 }
 
 
