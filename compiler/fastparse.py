@@ -8,8 +8,8 @@ gives up (`NotMine`, turned into None) on anything else: a syntax error, a chara
 it does not know (every keyword of the grammar it was not written for, read from the grammar
 file itself), and anything the Lark path would report a diagnostic for (a bad escape, an integer
 past 64 bits, a meta key given twice, nesting past the limits, a history's default with
-actions, an unknown time unit, a completion event not named `done.state.X`). So syntax added to the grammar
-later is parsed by Lark until this parser learns it, and is never misread here.
+actions, an unknown time unit, a completion event not named `done.state.X`). So syntax added to
+the grammar later is parsed by Lark until this parser learns it, and is never misread here.
 
 Why it is faster: Lark builds one `Token` object per token and runs a generic reduce callback
 per grammar rule, with a span found by walking each rule's children; here the scan is one
@@ -59,7 +59,11 @@ _PUNCTUATION = [
     "->", "..", "==", "!=", "<=", ">=", "+=", "-=",
     "<", ">", "=", "+", "-", "*", "/", "%", "?", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".",
 ]  # fmt: skip
-_COMPARE = frozenset({"==", "!=", "<=", ">=", "<", ">"})
+#: Binary operators by precedence (see `_Parser.operation`); `not in` is a comparison too.
+_PRECEDENCE = {
+    "or": 1, "and": 2, "==": 4, "!=": 4, "<=": 4, ">=": 4, "<": 4, ">": 4, "in": 4,
+    "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
+}  # fmt: skip
 _UNKNOWN = "!unknown"
 
 # The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; atomic, so that a
@@ -1155,70 +1159,45 @@ class _Parser:
     operand = expr
 
     def or_test(self) -> ast.Expr:
-        node = self.and_test()
-        kinds = self.kinds
-        while kinds[self.i] == "or":
-            self.i += 1
-            right = self.and_test()
-            node = _binary("or", node, right, node.span.to(right.span))
-        return node
+        """An expression (the grammar's `or_test`), by precedence climbing: one call per operand
+        rather than one per grammar level (`or_test` down to `factor`), for the same tree."""
+        return self.operation(1)
 
-    def and_test(self) -> ast.Expr:
-        node = self.not_test()
+    def operation(self, lowest: int) -> ast.Expr:
+        """The operators of precedence `lowest` and tighter: `or` 1, `and` 2, `not` 3, a
+        comparison 4 (one only: `a < b < c` is no expression), `+ -` 5, `* / %` 6."""
         kinds = self.kinds
-        while kinds[self.i] == "and":
-            self.i += 1
-            right = self.not_test()
-            node = _binary("and", node, right, node.span.to(right.span))
-        return node
-
-    def not_test(self) -> ast.Expr:
-        if self.kinds[self.i] == "not":
-            self.i += 1
-            operand = self.not_test()
+        i = self.i
+        if kinds[i] == "not" and lowest <= 3:
+            self.i = i + 1
+            operand = self.operation(3)
             # The grammar's "not" is an anonymous token: the node's span is its operand's.
-            return _unary("not", operand, operand.span)
-        return self.comparison()
-
-    def comparison(self) -> ast.Expr:
-        left = self.sum()
-        kinds = self.kinds
-        kind = kinds[self.i]
-        if kind in _COMPARE:
-            self.i += 1
-            right = self.sum()
-            return _binary(kind, left, right, left.span.to(right.span))
-        if kind == "in":
-            self.i += 1
-            right = self.sum()
-            return _binary("in", left, right, left.span.to(right.span))
-        if kind == "not" and kinds[self.i + 1] == "in":
-            self.i += 2
-            right = self.sum()
-            return _binary("not in", left, right, left.span.to(right.span))
-        return left
-
-    def sum(self) -> ast.Expr:
-        node = self.term()
-        kinds = self.kinds
+            left = _unary("not", operand, operand.span)
+        elif kinds[i] == "-":
+            left = self.factor()
+        else:
+            left = self.postfix()
+        compared = False
         while True:
             op = kinds[self.i]
-            if op != "+" and op != "-":
-                return node
+            level = _PRECEDENCE.get(op)
+            if level is None:
+                if op != "not" or kinds[self.i + 1] != "in":
+                    return left
+                op = "not in"
+                level = 4
+                self.i += 1
+            if level < lowest:
+                if op == "not in":
+                    self.i -= 1
+                return left
+            if level == 4:
+                if compared:
+                    _give_up()
+                compared = True
             self.i += 1
-            right = self.term()
-            node = _binary(op, node, right, node.span.to(right.span))
-
-    def term(self) -> ast.Expr:
-        node = self.factor()
-        kinds = self.kinds
-        while True:
-            op = kinds[self.i]
-            if op != "*" and op != "/" and op != "%":
-                return node
-            self.i += 1
-            right = self.factor()
-            node = _binary(op, node, right, node.span.to(right.span))
+            right = self.operation(level + 1)
+            left = _binary(op, left, right, left.span.to(right.span))
 
     def factor(self) -> ast.Expr:
         i = self.i
