@@ -186,6 +186,11 @@ _call = _maker(ast.Call, 3)
 _assign = _maker(ast.Assign, 4)
 
 
+def _join(first: Span, last: Span) -> Span:
+    """`first.to(last)`, built as `_span` builds spans."""
+    return _span(first.line, first.column, last.end_line, last.end_column)
+
+
 def parse_module(text: str) -> ast.Module | None:
     """The AST of `text`, as the Lark parser builds it; None when this parser leaves the text
     to Lark (see the module docstring)."""
@@ -472,7 +477,7 @@ class _Parser:
         if trailing_comma and self.kinds[self.i] == ",":
             self.i += 1
         last = default.span if default is not None else type_.span
-        return ast.FieldDecl(name, type_, default, name.span.to(last))
+        return ast.FieldDecl(name, type_, default, _join(name.span, last))
 
     def type_decl(self) -> ast.TypeDecl:
         start = self.expect("type")
@@ -531,7 +536,9 @@ class _Parser:
             return history
         self.i += 1
         default = self.target()
-        return ast.HistoryDecl(history.name, history.deep, default, history.span.to(default.span))
+        return ast.HistoryDecl(
+            history.name, history.deep, default, _join(history.span, default.span)
+        )
 
     def history_decl(self) -> ast.HistoryDecl:
         start = self.expect("history")
@@ -549,7 +556,7 @@ class _Parser:
         while self.kinds[self.i] == ".":
             self.i += 1
             parts.append(self.name())
-        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
 
     def require(self) -> ast.Require:
         start = self.expect("require")
@@ -705,7 +712,7 @@ class _Parser:
         mark = self.token_span(self.i)
         self.i += 1
         return ast.TypeExpr(
-            base.name, base.args, True, base.span.to(mark), base.low, base.high, base.is_range
+            base.name, base.args, True, _join(base.span, mark), base.low, base.high, base.is_range
         )
 
     def base_type(self) -> ast.TypeExpr:
@@ -720,14 +727,14 @@ class _Parser:
                 args.append(self.type_expr())
             self.expect("]")
             self.depth -= 1
-            return ast.TypeExpr(name, tuple(args), False, name.span.to(args[-1].span))
+            return ast.TypeExpr(name, tuple(args), False, _join(name.span, args[-1].span))
         if kind == "(":
             self.i += 1
             low = self.bound() if self.kinds[self.i] != ".." else None
             dots = self.expect("..")
             high = self.bound() if self.kinds[self.i] != ")" else None
             self.expect(")")
-            span = name.span.to(self.token_span(dots))
+            span = _join(name.span, self.token_span(dots))
             return ast.TypeExpr(name, (), False, span, low, high, True)
         return ast.TypeExpr(name, (), False, name.span)
 
@@ -847,7 +854,9 @@ class _Parser:
         rule = self.direct_rule()
         if rule.actions or rule.back or rule.reenter or rule.target is None:
             _give_up()
-        return ast.HistoryDecl(history.name, history.deep, rule.target, history.span.to(rule.span))
+        return ast.HistoryDecl(
+            history.name, history.deep, rule.target, _join(history.span, rule.span)
+        )
 
     def meta_decl(self) -> ast.MetaDecl:
         start = self.expect("meta")
@@ -900,7 +909,7 @@ class _Parser:
                 _give_up()
             self.i = unit + 1
             ident = ast.Ident(self.texts[unit], self.token_span(unit))
-            delay = ast.ComputedDelay(amount, ident, unit_ms, amount.span.to(ident.span))
+            delay = ast.ComputedDelay(amount, ident, unit_ms, _join(amount.span, ident.span))
         guard = None
         if self.kinds[self.i] == "if":
             self.i += 1
@@ -970,7 +979,7 @@ class _Parser:
         while self.kinds[self.i] == ".":
             self.i += 1
             parts.append(self.name())
-        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
 
     def event_pattern(self) -> ast.Ident:
         first = self.name()
@@ -984,7 +993,7 @@ class _Parser:
             self.i += 2
             self.expect(".")
             path = self.state_name()
-            return ast.Ident("done.state." + path.name, first.span.to(path.span))
+            return ast.Ident("done.state." + path.name, _join(first.span, path.span))
         parts = [first]
         while kinds[self.i] == ".":
             self.i += 1
@@ -992,9 +1001,9 @@ class _Parser:
                 star = self.token_span(self.i)
                 self.i += 1
                 name = ".".join(p.name for p in parts) + ".*"
-                return ast.Ident(name, first.span.to(star))
+                return ast.Ident(name, _join(first.span, star))
             parts.append(self.name())
-        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
 
     def actions(self) -> tuple[ast.Action, ...]:
         found = [self.action()]
@@ -1025,7 +1034,7 @@ class _Parser:
             self.i += 1
             args = self.arguments()
             last = args[-1].span if args else first.span
-            return ast.ActionCall(first, args, first.span.to(last))
+            return ast.ActionCall(first, args, _join(first.span, last))
         target = [first]
         while kinds[self.i] == ".":
             self.i += 1
@@ -1035,7 +1044,7 @@ class _Parser:
             _give_up()
         self.i += 1
         value = self.expr()
-        return _assign(tuple(target), op, value, first.span.to(value.span))
+        return _assign(tuple(target), op, value, _join(first.span, value.span))
 
     def if_action(self) -> ast.IfAction:
         """`if G { ... } (elif G { ... })* [else { ... }]`. An `else` is this action's only when
@@ -1197,7 +1206,7 @@ class _Parser:
                 compared = True
             self.i += 1
             right = self.operation(level + 1)
-            left = _binary(op, left, right, left.span.to(right.span))
+            left = _binary(op, left, right, _join(left.span, right.span))
 
     def factor(self) -> ast.Expr:
         i = self.i
@@ -1215,14 +1224,14 @@ class _Parser:
             if kind == ".":
                 self.i += 1
                 attr = self.name()
-                node = _attribute(node, attr, node.span.to(attr.span))
+                node = _attribute(node, attr, _join(node.span, attr.span))
             elif kind == "[":
                 self.i += 1
                 self.enter()
                 index = self.or_test()
                 self.expect("]")
                 self.depth -= 1
-                node = ast.Subscript(node, index, node.span.to(index.span))
+                node = ast.Subscript(node, index, _join(node.span, index.span))
             else:
                 return node
 
@@ -1239,7 +1248,7 @@ class _Parser:
                 self.i = i + 2
                 args = self.arguments()
                 last = args[-1].span if args else span
-                return _call(_ident(text, span), args, span.to(last))
+                return _call(_ident(text, span), args, _join(span, last))
             self.i = i + 1
             return _name(text, span)
         if kind == "event":
