@@ -260,6 +260,8 @@ def _string(raw: str) -> str:
 
 
 def _int(raw: str) -> int:
+    if len(raw) < 19:  # fewer than 19 digits: below 2**63 whatever they are
+        return int(raw)
     digits = raw.lstrip("0")
     if len(digits) > 19 or int(digits or "0") > _MAX_INT:
         _give_up()  # E209 (or 2**63 under a minus sign, which the Lark path decides)

@@ -107,7 +107,7 @@ class Lowerer:
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
         op, value, args = self._expr_parts(node)
-        key = (op, type(value), value, tuple(id(a) for a in args))
+        key = (op, type(value), value, tuple(map(id, args)))
         found = self._interned.get(key)
         if found is None:
             found = _new(ir.Expr, op=op, value=value, args=args)

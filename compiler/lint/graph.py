@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 from flowc.compiler.lint.fold import constant_guard
 from flowc.compiler.source import SourceFile, Span
@@ -147,7 +148,7 @@ class FlowGraph:
         flow = self.flow
         self.states = {s.name: s for s in flow.states}
         self.outgoing = defaultdict(list)
-        ordered = sorted(flow.transitions, key=lambda t: t.index)
+        ordered = sorted(flow.transitions, key=attrgetter("index"))
         for t in ordered:
             self.outgoing[t.source].append(t)
         self.constant = {}
