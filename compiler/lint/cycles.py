@@ -252,6 +252,11 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
     event there (the state's own, then its ancestors'), when that rule has no guard. Raises
     inside an `if` are conditional and not followed.
     """
+    raises = any(a.op == "raise" for t in g.live_transitions for a in t.actions) or any(
+        a.op == "raise" for state in g.flow.states for a in state.entry
+    )
+    if not raises:  # most flows raise nothing: no need to index every rule by its event
+        return
     by_event: dict[tuple[str, str], list[Transition]] = {}
     for t in g.live_transitions:
         if t.kind == "event" and t.event is not None:
