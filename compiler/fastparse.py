@@ -1179,6 +1179,7 @@ class _Parser:
         comparison 4 (one only: `a < b < c` is no expression), `+ -` 5, `* / %` 6."""
         kinds = self.kinds
         i = self.i
+        left: ast.Expr
         if kinds[i] == "not" and lowest <= 3:
             self.i = i + 1
             operand = self.operation(3)

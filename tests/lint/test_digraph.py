@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,5 +38,5 @@ def test_components_are_networkx_components(edges: list[tuple[str, str]]) -> Non
 def test_a_long_path_needs_no_recursion() -> None:
     names = [f"S{i}" for i in range(50_000)]
     graph = Digraph(names)
-    graph.add_edges_from([*zip(names, names[1:], strict=False), (names[-1], names[0])])
+    graph.add_edges_from([*pairwise(names), (names[-1], names[0])])
     assert set(graph.components().values()) == {0}
