@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from wcwidth import wcswidth
-
 from flowc.compiler.source import SourceFile, Span
 
 
@@ -326,6 +324,8 @@ def render_text(diag: Diagnostic, line_text: str, *, color: bool = False) -> str
 
 def _cells(text: str) -> int:
     """Terminal cells `text` takes (its length where wcwidth cannot tell)."""
+    from wcwidth import wcswidth  # here: only a diagnostic being shown needs it
+
     cells = wcswidth(text)
     return cells if cells >= 0 else len(text)
 

@@ -7,8 +7,9 @@ Lark, which reports every diagnostic. This parser knows the language it was writ
 gives up (`NotMine`, turned into None) on anything else: a syntax error, a character or a word
 it does not know (every keyword of the grammar it was not written for, read from the grammar
 file itself), and anything the Lark path would report a diagnostic for (a bad escape, an integer
-past 64 bits, a meta key given twice, nesting past the limits). So syntax added to the grammar
-later is parsed by Lark until this parser learns it, and is never misread here.
+past 64 bits, a meta key given twice, nesting past the limits, a history's default with
+actions, an unknown time unit, a completion event not named `done.state.X`). So syntax added to
+the grammar later is parsed by Lark until this parser learns it, and is never misread here.
 
 Why it is faster: Lark builds one `Token` object per token and runs a generic reduce callback
 per grammar rule, with a span found by walking each rule's children; here the scan is one
@@ -44,21 +45,25 @@ _SOFT = frozenset(
         "flow", "version", "enum", "type", "context", "initial", "final", "choice", "reject",
         "message", "journal", "template", "require", "back", "migrate", "from", "field", "drop",
         "invariant", "test", "given", "send", "goto", "advance", "expect", "force", "with",
-        "unhandled", "reenter",
+        "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif",
     ]
 )  # fmt: skip
 #: Reserved words this parser knows.
 _HARD = frozenset(
     [
         "and", "or", "not", "in", "if", "else", "do", "event", "state", "self", "true", "false",
-        "none", "null", "on", "entry", "exit", "after", "meta",
+        "none", "null", "on", "entry", "exit", "after", "meta", "always", "deep",
     ]
 )  # fmt: skip
 _PUNCTUATION = [
     "->", "..", "==", "!=", "<=", ">=", "+=", "-=",
     "<", ">", "=", "+", "-", "*", "/", "%", "?", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".",
 ]  # fmt: skip
-_COMPARE = frozenset({"==", "!=", "<=", ">=", "<", ">"})
+#: Binary operators by precedence (see `_Parser.operation`); `not in` is a comparison too.
+_PRECEDENCE = {
+    "or": 1, "and": 2, "==": 4, "!=": 4, "<=": 4, ">=": 4, "<": 4, ">": 4, "in": 4,
+    "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
+}  # fmt: skip
 _UNKNOWN = "!unknown"
 
 # The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; atomic, so that a
@@ -181,6 +186,11 @@ _call = _maker(ast.Call, 3)
 _assign = _maker(ast.Assign, 4)
 
 
+def _join(first: Span, last: Span) -> Span:
+    """`first.to(last)`, built as `_span` builds spans."""
+    return _span(first.line, first.column, last.end_line, last.end_column)
+
+
 def parse_module(text: str) -> ast.Module | None:
     """The AST of `text`, as the Lark parser builds it; None when this parser leaves the text
     to Lark (see the module docstring)."""
@@ -250,6 +260,8 @@ def _string(raw: str) -> str:
 
 
 def _int(raw: str) -> int:
+    if len(raw) < 19:  # fewer than 19 digits: below 2**63 whatever they are
+        return int(raw)
     digits = raw.lstrip("0")
     if len(digits) > 19 or int(digits or "0") > _MAX_INT:
         _give_up()  # E209 (or 2**63 under a minus sign, which the Lark path decides)
@@ -408,7 +420,7 @@ class _Parser:
         add = decls.append
         while True:
             kind = kinds[self.i]
-            if kind == "state" or kind == "initial" or kind == "final" or kind == "choice":
+            if kind in _STATE_START:
                 add(self.state_decl())
             elif kind == "on":
                 add(self.on_rule())
@@ -467,7 +479,7 @@ class _Parser:
         if trailing_comma and self.kinds[self.i] == ",":
             self.i += 1
         last = default.span if default is not None else type_.span
-        return ast.FieldDecl(name, type_, default, name.span.to(last))
+        return ast.FieldDecl(name, type_, default, _join(name.span, last))
 
     def type_decl(self) -> ast.TypeDecl:
         start = self.expect("type")
@@ -487,28 +499,56 @@ class _Parser:
     def event_decl(self) -> ast.EventDecl:
         start = self.expect("event")
         name = self.event_name()
-        last = name.span
-        params: tuple[ast.FieldDecl, ...] = ()
-        if self.kinds[self.i] == "(":
-            self.i += 1
-            found: list[ast.FieldDecl] = []
-            if self.kinds[self.i] != ")":
-                found.append(self.field(trailing_comma=False))
-                while self.kinds[self.i] == ",":
-                    self.i += 1
-                    if self.kinds[self.i] == ")":
-                        break
-                    found.append(self.field(trailing_comma=False))
-            self.expect(")")
-            params = tuple(found)
-            if params:
-                last = params[-1].span
+        params = self.params()
+        last = params[-1].span if params else name.span
         requires: list[ast.Require] = []
         while self.kinds[self.i] == "require":
             requires.append(self.require())
         if requires:
             last = requires[-1].span
         return ast.EventDecl(name, params, tuple(requires), self.from_token(start, last))
+
+    def params(self) -> tuple[ast.FieldDecl, ...]:
+        """`[params]` of an event or an effect: `(name: type [= default], ...)`, or nothing."""
+        if self.kinds[self.i] != "(":
+            return ()
+        self.i += 1
+        found: list[ast.FieldDecl] = []
+        if self.kinds[self.i] != ")":
+            found.append(self.field(trailing_comma=False))
+            while self.kinds[self.i] == ",":
+                self.i += 1
+                if self.kinds[self.i] == ")":
+                    break
+                found.append(self.field(trailing_comma=False))
+        self.expect(")")
+        return tuple(found)
+
+    def effect_decl(self) -> ast.EffectDecl:
+        start = self.expect("effect")
+        name = self.name()
+        params = self.params()
+        last = params[-1].span if params else name.span
+        return ast.EffectDecl(name, params, self.from_token(start, last))
+
+    def top_history(self) -> ast.HistoryDecl:
+        """`history [deep] NAME [-> TARGET]` outside any state (which resolve reports, E131)."""
+        history = self.history_decl()
+        if self.kinds[self.i] != "->":
+            return history
+        self.i += 1
+        default = self.target()
+        return ast.HistoryDecl(
+            history.name, history.deep, default, _join(history.span, default.span)
+        )
+
+    def history_decl(self) -> ast.HistoryDecl:
+        start = self.expect("history")
+        deep = self.kinds[self.i] == "deep"
+        if deep:
+            self.i += 1
+        name = self.name()
+        return ast.HistoryDecl(name, deep, None, self.from_token(start, name.span))
 
     def event_name(self) -> ast.Ident:
         first = self.name()
@@ -518,7 +558,7 @@ class _Parser:
         while self.kinds[self.i] == ".":
             self.i += 1
             parts.append(self.name())
-        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
 
     def require(self) -> ast.Require:
         start = self.expect("require")
@@ -564,9 +604,9 @@ class _Parser:
             item_start = self.i
             self.i += 1
             if kind == "state" or kind == "field":
-                old = self.name()
+                old = self.state_name() if kind == "state" else self.name()
                 self.expect("->")
-                new = self.name()
+                new = self.state_name() if kind == "state" else self.name()
                 span = self.from_token(item_start, new.span)
                 items.append(ast.MigrateMapping(kind, old, new, span))  # type: ignore[arg-type]
             elif kind == "drop":
@@ -613,23 +653,11 @@ class _Parser:
             return ast.Given(field, value, self.from_token(start, value.span))
         if kind == "send":
             event = self.event_name()
-            payload: list[tuple[ast.Ident, ast.Expr]] = []
-            last = event.span
-            if self.kinds[self.i] == "(":
-                self.i += 1
-                while self.kinds[self.i] != ")":
-                    key = self.name()
-                    self.expect(":")
-                    payload.append((key, self.expr()))
-                    if self.kinds[self.i] != ",":
-                        break
-                    self.i += 1
-                self.expect(")")
-                if payload:
-                    last = payload[-1][1].span
-            return ast.Send(event, tuple(payload), self.from_token(start, last))
+            payload = self.payload()
+            last = payload[-1][1].span if payload else event.span
+            return ast.Send(event, payload, self.from_token(start, last))
         if kind == "goto":
-            target = self.name()
+            target = self.state_name()
             if self.kinds[self.i] == "force":
                 force = self.i
                 self.i += 1
@@ -645,7 +673,7 @@ class _Parser:
             following = self.kinds[self.i + 1]
             if after == "state" and following != ".":
                 self.i += 1
-                state = self.name()
+                state = self.state_name()
                 return ast.ExpectState(state, self.from_token(start, state.span))
             if after == "reject" and following == "NAME":
                 code = self.i + 1
@@ -662,6 +690,22 @@ class _Parser:
             return ast.ExpectValue(expr, self.from_token(start, expr.span))
         _give_up()
 
+    def payload(self) -> ast.Payload:
+        """`[payload]` of a `send` or a `raise`: `(name: expr, ...)`, or nothing."""
+        if self.kinds[self.i] != "(":
+            return ()
+        self.i += 1
+        payload: list[tuple[ast.Ident, ast.Expr]] = []
+        while self.kinds[self.i] != ")":
+            key = self.name()
+            self.expect(":")
+            payload.append((key, self.expr()))
+            if self.kinds[self.i] != ",":
+                break
+            self.i += 1
+        self.expect(")")
+        return tuple(payload)
+
     # ---- types -------------------------------------------------------------------------
     def type_expr(self) -> ast.TypeExpr:
         base = self.base_type()
@@ -670,7 +714,7 @@ class _Parser:
         mark = self.token_span(self.i)
         self.i += 1
         return ast.TypeExpr(
-            base.name, base.args, True, base.span.to(mark), base.low, base.high, base.is_range
+            base.name, base.args, True, _join(base.span, mark), base.low, base.high, base.is_range
         )
 
     def base_type(self) -> ast.TypeExpr:
@@ -685,14 +729,14 @@ class _Parser:
                 args.append(self.type_expr())
             self.expect("]")
             self.depth -= 1
-            return ast.TypeExpr(name, tuple(args), False, name.span.to(args[-1].span))
+            return ast.TypeExpr(name, tuple(args), False, _join(name.span, args[-1].span))
         if kind == "(":
             self.i += 1
             low = self.bound() if self.kinds[self.i] != ".." else None
             dots = self.expect("..")
             high = self.bound() if self.kinds[self.i] != ")" else None
             self.expect(")")
-            span = name.span.to(self.token_span(dots))
+            span = _join(name.span, self.token_span(dots))
             return ast.TypeExpr(name, (), False, span, low, high, True)
         return ast.TypeExpr(name, (), False, name.span)
 
@@ -723,7 +767,7 @@ class _Parser:
         modifiers: list[ast.Ident] = []
         while kinds[self.i] != "state":
             kind = kinds[self.i]
-            if kind != "initial" and kind != "final" and kind != "choice":
+            if kind not in _STATE_START:
                 _give_up()
             modifiers.append(ast.Ident(kind, self.token_span(self.i)))
             self.i += 1
@@ -735,8 +779,10 @@ class _Parser:
         blocks: list[ast.ActionBlock] = []
         rules: list[ast.Rule] = []
         unhandled: list[ast.UnhandledDecl] = []
+        children: list[ast.StateDecl | ast.HistoryDecl] = []
         if kinds[self.i] == "{":
             self.i += 1
+            self.enter()
             item: Any = None
             while True:
                 kind = kinds[self.i]
@@ -766,10 +812,27 @@ class _Parser:
                 elif kind == "unhandled":
                     item = self.unhandled_decl()
                     unhandled.append(item)
+                elif kind in _STATE_START:
+                    item = self.state_decl()
+                    children.append(item)
+                elif kind == "history":
+                    item = self.history_in_state()
+                    children.append(item)
+                elif kind == "always":
+                    always = self.i
+                    self.i += 1
+                    guard = None
+                    if kinds[self.i] == "if":
+                        self.i += 1
+                        guard = self.expr()
+                    if kinds[self.i] != "->":
+                        _give_up()
+                    item = self.rule_outcome("always", always, None, guard, (), None)
+                    rules.append(item)
                 else:
                     _give_up()
-            if item is not None:
                 last = item.span
+            self.depth -= 1
         return ast.StateDecl(
             name,
             title,
@@ -779,6 +842,22 @@ class _Parser:
             tuple(rules),
             self.from_token(start, last),
             tuple(unhandled),
+            tuple(children),
+        )
+
+    def history_in_state(self) -> ast.HistoryDecl:
+        """`history [deep] NAME [-> DEFAULT]` in a state body. The grammar reads the `-> X` as a
+        direct rule and the AST builder makes it the history's default (parse.py,
+        `_with_history_defaults`): the same here, and a default with actions, `back` or
+        `reenter` is the E003 that builder reports."""
+        history = self.history_decl()
+        if self.kinds[self.i] != "->":
+            return history
+        rule = self.direct_rule()
+        if rule.actions or rule.back or rule.reenter or rule.target is None:
+            _give_up()
+        return ast.HistoryDecl(
+            history.name, history.deep, rule.target, _join(history.span, rule.span)
         )
 
     def meta_decl(self) -> ast.MetaDecl:
@@ -819,14 +898,27 @@ class _Parser:
 
     def after_rule(self) -> ast.Rule:
         start = self.expect("after")
-        after = self.duration()
+        after = None
+        delay = None
+        if self.kinds[self.i] == "DURATION":
+            after = self.duration()
+        else:
+            # `after EXPR UNIT`: the unit is a NAME, one of the duration units (else E213).
+            amount = self.expr()
+            unit = self.i
+            unit_ms = _DURATION_UNITS_MS.get(self.texts[unit])
+            if self.kinds[unit] != "NAME" or unit_ms is None:
+                _give_up()
+            self.i = unit + 1
+            ident = ast.Ident(self.texts[unit], self.token_span(unit))
+            delay = ast.ComputedDelay(amount, ident, unit_ms, _join(amount.span, ident.span))
         guard = None
         if self.kinds[self.i] == "if":
             self.i += 1
             guard = self.expr()
         if self.kinds[self.i] != "->":
             _give_up()
-        return self.rule_outcome("after", start, None, guard, (), after)
+        return self.rule_outcome("after", start, None, guard, (), after, delay)
 
     def rule_outcome(
         self,
@@ -836,16 +928,13 @@ class _Parser:
         guard: ast.Expr | None,
         more: tuple[ast.Ident, ...],
         after: ast.Duration | None,
+        delay: ast.ComputedDelay | None = None,
     ) -> ast.Rule:
         kinds = self.kinds
         outcome = kinds[self.i]
         if outcome == "->":
             self.i += 1
-            if kinds[self.i] == "self":
-                target = ast.Ident("self", self.token_span(self.i))
-                self.i += 1
-            else:
-                target = self.name()
+            target = self.target()
             reenter = kinds[self.i] == "reenter"
             if reenter:
                 self.i += 1
@@ -860,7 +949,7 @@ class _Parser:
             span = self.from_token(start, last)
             return ast.Rule(
                 kind, event, guard, target, actions, back, after, None, None, span,
-                reenter=reenter, more_events=more,
+                reenter=reenter, more_events=more, delay=delay,
             )  # fmt: skip
         if outcome == "reject" and kind == "on":
             self.i += 1
@@ -875,20 +964,48 @@ class _Parser:
             )  # fmt: skip
         _give_up()
 
-    def event_pattern(self) -> ast.Ident:
+    def target(self) -> ast.Ident:
+        """A rule's target: `self`, a state's name, or a dotted path to it."""
+        i = self.i
+        if self.kinds[i] == "self":
+            self.i = i + 1
+            return ast.Ident("self", self.token_span(i))
+        return self.state_name()
+
+    def state_name(self) -> ast.Ident:
+        """A state by its name, or by a dotted path (`Cooking.Paused`), kept as one name."""
         first = self.name()
         if self.kinds[self.i] != ".":
             return first
         parts = [first]
         while self.kinds[self.i] == ".":
             self.i += 1
-            if self.kinds[self.i] == "*":
+            parts.append(self.name())
+        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
+
+    def event_pattern(self) -> ast.Ident:
+        first = self.name()
+        kinds = self.kinds
+        if kinds[self.i] != ".":
+            return first
+        if kinds[self.i + 1] == "state":
+            # `done.state.NAME`: a compound state's completion event (another head is E003).
+            if first.name != "done":
+                _give_up()
+            self.i += 2
+            self.expect(".")
+            path = self.state_name()
+            return ast.Ident("done.state." + path.name, _join(first.span, path.span))
+        parts = [first]
+        while kinds[self.i] == ".":
+            self.i += 1
+            if kinds[self.i] == "*":
                 star = self.token_span(self.i)
                 self.i += 1
                 name = ".".join(p.name for p in parts) + ".*"
-                return ast.Ident(name, first.span.to(star))
+                return ast.Ident(name, _join(first.span, star))
             parts.append(self.name())
-        return ast.Ident(".".join(p.name for p in parts), first.span.to(parts[-1].span))
+        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
 
     def actions(self) -> tuple[ast.Action, ...]:
         found = [self.action()]
@@ -898,13 +1015,28 @@ class _Parser:
         return tuple(found)
 
     def action(self) -> ast.Action:
-        first = self.name()
         kinds = self.kinds
+        start = self.i
+        kind = kinds[start]
+        if kind == "if":
+            return self.if_action()
+        # `raise` and `emit` may also name a field or a function: followed by a name, they are
+        # the keyword (as the LALR parser, which shifts rather than reduce them to a name).
+        if (kind == "raise" or kind == "emit") and self.is_name(start + 1):
+            self.i = start + 1
+            sent = self.event_name() if kind == "raise" else self.name()
+            payload = self.payload()
+            last = payload[-1][1].span if payload else sent.span
+            span = self.from_token(start, last)
+            if kind == "raise":
+                return ast.RaiseAction(sent, payload, span)
+            return ast.EmitAction(sent, payload, span)
+        first = self.name()
         if kinds[self.i] == "(":
             self.i += 1
             args = self.arguments()
             last = args[-1].span if args else first.span
-            return ast.ActionCall(first, args, first.span.to(last))
+            return ast.ActionCall(first, args, _join(first.span, last))
         target = [first]
         while kinds[self.i] == ".":
             self.i += 1
@@ -914,7 +1046,40 @@ class _Parser:
             _give_up()
         self.i += 1
         value = self.expr()
-        return _assign(tuple(target), op, value, first.span.to(value.span))
+        return _assign(tuple(target), op, value, _join(first.span, value.span))
+
+    def if_action(self) -> ast.IfAction:
+        """`if G { ... } (elif G { ... })* [else { ... }]`. An `else` is this action's only when
+        a `{` follows it (the lexer's ELSE_BLOCK); otherwise it starts a choice state's rule."""
+        kinds = self.kinds
+        start = self.i
+        keyword = start
+        branches: list[ast.IfBranch] = []
+        while True:
+            self.i = keyword + 1
+            guard = self.expr()
+            block = self.braced_actions()
+            last = block[-1].span if block else guard.span
+            branches.append(ast.IfBranch(guard, block, self.from_token(keyword, last)))
+            if kinds[self.i] != "elif":
+                break
+            keyword = self.i
+        if kinds[self.i] == "else" and kinds[self.i + 1] == "{":
+            keyword = self.i
+            self.i += 1
+            block = self.braced_actions()
+            span = self.from_token(keyword, block[-1].span) if block else self.token_span(keyword)
+            branches.append(ast.IfBranch(None, block, span))
+        return ast.IfAction(tuple(branches), self.from_token(start, branches[-1].span))
+
+    def braced_actions(self) -> tuple[ast.Action, ...]:
+        """`{ [actions] }`: the actions of one branch of an `if`."""
+        self.expect("{")
+        self.enter()
+        actions = self.actions() if self.kinds[self.i] != "}" else ()
+        self.expect("}")
+        self.depth -= 1
+        return actions
 
     def arguments(self) -> tuple[ast.Expr, ...]:
         """`[expr ("," expr)*] ")"`: a call's arguments (no trailing comma) and its `)`."""
@@ -1005,70 +1170,46 @@ class _Parser:
     operand = expr
 
     def or_test(self) -> ast.Expr:
-        node = self.and_test()
-        kinds = self.kinds
-        while kinds[self.i] == "or":
-            self.i += 1
-            right = self.and_test()
-            node = _binary("or", node, right, node.span.to(right.span))
-        return node
+        """An expression (the grammar's `or_test`), by precedence climbing: one call per operand
+        rather than one per grammar level (`or_test` down to `factor`), for the same tree."""
+        return self.operation(1)
 
-    def and_test(self) -> ast.Expr:
-        node = self.not_test()
+    def operation(self, lowest: int) -> ast.Expr:
+        """The operators of precedence `lowest` and tighter: `or` 1, `and` 2, `not` 3, a
+        comparison 4 (one only: `a < b < c` is no expression), `+ -` 5, `* / %` 6."""
         kinds = self.kinds
-        while kinds[self.i] == "and":
-            self.i += 1
-            right = self.not_test()
-            node = _binary("and", node, right, node.span.to(right.span))
-        return node
-
-    def not_test(self) -> ast.Expr:
-        if self.kinds[self.i] == "not":
-            self.i += 1
-            operand = self.not_test()
+        i = self.i
+        left: ast.Expr
+        if kinds[i] == "not" and lowest <= 3:
+            self.i = i + 1
+            operand = self.operation(3)
             # The grammar's "not" is an anonymous token: the node's span is its operand's.
-            return _unary("not", operand, operand.span)
-        return self.comparison()
-
-    def comparison(self) -> ast.Expr:
-        left = self.sum()
-        kinds = self.kinds
-        kind = kinds[self.i]
-        if kind in _COMPARE:
-            self.i += 1
-            right = self.sum()
-            return _binary(kind, left, right, left.span.to(right.span))
-        if kind == "in":
-            self.i += 1
-            right = self.sum()
-            return _binary("in", left, right, left.span.to(right.span))
-        if kind == "not" and kinds[self.i + 1] == "in":
-            self.i += 2
-            right = self.sum()
-            return _binary("not in", left, right, left.span.to(right.span))
-        return left
-
-    def sum(self) -> ast.Expr:
-        node = self.term()
-        kinds = self.kinds
+            left = _unary("not", operand, operand.span)
+        elif kinds[i] == "-":
+            left = self.factor()
+        else:
+            left = self.postfix()
+        compared = False
         while True:
             op = kinds[self.i]
-            if op != "+" and op != "-":
-                return node
+            level = _PRECEDENCE.get(op)
+            if level is None:
+                if op != "not" or kinds[self.i + 1] != "in":
+                    return left
+                op = "not in"
+                level = 4
+                self.i += 1
+            if level < lowest:
+                if op == "not in":
+                    self.i -= 1
+                return left
+            if level == 4:
+                if compared:
+                    _give_up()
+                compared = True
             self.i += 1
-            right = self.term()
-            node = _binary(op, node, right, node.span.to(right.span))
-
-    def term(self) -> ast.Expr:
-        node = self.factor()
-        kinds = self.kinds
-        while True:
-            op = kinds[self.i]
-            if op != "*" and op != "/" and op != "%":
-                return node
-            self.i += 1
-            right = self.factor()
-            node = _binary(op, node, right, node.span.to(right.span))
+            right = self.operation(level + 1)
+            left = _binary(op, left, right, _join(left.span, right.span))
 
     def factor(self) -> ast.Expr:
         i = self.i
@@ -1086,14 +1227,14 @@ class _Parser:
             if kind == ".":
                 self.i += 1
                 attr = self.name()
-                node = _attribute(node, attr, node.span.to(attr.span))
+                node = _attribute(node, attr, _join(node.span, attr.span))
             elif kind == "[":
                 self.i += 1
                 self.enter()
                 index = self.or_test()
                 self.expect("]")
                 self.depth -= 1
-                node = ast.Subscript(node, index, node.span.to(index.span))
+                node = ast.Subscript(node, index, _join(node.span, index.span))
             else:
                 return node
 
@@ -1110,7 +1251,7 @@ class _Parser:
                 self.i = i + 2
                 args = self.arguments()
                 last = args[-1].span if args else span
-                return _call(_ident(text, span), args, span.to(last))
+                return _call(_ident(text, span), args, _join(span, last))
             self.i = i + 1
             return _name(text, span)
         if kind == "event":
@@ -1183,6 +1324,9 @@ class _Parser:
         _give_up()
 
 
+#: What starts a state declaration: its keyword, or one of its modifiers.
+_STATE_START = frozenset({"state", "initial", "final", "choice", "parallel"})
+
 _DECLARATIONS = {
     "flow": _Parser.flow_decl,
     "version": _Parser.version_decl,
@@ -1197,4 +1341,6 @@ _DECLARATIONS = {
     "invariant": _Parser.invariant_decl,
     "test": _Parser.test_decl,
     "unhandled": _Parser.unhandled_decl,
+    "effect": _Parser.effect_decl,
+    "history": _Parser.top_history,
 }

@@ -41,37 +41,36 @@ def _new(cls: type[M], **fields: Any) -> M:
     plan = _PLANS.get(cls)
     if plan is None:
         plan = _PLANS[cls] = _plan(cls)
-    if not plan:
+    if plan is _CONSTRUCT:
         return cls.model_construct(**fields)
-    values: dict[str, Any] = {}
-    for name, how, default in plan:
-        if name in fields:
-            values[name] = fields[name]
-        elif how is _CONSTANT:
-            values[name] = default
-        elif how is _DEFAULT:
-            values[name] = default.get_default(call_default_factory=True, validated_data=values)
+    template, required, made = plan
+    values = template.copy()
+    values.update(fields)
+    if len(values) != len(template) or not required <= fields.keys():
+        return cls.model_construct(**fields)  # a field left out, or one the model does not have
+    for name, info in made:
+        if name not in fields:
+            values[name] = info.get_default(call_default_factory=True, validated_data=values)
     node = cls.__new__(cls)
     _set = object.__setattr__
     _set(node, "__dict__", values)
-    given = set(fields)
-    if not given <= values.keys():
-        given &= values.keys()  # model_construct ignores what is not a field
-    _set(node, "__pydantic_fields_set__", given)
+    _set(node, "__pydantic_fields_set__", set(fields))
     _set(node, "__pydantic_extra__", None)
     _set(node, "__pydantic_private__", None)
     return node
 
 
-_REQUIRED, _CONSTANT, _DEFAULT = "required", "constant", "default"
+#: (every field in order, with its default where that is one constant value; the required
+#: fields; the fields whose default is made anew for each node, with their `FieldInfo`)
+_Plan = tuple[dict[str, Any], frozenset[str], tuple[tuple[str, ModelField], ...]]
+#: The plan of a class `_new` leaves to `model_construct`.
+_CONSTRUCT: _Plan = ({}, frozenset(), ())
 #: An immutable default is what `FieldInfo.get_default` returns every time: it is kept as is.
 _IMMUTABLE = (type(None), bool, int, float, str)
-_PLANS: dict[type[BaseModel], tuple[tuple[str, str, Any], ...]] = {}
+_PLANS: dict[type[BaseModel], _Plan] = {}
 
 
-def _plan(cls: type[BaseModel]) -> tuple[tuple[str, str, Any], ...]:
-    """Each field as (name, how its default is made, the default or its FieldInfo); empty when
-    `_new` must leave the class to `model_construct`."""
+def _plan(cls: type[BaseModel]) -> _Plan:
     plain = (
         not cls.__pydantic_post_init__
         and not cls.__pydantic_root_model__
@@ -79,16 +78,21 @@ def _plan(cls: type[BaseModel]) -> tuple[tuple[str, str, Any], ...]:
         and all(f.alias is None and f.validation_alias is None for f in cls.model_fields.values())
     )
     if not plain:
-        return ()
-    return tuple(_field_plan(name, info) for name, info in cls.model_fields.items())
-
-
-def _field_plan(name: str, info: ModelField) -> tuple[str, str, Any]:
-    if info.is_required():
-        return (name, _REQUIRED, None)
-    if info.default_factory is None and type(info.default) in _IMMUTABLE:
-        return (name, _CONSTANT, info.default)
-    return (name, _DEFAULT, info)
+        return _CONSTRUCT
+    template: dict[str, Any] = {}
+    required: set[str] = set()
+    made: list[tuple[str, ModelField]] = []
+    for name, info in cls.model_fields.items():
+        template[name] = None
+        if info.is_required():
+            required.add(name)
+        elif info.default_factory is None and (
+            type(info.default) in _IMMUTABLE or info.default == ()
+        ):
+            template[name] = info.default  # `()` too: pydantic hands out the same empty tuple
+        else:
+            made.append((name, info))
+    return template, frozenset(required), tuple(made)
 
 
 class Lowerer:
@@ -103,7 +107,7 @@ class Lowerer:
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
         op, value, args = self._expr_parts(node)
-        key = (op, type(value), value, tuple(id(a) for a in args))
+        key = (op, type(value), value, tuple(map(id, args)))
         found = self._interned.get(key)
         if found is None:
             found = _new(ir.Expr, op=op, value=value, args=args)

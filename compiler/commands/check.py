@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.ci_formats import github_annotations, render_sarif
+from flowc.compiler.cli import leave_for_exit
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.diagnostics import Severity, summary_line
 from flowc.compiler.driver import (
@@ -85,6 +86,7 @@ def _report(files: list[Path], args: argparse.Namespace) -> bool:
     # Checking reports diagnostics only: the content hash (a canonical JSON dump of the whole
     # IR, a quarter of a large flow's compile) is never read.
     results = [compile_file(path, hashed=False) for path in files]
+    leave_for_exit(results)
     elapsed = time.perf_counter() - started
     errors = sum(len(r.errors) for r in results)
     warnings = sum(len(r.warnings) for r in results)

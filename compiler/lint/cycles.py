@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from typing import cast
-
-import networkx as nx
+from typing import TYPE_CHECKING, cast
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.lint.graph import AUTOMATIC_KINDS, ROUTING_KINDS, FlowGraph
 from flowc.runtime.model import Transition
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def routing_cycles(g: FlowGraph) -> Iterator[Diagnostic]:
@@ -32,6 +33,8 @@ def routing_cycles(g: FlowGraph) -> Iterator[Diagnostic]:
         for t in g.live_transitions
         if t.kind in ROUTING_KINDS and g.states[t.source].kind == "choice"
     )
+    if routing is None:
+        return
     for component in _cyclic_components(routing):
         yield _cycle_diagnostic(
             g,
@@ -57,6 +60,8 @@ def unbounded_loops(g: FlowGraph) -> Iterator[Diagnostic]:
         for t in g.live_transitions
         if t.kind in AUTOMATIC_KINDS and t.kind != "else" and g.unconditional(t)
     )
+    if auto is None:
+        return
     for component in _cyclic_components(auto):
         has_timer = any(
             t.kind == "timer"
@@ -148,12 +153,8 @@ def _leads_back(g: FlowGraph, back: list[Transition]) -> Callable[[Transition], 
 
     # Many targets: one pass over the condensation of the forward graph in topological order,
     # carrying one bit per target ("this target can reach here"): linear in the graph times
-    # targets / 64. networkx finds the components; the condensed DAG is walked with plain
-    # lists because nx.condensation rebuilds every edge through its views, which dominated.
-    component_of: dict[str, int] = {}
-    for i, members in enumerate(nx.strongly_connected_components(forward)):
-        for name in members:
-            component_of[name] = i
+    # targets / 64.
+    component_of = forward.components()
     count = len(set(component_of.values()))
     downstream: list[set[int]] = [set() for _ in range(count)]
     for u, v in forward.edges():
@@ -186,12 +187,17 @@ def _leads_back(g: FlowGraph, back: list[Transition]) -> Callable[[Transition], 
 # ---- helpers ------------------------------------------------------------------------------
 
 
-def _edge_graph(transitions: Iterable[Transition]) -> nx.DiGraph:
+def _edge_graph(transitions: Iterable[Transition]) -> nx.DiGraph | None:
+    """The graph of `transitions` (each edge keeps its transitions as `ts`); None without any.
+    networkx is imported here, not at the top: most flows have no edges for these rules, and
+    the import is a tenth of a second of a `flowc check`."""
+    found = [(t, target) for t in transitions if (target := FlowGraph.target(t)) is not None]
+    if not found:
+        return None
+    import networkx as nx
+
     graph = nx.DiGraph()
-    for t in transitions:
-        target = FlowGraph.target(t)
-        if target is None:
-            continue
+    for t, target in found:
         if graph.has_edge(t.source, target):
             graph[t.source][target]["ts"].append(t)
         else:
@@ -200,6 +206,8 @@ def _edge_graph(transitions: Iterable[Transition]) -> nx.DiGraph:
 
 
 def _cyclic_components(graph: nx.DiGraph) -> Iterator[set[str]]:
+    import networkx as nx
+
     for component in nx.strongly_connected_components(graph):
         if len(component) > 1:
             yield component
@@ -220,6 +228,8 @@ def _cycle_diagnostic(
 ) -> Diagnostic:
     order = {s.name: i for i, s in enumerate(g.flow.states)}
     first = min(component, key=lambda n: order.get(n, len(order)))
+    import networkx as nx
+
     sub = graph.subgraph(component)
     edges = nx.find_cycle(sub, source=first)
     names = [edges[0][0]] + [v for _, v in edges]
@@ -242,11 +252,16 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
     event there (the state's own, then its ancestors'), when that rule has no guard. Raises
     inside an `if` are conditional and not followed.
     """
+    raises = any(a.op == "raise" for t in g.live_transitions for a in t.actions) or any(
+        a.op == "raise" for state in g.flow.states for a in state.entry
+    )
+    if not raises:  # most flows raise nothing: no need to index every rule by its event
+        return
     by_event: dict[tuple[str, str], list[Transition]] = {}
     for t in g.live_transitions:
         if t.kind == "event" and t.event is not None:
             by_event.setdefault((t.source, t.event), []).append(t)
-    graph = nx.DiGraph()
+    edges: list[tuple[int, int]] = []
     for t in g.live_transitions:
         if t.kind != "event" or t.guard is not None:
             continue
@@ -264,7 +279,12 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
                 None,
             )
             if first is not None and first.guard is None:
-                graph.add_edge(t.index, first.index)
+                edges.append((t.index, first.index))
+    if not edges:
+        return
+    import networkx as nx  # here, not at the top: most flows raise nothing round a loop
+
+    graph = nx.DiGraph(edges)
     by_index = {t.index: t for t in g.live_transitions}
     for component in _cyclic_components(graph):
         chain = [by_index[i] for i in sorted(cast("set[int]", component))]

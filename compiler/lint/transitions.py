@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.emit.expr_text import expr_text
 from flowc.compiler.lint.fold import constant_guard
 from flowc.compiler.lint.graph import FlowGraph, Shadowing
 from flowc.compiler.source import Span
-from flowc.runtime.model import Action, Transition
+from flowc.runtime.model import Action, Expr, Transition
 
 
 def shadowed_transitions(g: FlowGraph) -> Iterator[Diagnostic]:
@@ -86,7 +85,7 @@ def constant_guards(g: FlowGraph) -> Iterator[Diagnostic]:
             if (t.line, t.column) in seen:
                 continue
             seen.add((t.line, t.column))
-        text = expr_text(t.guard)
+        text = _source_text(t.guard)
         if value:
             message = f"guard `{text}` is always true"
             help_text = "drop the guard, or fix it to test what it was meant to"
@@ -122,7 +121,15 @@ def _branch_constants(actions: tuple[Action, ...]) -> Iterator[tuple[str, bool]]
             stack.extend(branch.actions)
             value = constant_guard(branch.guard)
             if value is not None and branch.guard is not None:
-                yield expr_text(branch.guard), value
+                yield _source_text(branch.guard), value
+
+
+def _source_text(expr: Expr) -> str:
+    # Imported here: the emitters' package loads Graphviz support, which a check without these
+    # warnings (nearly every one) never needs.
+    from flowc.compiler.emit.expr_text import expr_text
+
+    return expr_text(expr)
 
 
 def _branch_warning(text: str, value: bool, span: Span) -> Diagnostic:

@@ -163,3 +163,66 @@ def test_readme_example_compiles_cleanly() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     source = readme.split("```flow\n", 1)[1].split("```", 1)[0]
     assert compile_source(source, "README.flow").diagnostics == []
+
+
+def test_a_sub_command_loads_only_its_own_module(files: Path) -> None:
+    """`flowc check` does not import the other sub-commands (the store, the language server):
+    a quarter of a second of a short check."""
+    code = (
+        "import sys; from flowc.compiler import cli;"
+        f"code = cli.main(['check', {str(files / 'good.flow')!r}]);"
+        "loaded = sorted(m for m in sys.modules if m.startswith('flowc.compiler.commands.'));"
+        "print(code, loaded)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0 ['flowc.compiler.commands.check']"
+
+
+def test_a_typo_or_top_level_help_still_lists_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["chek"])
+    assert "invalid choice: 'chek'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "lsp" in capsys.readouterr().out
+
+
+def test_the_program_leaves_checked_results_to_the_exit(
+    files: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run as the `flowc` program, `check` keeps its results for the process exit, which skips
+    freeing them (`os._exit`, after the output is flushed); called in-process it keeps nothing."""
+    from flowc.compiler import cli
+
+    assert main(["check", str(files / "good.flow")]) == 0
+    assert cli._left_for_exit is None
+    exits: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        exits.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli.os, "_exit", fake_exit)
+    monkeypatch.setattr(sys, "argv", ["flowc", "check", str(files / "sub" / "bad.flow")])
+    try:
+        with pytest.raises(SystemExit):
+            cli.entry()
+        assert exits == [1]
+        assert cli._left_for_exit is not None
+        (kept,) = cli._left_for_exit
+        assert [r.source.path for r in kept] == [str(files / "sub" / "bad.flow")]
+    finally:
+        monkeypatch.setattr(cli, "_left_for_exit", None)
+    assert "unknown event `og`" in capsys.readouterr().out
+
+
+def test_the_console_script_flushes_before_it_exits(files: Path) -> None:
+    exe = Path(sys.executable).with_name("flowc")
+    done = subprocess.run(
+        [str(exe), "check", str(files / "sub" / "bad.flow")], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "error[E105]: unknown event `og`" in done.stdout
+    assert "1 error, 0 warnings in 1 file" in done.stderr
