@@ -216,7 +216,10 @@ class Player:
         return []
 
     def start_routes(self, instance: Instance) -> list[int]:
-        """The routing rules a new instance took out of an initial choice state."""
+        """The routing rules a new instance took out of an initial choice state; in a
+        statechart, every rule its start took."""
+        if self.machine.chart:
+            return list(instance.start_rules_taken or ())
         start = instance.history[0]
         return self._route_chain(start.via, start.target, instance.context)
 

@@ -15,7 +15,7 @@ from typing import Any
 from flowc.compiler.emit.expr_text import expr_text
 from flowc.compiler.testing.coverage import describe
 from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
-from flowc.runtime import Rejection
+from flowc.runtime import Rejection, StepResult
 from flowc.runtime.model import CompiledFlow, Transition
 
 
@@ -112,12 +112,19 @@ def generate(
     # States passed through, never rested in: choice states, a statechart's states left at
     # once by an eventless rule, history states (entered through by a rule into them).
     rested = dict(states)
+    for found in searches:
+        root = next(iter(found.search.nodes.values()), None)
+        for state in root.instance.history[0].via if root is not None else ():
+            states.setdefault(state, (found, root))
     kinds = {s.name: s.kind for s in flow.states}
     for index, (found, how) in sorted(reached.items()):
         t = flow.transitions[index]
         states.setdefault(t.source, (found, how.node))
         if t.target is not None and kinds.get(t.target) == "history":
             states.setdefault(t.target, (found, how.node))
+        if isinstance(how.outcome, StepResult):
+            for state in how.outcome.via:  # a statechart's states entered and left at once
+                states.setdefault(state, (found, how.node))
     tests: list[Path] = []
     covered: set[int] = set()
     order = sorted(reached.items(), key=lambda kv: (-len(kv[1][1].moves()), kv[0]))

@@ -104,3 +104,28 @@ def test_explore_names_a_chart_configuration_by_its_leaves_paths(
         assert result.ok
         (outcome,) = run_file(result).outcomes
         assert (outcome.failure is None) == (finding.kind == "deadlock")
+
+
+BOOT = """flow boot
+event go
+initial state outer {
+  initial state booting { always -> ready }
+  state ready { on go -> done }
+  final state done
+  on done.state.outer -> over
+}
+final state over
+"""
+
+
+def test_rules_taken_at_the_start_and_states_passed_in_a_step_count() -> None:
+    flow = _compile(BOOT)
+    report = generate(flow, cover=True)
+    # `booting` is left at the start by its eventless rule, `done` entered and left in the
+    # step that took `go`: both are reached, neither is rested in.
+    assert report.missing == {} and report.unreached == {}
+    result = compile_source(BOOT + report.text(), "boot.flow")
+    run = run_file(result)
+    assert [o.failure for o in run.outcomes] == [None] * len(report.tests)
+    fired = {i for o in run.outcomes for i in o.fired}
+    assert fired == {0, 1, 2}
