@@ -1,4 +1,5 @@
-"""Exploration speed: `flowc explore` on each seed flow (and the planted test flow).
+"""Exploration speed: `flowc explore` on each seed flow, the statechart examples and the planted
+test flow.
 
     python bench/explore.py [--max-configs 2000] [--depth 20] [--walks 100] [--seeds 0 1 2]
 
@@ -19,7 +20,11 @@ from flowc.compiler.testing.explore import explore
 from flowc.compiler.testing.paths import generate
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOWS = [*sorted((ROOT / "flows").glob("*.flow")), ROOT / "tests/testing/flows/planted.flow"]
+FLOWS = [
+    *sorted((ROOT / "flows").glob("*.flow")),
+    *sorted((ROOT / "flows" / "examples").glob("*.flow")),  # statecharts
+    ROOT / "tests/testing/flows/planted.flow",
+]
 
 
 def main() -> None:

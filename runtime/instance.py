@@ -341,6 +341,7 @@ class Instance:
         "_keys",
         "_m",
         "_seq",
+        "_start_rules",
         "_state",
         "_subs",
         "_timers",
@@ -363,6 +364,8 @@ class Instance:
     _clock: Clock
     #: the effects the initial state's entry actions emitted at the start (rarely set)
     _fx: list[tuple[str, dict[str, Any]]] | None
+    #: the rules a statechart's start took (eventless rules, completion events)
+    _start_rules: tuple[int, ...] | None
     id: str | None
 
     # ---- creation ---------------------------------------------------------------------------
@@ -378,6 +381,7 @@ class Instance:
         self._config = None
         self._hist = None
         self._fx = None
+        self._start_rules = None
         self.id = id
         return self
 
@@ -470,6 +474,7 @@ class Instance:
         via = tuple(run.via)
         self._history = [(0, now, "start", None, state.name, None, None, None, via)]
         self._timers = timers or None
+        self._start_rules = tuple(run.fired)
         return self
 
     # ---- reading ----------------------------------------------------------------------------
@@ -478,6 +483,13 @@ class Instance:
         """The effects the initial state's entry actions emitted when this instance started
         (`{"effect": name, "payload": {...}}`, copies); empty for a restored instance."""
         return [{"effect": n, "payload": copy_dict(p)} for n, p in self._fx or ()]
+
+    @property
+    def start_rules_taken(self) -> tuple[int, ...] | None:
+        """The IR indices of the rules a statechart's start took before it settled (eventless
+        rules, completion events), in order, as `StepResult.rules_taken` gives them for a
+        step; None for a flat flow and for a restored instance."""
+        return self._start_rules
 
     @property
     def machine(self) -> Machine:

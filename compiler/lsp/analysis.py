@@ -22,7 +22,7 @@ from typing import Literal
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.driver import CompileResult, collector_paused
-from flowc.compiler.resolve import Symbols, resolve
+from flowc.compiler.resolve import StateNode, Symbols, resolve
 from flowc.compiler.source import SourceFile, Span
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 
@@ -254,11 +254,19 @@ class FileIndex:
         s = self.symbols
         if s is None:
             return [Completion(k, "keyword") for k in keywords()]
-        if re.search(r"->\s*\w*\Z", before):
-            states = [Completion(n, "state", _title(d.title)) for n, d in s.states.items()]
-            return [*states, Completion("self", "keyword", "the state the rule is in")]
+        done = re.search(r"\bon\s+done\.(state\.)?[\w.]*\Z", before)
+        if done:
+            if done.group(1) is None:
+                return [Completion("state", "keyword", "done.state.NAME: a state completed")]
+            return [Completion(n, "state", _completes(n, s)) for n in s.done_events.values()]
+        target = re.search(r"->\s*([\w.]*)\Z", before)
+        if target:
+            return self._targets(target.group(1), s)
         if re.search(r"\b(on|reject)\s+\w*\Z", before):
-            return [Completion(n, "event", self._signature(n)) for n in s.events]
+            found = [Completion(n, "event", self._signature(n)) for n in s.events]
+            # Completion events are declared implicitly, one per compound or parallel state.
+            found += [Completion(e, "event", _completes(n, s)) for e, n in s.done_events.items()]
+            return found
         if re.search(r"\bevent\.\w*\Z", before):
             return self._event_fields(line, before)
         dotted = re.search(r"\b(\w+)\.\w*\Z", before)
@@ -274,6 +282,19 @@ class FileIndex:
         found += [Completion(f, "function") for f in sorted(EXPRESSION_FUNCTIONS)]
         found += [Completion(f, "function") for f in sorted(ACTION_FUNCTIONS)]
         return found
+
+    def _targets(self, typed: str, s: Symbols) -> list[Completion]:
+        """What may follow `->`: every state and history state by the name the flow writes it
+        with (its IR name: the short name, or the dotted path where that is ambiguous); after
+        `-> A.`, the states declared in A, by their short names."""
+        if "." in typed:
+            found = s.state_candidates(typed.rsplit(".", 1)[0])
+            if len(found) != 1:
+                return []
+            kids = [s.nodes[k] for k in s.nodes[found[0]].children]
+            return [Completion(k.path[-1], "state", _node_detail(k, s)) for k in kids]
+        states = [Completion(n, "state", _node_detail(node, s)) for n, node in s.nodes.items()]
+        return [*states, Completion("self", "keyword", "the state the rule is in")]
 
     def _event_fields(self, line: int, before: str) -> list[Completion]:
         assert self.symbols is not None
@@ -551,6 +572,23 @@ def _state_outline(decl: ast.StateDecl | ast.HistoryDecl) -> Outline:
         detail = f"{detail or ''} {_title(decl.title)}".strip()
     children = tuple(_state_outline(child) for child in decl.children)
     return Outline(decl.name.name, "state", decl.span, decl.name.span, detail, children)
+
+
+def _node_detail(node: StateNode, s: Symbols) -> str | None:
+    """A state's title, and where it is declared when it is nested (`in Cooking`)."""
+    if isinstance(node.decl, ast.HistoryDecl):
+        title: str | None = "history"
+    else:
+        title = _title(node.decl.title)
+    if node.parent is None:
+        return title
+    where = f"in {s.nodes[node.parent].dotted}"
+    return f"{title} ({where})" if title else where
+
+
+def _completes(name: str, s: Symbols) -> str:
+    node = s.nodes.get(name)
+    return f"raised when {node.dotted if node else name} completes"
 
 
 def _title(text: ast.Text | None) -> str | None:

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from flowc.compiler.testing.coverage import describe
 from flowc.compiler.testing.moves import Move, context_key
 from flowc.compiler.testing.paths import Path
-from flowc.compiler.testing.space import Explorer, Node, Search
+from flowc.compiler.testing.space import (
+    Explorer,
+    Node,
+    Search,
+    configuration_text,
+    leaves_of,
+    state_key,
+)
 from flowc.runtime import Instance
 from flowc.runtime.model import CompiledFlow
 
@@ -84,14 +91,14 @@ def explore(
     for node, broken in search.violations:  # breadth-first order: the first is the shortest
         if tuple(sorted(broken)) not in violated:
             violated.add(tuple(sorted(broken)))
-            findings.append(_violation(node.moves(), broken, node.instance, shortest=True))
+            findings.append(_violation(flow, node.moves(), broken, node.instance, shortest=True))
     for node in search.stuck:
         findings.append(
             Finding(
                 "deadlock",
-                f"in state {node.state} no move is accepted (none of the events, targets or "
-                "timers tried)",
-                _test(f"deadlock in {node.state}", node.moves(), node.state),
+                f"in {_where(node.instance)} no move is accepted (none of the events, "
+                "targets or timers tried)",
+                _test(f"deadlock in {node.where}", node.moves(), node.instance, flow),
                 True,
             )
         )
@@ -114,14 +121,14 @@ def explore(
             if result.rejection is not None:
                 continue
             moves.append(move)
-            key = (instance.state, context_key(instance.context))
+            key = (state_key(instance), context_key(instance.context))
             if key not in configs:
                 configs.add(key)
                 walk_configs += 1
             broken = explorer.player.broken_invariants(instance)
             if broken and tuple(sorted(broken)) not in violated:
                 violated.add(tuple(sorted(broken)))
-                findings.append(_violation(list(moves), broken, instance, shortest=False))
+                findings.append(_violation(flow, list(moves), broken, instance, shortest=False))
                 break
     never = [t.index for t in flow.transitions if t.index not in fired]
     return ExploreReport(
@@ -138,16 +145,24 @@ def explore(
 
 
 def _violation(
-    moves: list[Move], broken: list[str], instance: Instance, *, shortest: bool
+    flow: CompiledFlow, moves: list[Move], broken: list[str], instance: Instance, *, shortest: bool
 ) -> Finding:
     names = ", ".join(f"`{n}`" for n in broken)
     return Finding(
         "invariant",
-        f"invariant {names} broken in state {instance.state} after {len(moves)} moves",
-        _test(f"breaks {', '.join(broken)}", moves, instance.state),
+        f"invariant {names} broken in {_where(instance)} after {len(moves)} moves",
+        _test(f"breaks {', '.join(broken)}", moves, instance, flow),
         shortest,
     )
 
 
-def _test(name: str, moves: list[Move], state: str) -> Path:
-    return Path(name, [], [m.text() for m in moves] + [f"expect state {state}"])
+def _where(instance: Instance) -> str:
+    """`state X`, or for a statechart `configuration A.B + C.D` (its active leaves)."""
+    if instance._config is None:
+        return f"state {instance.state}"
+    return f"configuration {configuration_text(instance)}"
+
+
+def _test(name: str, moves: list[Move], instance: Instance, flow: CompiledFlow) -> Path:
+    leaves = leaves_of(flow, instance.configuration)
+    return Path(name, [], [m.text() for m in moves] + [f"expect state {s}" for s in leaves])

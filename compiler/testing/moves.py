@@ -165,10 +165,17 @@ class Player:
             if isinstance(outcome, StepResult):
                 fired += outcome.rules_taken or ()
             elif outcome.kind == "reject" and move.kind == "send":
-                # A `reject` rule is taken without a step: found as the flat path finds it.
-                st = self.machine.states[instance.state]
+                # A `reject` rule is taken without a step: the first rule enabled, leaf by
+                # active leaf in document order (the kernel's selection), that is a `reject`.
                 payload = {k: v for k, v, _ in move.payload}
-                fired += self._sent(st, instance.context, move.name, payload, outcome)
+                context = instance.context
+                for name in instance.configuration:
+                    leaf = self.machine.states[name]
+                    if leaf.atomic:
+                        taken = self._sent(leaf, context, move.name, payload, outcome)
+                        if taken and self.flow.transitions[taken[0]].kind == "reject":
+                            fired += taken
+                            break
         return MoveResult(outcomes, fired)
 
     def _sent(
@@ -209,7 +216,10 @@ class Player:
         return []
 
     def start_routes(self, instance: Instance) -> list[int]:
-        """The routing rules a new instance took out of an initial choice state."""
+        """The routing rules a new instance took out of an initial choice state; in a
+        statechart, every rule its start took."""
+        if self.machine.chart:
+            return list(instance.start_rules_taken or ())
         start = instance.history[0]
         return self._route_chain(start.via, start.target, instance.context)
 

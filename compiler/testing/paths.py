@@ -14,8 +14,8 @@ from typing import Any
 
 from flowc.compiler.emit.expr_text import expr_text
 from flowc.compiler.testing.coverage import describe
-from flowc.compiler.testing.space import Explorer, Reached, Search
-from flowc.runtime import Rejection
+from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
+from flowc.runtime import Rejection, StepResult
 from flowc.runtime.model import CompiledFlow, Transition
 
 
@@ -88,7 +88,8 @@ def generate(
     }
     states: dict[str, tuple[_Found, Any]] = {}
     for node in searches[0].search.nodes.values():  # breadth-first order: shortest first
-        states.setdefault(node.state, (searches[0], node))
+        for state in node.states:  # a statechart's leaves and their ancestors
+            states.setdefault(state, (searches[0], node))
     wanted = {t.index for t in flow.transitions}
     budget = max(1, min(max_configs, 2000))
     for name, value, text in explorer.values.context_variants():
@@ -104,20 +105,38 @@ def generate(
         for index in new:
             reached[index] = (found, found.search.transitions[index])
         for node in found.search.nodes.values():
-            states.setdefault(node.state, (found, node))
+            for state in node.states:
+                states.setdefault(state, (found, node))
         if new:
             searches.append(found)
-    for index, (found, how) in reached.items():
-        source = flow.transitions[index].source
-        states.setdefault(source, (found, how.node))  # choice states: passed, never rested in
+    # States passed through, never rested in: choice states, a statechart's states left at
+    # once by an eventless rule, history states (entered through by a rule into them).
+    rested = dict(states)
+    for found in searches:
+        root = next(iter(found.search.nodes.values()), None)
+        for state in root.instance.history[0].via if root is not None else ():
+            states.setdefault(state, (found, root))
+    kinds = {s.name: s.kind for s in flow.states}
+    for index, (found, how) in sorted(reached.items()):
+        t = flow.transitions[index]
+        states.setdefault(t.source, (found, how.node))
+        if t.target is not None and kinds.get(t.target) == "history":
+            states.setdefault(t.target, (found, how.node))
+        if isinstance(how.outcome, StepResult):
+            for state in how.outcome.via:  # a statechart's states entered and left at once
+                states.setdefault(state, (found, how.node))
     tests: list[Path] = []
     covered: set[int] = set()
     order = sorted(reached.items(), key=lambda kv: (-len(kv[1][1].moves()), kv[0]))
     if not cover:
-        for state in (s.name for s in flow.states if s.kind != "choice"):
-            if state in states:
-                found, node = states[state]
-                tests.append(_path(f"reaches {state}", found, node.moves(), None, flow))
+        for state in (s.name for s in flow.states):
+            if state in rested:
+                found, node = rested[state]
+                path = _path(f"reaches {state}", found, node.moves(), None, flow)
+                expect = f"expect state {state}"
+                if expect not in path.steps:  # a compound state: its leaves are expected
+                    path.steps.insert(len(node.moves()), expect)
+                tests.append(path)
         order = sorted(reached.items())
     for index, (found, how) in order:
         if cover and index in covered:
@@ -162,23 +181,25 @@ def _path(
     if how is not None and isinstance(how.outcome, Rejection):
         steps.append(f"expect reject {how.outcome.code}")
     else:
-        final = _final_state(found, moves, how)
-        if final is not None:
-            steps.append(f"expect state {final}")
+        steps += [f"expect state {leaf}" for leaf in _final_leaves(flow, found, moves, how)]
     given = [(k, text) for k, (_, text) in found.given.items()]
     return Path(name.replace('"', "'"), given, steps)
 
 
-def _final_state(found: _Found, moves: list[Any], how: Reached | None) -> str | None:
+def _final_leaves(
+    flow: CompiledFlow, found: _Found, moves: list[Any], how: Reached | None
+) -> list[str]:
+    """The states a test expects at its end: the state of a flat flow; a statechart's active
+    leaves (one per parallel region), each of which `expect state` checks."""
     if how is None:
         for node in found.search.nodes.values():
             if node.moves() == moves:
-                return node.state
-        return None
+                return leaves_of(flow, node.states)
+        return []
     outcome = how.outcome
     if outcome is None:  # routing at the start
-        return how.node.state
-    return outcome.to  # type: ignore[union-attr]
+        return leaves_of(flow, how.node.states)
+    return leaves_of(flow, outcome.configuration)  # type: ignore[union-attr]
 
 
 def _why(

@@ -5,6 +5,10 @@ Moves from a configuration: every event the state has a rule for, with payloads 
 values (`values.py`); every direct target (`goto`); `back` where a backward edge exists; and
 `advance` to the next timer's deadline. Configurations are deduplicated by state and context, so
 the search finds the shortest move sequence to each one (and to each transition it fires).
+
+In a statechart the "state" of a configuration is its set of active leaves and the histories it
+has recorded (both decide what later moves do); the moves are those of every active leaf, whose
+rules include the ones its ancestors inherit to it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,16 @@ class Node:
     @property
     def state(self) -> str:
         return self.instance.state
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """Every state active here (a statechart's leaves and their ancestors)."""
+        return self.instance.configuration
+
+    @property
+    def where(self) -> str:
+        """The configuration as a reader names it (`configuration_text`)."""
+        return configuration_text(self.instance)
 
     def moves(self) -> list[Move]:
         out: list[Move] = []
@@ -84,6 +98,7 @@ class Explorer:
     def __init__(self, flow: CompiledFlow, *, payloads_per_event: int = 32) -> None:
         self.flow = flow
         self.player = Player(flow)
+        self.machine = self.player.machine
         self.values = ValueSource(flow)
         self.payloads = {
             ev.name: self.values.payloads(ev.fields, payloads_per_event) for ev in flow.events
@@ -103,6 +118,8 @@ class Explorer:
                 names = self.events_of.setdefault(t.source, [])
                 if t.event not in names:
                     names.append(t.event)
+        #: a statechart's moves by its active leaves (one search meets few configurations)
+        self._chart_moves: dict[tuple[str, ...], _Offers] = {}
 
     def _abstraction(self) -> None:
         """What `search(abstract=True)` keys a configuration by, besides its state: the
@@ -122,7 +139,7 @@ class Explorer:
 
     def abstract_key(self, instance: Instance) -> tuple[str, str]:
         context = instance.context
-        return instance.state, context_key({k: context.get(k) for k in self.read_fields})
+        return state_key(instance), context_key({k: context.get(k) for k in self.read_fields})
 
     def start_context(self, given: Mapping[str, Any]) -> dict[str, Any]:
         return {**self.values.required_context(), **given}
@@ -139,23 +156,57 @@ class Explorer:
         copy._seq = instance._seq
         copy._history = list(instance._history)
         copy._timers = instance._timers
+        # A statechart's configuration is a tuple and its histories a dict the kernel copies
+        # before it records anything: both can be shared too.
+        copy._config = instance._config
+        copy._hist = instance._hist
         return copy
 
     def moves(self, instance: Instance) -> Iterator[Move]:
-        state = instance.state
-        for event in self.events_of.get(state, ()):
+        offers = self._offers(instance)
+        for event in offers.events:
             for payload in self.payloads[event]:
                 yield Move("send", event, payload)
-        for source, target, back in sorted(self.direct):
-            if source == state:
-                yield Move("goto", target, force=back)
-        if state in self.back_states:
+        for target, back in offers.targets:
+            yield Move("goto", target, force=back)
+        if offers.back:
             yield Move("back")
         deadline = instance.next_deadline
         clock = instance.clock
         if deadline is not None and isinstance(clock, FakeClock):
             ms = max(1, round((deadline.timestamp() - clock.now) * 1000))
             yield Move("advance", ms=ms)
+
+    def _offers(self, instance: Instance) -> _Offers:
+        """The events, `goto` targets and `back` worth trying in `instance`'s configuration."""
+        if not self.machine.chart:
+            state = instance.state
+            return _Offers(
+                tuple(self.events_of.get(state, ())),
+                tuple(
+                    (target, back)
+                    for source, target, back in sorted(self.direct)
+                    if source == state
+                ),
+                state in self.back_states,
+            )
+        config = instance.configuration
+        found = self._chart_moves.get(config)
+        if found is None:
+            leaves = [self.machine.states[name] for name in config]
+            leaves = [s for s in leaves if s.atomic]
+            internal = self.machine.internal_events
+            # A leaf's tables hold its own rules, then its ancestors'.
+            events = dict.fromkeys(e for s in leaves for e in s.on if e not in internal)
+            targets = {
+                (target, t.back)
+                for s in leaves
+                for target, edges in s.direct.items()
+                for t in edges
+            }
+            back = any(s.back_edges for s in leaves)
+            found = self._chart_moves[config] = _Offers(tuple(events), tuple(sorted(targets)), back)
+        return found
 
     def try_move(
         self, node: Node, move: Move, spare: Instance | None = None
@@ -224,8 +275,7 @@ class Explorer:
                 found.nodes[key] = child
                 if self._check(found, child):
                     queue.append(child)
-            machine_state = self.player.machine.states[node.state]
-            if not accepted and not machine_state.final:
+            if not accepted and not node.instance.is_final:
                 found.stuck.append(node)
         found.seconds = time.perf_counter() - started
         return found
@@ -240,8 +290,53 @@ class Explorer:
         return True
 
 
+@dataclass(frozen=True)
+class _Offers:
+    events: tuple[str, ...]
+    #: (target, along a backward edge)
+    targets: tuple[tuple[str, bool], ...]
+    back: bool
+
+
+def state_key(instance: Instance) -> str:
+    """What, besides the context, decides an instance's next moves: its state; in a statechart
+    its active leaves and what its history states recorded."""
+    if instance._config is None:
+        return instance.state
+    key = configuration_text(instance)
+    if instance._hist:
+        recorded = sorted(
+            (h, ",".join(s.name for s in states)) for h, states in instance._hist.items()
+        )
+        key += " | " + " ".join(f"{h}={states}" for h, states in recorded)
+    return key
+
+
+def configuration_text(instance: Instance) -> str:
+    """The configuration as a reader names it: the state in a flat flow; in a statechart each
+    active leaf by its path from the top (`closed.cooking`), leaves of parallel regions joined
+    by ` + `."""
+    if instance._config is None:
+        return instance.state
+    return " + ".join(state_path(s) for s in instance._config if s.atomic)
+
+
+def state_path(state: Any) -> str:
+    """A machine state's dotted path from the top (an IR name may itself be a dotted path:
+    its last part is the state's own name)."""
+    parts = [s.name.rsplit(".", 1)[-1] for s in (*reversed(state.ancestors), state)]
+    return ".".join(parts)
+
+
+def leaves_of(flow: CompiledFlow, configuration: tuple[str, ...]) -> list[str]:
+    """The atomic states of a configuration (IR names): what a test expects, one `expect
+    state` each (a flat flow's configuration is its one state)."""
+    inner = {s.name for s in flow.states if s.kind in ("compound", "parallel")}
+    return [name for name in configuration if name not in inner]
+
+
 def _exact_key(instance: Instance) -> tuple[str, str]:
-    return instance.state, context_key(instance.context)
+    return state_key(instance), context_key(instance.context)
 
 
 def _walk(expr: Expr) -> Iterator[Expr]:

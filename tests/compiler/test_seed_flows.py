@@ -232,10 +232,48 @@ SEED_002_STATE_IDS = {
 
 def test_collab_states_are_the_seeds_state_ids() -> None:
     flow = compiled("collab_skills")
-    ids = {s.meta["id"] for s in flow.states}
+    leaves = [s for s in flow.states if s.kind != "compound"]
+    ids = {s.meta["id"] for s in leaves}
     assert ids == SEED_002_STATE_IDS
-    for s in flow.states:
+    for s in leaves:
         assert s.name == str(s.meta["id"]).replace("-", "_")
+
+
+def test_collab_compound_states_are_the_seeds_groups() -> None:
+    """The seed groups its state ids (brainstorming, rough draft, execution): the flow's
+    compound states hold those groups, and the states of one work item."""
+    flow = compiled("collab_skills")
+    children: dict[str | None, list[str]] = {}
+    for s in flow.states:
+        children.setdefault(s.parent, []).append(s.name)
+    compounds = {s.name: s for s in flow.states if s.kind == "compound"}
+    assert set(compounds) == {"work_item", "brainstorming", "rough_draft", "execution"}
+    assert children["work_item"] == [
+        "brainstorming", "rough_draft", "task_planning", "systematic_debugging",
+    ]  # fmt: skip
+    assert children["brainstorming"] == [
+        "brainstorm_exploring", "clear_bs1", "brainstorm_clarifying", "clear_bs2",
+        "brainstorm_designing", "clear_bs3", "brainstorm_validating", "item_type_router",
+    ]  # fmt: skip
+    assert children["rough_draft"] == [
+        "clear_pre_rough", "rough_draft_interface", "clear_rd1", "rough_draft_pseudocode",
+        "clear_rd2", "rough_draft_skeleton", "clear_rd3", "build_task_graph", "clear_rd4",
+        "rough_draft_handoff",
+    ]  # fmt: skip
+    assert children["execution"] == [
+        "clear_pre_execute", "batch_router", "execute_batch", "log_batch_complete",
+        "clear_post_batch",
+    ]  # fmt: skip
+    for s in compounds.values():  # groups, not states a skill runs in
+        assert "skill" not in s.meta and "id" not in s.meta
+    # The item's number is recorded once, on entering the item, not on each route into it.
+    (entry,) = compounds["work_item"].entry
+    assert entry.target == ("current_item",)
+    assert all(
+        a.target != ("current_item",)
+        for t in outgoing(flow, "work_item_router")[1:]
+        for a in t.actions
+    )
 
 
 def test_collab_routing_nodes_are_choice_states_without_skill() -> None:
@@ -265,10 +303,15 @@ def test_collab_one_complete_call_per_skill_state() -> None:
 def test_collab_routing_guards() -> None:
     flow = compiled("collab_skills")
     work = outgoing(flow, "work_item_router")
+    # Code and task items enter the work item at its initial leaf, brainstorm_exploring.
+    initial = [
+        s.name for s in flow.states if s.initial and s.parent in ("work_item", "brainstorming")
+    ]
+    assert initial == ["brainstorming", "brainstorm_exploring"]
     assert [t.target for t in work] == [
         "ready_to_implement",
-        "brainstorm_exploring",
-        "brainstorm_exploring",
+        "work_item",
+        "work_item",
         "systematic_debugging",
     ]
     # no_items_remaining, then item_type code / task, else bugfix

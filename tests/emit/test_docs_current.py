@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -45,14 +47,61 @@ def test_seed_diagrams_show_every_state_and_transition(path: Path) -> None:
     assert flow is not None
     svg = OUT / f"{path.stem}.svg"
     titles, texts = svg_texts(svg.read_bytes())
-    assert {s.name for s in flow.states} <= titles
+    boxes = svg_boxes(svg.read_bytes())
+    containers = {s.name for s in flow.states if s.kind in ("compound", "parallel")}
+    # An atomic state is a node; a compound or parallel state the box (cluster) around its
+    # children, each child drawn inside it.
+    assert {s.name for s in flow.states if s.name not in containers} <= titles
+    assert {f"cluster_{name}" for name in containers} <= set(boxes)
+    for s in flow.states:
+        if s.parent is not None:
+            child = boxes[f"cluster_{s.name}" if s.name in containers else s.name]
+            assert _inside(child, boxes[f"cluster_{s.parent}"]), (s.name, s.parent)
     drawn = "\n".join(texts)
-    mermaid = to_mermaid(flow, labels="full")
+    # A statechart's edges are written inside the composite state holding both ends, indented.
+    mermaid = {line.strip() for line in to_mermaid(flow, labels="full").splitlines()}
     for e in edges(flow):
         for line in edge_label(e.transition, "events").split("\n"):
             assert line.strip() in drawn, line
         parts = label_parts(e.transition, "full") + (["(back)"] if e.transition.back else [])
-        line = f"    {state_id(e.source)} --> {state_id(e.target)}"
+        line = f"{state_id(e.source)} --> {state_id(e.target)}"
         if parts:
             line += f" : {mermaid_text(' '.join(parts))}"
-        assert line in mermaid.splitlines(), line
+        assert line in mermaid, line
+
+
+Box = tuple[float, float, float, float]
+_SVG = "{http://www.w3.org/2000/svg}"
+_POINT = re.compile(r"(-?\d+(?:\.\d+)?),(-?\d+(?:\.\d+)?)")
+
+
+def svg_boxes(svg: bytes) -> dict[str, Box]:
+    """The bounding box of each node and each cluster, by its title, from the shapes drawn."""
+    out: dict[str, Box] = {}
+    for g in ET.fromstring(svg).iter(f"{_SVG}g"):
+        if g.get("class") not in ("node", "cluster"):
+            continue
+        xs: list[float] = []
+        ys: list[float] = []
+        for shape in g:
+            coords = shape.get("d") or shape.get("points") or ""
+            for x, y in _POINT.findall(coords):
+                xs.append(float(x))
+                ys.append(float(y))
+            if shape.tag == f"{_SVG}ellipse":
+                cx, cy = float(shape.get("cx", 0)), float(shape.get("cy", 0))
+                rx, ry = float(shape.get("rx", 0)), float(shape.get("ry", 0))
+                xs += [cx - rx, cx + rx]
+                ys += [cy - ry, cy + ry]
+        if xs:
+            out[g.findtext(f"{_SVG}title") or ""] = (min(xs), min(ys), max(xs), max(ys))
+    return out
+
+
+def _inside(inner: Box, outer: Box) -> bool:
+    return (
+        outer[0] <= inner[0]
+        and outer[1] <= inner[1]
+        and inner[2] <= outer[2]
+        and inner[3] <= outer[3]
+    )

@@ -354,3 +354,77 @@ def test_nested_states_nest_in_the_outline_and_resolve_by_path(
     assert "state Cooking" in text and "compound, 3 child states" in text
     hover = client.request("textDocument/hover", {**doc, "position": pos(NESTED, "Paused {", 1, 1)})
     assert "inside `Washing`" in str(hover["contents"]["value"])
+
+
+CHART = """flow oven
+event door_opened
+event door_closed
+event start
+initial state closed "Door closed" {
+  initial state idle { on start -> cooking }
+  state cooking "Cooking" {
+    initial state heating { }
+    state paused { }
+  }
+  history resume -> idle
+  on door_opened -> open
+}
+state open {
+  initial state lit { }
+  state paused { }
+  on door_closed -> resume
+}
+"""
+
+
+def test_completion_in_a_statechart(tmp_path: Path) -> None:
+    path = tmp_path / "oven.flow"
+    path.write_text(CHART, encoding="utf-8")
+    client = LspClient()
+    try:
+        client.initialize(tmp_path)
+        uri = path.as_uri()
+        client.open(uri, CHART)
+        client.wait_for("textDocument/publishDiagnostics", uri=uri)
+        version = 1
+
+        def items(text: str, needle: str) -> dict[str, str | None]:
+            nonlocal version
+            version += 1
+            client.change(uri, text, version)
+            client.wait_for("textDocument/publishDiagnostics", uri=uri, version=version)
+            found = client.request(
+                "textDocument/completion",
+                {"textDocument": {"uri": uri}, "position": pos(text, needle, len(needle))},
+            )
+            return {item["label"]: item.get("detail") for item in found["items"]}
+
+        # After `->`: nested states and the history state, by the names the flow writes them
+        # with (a short name repeated in two parents is written as its dotted path).
+        arrow = CHART.replace("on door_closed -> resume", "on door_closed -> ")
+        targets = items(arrow, "on door_closed -> ")
+        assert set(targets) == {
+            "closed", "idle", "cooking", "heating", "closed.cooking.paused", "resume", "open",
+            "lit", "open.paused", "self",
+        }  # fmt: skip
+        assert targets["cooking"] == "Cooking (in closed)"
+        assert targets["resume"] == "history (in closed)"
+        # After `-> STATE.`: the states declared in it.
+        dotted = CHART.replace("on door_closed -> resume", "on door_closed -> closed.")
+        assert set(items(dotted, "on door_closed -> closed.")) == {"idle", "cooking", "resume"}
+        deeper = CHART.replace("on door_closed -> resume", "on door_closed -> cooking.")
+        assert set(items(deeper, "on door_closed -> cooking.")) == {"heating", "paused"}
+        # Completion events: one per compound state, among the events after `on`, and their
+        # state names after `on done.state.`.
+        on = CHART.replace("on door_closed -> resume", "on ")
+        events = items(on, "  on ")
+        assert set(events) == {
+            "door_opened", "door_closed", "start", "done.state.closed", "done.state.cooking",
+            "done.state.open",
+        }  # fmt: skip
+        assert events["done.state.cooking"] == "raised when closed.cooking completes"
+        done = CHART.replace("on door_closed -> resume", "on done.state.")
+        assert set(items(done, "on done.state.")) == {"closed", "cooking", "open"}
+        assert set(items(done.replace("done.state.", "done."), "on done.")) == {"state"}
+    finally:
+        assert client.close() == 0

@@ -280,9 +280,10 @@ ATTEMPT = twins(raw=dict(Machine.from_file(ROOT / "flows" / "attempt_v2.flow").r
 GEN = twins(FLOW)
 
 
-@pytest.mark.parametrize("name", ["collab_skills", "rfp_workspace", "stage_questions"])
+@pytest.mark.parametrize("name", ["rfp_workspace", "stage_questions"])
 def test_seed_flows_load_and_generate(name: str) -> None:
     m = Machine.from_file(ROOT / "flows" / f"{name}.flow").preload()
+    assert not m.chart
     m.hot_after = 0
     gen_count = 0
     for state in m.states.values():
@@ -290,6 +291,26 @@ def test_seed_flows_load_and_generate(name: str) -> None:
             m._dispatch(state, event)
             gen_count += 1
     assert gen_count == sum(len(s.fast) for s in m.states.values())
+
+
+def test_a_statechart_seed_runs_on_the_general_path() -> None:
+    """Seed 002 groups its states in compound states: a statechart, whose steps depend on the
+    whole configuration, so every (state, event) pair takes the kernel's general path and no
+    dispatch code is generated for it."""
+    m = Machine.from_file(ROOT / "flows" / "collab_skills.flow").preload()
+    assert m.chart
+    m.hot_after = 0
+    pairs = 0
+    for state in m.states.values():
+        for event in state.on:
+            assert m._dispatch(state, event) is m._chart_steps[event]
+            pairs += 1
+    assert pairs > 0
+    assert m._written == {} and all(not s.fast for s in m.states.values())
+    # ... and steps still run: the first skill completes, on that general path.
+    inst = m.start({"project": "/p", "session": "s"})
+    assert inst.send("complete_skill", {"skill": "collab-start"}).ok
+    assert inst.state == "gather_goals" and m._written == {}
 
 
 def test_threads_generating_at_once_agree() -> None:

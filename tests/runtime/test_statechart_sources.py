@@ -95,3 +95,29 @@ def test_a_region_may_start_in_its_final_child() -> None:
     instance.send("t")
     # r1 completes; r2 was complete from the start: the parallel state is done.
     assert instance.state == "finished" and instance.is_final
+
+
+BOOT = """
+flow boot
+event go
+initial state outer {
+  initial state booting { always -> ready }
+  state ready { on go -> done }
+  final state done
+  on done.state.outer -> over
+}
+final state over
+"""
+
+
+def test_the_rules_a_start_and_a_step_took_are_told_by_index() -> None:
+    machine = Machine.from_source(BOOT)
+    instance = machine.start()
+    # The start settled through `booting`'s eventless rule (#1).
+    assert instance.start_rules_taken == (1,)
+    step = instance.send("go").unwrap()
+    # `go` (#2), then the completion event of `outer` (#0) in the same step.
+    assert step.rules_taken == (2, 0)
+    assert instance.state == "over"
+    assert Machine.from_source(BOOT).restore(instance.snapshot()).start_rules_taken is None
+    assert Machine.from_source("flow f\ninitial state a\n").start().start_rules_taken is None

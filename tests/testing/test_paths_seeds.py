@@ -1,5 +1,5 @@
-"""`flowc paths` on the seed flows: the generated tests, pasted after the flow unedited, compile
-and pass, and take every transition the search reached."""
+"""`flowc paths` on the seed flows and the statechart examples: the generated tests, pasted after
+the flow unedited, compile and pass, and take every transition the search reached."""
 
 from __future__ import annotations
 
@@ -15,18 +15,22 @@ from flowc.compiler.testing.runner import run_file
 
 ROOT = Path(__file__).parents[2]
 SEEDS = sorted((ROOT / "flows").glob("*.flow"), key=lambda p: p.stem)
+#: Statecharts (compound and parallel states, history, always rules, done events).
+EXAMPLES = sorted((ROOT / "flows" / "examples").glob("*.flow"), key=lambda p: p.stem)
 #: Transitions the search cannot take, with the reason it gives: copies of `skip` rules written
 #: outside any state, shadowed in these states by the state's own `skip` rules.
 UNTAKEABLE = {"attempt_v2": 4}
 
 
 def _flow_only(path: Path) -> str:
-    """The seed's source without its own tests (they start at the tests banner)."""
+    """The flow's source without its own tests (a seed's start at the tests banner, an
+    example's at its first test)."""
     text = path.read_text(encoding="utf-8")
-    return text[: text.index("\n# ---- tests:")] + "\n"
+    end = text.find("\n# ---- tests:")
+    return text[: end if end >= 0 else text.index('\ntest "')] + "\n"
 
 
-@pytest.mark.parametrize("path", SEEDS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SEEDS + EXAMPLES, ids=lambda p: p.stem)
 @pytest.mark.parametrize("cover", [False, True], ids=["every-state-and-transition", "cover"])
 def test_generated_paths_pass_unedited(path: Path, cover: bool) -> None:
     source = _flow_only(path)
