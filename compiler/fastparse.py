@@ -7,9 +7,10 @@ Lark, which reports every diagnostic. This parser knows the language it was writ
 gives up (`NotMine`, turned into None) on anything else: a syntax error, a character or a word
 it does not know (every keyword of the grammar it was not written for, read from the grammar
 file itself), and anything the Lark path would report a diagnostic for (a bad escape, an integer
-past 64 bits, a meta key given twice, nesting past the limits, a history's default with
-actions, an unknown time unit, a completion event not named `done.state.X`). So syntax added to
-the grammar later is parsed by Lark until this parser learns it, and is never misread here.
+past 64 bits, a meta key given twice, nesting past the limits, a history's default with `back`
+or `reenter`, an unknown time unit, a completion event not named `done.state.X`). So syntax
+added to the grammar later is parsed by Lark until this parser learns it, and is never misread
+here.
 
 Why it is faster: Lark builds one `Token` object per token and runs a generic reduce callback
 per grammar rule, with a span found by walking each rule's children; here the scan is one
@@ -45,7 +46,7 @@ _SOFT = frozenset(
         "flow", "version", "enum", "type", "context", "initial", "final", "choice", "reject",
         "message", "journal", "template", "require", "back", "migrate", "from", "field", "drop",
         "invariant", "test", "given", "send", "goto", "advance", "expect", "force", "with",
-        "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif",
+        "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif", "for",
     ]
 )  # fmt: skip
 #: Reserved words this parser knows.
@@ -774,12 +775,16 @@ class _Parser:
         self.i += 1
         name = self.name()
         title = self.optional_text()
-        last = (title or name).span
+        # `final state X with {...}`: done data (any state's, as the grammar has it; resolve
+        # reports one on a state that completes nothing).
+        done_data = self.with_data()
+        last = done_data.span if done_data is not None else (title or name).span
         metas: list[ast.MetaDecl] = []
         blocks: list[ast.ActionBlock] = []
         rules: list[ast.Rule] = []
         unhandled: list[ast.UnhandledDecl] = []
         children: list[ast.StateDecl | ast.HistoryDecl] = []
+        initial_rules: list[ast.InitialRule] = []
         if kinds[self.i] == "{":
             self.i += 1
             self.enter()
@@ -812,6 +817,9 @@ class _Parser:
                 elif kind == "unhandled":
                     item = self.unhandled_decl()
                     unhandled.append(item)
+                elif kind == "initial" and kinds[self.i + 1] == "->":
+                    item = self.initial_rule()
+                    initial_rules.append(item)
                 elif kind in _STATE_START:
                     item = self.state_decl()
                     children.append(item)
@@ -843,21 +851,38 @@ class _Parser:
             self.from_token(start, last),
             tuple(unhandled),
             tuple(children),
+            tuple(initial_rules),
+            done_data,
         )
+
+    def initial_rule(self) -> ast.InitialRule:
+        """`initial -> TARGET ("," TARGET)* [do ACTIONS]` in a state body."""
+        start = self.expect("initial")
+        self.expect("->")
+        targets = [self.target()]
+        while self.kinds[self.i] == ",":
+            self.i += 1
+            targets.append(self.target())
+        actions: tuple[ast.Action, ...] = ()
+        if self.kinds[self.i] == "do":
+            self.i += 1
+            actions = self.actions()
+        last = actions[-1].span if actions else targets[-1].span
+        return ast.InitialRule(tuple(targets), actions, self.from_token(start, last))
 
     def history_in_state(self) -> ast.HistoryDecl:
         """`history [deep] NAME [-> DEFAULT]` in a state body. The grammar reads the `-> X` as a
-        direct rule and the AST builder makes it the history's default (parse.py,
-        `_with_history_defaults`): the same here, and a default with actions, `back` or
+        direct rule and the AST builder makes it the history's default, with the rule's actions
+        (parse.py, `_with_history_defaults`): the same here, and a default with `back` or
         `reenter` is the E003 that builder reports."""
         history = self.history_decl()
         if self.kinds[self.i] != "->":
             return history
         rule = self.direct_rule()
-        if rule.actions or rule.back or rule.reenter or rule.target is None:
+        if rule.back or rule.reenter or rule.target is None:
             _give_up()
         return ast.HistoryDecl(
-            history.name, history.deep, rule.target, _join(history.span, rule.span)
+            history.name, history.deep, rule.target, _join(history.span, rule.span), rule.actions
         )
 
     def meta_decl(self) -> ast.MetaDecl:
@@ -1020,8 +1045,11 @@ class _Parser:
         kind = kinds[start]
         if kind == "if":
             return self.if_action()
-        # `raise` and `emit` may also name a field or a function: followed by a name, they are
-        # the keyword (as the LALR parser, which shifts rather than reduce them to a name).
+        # `raise`, `emit` and `for` may also name a field or a function: followed by a name,
+        # they are the keyword (as the LALR parser, which shifts rather than reduce them to a
+        # name).
+        if kind == "for" and self.is_name(start + 1):
+            return self.for_action()
         if (kind == "raise" or kind == "emit") and self.is_name(start + 1):
             self.i = start + 1
             sent = self.event_name() if kind == "raise" else self.name()
@@ -1071,6 +1099,20 @@ class _Parser:
             span = self.from_token(keyword, block[-1].span) if block else self.token_span(keyword)
             branches.append(ast.IfBranch(None, block, span))
         return ast.IfAction(tuple(branches), self.from_token(start, branches[-1].span))
+
+    def for_action(self) -> ast.ForAction:
+        """`for ITEM[, INDEX] in LIST { [actions] }`."""
+        start = self.expect("for")
+        item = self.name()
+        index = None
+        if self.kinds[self.i] == ",":
+            self.i += 1
+            index = self.name()
+        self.expect("in")
+        iterable = self.expr()
+        block = self.braced_actions()
+        last = block[-1].span if block else iterable.span
+        return ast.ForAction(item, index, iterable, block, self.from_token(start, last))
 
     def braced_actions(self) -> tuple[ast.Action, ...]:
         """`{ [actions] }`: the actions of one branch of an `if`."""

@@ -102,7 +102,7 @@ DEBRIS = [
     "{", "}", "(", ")", "[", "]", ",", ";", ":", ".", "->", "=", "==", "-", "?", "..", "*",
     "on", "if", "do", "else", "state", "event", "not", "in", "self", "back", "reenter", "with",
     "meta", "after", "5m", "1.5", "7", '"s"', "'q'", '"""x"""', "x", "#", "\n", " ", "$", "é",
-    "\\", '"', "always", "raise", "emit", "effect", "parallel", "history",
+    "\\", '"', "always", "raise", "emit", "effect", "parallel", "history", "for", "initial",
 ]  # fmt: skip
 
 
@@ -182,6 +182,7 @@ GUARDS = ["n > 0", "flag", "not flag and n in [1, 2]", "state.meta.k == 1", "eve
 TARGETS = ["A", "B1", "A.B1", "P.R1.X", "self", "Done"]
 PATTERNS = ["go", "go, stop", "error.*", "error.timeout", "done.state.A", "go, error.*"]
 DELAYS = ["5m", "30s", "n ms", "2 * n s", "backoff(n) h", "(n + 1) d"]
+DONE_DATA = ['{"amount": n, "ok": true}', "{}", "n + 1", "for", "with"]
 
 
 @st.composite
@@ -199,6 +200,9 @@ def chart_actions(draw: st.DrawFn, depth: int = 0) -> str:
         "raise = 1",  # a field called `raise`
         "emit(n)",  # a function called `emit`
         "elif.x -= 2",
+        "for = 1",  # a field called `for`
+        "for.x += 1",
+        "for(n)",  # a function called `for`
     ]
     found = []
     for _ in range(draw(st.integers(1, 2))):
@@ -211,6 +215,11 @@ def chart_actions(draw: st.DrawFn, depth: int = 0) -> str:
                 block = draw(st.sampled_from(["", draw(chart_actions(depth + 1))]))
                 text += f" else {{ {block} }}"
             found.append(text)
+        elif depth < 2 and draw(st.integers(0, 4)) == 0:
+            head = draw(st.sampled_from(["x", "x, i", "for, in_", "item"]))
+            items = draw(st.sampled_from(["[1, 2]", "event.lines", "xs", "for", "a + [n]"]))
+            block = draw(st.sampled_from(["", draw(chart_actions(depth + 1))]))
+            found.append(f"for {head} in {items} {{ {block} }}")
         else:
             found.append(draw(st.sampled_from(pool)))
     return "; ".join(found)
@@ -236,11 +245,13 @@ def chart_state(draw: st.DrawFn, name: str, depth: int) -> str:
     head = f"{modifiers}state {name}"
     if draw(st.booleans()):
         head += f' "{name}, titled"'
+    if draw(st.integers(0, 3)) == 0:
+        head += f" with {draw(st.sampled_from(DONE_DATA))}"
     if draw(st.integers(0, 4)) == 0:
         return head
     body: list[str] = []
     for index in range(draw(st.integers(0, 6))):
-        kind = draw(st.integers(0, 10))
+        kind = draw(st.integers(0, 11))
         guard = f" if {draw(st.sampled_from(GUARDS))}" if draw(st.booleans()) else ""
         if kind == 0:
             body.append(f"on {draw(st.sampled_from(PATTERNS))}{guard} {draw(arrow())}")
@@ -253,6 +264,8 @@ def chart_state(draw: st.DrawFn, name: str, depth: int) -> str:
         elif kind == 4:
             deep = "deep " if draw(st.booleans()) else ""
             default = f" -> {draw(st.sampled_from(TARGETS[:4]))}" if draw(st.booleans()) else ""
+            if default and draw(st.booleans()):
+                default += f" do {draw(chart_actions())}"
             body.append(f"history {deep}H{index}{default}")
         elif kind == 5:
             body.append(f"{draw(st.sampled_from(['entry', 'exit']))} do {draw(chart_actions())}")
@@ -264,8 +277,12 @@ def chart_state(draw: st.DrawFn, name: str, depth: int) -> str:
             body.append(f"else {draw(arrow())}")
         elif kind == 9:
             body.append(f'on go{guard} reject busy "Busy in {name}."')
-        else:
+        elif kind == 10:
             body.append('meta { k: 1, tags: ["a"] }')
+        else:
+            targets = ", ".join(draw(st.lists(st.sampled_from(TARGETS), min_size=1, max_size=3)))
+            actions = f" do {draw(chart_actions())}" if draw(st.booleans()) else ""
+            body.append(f"initial -> {targets}{actions}")
     inner = "\n".join(f"  {line}" for line in "\n".join(body).split("\n"))
     return f"{head} {{\n{inner}\n}}" if body else f"{head} {{}}"
 
@@ -334,6 +351,22 @@ def test_broken_statecharts_get_the_lark_answer(text: str, data: st.DataObject) 
         "flow t\nhistory deep H -> A.B\n",
         'flow t\neffect notify(msg: str = "x",)\neffect ping()\n',
         'flow t\ntest "t" { goto A.B force expect state A.B }\nmigrate from 1 { state A.B -> C }\n',
+        # Done data, with a body after it or not; `with` is also a name.
+        'flow t\nstate P { final state Paid with {"amount": total, "ok": true} }\n',
+        'flow t\nfinal state Paid "Paid" with {"n": n}\n{\n  entry do n = 1\n}\nstate B\n',
+        "flow t\nfinal state with with with {}\nfinal state D with {} { on go -> A }\n",
+        # Initial rules, among the states they lead into.
+        'flow t\nstate P {\n  initial -> A.B, C.D do append(log, "x"); n = 1\n'
+        "  initial state A { initial state B }\n  state C { initial state D }\n}\n",
+        "flow t\nparallel state P { initial -> self initial -> R1.X state R1 { state X } }\n",
+        # A history's default with actions, wherever the line breaks; then a direct rule.
+        'flow t\nstate P {\n  history H -> B do append(log, "x")\n  -> A do n = 1\n}\n',
+        "flow t\nstate P { history deep H\n # why\n -> P.A do if x { n = 1 }; raise go -> B }\n",
+        # `for` loops, and `for` as a field, a function, a loop variable and a list.
+        "flow t\nstate A { entry do for x, i in event.lines { total += x.qty; if i == 0 { } } }\n",
+        "flow t\nstate A { entry do for x in xs { }; for = 1; for.y += 2; for(3) }\n",
+        "flow t\ncontext { for: list[int] }\nstate A { entry do for for in for { n = for } }\n",
+        "flow t\nstate A { -> B do for x in a in b { for y in [x] { emit p(n: y) } } }\n",
     ],
 )
 def test_statechart_syntax_takes_the_fast_path(text: str) -> None:
@@ -343,8 +376,20 @@ def test_statechart_syntax_takes_the_fast_path(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "code"),
     [
-        ("flow t\nstate P {\n  history H\n  -> A do n = 1\n}\n", "E003"),
         ("flow t\nstate P {\n  history H\n  -> A back\n}\n", "E003"),
+        ("flow t\nstate P {\n  history H -> A do n = 1 back\n}\n", "E003"),
+        ("flow t\nstate P {\n  history H -> A reenter do n = 1\n}\n", "E003"),
+        ("flow t\nhistory H -> A do n = 1\n", "E003"),
+        ("flow t\nstate P { initial -> A back }\n", "E003"),
+        ("flow t\nstate P { initial -> A, }\n", "E003"),
+        ("flow t\nstate P { initial -> A if n > 0 }\n", "E003"),
+        ("flow t\ninitial -> A\n", "E003"),
+        ("flow t\nfinal state P with\n", "E004"),
+        ('flow t\nfinal state P with {"a": 1} {"b": 2}\n', "E003"),
+        ("flow t\nstate A { entry do for x in xs n = 1 }\n", "E003"),
+        ("flow t\nstate A { entry do for x i in xs { } }\n", "E003"),
+        ("flow t\nstate A { entry do for x, in xs { } }\n", "E003"),
+        ("flow t\nstate A { entry do for x in { } }\n", "E003"),
         ("flow t\nstate A { after n weeks -> A }\n", "E213"),
         ("flow t\nstate A { on error.state.A -> A }\n", "E003"),
         ("flow t\nstate A { on go -> A do if x { n = 1 } else { } else { } }\n", "E003"),
@@ -353,3 +398,4 @@ def test_statechart_syntax_takes_the_fast_path(text: str) -> None:
 def test_statechart_faults_are_left_to_lark(text: str, code: str) -> None:
     assert fastparse.parse_module(text) is None
     assert code in {d.code for d in parse_source(text).diagnostics}
+    agrees_with_lark(text)
