@@ -275,16 +275,11 @@ class ExprCompiler:
         return self.limits.check_computed
 
     def compile(self, node: Any) -> Evaluator:
-        # A pair's first use compiles its guards and actions (docs/runtime.md, Performance):
-        # the IR is plain dicts, so the exact type test comes before the ABC's.
-        if type(node) is not dict and not isinstance(node, Mapping):
-            raise IRLoadError(f"an expression must be an object, got {node!r}")
+        """The closure of expression `node`, compiled once (a whole expression is kept by
+        identity; the nodes inside it are compiled as its parts, see `_build`)."""
         found = self._cache.get(id(node))
         if found is not None:
             return found[1]
-        if not _EXPR_MEMBERS.issuperset(node):
-            unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
-            raise IRLoadError(f"an expression has unknown field(s) {unknown}")
         try:
             fn = self._build(node)
         except RecursionError:
@@ -295,17 +290,25 @@ class ExprCompiler:
     def guard(self, node: Any) -> Evaluator | None:
         return None if node is None else self.compile(node)
 
-    def _build(self, node: Mapping[str, Any]) -> Evaluator:
+    def _build(self, node: Any) -> Evaluator:
+        # A pair's first use compiles its guards and actions (docs/runtime.md, Performance),
+        # so this is kept lean: the nodes inside an expression are built by direct recursion
+        # (no cache), and the IR is plain dicts, so the exact type test comes before the ABC's.
+        if type(node) is not dict and not isinstance(node, Mapping):
+            raise IRLoadError(f"an expression must be an object, got {node!r}")
+        if not _EXPR_MEMBERS.issuperset(node):
+            unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
+            raise IRLoadError(f"an expression has unknown field(s) {unknown}")
         op = node.get("op")
         value = node.get("value")
-        raw_args = node.get("args")
-        args = list(raw_args) if raw_args else []
         if op == "ctx":
             key = _name(value, op)
             return lambda c, e, s: c[key]
         if op == "event":
             key = _name(value, op)
             return lambda c, e, s: e[key]
+        raw_args = node.get("args")
+        args = raw_args if type(raw_args) is list else list(raw_args) if raw_args else []
         if op == "lit":
             if (type(value) is dict or type(value) is list) and value_too_deep(value):
                 raise IRLoadError("a literal is nested too deeply")
@@ -324,30 +327,30 @@ class ExprCompiler:
             return self._binary(self.binary(op), args[0], args[1])
         if op == "and":
             _arity(op, args, 2)
-            a, b = self.compile(args[0]), self.compile(args[1])
+            a, b = self._build(args[0]), self._build(args[1])
             return lambda c, e, s: a(c, e, s) and b(c, e, s)
         if op == "or":
             _arity(op, args, 2)
-            a, b = self.compile(args[0]), self.compile(args[1])
+            a, b = self._build(args[0]), self._build(args[1])
             return lambda c, e, s: a(c, e, s) or b(c, e, s)
         if op == "not":
             _arity(op, args, 1)
-            a = self.compile(args[0])
+            a = self._build(args[0])
             return lambda c, e, s: not a(c, e, s)
         if op == "neg":
             _arity(op, args, 1)
-            a = self.compile(args[0])
+            a = self._build(args[0])
             return lambda c, e, s: -a(c, e, s)
         if op == "attr":
             _arity(op, args, 1)
             return self._attr(args[0], _name(value, op))
         if op == "index":
             _arity(op, args, 2)
-            return self._index(self.compile(args[0]), self.compile(args[1]))
+            return self._index(self._build(args[0]), self._build(args[1]))
         if op == "call":
             return self._call(_name(value, op), args)
         if op == "list":
-            items = tuple(self.compile(a) for a in args)
+            items = tuple(self._build(a) for a in args)
             return lambda c, e, s: [f(c, e, s) for f in items]
         if op == "map":
             if len(args) % 2:
@@ -356,12 +359,11 @@ class ExprCompiler:
             if all(k is not None and k[0] == "lit" for k in keys):
                 # Record literals: constant keys, evaluated values.
                 fixed = tuple(
-                    (args[i].get("value"), self.compile(args[i + 1]))
-                    for i in range(0, len(args), 2)
+                    (args[i].get("value"), self._build(args[i + 1])) for i in range(0, len(args), 2)
                 )
                 return lambda c, e, s: {k: v(c, e, s) for k, v in fixed}
             pairs = tuple(
-                (self.compile(args[i]), self.compile(args[i + 1])) for i in range(0, len(args), 2)
+                (self._build(args[i]), self._build(args[i + 1])) for i in range(0, len(args), 2)
             )
             return lambda c, e, s: {k(c, e, s): v(c, e, s) for k, v in pairs}
         raise IRLoadError(f"unknown expression op {op!r}")
@@ -384,7 +386,7 @@ class ExprCompiler:
             if lk == "event":
                 k = _name(left.get("value"), "event")
                 return lambda c, e, s: fn(e[k], v)
-            a = self.compile(left)
+            a = self._build(left)
             return lambda c, e, s: fn(a(c, e, s), v)
         if lk == "ctx" and rk == "ctx":
             k1, k2 = _name(left.get("value"), "ctx"), _name(right.get("value"), "ctx")
@@ -394,9 +396,9 @@ class ExprCompiler:
             return lambda c, e, s: fn(e[k1], c[k2])
         if lk == "lit":
             v = left.get("value")
-            b = self.compile(right)
+            b = self._build(right)
             return lambda c, e, s: fn(v, b(c, e, s))
-        a, b = self.compile(left), self.compile(right)
+        a, b = self._build(left), self._build(right)
         return lambda c, e, s: fn(a(c, e, s), b(c, e, s))
 
     def _attr(self, obj: Mapping[str, Any], key: str) -> Evaluator:
@@ -416,7 +418,7 @@ class ExprCompiler:
                     raise missing(o) from None
 
             return event_attr
-        a = self.compile(obj)
+        a = self._build(obj)
 
         def attr(c: dict[str, Any], e: Any, s: Any) -> Any:
             o = a(c, e, s)
@@ -447,7 +449,7 @@ class ExprCompiler:
     def _call(self, name: str, args: Sequence[Mapping[str, Any]]) -> Evaluator:
         if name == "coalesce":
             _arity(name, args, 2)
-            a, b = self.compile(args[0]), self.compile(args[1])
+            a, b = self._build(args[0]), self._build(args[1])
 
             def coalesce(c: dict[str, Any], e: Any, s: Any) -> Any:
                 v = a(c, e, s)
@@ -457,7 +459,7 @@ class ExprCompiler:
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
-        fs = tuple(self.compile(a) for a in args)
+        fs = tuple(self._build(a) for a in args)
         if len(fs) == 1:
             leaf = _leaf(args[0])
             if leaf is not None and leaf[0] == "event":
@@ -622,15 +624,21 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     place)."""
     plan = []
     fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
-    for a in raw:
+    last = len(raw) - 1
+    for pos, a in enumerate(raw):
         if type(a) is not dict and not isinstance(a, Mapping):
             raise IRLoadError(f"an action must be an object, got {a!r}")
+        if pos == last and not fresh:  # the first action, or none before it copied anything
+            plan.append((a, 0))
+            break
         path = tuple(a.get("target") or ())
         depth = 0
         if fresh:
             while depth < len(path) - 1 and path[: depth + 1] in fresh:
                 depth += 1
         plan.append((a, depth))
+        if pos == last:
+            break  # what the last action leaves copied is of no use to any other
         for i in range(1, len(path)):
             fresh.add(path[:i])
         if fresh:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import operator
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,20 @@ if TYPE_CHECKING:
 _EMPTY: dict[str, Any] = {}
 
 
+#: The members of a `CTransition` set on first read, with their defaults; those in `_FROM_IR` are
+#: read from the IR, the others (compiled or worked out later) start as None.
+_READ_LATER: dict[str, Any] = {
+    "after_ms": None,
+    "code": None,
+    "message": None,
+    "line": 0,
+    "data": None,
+    "plan": None,
+}
+_FROM_IR = frozenset({"after_ms", "code", "message", "line"})
+_NOT_LATER = object()
+
+
 class CTransition:
     """One transition, ready to run. `guard` / `actions` are closures (compiled on first call)
     or None; `target` is the target `CState` (None for `reject`); `internal` marks `-> self`
@@ -78,25 +93,37 @@ class CTransition:
         "target",
     )
 
-    def __init__(self, raw: Mapping[str, Any], source: CState) -> None:
+    #: For `reject`: its data (`with {...}`), compiled on first use
+    data: Evaluator | None
+    #: What taking it does (kernel.py), worked out on first use
+    plan: Plan | None
+    after_ms: int | None
+    code: str | None
+    message: str | None
+    line: int
+
+    def __init__(self, raw: Mapping[str, Any], source: CState, target: CState | None) -> None:
+        # Built for every rule of a state on the state's first use (`Machine._wire_now`): the
+        # members most rules never need are read from the IR when first read (`__getattr__`).
         self.raw = raw
         self.index: int = raw["index"]
         self.kind: str = raw["kind"]
         self.source = source
-        self.target: CState | None = None
+        self.target: CState | None = target
         self.event: str | None = raw.get("event")
         self.back: bool = bool(raw.get("back", False))
-        self.after_ms: int | None = raw.get("after_ms")
-        self.code: str | None = raw.get("code")
-        self.message: str | None = raw.get("message")
-        #: For `reject`: its data (`with {...}`), compiled on first use
-        self.data: Evaluator | None = None
-        self.line: int = raw.get("line", 0)
         self.guard: Evaluator | None = None
         self.actions: ActionBlock | None = None
         self.internal = False
-        #: What taking it does (kernel.py), worked out on first use
-        self.plan: Plan | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for a slot not set yet.
+        default = _READ_LATER.get(name, _NOT_LATER)
+        if default is _NOT_LATER:
+            raise AttributeError(name)
+        value = self.raw.get(name, default) if name in _FROM_IR else None
+        object.__setattr__(self, name, value)
+        return value
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
@@ -672,13 +699,12 @@ class Machine:
             if state._loader is None:
                 return  # another thread was first
             try:
+                states = self.states
                 transitions = []
                 for raw_t in self._unwired.get(state.name, ()):
-                    ct = CTransition(raw_t, state)
                     target = raw_t.get("target")
-                    if target is not None:
-                        ct.target = self.states[target]
-                    transitions.append(ct)
+                    to = None if target is None else states[target]
+                    transitions.append(CTransition(raw_t, state, to))
                 transitions.sort(key=_by_index)
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -974,8 +1000,7 @@ def _parse_json(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def _by_index(t: CTransition) -> int:
-    return t.index
+_by_index = operator.attrgetter("index")
 
 
 def _check_version(raw: Mapping[str, Any]) -> None:
