@@ -237,6 +237,135 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "not in": _not_in,
 }
 
+# ---- closure factories (one per shape, so that compiling a node makes only its own cells) ----
+
+
+def _read_ctx(key: str) -> Evaluator:
+    return lambda c, e, s: c[key]
+
+
+def _read_event(key: str) -> Evaluator:
+    return lambda c, e, s: e[key]
+
+
+def _read_meta(key: str) -> Evaluator:
+    return lambda c, e, s: s.meta.get(key)
+
+
+def _and(a: Evaluator, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: a(c, e, s) and b(c, e, s)
+
+
+def _or(a: Evaluator, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: a(c, e, s) or b(c, e, s)
+
+
+def _not(a: Evaluator) -> Evaluator:
+    return lambda c, e, s: not a(c, e, s)
+
+
+def _neg(a: Evaluator) -> Evaluator:
+    return lambda c, e, s: -a(c, e, s)
+
+
+def _list_of(items: tuple[Evaluator, ...]) -> Evaluator:
+    return lambda c, e, s: [f(c, e, s) for f in items]
+
+
+def _record_of(fixed: tuple[tuple[Any, Evaluator], ...]) -> Evaluator:
+    return lambda c, e, s: {k: v(c, e, s) for k, v in fixed}
+
+
+def _map_of(pairs: tuple[tuple[Evaluator, Evaluator], ...]) -> Evaluator:
+    return lambda c, e, s: {k(c, e, s): v(c, e, s) for k, v in pairs}
+
+
+Binary = Callable[[Any, Any], Any]
+
+
+def _ctx_op_lit(fn: Binary, k: str, v: Any) -> Evaluator:
+    return lambda c, e, s: fn(c[k], v)
+
+
+def _event_op_lit(fn: Binary, k: str, v: Any) -> Evaluator:
+    return lambda c, e, s: fn(e[k], v)
+
+
+def _any_op_lit(fn: Binary, a: Evaluator, v: Any) -> Evaluator:
+    return lambda c, e, s: fn(a(c, e, s), v)
+
+
+def _ctx_op_ctx(fn: Binary, k1: str, k2: str) -> Evaluator:
+    return lambda c, e, s: fn(c[k1], c[k2])
+
+
+def _event_op_ctx(fn: Binary, k1: str, k2: str) -> Evaluator:
+    return lambda c, e, s: fn(e[k1], c[k2])
+
+
+def _lit_op_any(fn: Binary, v: Any, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(v, b(c, e, s))
+
+
+def _any_op_any(fn: Binary, a: Evaluator, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(a(c, e, s), b(c, e, s))
+
+
+def _missing(o: Any, key: str) -> ExprFault:
+    if o is None:
+        return ExprFault(f"cannot read `.{key}` of none")
+    return ExprFault(f"the value has no field `{key}`")
+
+
+def _event_attr(k: str, key: str) -> Evaluator:
+    def event_attr(c: dict[str, Any], e: Any, s: Any) -> Any:
+        o = e[k]
+        try:
+            return o[key]
+        except (KeyError, TypeError):
+            raise _missing(o, key) from None
+
+    return event_attr
+
+
+def _attr_of(a: Evaluator, key: str) -> Evaluator:
+    def attr(c: dict[str, Any], e: Any, s: Any) -> Any:
+        o = a(c, e, s)
+        try:
+            return o[key]
+        except (KeyError, TypeError):
+            raise _missing(o, key) from None
+
+    return attr
+
+
+def _coalesce(a: Evaluator, b: Evaluator) -> Evaluator:
+    def coalesce(c: dict[str, Any], e: Any, s: Any) -> Any:
+        v = a(c, e, s)
+        return b(c, e, s) if v is None else v
+
+    return coalesce
+
+
+def _call_event(fn: Callable[..., Any], k: str) -> Evaluator:
+    return lambda c, e, s: fn(e[k])
+
+
+def _call_ctx(fn: Callable[..., Any], k: str) -> Evaluator:
+    return lambda c, e, s: fn(c[k])
+
+
+def _call1(fn: Callable[..., Any], f0: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(f0(c, e, s))
+
+
+def _call2(fn: Callable[..., Any], f0: Evaluator, f1: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(f0(c, e, s), f1(c, e, s))
+
+
+def _call_n(fn: Callable[..., Any], fs: tuple[Evaluator, ...]) -> Evaluator:
+    return lambda c, e, s: fn(*[f(c, e, s) for f in fs])
+
 
 # ---- compiler -------------------------------------------------------------------------------
 
@@ -302,11 +431,9 @@ class ExprCompiler:
         op = node.get("op")
         value = node.get("value")
         if op == "ctx":
-            key = _name(value, op)
-            return lambda c, e, s: c[key]
+            return _read_ctx(_name(value, op))
         if op == "event":
-            key = _name(value, op)
-            return lambda c, e, s: e[key]
+            return _read_event(_name(value, op))
         raw_args = node.get("args")
         args = raw_args if type(raw_args) is list else list(raw_args) if raw_args else []
         if op == "lit":
@@ -320,27 +447,22 @@ class ExprCompiler:
                 return lambda c, e, s: s.title
             raise IRLoadError(f"`state.{value}` is not readable in expressions")
         if op == "meta":
-            key = _name(value, op)
-            return lambda c, e, s: s.meta.get(key)
+            return _read_meta(_name(value, op))
         if op in BINARY:
             _arity(op, args, 2)
             return self._binary(self.binary(op), args[0], args[1])
         if op == "and":
             _arity(op, args, 2)
-            a, b = self._build(args[0]), self._build(args[1])
-            return lambda c, e, s: a(c, e, s) and b(c, e, s)
+            return _and(self._build(args[0]), self._build(args[1]))
         if op == "or":
             _arity(op, args, 2)
-            a, b = self._build(args[0]), self._build(args[1])
-            return lambda c, e, s: a(c, e, s) or b(c, e, s)
+            return _or(self._build(args[0]), self._build(args[1]))
         if op == "not":
             _arity(op, args, 1)
-            a = self._build(args[0])
-            return lambda c, e, s: not a(c, e, s)
+            return _not(self._build(args[0]))
         if op == "neg":
             _arity(op, args, 1)
-            a = self._build(args[0])
-            return lambda c, e, s: -a(c, e, s)
+            return _neg(self._build(args[0]))
         if op == "attr":
             _arity(op, args, 1)
             return self._attr(args[0], _name(value, op))
@@ -350,24 +472,30 @@ class ExprCompiler:
         if op == "call":
             return self._call(_name(value, op), args)
         if op == "list":
-            items = tuple(self._build(a) for a in args)
-            return lambda c, e, s: [f(c, e, s) for f in items]
+            return _list_of(tuple(map(self._build, args)))
         if op == "map":
-            if len(args) % 2:
-                raise IRLoadError("a map expression needs key, value pairs")
-            keys = [_leaf(args[i]) for i in range(0, len(args), 2)]
-            if all(k is not None and k[0] == "lit" for k in keys):
-                # Record literals: constant keys, evaluated values.
-                fixed = tuple(
-                    (args[i].get("value"), self._build(args[i + 1])) for i in range(0, len(args), 2)
-                )
-                return lambda c, e, s: {k: v(c, e, s) for k, v in fixed}
-            pairs = tuple(
-                (self._build(args[i]), self._build(args[i + 1])) for i in range(0, len(args), 2)
-            )
-            return lambda c, e, s: {k(c, e, s): v(c, e, s) for k, v in pairs}
+            return self._map(args)
         raise IRLoadError(f"unknown expression op {op!r}")
 
+    def _map(self, args: list[Any]) -> Evaluator:
+        if len(args) % 2:
+            raise IRLoadError("a map expression needs key, value pairs")
+        build = self._build
+        keys = [_leaf(k) for k in args[0::2]]
+        if all(k is not None and k[0] == "lit" for k in keys):
+            # Record literals: constant keys, evaluated values.
+            fixed = []
+            for i in range(0, len(args), 2):
+                fixed.append((args[i].get("value"), build(args[i + 1])))
+            return _record_of(tuple(fixed))
+        pairs = []
+        for i in range(0, len(args), 2):
+            pairs.append((build(args[i]), build(args[i + 1])))
+        return _map_of(tuple(pairs))
+
+    # The closures are made by the module's small factories below, not here: a function
+    # holding a lambda puts the variables the lambda reads into cells on every call, whichever
+    # branch it takes, and a pair's first use calls these once per node.
     def _binary(
         self, fn: Callable[[Any, Any], Any], left: Mapping[str, Any], right: Mapping[str, Any]
     ) -> Evaluator:
@@ -381,53 +509,24 @@ class ExprCompiler:
         if rk == "lit":
             v = right.get("value")
             if lk == "ctx":
-                k = _name(left.get("value"), "ctx")
-                return lambda c, e, s: fn(c[k], v)
+                return _ctx_op_lit(fn, _name(left.get("value"), "ctx"), v)
             if lk == "event":
-                k = _name(left.get("value"), "event")
-                return lambda c, e, s: fn(e[k], v)
-            a = self._build(left)
-            return lambda c, e, s: fn(a(c, e, s), v)
+                return _event_op_lit(fn, _name(left.get("value"), "event"), v)
+            return _any_op_lit(fn, self._build(left), v)
         if lk == "ctx" and rk == "ctx":
             k1, k2 = _name(left.get("value"), "ctx"), _name(right.get("value"), "ctx")
-            return lambda c, e, s: fn(c[k1], c[k2])
+            return _ctx_op_ctx(fn, k1, k2)
         if lk == "event" and rk == "ctx":
             k1, k2 = _name(left.get("value"), "event"), _name(right.get("value"), "ctx")
-            return lambda c, e, s: fn(e[k1], c[k2])
+            return _event_op_ctx(fn, k1, k2)
         if lk == "lit":
-            v = left.get("value")
-            b = self._build(right)
-            return lambda c, e, s: fn(v, b(c, e, s))
-        a, b = self._build(left), self._build(right)
-        return lambda c, e, s: fn(a(c, e, s), b(c, e, s))
+            return _lit_op_any(fn, left.get("value"), self._build(right))
+        return _any_op_any(fn, self._build(left), self._build(right))
 
     def _attr(self, obj: Mapping[str, Any], key: str) -> Evaluator:
-        def missing(o: Any) -> ExprFault:
-            if o is None:
-                return ExprFault(f"cannot read `.{key}` of none")
-            return ExprFault(f"the value has no field `{key}`")
-
         if obj.get("op") == "event":
-            k = _name(obj.get("value"), "event")
-
-            def event_attr(c: dict[str, Any], e: Any, s: Any) -> Any:
-                o = e[k]
-                try:
-                    return o[key]
-                except (KeyError, TypeError):
-                    raise missing(o) from None
-
-            return event_attr
-        a = self._build(obj)
-
-        def attr(c: dict[str, Any], e: Any, s: Any) -> Any:
-            o = a(c, e, s)
-            try:
-                return o[key]
-            except (KeyError, TypeError):
-                raise missing(o) from None
-
-        return attr
+            return _event_attr(_name(obj.get("value"), "event"), key)
+        return _attr_of(self._build(obj), key)
 
     def _index(self, obj: Evaluator, key: Evaluator) -> Evaluator:
         def index(c: dict[str, Any], e: Any, s: Any) -> Any:
@@ -449,31 +548,21 @@ class ExprCompiler:
     def _call(self, name: str, args: Sequence[Mapping[str, Any]]) -> Evaluator:
         if name == "coalesce":
             _arity(name, args, 2)
-            a, b = self._build(args[0]), self._build(args[1])
-
-            def coalesce(c: dict[str, Any], e: Any, s: Any) -> Any:
-                v = a(c, e, s)
-                return b(c, e, s) if v is None else v
-
-            return coalesce
+            return _coalesce(self._build(args[0]), self._build(args[1]))
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
-        fs = tuple(self._build(a) for a in args)
+        fs = tuple(map(self._build, args))
         if len(fs) == 1:
             leaf = _leaf(args[0])
             if leaf is not None and leaf[0] == "event":
-                k = leaf[1]
-                return lambda c, e, s: fn(e[k])
+                return _call_event(fn, leaf[1])
             if leaf is not None and leaf[0] == "ctx":
-                k = leaf[1]
-                return lambda c, e, s: fn(c[k])
-            f0 = fs[0]
-            return lambda c, e, s: fn(f0(c, e, s))
+                return _call_ctx(fn, leaf[1])
+            return _call1(fn, fs[0])
         if len(fs) == 2:
-            f0, f1 = fs
-            return lambda c, e, s: fn(f0(c, e, s), f1(c, e, s))
-        return lambda c, e, s: fn(*[f(c, e, s) for f in fs])
+            return _call2(fn, fs[0], fs[1])
+        return _call_n(fn, fs)
 
     # ---- actions ----------------------------------------------------------------------------
     def actions(
@@ -490,18 +579,14 @@ class ExprCompiler:
         reference to it), so `understand.a = ..; understand.b = ..` copies `understand` once.
         """
         types = event_types or {}
-        steps = [self._action(a, target_type, types, depth) for a, depth in action_plan(raw)]
+        steps = []
+        for a, depth in action_plan(raw):
+            steps.append(self._action(a, target_type, types, depth))
         if not steps:
             return None
         if len(steps) == 1:
             return steps[0]
-        run = tuple(steps)
-
-        def block(c: dict[str, Any], e: Any, s: Any) -> None:
-            for step in run:
-                step(c, e, s)
-
-        return block
+        return _block(tuple(steps))
 
     def _action(
         self,
@@ -531,13 +616,7 @@ class ExprCompiler:
                 item_norm = _then(
                     bound, _normaliser(ty.item, path, value_node, event_types, item=True)
                 )
-                longest = self.limits.max_items
-
-                def appended(old: list[Any], v: Any) -> list[Any]:
-                    if len(old) >= longest:
-                        raise LimitExceeded(f"the list would have more than {longest:,} items")
-                    return [*old, item_norm(v)]
-
+                appended = _appender(self.limits.max_items, item_norm)
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
         bound = self.bound(str(op), value_node, ty)
@@ -549,9 +628,9 @@ class ExprCompiler:
                     return _set_leaf(path, leaf, fresh_depth)
             return _set(path, value, norm, fresh_depth)
         if op == "add":
-            return _update(path, lambda old, v: norm(old + v), value, fresh_depth)
+            return _update(path, _added(norm), value, fresh_depth)
         if op == "sub":
-            return _update(path, lambda old, v: norm(old - v), value, fresh_depth)
+            return _update(path, _subtracted(norm), value, fresh_depth)
         raise IRLoadError(f"unknown action op {op!r}")
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
@@ -618,6 +697,31 @@ class ExprCompiler:
         return emit
 
 
+def _block(run: tuple[ActionBlock, ...]) -> ActionBlock:
+    def block(c: dict[str, Any], e: Any, s: Any) -> None:
+        for step in run:
+            step(c, e, s)
+
+    return block
+
+
+def _appender(longest: int, item_norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def appended(old: list[Any], v: Any) -> list[Any]:
+        if len(old) >= longest:
+            raise LimitExceeded(f"the list would have more than {longest:,} items")
+        return [*old, item_norm(v)]
+
+    return appended
+
+
+def _added(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda old, v: norm(old + v)
+
+
+def _subtracted(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda old, v: norm(old - v)
+
+
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     """Each action of a block with its fresh depth: how many leading containers of its target
     path an earlier action of the same block has already copied (and so may be changed in
@@ -646,7 +750,11 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
             # may now be referenced from elsewhere: neither may be changed in place again.
             read = _ctx_reads(a.get("value"))
             n = len(path)
-            fresh = {q for q in fresh if q[:n] != path and q[0] not in read}
+            kept = set()
+            for q in fresh:  # a loop: a comprehension here would put n, path, read in cells
+                if q[:n] != path and q[0] not in read:
+                    kept.add(q)
+            fresh = kept
     return plan
 
 
@@ -855,6 +963,10 @@ def _normaliser(
     was normalised when the payload was checked."""
     if _already_normal(ty, value, event_types):
         return _identity
+    return _checking(ty, path, item)
+
+
+def _checking(ty: Type, path: Sequence[str], item: bool) -> Callable[[Any], Any]:
     check = ty.check
 
     def normalise(v: Any) -> Any:

@@ -55,20 +55,6 @@ if TYPE_CHECKING:
 _EMPTY: dict[str, Any] = {}
 
 
-#: The members of a `CTransition` set on first read, with their defaults; those in `_FROM_IR` are
-#: read from the IR, the others (compiled or worked out later) start as None.
-_READ_LATER: dict[str, Any] = {
-    "after_ms": None,
-    "code": None,
-    "message": None,
-    "line": 0,
-    "data": None,
-    "plan": None,
-}
-_FROM_IR = frozenset({"after_ms", "code", "message", "line"})
-_NOT_LATER = object()
-
-
 class CTransition:
     """One transition, ready to run. `guard` / `actions` are closures (compiled on first call)
     or None; `target` is the target `CState` (None for `reject`); `internal` marks `-> self`
@@ -93,18 +79,7 @@ class CTransition:
         "target",
     )
 
-    #: For `reject`: its data (`with {...}`), compiled on first use
-    data: Evaluator | None
-    #: What taking it does (kernel.py), worked out on first use
-    plan: Plan | None
-    after_ms: int | None
-    code: str | None
-    message: str | None
-    line: int
-
     def __init__(self, raw: Mapping[str, Any], source: CState, target: CState | None) -> None:
-        # Built for every rule of a state on the state's first use (`Machine._wire_now`): the
-        # members most rules never need are read from the IR when first read (`__getattr__`).
         self.raw = raw
         self.index: int = raw["index"]
         self.kind: str = raw["kind"]
@@ -112,18 +87,17 @@ class CTransition:
         self.target: CState | None = target
         self.event: str | None = raw.get("event")
         self.back: bool = bool(raw.get("back", False))
+        self.after_ms: int | None = raw.get("after_ms")
+        self.code: str | None = raw.get("code")
+        self.message: str | None = raw.get("message")
+        #: For `reject`: its data (`with {...}`), compiled on first use
+        self.data: Evaluator | None = None
+        self.line: int = raw.get("line", 0)
         self.guard: Evaluator | None = None
         self.actions: ActionBlock | None = None
         self.internal = False
-
-    def __getattr__(self, name: str) -> Any:
-        # Only called for a slot not set yet.
-        default = _READ_LATER.get(name, _NOT_LATER)
-        if default is _NOT_LATER:
-            raise AttributeError(name)
-        value = self.raw.get(name, default) if name in _FROM_IR else None
-        object.__setattr__(self, name, value)
-        return value
+        #: What taking it does (kernel.py), worked out on first use
+        self.plan: Plan | None = None
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
