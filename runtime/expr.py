@@ -603,7 +603,9 @@ class ExprCompiler:
         if op == "emit":
             return self._emit(raw)
         path = tuple(raw.get("target") or ())
-        if not path or not all(isinstance(p, str) for p in path):
+        if not (len(path) == 1 and type(path[0]) is str) and (
+            not path or not all(isinstance(p, str) for p in path)
+        ):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
         value_node = raw.get("value")
         value = self.compile(value_node)

@@ -215,6 +215,22 @@ class CState:
     always: tuple[CTransition, ...]
     transitions: tuple[CTransition, ...]
 
+    def view(self) -> dict[str, Any]:
+        """`state` as templates see it."""
+        return {"name": self.name, "title": self.title, "meta": self.meta}
+
+    def __repr__(self) -> str:
+        return f"<state {self.name}>"
+
+
+class _UnwiredState(CState):
+    """A state not used yet: reading one of its wired attributes wires it (`_wire_now`), which
+    makes it a plain `CState`. Only this class has `__getattr__`: on a class that has one,
+    every attribute read goes through it first (and Python cannot specialise the read), so
+    a wired state, read on every step, must not."""
+
+    __slots__ = ()
+
     def __getattr__(self, name: str) -> Any:
         # Only called for a slot not set yet: the wired attributes of a state not used so far.
         loader = self._loader
@@ -222,13 +238,6 @@ class CState:
             raise AttributeError(name)
         loader._wire_now(self)
         return object.__getattribute__(self, name)
-
-    def view(self) -> dict[str, Any]:
-        """`state` as templates see it."""
-        return {"name": self.name, "title": self.title, "meta": self.meta}
-
-    def __repr__(self) -> str:
-        return f"<state {self.name}>"
 
 
 class Requirement:
@@ -437,7 +446,7 @@ class Machine:
 
         self.states: dict[str, CState] = {}
         for s in raw.get("states", ()):
-            state = CState(s)
+            state: CState = _UnwiredState(s)
             if state.name in self.states:
                 raise IRLoadError(f"state {state.name!r} is declared twice")
             self.states[state.name] = state
@@ -685,6 +694,7 @@ class Machine:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
             self._unwired.pop(state.name, None)
             state._loader = None
+            state.__class__ = CState
 
     # Closures are compiled when first called: each lazy stub compiles the real closure,
     # puts it where the stub was, and runs it.
