@@ -72,6 +72,7 @@ class CTransition:
         "internal",
         "kind",
         "line",
+        "machine",
         "message",
         "plan",
         "raw",
@@ -79,8 +80,12 @@ class CTransition:
         "target",
     )
 
-    def __init__(self, raw: Mapping[str, Any], source: CState, target: CState | None) -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], source: CState, target: CState | None, machine: Machine
+    ) -> None:
+        # Made for every rule of a state when the state is first used (`Machine._wire_now`).
         self.raw = raw
+        self.machine = machine
         self.index: int = raw["index"]
         self.kind: str = raw["kind"]
         self.source = source
@@ -93,11 +98,24 @@ class CTransition:
         #: For `reject`: its data (`with {...}`), compiled on first use
         self.data: Evaluator | None = None
         self.line: int = raw.get("line", 0)
-        self.guard: Evaluator | None = None
-        self.actions: ActionBlock | None = None
-        self.internal = False
+        # Guards and actions are compiled when first called (`_first_guard`, `_first_actions`
+        # put the compiled closure in their place).
+        self.guard: Evaluator | None = None if raw.get("guard") is None else self._first_guard
+        self.actions: ActionBlock | None = self._first_actions if raw.get("actions") else None
+        #: `-> self` (unless `reenter`): nothing is left or entered
+        self.internal = target is source and not raw.get("reenter")
         #: What taking it does (kernel.py), worked out on first use
         self.plan: Plan | None = None
+
+    def _first_guard(self, c: dict[str, Any], e: Any, s: Any) -> Any:
+        fn = self.guard = self.machine._compiler.compile(self.raw["guard"])
+        return fn(c, e, s)
+
+    def _first_actions(self, c: dict[str, Any], e: Any, s: Any) -> None:
+        fn = self.machine._compile_transition_actions(self)
+        assert fn is not None
+        self.actions = fn
+        fn(c, e, s)
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
@@ -634,11 +652,6 @@ class Machine:
         timers: list[CTransition] = []
         always: list[CTransition] = []
         for t in transitions:
-            if t.raw.get("guard") is not None:
-                t.guard = self._lazy_guard(t)
-            if t.raw.get("actions"):
-                t.actions = self._lazy_transition_actions(t)
-            t.internal = t.target is state and not t.raw.get("reenter")
             kind = t.kind
             if kind in ("event", "reject"):
                 assert t.event is not None
@@ -687,7 +700,7 @@ class Machine:
                 for raw_t in self._unwired.get(state.name, ()):
                     target = raw_t.get("target")
                     to = None if target is None else states[target]
-                    transitions.append(CTransition(raw_t, state, to))
+                    transitions.append(CTransition(raw_t, state, to, self))
                 transitions.sort(key=_by_index)
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -696,30 +709,13 @@ class Machine:
             state._loader = None
             state.__class__ = CState
 
-    # Closures are compiled when first called: each lazy stub compiles the real closure,
-    # puts it where the stub was, and runs it.
-    def _lazy_guard(self, t: CTransition) -> Evaluator:
-        def first_call(c: dict[str, Any], e: Any, s: Any) -> Any:
-            fn = self._compiler.compile(t.raw["guard"])
-            t.guard = fn
-            return fn(c, e, s)
-
-        return first_call
-
-    def _lazy_transition_actions(self, t: CTransition) -> ActionBlock:
-        def first_call(c: dict[str, Any], e: Any, s: Any) -> None:
-            fn = self._compile_transition_actions(t)
-            assert fn is not None
-            t.actions = fn
-            fn(c, e, s)
-
-        return first_call
-
     def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
         ev = self.events.get(t.event) if t.event else None
         event_types = ev.field_types if ev is not None else None
         return self._compiler.actions(t.raw["actions"], self.target_type, event_types)
 
+    # The entry and exit actions of a state are compiled when first called: the stub compiles
+    # the real closure, puts it where the stub was, and runs it.
     def _lazy_actions(self, state: CState, which: str) -> ActionBlock | None:
         if not state.raw.get(which):
             return None
