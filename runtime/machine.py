@@ -643,22 +643,27 @@ class Machine:
     def _wire(self, state: CState, transitions: list[CTransition]) -> None:
         state.transitions = tuple(transitions)
         state.fast = {}
-        lazy = self._lazy_actions
-        state.entry = lazy(state, "entry")
-        state.exit = lazy(state, "exit")
+        raw = state.raw
+        state.entry = self._lazy_actions(state, "entry") if raw.get("entry") else None
+        state.exit = self._lazy_actions(state, "exit") if raw.get("exit") else None
         on: dict[str, list[CTransition]] = {}
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []
         timers: list[CTransition] = []
         always: list[CTransition] = []
+        back_edges: list[CTransition] = []
         for t in transitions:
             kind = t.kind
-            if kind in ("event", "reject"):
+            if kind == "event" or kind == "reject":
                 assert t.event is not None
                 on.setdefault(t.event, []).append(t)
+                if t.back and t.target is not None:
+                    back_edges.append(t)
             elif kind == "direct":
                 assert t.target is not None
                 direct.setdefault(t.target.name, []).append(t)
+                if t.back:
+                    back_edges.append(t)
             elif kind in ("choice", "else"):
                 routes.append(t)
             elif kind == "always":
@@ -672,9 +677,7 @@ class Machine:
         state.direct = {name: tuple(ts) for name, ts in direct.items()}
         state.routes = tuple(routes)
         state.timers = tuple(timers)
-        state.back_edges = tuple(
-            t for t in transitions if t.back and t.kind in ("direct", "event") and t.target
-        )
+        state.back_edges = tuple(back_edges)
         state.always = tuple(always)
         parent = state.parent
         if parent is not None:
@@ -716,10 +719,7 @@ class Machine:
 
     # The entry and exit actions of a state are compiled when first called: the stub compiles
     # the real closure, puts it where the stub was, and runs it.
-    def _lazy_actions(self, state: CState, which: str) -> ActionBlock | None:
-        if not state.raw.get(which):
-            return None
-
+    def _lazy_actions(self, state: CState, which: str) -> ActionBlock:
         def first_call(c: dict[str, Any], e: Any, s: Any) -> None:
             fn = self._compiler.actions(state.raw[which], self.target_type)
             assert fn is not None
