@@ -370,6 +370,9 @@ def _call_n(fn: Callable[..., Any], fs: tuple[Evaluator, ...]) -> Evaluator:
 # ---- compiler -------------------------------------------------------------------------------
 
 
+#: The ops of the leaves `_leaf` reads (a comparison of two of them is folded into one closure).
+_LEAF_OPS = frozenset({"ctx", "event", "lit"})
+
 #: The members of an expression object (the IR's `Expr`).
 _EXPR_MEMBERS = frozenset({"op", "args", "value"})
 
@@ -502,7 +505,7 @@ class ExprCompiler:
         # The shapes guards are made of, folded into one closure each.
         lk, rk = left.get("op"), right.get("op")
         compare = _COMPARE.get(fn)
-        if compare is not None:
+        if compare is not None and lk in _LEAF_OPS and rk in _LEAF_OPS:
             folded = compare(_leaf(left), _leaf(right))
             if folded is not None:
                 return folded
