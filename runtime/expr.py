@@ -437,12 +437,12 @@ class ExprCompiler:
             return _read_ctx(_name(value, op))
         if op == "event":
             return _read_event(_name(value, op))
-        raw_args = node.get("args")
-        args = raw_args if type(raw_args) is list else list(raw_args) if raw_args else []
         if op == "lit":
             if (type(value) is dict or type(value) is list) and value_too_deep(value):
                 raise IRLoadError("a literal is nested too deeply")
             return _const(value)
+        raw_args = node.get("args")
+        args = raw_args if type(raw_args) is list else list(raw_args) if raw_args else []
         if op == "state":
             if value == "name":
                 return lambda c, e, s: s.name
@@ -1039,10 +1039,8 @@ def _needs_normalising(ty: Type) -> bool:
 
 
 def _const(value: Any) -> Evaluator:
-    if isinstance(value, list | dict):
-        # A literal list or map is never changed in place (copy-on-write), so sharing it is safe.
-        frozen = value
-        return lambda c, e, s: frozen
+    # A literal list or map is shared by every evaluation: safe, since actions never change a
+    # container in place (copy-on-write).
     return lambda c, e, s: value
 
 
