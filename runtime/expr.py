@@ -395,7 +395,12 @@ class ExprCompiler:
         payload field, a context field or a literal is already within the limits, and so is a
         number of a bounded size, a boolean or an enum member; anything else computed (and
         anything added to) is checked (`Limits.check_computed`)."""
-        if not (op in ("add", "sub") or _leaf(value) is None):
+        return self._bound(op, _leaf(value), ty)
+
+    def _bound(
+        self, op: str, leaf: tuple[str, Any] | None, ty: Type
+    ) -> Callable[[Any], Any] | None:
+        if not (op in ("add", "sub") or leaf is None):
             return None
         kind = ty.item.kind if ty.kind == "optional" and ty.item is not None else ty.kind
         if kind in ("float", "bool", "enum"):
@@ -624,13 +629,12 @@ class ExprCompiler:
                 appended = _appender(self.limits.max_items, item_norm)
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
-        bound = self.bound(str(op), value_node, ty)
+        leaf = _leaf(value_node)
+        bound = self._bound(str(op), leaf, ty)
         norm = _then(bound, _normaliser(ty, path, value_node, event_types))
         if op == "set":
-            if norm is _identity and len(path) <= 2:
-                leaf = _leaf(value_node)
-                if leaf is not None:
-                    return _set_leaf(path, leaf, fresh_depth)
+            if norm is _identity and len(path) <= 2 and leaf is not None:
+                return _set_leaf(path, leaf, fresh_depth)
             return _set(path, value, norm, fresh_depth)
         if op == "add":
             return _update(path, _added(norm), value, fresh_depth)

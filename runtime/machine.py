@@ -828,11 +828,12 @@ class Machine:
         for name in path[1:]:
             if ty.kind == "optional" and ty.item is not None:
                 ty = ty.item
-            sub = (
-                next((x for x in ty.fields if x.name == name), None)
-                if ty.kind == "record"
-                else None
-            )
+            sub = None
+            if ty.kind == "record":
+                for field in ty.fields:
+                    if field.name == name:
+                        sub = field
+                        break
             if sub is None:
                 raise IRLoadError(f"an action writes unknown field {'.'.join(path)!r}")
             ty = sub.type
