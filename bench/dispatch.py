@@ -930,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
     compiled = compile_file(ROOT / "flows" / "attempt_v2.flow")
     assert compiled.flow is not None
     text = compiled.flow.to_json()
-    n_machines = 10 if args.quick else 40
+    n_machines = 20 if args.quick else 40
     print("\nfirst use of a (state, event) pair in a freshly loaded machine (microseconds):")
     for preload in (False, True):
         median, p90, mean, worst, count = cold_pair_costs(text, n_machines, preload)

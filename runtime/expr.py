@@ -239,9 +239,141 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "not in": _not_in,
 }
 
+# ---- closure factories (one per shape, so that compiling a node makes only its own cells) ----
+
+
+def _read_ctx(key: str) -> Evaluator:
+    return lambda c, e, s: c[key]
+
+
+def _read_event(key: str) -> Evaluator:
+    return lambda c, e, s: e[key]
+
+
+def _read_meta(key: str) -> Evaluator:
+    return lambda c, e, s: s.meta.get(key)
+
+
+def _and(a: Evaluator, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: a(c, e, s) and b(c, e, s)
+
+
+def _or(a: Evaluator, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: a(c, e, s) or b(c, e, s)
+
+
+def _not(a: Evaluator) -> Evaluator:
+    return lambda c, e, s: not a(c, e, s)
+
+
+def _neg(a: Evaluator) -> Evaluator:
+    return lambda c, e, s: -a(c, e, s)
+
+
+def _list_of(items: tuple[Evaluator, ...]) -> Evaluator:
+    return lambda c, e, s: [f(c, e, s) for f in items]
+
+
+def _record_of(fixed: tuple[tuple[Any, Evaluator], ...]) -> Evaluator:
+    return lambda c, e, s: {k: v(c, e, s) for k, v in fixed}
+
+
+def _map_of(pairs: tuple[tuple[Evaluator, Evaluator], ...]) -> Evaluator:
+    return lambda c, e, s: {k(c, e, s): v(c, e, s) for k, v in pairs}
+
+
+Binary = Callable[[Any, Any], Any]
+
+
+def _ctx_op_lit(fn: Binary, k: str, v: Any) -> Evaluator:
+    return lambda c, e, s: fn(c[k], v)
+
+
+def _event_op_lit(fn: Binary, k: str, v: Any) -> Evaluator:
+    return lambda c, e, s: fn(e[k], v)
+
+
+def _any_op_lit(fn: Binary, a: Evaluator, v: Any) -> Evaluator:
+    return lambda c, e, s: fn(a(c, e, s), v)
+
+
+def _ctx_op_ctx(fn: Binary, k1: str, k2: str) -> Evaluator:
+    return lambda c, e, s: fn(c[k1], c[k2])
+
+
+def _event_op_ctx(fn: Binary, k1: str, k2: str) -> Evaluator:
+    return lambda c, e, s: fn(e[k1], c[k2])
+
+
+def _lit_op_any(fn: Binary, v: Any, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(v, b(c, e, s))
+
+
+def _any_op_any(fn: Binary, a: Evaluator, b: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(a(c, e, s), b(c, e, s))
+
+
+def _missing(o: Any, key: str) -> ExprFault:
+    if o is None:
+        return ExprFault(f"cannot read `.{key}` of none")
+    return ExprFault(f"the value has no field `{key}`")
+
+
+def _event_attr(k: str, key: str) -> Evaluator:
+    def event_attr(c: dict[str, Any], e: Any, s: Any) -> Any:
+        o = e[k]
+        try:
+            return o[key]
+        except (KeyError, TypeError):
+            raise _missing(o, key) from None
+
+    return event_attr
+
+
+def _attr_of(a: Evaluator, key: str) -> Evaluator:
+    def attr(c: dict[str, Any], e: Any, s: Any) -> Any:
+        o = a(c, e, s)
+        try:
+            return o[key]
+        except (KeyError, TypeError):
+            raise _missing(o, key) from None
+
+    return attr
+
+
+def _coalesce(a: Evaluator, b: Evaluator) -> Evaluator:
+    def coalesce(c: dict[str, Any], e: Any, s: Any) -> Any:
+        v = a(c, e, s)
+        return b(c, e, s) if v is None else v
+
+    return coalesce
+
+
+def _call_event(fn: Callable[..., Any], k: str) -> Evaluator:
+    return lambda c, e, s: fn(e[k])
+
+
+def _call_ctx(fn: Callable[..., Any], k: str) -> Evaluator:
+    return lambda c, e, s: fn(c[k])
+
+
+def _call1(fn: Callable[..., Any], f0: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(f0(c, e, s))
+
+
+def _call2(fn: Callable[..., Any], f0: Evaluator, f1: Evaluator) -> Evaluator:
+    return lambda c, e, s: fn(f0(c, e, s), f1(c, e, s))
+
+
+def _call_n(fn: Callable[..., Any], fs: tuple[Evaluator, ...]) -> Evaluator:
+    return lambda c, e, s: fn(*[f(c, e, s) for f in fs])
+
 
 # ---- compiler -------------------------------------------------------------------------------
 
+
+#: The ops of the leaves `_leaf` reads (a comparison of two of them is folded into one closure).
+_LEAF_OPS = frozenset({"ctx", "event", "lit"})
 
 #: The members of an expression object (the IR's `Expr`).
 _EXPR_MEMBERS = frozenset({"op", "args", "value"})
@@ -265,7 +397,12 @@ class ExprCompiler:
         payload field, a context field or a literal is already within the limits, and so is a
         number of a bounded size, a boolean or an enum member; anything else computed (and
         anything added to) is checked (`Limits.check_computed`)."""
-        if not (op in ("add", "sub") or _leaf(value) is None):
+        return self._bound(op, _leaf(value), ty)
+
+    def _bound(
+        self, op: str, leaf: tuple[str, Any] | None, ty: Type
+    ) -> Callable[[Any], Any] | None:
+        if not (op in ("add", "sub") or leaf is None):
             return None
         kind = ty.item.kind if ty.kind == "optional" and ty.item is not None else ty.kind
         if kind in ("float", "bool", "enum"):
@@ -277,16 +414,11 @@ class ExprCompiler:
         return self.limits.check_computed
 
     def compile(self, node: Any) -> Evaluator:
-        # A pair's first use compiles its guards and actions (docs/runtime.md, Performance):
-        # the IR is plain dicts, so the exact type test comes before the ABC's.
-        if type(node) is not dict and not isinstance(node, Mapping):
-            raise IRLoadError(f"an expression must be an object, got {node!r}")
+        """The closure of expression `node`, compiled once (a whole expression is kept by
+        identity; the nodes inside it are compiled as its parts, see `_build`)."""
         found = self._cache.get(id(node))
         if found is not None:
             return found[1]
-        if not _EXPR_MEMBERS.issuperset(node):
-            unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
-            raise IRLoadError(f"an expression has unknown field(s) {unknown}")
         try:
             fn = self._build(node)
         except RecursionError:
@@ -297,21 +429,27 @@ class ExprCompiler:
     def guard(self, node: Any) -> Evaluator | None:
         return None if node is None else self.compile(node)
 
-    def _build(self, node: Mapping[str, Any]) -> Evaluator:
+    def _build(self, node: Any) -> Evaluator:
+        # A pair's first use compiles its guards and actions (docs/runtime.md, Performance),
+        # so this is kept lean: the nodes inside an expression are built by direct recursion
+        # (no cache), and the IR is plain dicts, so the exact type test comes before the ABC's.
+        if type(node) is not dict and not isinstance(node, Mapping):
+            raise IRLoadError(f"an expression must be an object, got {node!r}")
+        if not _EXPR_MEMBERS.issuperset(node):
+            unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
+            raise IRLoadError(f"an expression has unknown field(s) {unknown}")
         op = node.get("op")
         value = node.get("value")
-        raw_args = node.get("args")
-        args = list(raw_args) if raw_args else []
         if op == "ctx":
-            key = _name(value, op)
-            return lambda c, e, s: c[key]
+            return _read_ctx(_name(value, op))
         if op == "event":
-            key = _name(value, op)
-            return lambda c, e, s: e[key]
+            return _read_event(_name(value, op))
         if op == "lit":
             if (type(value) is dict or type(value) is list) and value_too_deep(value):
                 raise IRLoadError("a literal is nested too deeply")
             return _const(value)
+        raw_args = node.get("args")
+        args = raw_args if type(raw_args) is list else list(raw_args) if raw_args else []
         if op == "state":
             if value == "name":
                 return lambda c, e, s: s.name
@@ -319,115 +457,86 @@ class ExprCompiler:
                 return lambda c, e, s: s.title
             raise IRLoadError(f"`state.{value}` is not readable in expressions")
         if op == "meta":
-            key = _name(value, op)
-            return lambda c, e, s: s.meta.get(key)
+            return _read_meta(_name(value, op))
         if op in BINARY:
             _arity(op, args, 2)
             return self._binary(self.binary(op), args[0], args[1])
         if op == "and":
             _arity(op, args, 2)
-            a, b = self.compile(args[0]), self.compile(args[1])
-            return lambda c, e, s: a(c, e, s) and b(c, e, s)
+            return _and(self._build(args[0]), self._build(args[1]))
         if op == "or":
             _arity(op, args, 2)
-            a, b = self.compile(args[0]), self.compile(args[1])
-            return lambda c, e, s: a(c, e, s) or b(c, e, s)
+            return _or(self._build(args[0]), self._build(args[1]))
         if op == "not":
             _arity(op, args, 1)
-            a = self.compile(args[0])
-            return lambda c, e, s: not a(c, e, s)
+            return _not(self._build(args[0]))
         if op == "neg":
             _arity(op, args, 1)
-            a = self.compile(args[0])
-            return lambda c, e, s: -a(c, e, s)
+            return _neg(self._build(args[0]))
         if op == "attr":
             _arity(op, args, 1)
             return self._attr(args[0], _name(value, op))
         if op == "index":
             _arity(op, args, 2)
-            return self._index(self.compile(args[0]), self.compile(args[1]))
+            return self._index(self._build(args[0]), self._build(args[1]))
         if op == "call":
             return self._call(_name(value, op), args)
         if op == "list":
-            items = tuple(self.compile(a) for a in args)
-            return lambda c, e, s: [f(c, e, s) for f in items]
+            return _list_of(tuple(map(self._build, args)))
         if op == "map":
-            if len(args) % 2:
-                raise IRLoadError("a map expression needs key, value pairs")
-            keys = [_leaf(args[i]) for i in range(0, len(args), 2)]
-            if all(k is not None and k[0] == "lit" for k in keys):
-                # Record literals: constant keys, evaluated values.
-                fixed = tuple(
-                    (args[i].get("value"), self.compile(args[i + 1]))
-                    for i in range(0, len(args), 2)
-                )
-                return lambda c, e, s: {k: v(c, e, s) for k, v in fixed}
-            pairs = tuple(
-                (self.compile(args[i]), self.compile(args[i + 1])) for i in range(0, len(args), 2)
-            )
-            return lambda c, e, s: {k(c, e, s): v(c, e, s) for k, v in pairs}
+            return self._map(args)
         raise IRLoadError(f"unknown expression op {op!r}")
 
+    def _map(self, args: list[Any]) -> Evaluator:
+        if len(args) % 2:
+            raise IRLoadError("a map expression needs key, value pairs")
+        build = self._build
+        keys = [_leaf(k) for k in args[0::2]]
+        if all(k is not None and k[0] == "lit" for k in keys):
+            # Record literals: constant keys, evaluated values.
+            fixed = []
+            for i in range(0, len(args), 2):
+                fixed.append((args[i].get("value"), build(args[i + 1])))
+            return _record_of(tuple(fixed))
+        pairs = []
+        for i in range(0, len(args), 2):
+            pairs.append((build(args[i]), build(args[i + 1])))
+        return _map_of(tuple(pairs))
+
+    # The closures are made by the module's small factories below, not here: a function
+    # holding a lambda puts the variables the lambda reads into cells on every call, whichever
+    # branch it takes, and a pair's first use calls these once per node.
     def _binary(
         self, fn: Callable[[Any, Any], Any], left: Mapping[str, Any], right: Mapping[str, Any]
     ) -> Evaluator:
         # The shapes guards are made of, folded into one closure each.
         lk, rk = left.get("op"), right.get("op")
         compare = _COMPARE.get(fn)
-        if compare is not None:
+        if compare is not None and lk in _LEAF_OPS and rk in _LEAF_OPS:
             folded = compare(_leaf(left), _leaf(right))
             if folded is not None:
                 return folded
         if rk == "lit":
             v = right.get("value")
             if lk == "ctx":
-                k = _name(left.get("value"), "ctx")
-                return lambda c, e, s: fn(c[k], v)
+                return _ctx_op_lit(fn, _name(left.get("value"), "ctx"), v)
             if lk == "event":
-                k = _name(left.get("value"), "event")
-                return lambda c, e, s: fn(e[k], v)
-            a = self.compile(left)
-            return lambda c, e, s: fn(a(c, e, s), v)
+                return _event_op_lit(fn, _name(left.get("value"), "event"), v)
+            return _any_op_lit(fn, self._build(left), v)
         if lk == "ctx" and rk == "ctx":
             k1, k2 = _name(left.get("value"), "ctx"), _name(right.get("value"), "ctx")
-            return lambda c, e, s: fn(c[k1], c[k2])
+            return _ctx_op_ctx(fn, k1, k2)
         if lk == "event" and rk == "ctx":
             k1, k2 = _name(left.get("value"), "event"), _name(right.get("value"), "ctx")
-            return lambda c, e, s: fn(e[k1], c[k2])
+            return _event_op_ctx(fn, k1, k2)
         if lk == "lit":
-            v = left.get("value")
-            b = self.compile(right)
-            return lambda c, e, s: fn(v, b(c, e, s))
-        a, b = self.compile(left), self.compile(right)
-        return lambda c, e, s: fn(a(c, e, s), b(c, e, s))
+            return _lit_op_any(fn, left.get("value"), self._build(right))
+        return _any_op_any(fn, self._build(left), self._build(right))
 
     def _attr(self, obj: Mapping[str, Any], key: str) -> Evaluator:
-        def missing(o: Any) -> ExprFault:
-            if o is None:
-                return ExprFault(f"cannot read `.{key}` of none")
-            return ExprFault(f"the value has no field `{key}`")
-
         if obj.get("op") == "event":
-            k = _name(obj.get("value"), "event")
-
-            def event_attr(c: dict[str, Any], e: Any, s: Any) -> Any:
-                o = e[k]
-                try:
-                    return o[key]
-                except (KeyError, TypeError):
-                    raise missing(o) from None
-
-            return event_attr
-        a = self.compile(obj)
-
-        def attr(c: dict[str, Any], e: Any, s: Any) -> Any:
-            o = a(c, e, s)
-            try:
-                return o[key]
-            except (KeyError, TypeError):
-                raise missing(o) from None
-
-        return attr
+            return _event_attr(_name(obj.get("value"), "event"), key)
+        return _attr_of(self._build(obj), key)
 
     def _index(self, obj: Evaluator, key: Evaluator) -> Evaluator:
         def index(c: dict[str, Any], e: Any, s: Any) -> Any:
@@ -449,13 +558,7 @@ class ExprCompiler:
     def _call(self, name: str, args: Sequence[Mapping[str, Any]]) -> Evaluator:
         if name == "coalesce":
             _arity(name, args, 2)
-            a, b = self.compile(args[0]), self.compile(args[1])
-
-            def coalesce(c: dict[str, Any], e: Any, s: Any) -> Any:
-                v = a(c, e, s)
-                return b(c, e, s) if v is None else v
-
-            return coalesce
+            return _coalesce(self._build(args[0]), self._build(args[1]))
         if name == "active":
             _arity(name, args, 1)
             return _active(args[0])
@@ -465,21 +568,17 @@ class ExprCompiler:
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
-        fs = tuple(self.compile(a) for a in args)
+        fs = tuple(map(self._build, args))
         if len(fs) == 1:
             leaf = _leaf(args[0])
             if leaf is not None and leaf[0] == "event":
-                k = leaf[1]
-                return lambda c, e, s: fn(e[k])
+                return _call_event(fn, leaf[1])
             if leaf is not None and leaf[0] == "ctx":
-                k = leaf[1]
-                return lambda c, e, s: fn(c[k])
-            f0 = fs[0]
-            return lambda c, e, s: fn(f0(c, e, s))
+                return _call_ctx(fn, leaf[1])
+            return _call1(fn, fs[0])
         if len(fs) == 2:
-            f0, f1 = fs
-            return lambda c, e, s: fn(f0(c, e, s), f1(c, e, s))
-        return lambda c, e, s: fn(*[f(c, e, s) for f in fs])
+            return _call2(fn, fs[0], fs[1])
+        return _call_n(fn, fs)
 
     # ---- actions ----------------------------------------------------------------------------
     def actions(
@@ -496,18 +595,14 @@ class ExprCompiler:
         reference to it), so `understand.a = ..; understand.b = ..` copies `understand` once.
         """
         types = event_types or {}
-        steps = [self._action(a, target_type, types, depth) for a, depth in action_plan(raw)]
+        steps = []
+        for a, depth in action_plan(raw):
+            steps.append(self._action(a, target_type, types, depth))
         if not steps:
             return None
         if len(steps) == 1:
             return steps[0]
-        run = tuple(steps)
-
-        def block(c: dict[str, Any], e: Any, s: Any) -> None:
-            for step in run:
-                step(c, e, s)
-
-        return block
+        return _block(tuple(steps))
 
     def _action(
         self,
@@ -526,7 +621,9 @@ class ExprCompiler:
         if op == "for":
             return self._for(raw, target_type, event_types)
         path = tuple(raw.get("target") or ())
-        if not path or not all(isinstance(p, str) for p in path):
+        if not (len(path) == 1 and type(path[0]) is str) and (
+            not path or not all(isinstance(p, str) for p in path)
+        ):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
         value_node = raw.get("value")
         value = self.compile(value_node)
@@ -539,27 +636,20 @@ class ExprCompiler:
                 item_norm = _then(
                     bound, _normaliser(ty.item, path, value_node, event_types, item=True)
                 )
-                longest = self.limits.max_items
-
-                def appended(old: list[Any], v: Any) -> list[Any]:
-                    if len(old) >= longest:
-                        raise LimitExceeded(f"the list would have more than {longest:,} items")
-                    return [*old, item_norm(v)]
-
+                appended = _appender(self.limits.max_items, item_norm)
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
-        bound = self.bound(str(op), value_node, ty)
+        leaf = _leaf(value_node)
+        bound = self._bound(str(op), leaf, ty)
         norm = _then(bound, _normaliser(ty, path, value_node, event_types))
         if op == "set":
-            if norm is _identity and len(path) <= 2:
-                leaf = _leaf(value_node)
-                if leaf is not None:
-                    return _set_leaf(path, leaf, fresh_depth)
+            if norm is _identity and len(path) <= 2 and leaf is not None:
+                return _set_leaf(path, leaf, fresh_depth)
             return _set(path, value, norm, fresh_depth)
         if op == "add":
-            return _update(path, lambda old, v: norm(old + v), value, fresh_depth)
+            return _update(path, _added(norm), value, fresh_depth)
         if op == "sub":
-            return _update(path, lambda old, v: norm(old - v), value, fresh_depth)
+            return _update(path, _subtracted(norm), value, fresh_depth)
         raise IRLoadError(f"unknown action op {op!r}")
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
@@ -698,21 +788,52 @@ def _event_name(c: dict[str, Any], e: Any, s: Any) -> str:
     return "" if event is None else event
 
 
+def _block(run: tuple[ActionBlock, ...]) -> ActionBlock:
+    def block(c: dict[str, Any], e: Any, s: Any) -> None:
+        for step in run:
+            step(c, e, s)
+
+    return block
+
+
+def _appender(longest: int, item_norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def appended(old: list[Any], v: Any) -> list[Any]:
+        if len(old) >= longest:
+            raise LimitExceeded(f"the list would have more than {longest:,} items")
+        return [*old, item_norm(v)]
+
+    return appended
+
+
+def _added(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda old, v: norm(old + v)
+
+
+def _subtracted(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda old, v: norm(old - v)
+
+
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     """Each action of a block with its fresh depth: how many leading containers of its target
     path an earlier action of the same block has already copied (and so may be changed in
     place)."""
     plan = []
     fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
-    for a in raw:
+    last = len(raw) - 1
+    for pos, a in enumerate(raw):
         if type(a) is not dict and not isinstance(a, Mapping):
             raise IRLoadError(f"an action must be an object, got {a!r}")
+        if pos == last and not fresh:  # the first action, or none before it copied anything
+            plan.append((a, 0))
+            break
         path = tuple(a.get("target") or ())
         depth = 0
         if fresh:
             while depth < len(path) - 1 and path[: depth + 1] in fresh:
                 depth += 1
         plan.append((a, depth))
+        if pos == last:
+            break  # what the last action leaves copied is of no use to any other
         if a.get("op") == "for":
             # The body may store shared values anywhere: nothing copied before stays fresh.
             fresh = set()
@@ -724,7 +845,11 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
             # may now be referenced from elsewhere: neither may be changed in place again.
             read = _ctx_reads(a.get("value"))
             n = len(path)
-            fresh = {q for q in fresh if q[:n] != path and q[0] not in read}
+            kept = set()
+            for q in fresh:  # a loop: a comprehension here would put n, path, read in cells
+                if q[:n] != path and q[0] not in read:
+                    kept.add(q)
+            fresh = kept
     return plan
 
 
@@ -933,6 +1058,10 @@ def _normaliser(
     was normalised when the payload was checked."""
     if _already_normal(ty, value, event_types):
         return _identity
+    return _checking(ty, path, item)
+
+
+def _checking(ty: Type, path: Sequence[str], item: bool) -> Callable[[Any], Any]:
     check = ty.check
 
     def normalise(v: Any) -> Any:
@@ -1010,10 +1139,8 @@ def _needs_normalising(ty: Type) -> bool:
 
 
 def _const(value: Any) -> Evaluator:
-    if isinstance(value, list | dict):
-        # A literal list or map is never changed in place (copy-on-write), so sharing it is safe.
-        frozen = value
-        return lambda c, e, s: frozen
+    # A literal list or map is shared by every evaluation: safe, since actions never change a
+    # container in place (copy-on-write).
     return lambda c, e, s: value
 
 

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
@@ -654,8 +655,10 @@ class Instance:
         does; without it the answer is `backward_requires_force`. With `key`, a key already
         applied returns the earlier step (`replayed`)."""
         if self._m.invariants and not self._guarded:
+            # A partial, not a lambda: a lambda here would make every send put its arguments
+            # in closure cells, invariants checked or not.
             return self._guard(
-                lambda: self.send(event, payload, force=force, reason=reason, key=key), event
+                partial(self.send, event, payload, force=force, reason=reason, key=key), event
             )
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, event)
@@ -823,7 +826,7 @@ class Instance:
         """Move to `target` along a direct edge (`-> TARGET`) of the current state: the first
         whose guard holds. A backward edge (`back`) needs `force=True`."""
         if self._m.invariants and not self._guarded:
-            return self._guard(lambda: self.goto(target, force=force, reason=reason, key=key))
+            return self._guard(partial(self.goto, target, force=force, reason=reason, key=key))
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, None)
             if early is not None:
@@ -865,7 +868,7 @@ class Instance:
         state leads to, along that edge. Backward moves always need `force=True`: without it
         the answer is `backward_requires_force` naming the state it would go to."""
         if self._m.invariants and not self._guarded:
-            return self._guard(lambda: self.back(force=force, reason=reason, key=key))
+            return self._guard(partial(self.back, force=force, reason=reason, key=key))
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, None)
             if early is not None:
@@ -916,7 +919,7 @@ class Instance:
         not (when the one taken is an internal `after D -> self`, they repeat with it). A
         timer whose guard faults is dropped and its rejection returned."""
         if self._m.invariants and not self._guarded:
-            return self._guard(lambda: self.advance(now))
+            return self._guard(partial(self.advance, now))
         when = self._clock() if now is None else to_seconds(now)
         out: list[Outcome] = []
         while self._timers:

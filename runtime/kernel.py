@@ -82,15 +82,24 @@ class Plan:
         #: `-> self`: nothing left or entered, the timers keep running (`-> self reenter` is
         #: external: the state is left and entered again)
         self.internal: bool = t.internal
-        self.exits: tuple[CState, ...] = () if self.internal else (source,)
-        self.entries: tuple[CState, ...] = () if self.internal else (target,)
-        steps = [Step("exit", s, "exit", s) for s in self.exits if s.raw.get("exit")]
+        # Written for the first use of a pair, which builds its plan: the common cases (no
+        # exit or entry actions, no timers, a flat flow) cost a test each.
+        steps: list[Step] = []
+        if self.internal:
+            self.exits: tuple[CState, ...] = ()
+            self.entries: tuple[CState, ...] = ()
+        else:
+            self.exits = (source,)
+            self.entries = (target,)
+            if source.raw.get("exit"):
+                steps.append(Step("exit", source, "exit", source))
         if t.raw.get("actions"):
             steps.append(Step("actions", t, "actions", source))
-        steps += [Step("entry", s, "entry", s) for s in self.entries if s.raw.get("entry")]
+        if not self.internal and target.raw.get("entry"):
+            steps.append(Step("entry", target, "entry", target))
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
-        self.emits: bool = any(_emits(s.owner.raw.get(s.block)) for s in steps)
+        self.emits: bool = bool(steps) and any(_emits(s.owner.raw.get(s.block)) for s in steps)
         #: The transition's own actions read `active(...)` while the flat flow is between its
         #: source and its target: they run with no state active (SCXML: the source is left
         #: before a transition's actions run, the target entered after), on the general path.
@@ -106,7 +115,7 @@ class Plan:
         self.repeats: bool = self.internal and t.kind == "timer" and (bool(t.after_ms) or computed)
         #: Some timer armed at the commit has a computed delay (`after EXPR UNIT`): it is
         #: evaluated against the committed context before the step commits.
-        self.computed: bool = any(r.after_ms is None for r in self.arm) or (
+        self.computed: bool = (bool(self.arm) and any(r.after_ms is None for r in self.arm)) or (
             self.repeats and computed
         )
         #: The transition's domain in a statechart: the innermost compound proper ancestor of

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import operator
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -71,6 +72,7 @@ class CTransition:
         "internal",
         "kind",
         "line",
+        "machine",
         "message",
         "plan",
         "raw",
@@ -78,12 +80,16 @@ class CTransition:
         "target",
     )
 
-    def __init__(self, raw: Mapping[str, Any], source: CState) -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], source: CState, target: CState | None, machine: Machine
+    ) -> None:
+        # Made for every rule of a state when the state is first used (`Machine._wire_now`).
         self.raw = raw
+        self.machine = machine
         self.index: int = raw["index"]
         self.kind: str = raw["kind"]
         self.source = source
-        self.target: CState | None = None
+        self.target: CState | None = target
         self.event: str | None = raw.get("event")
         self.back: bool = bool(raw.get("back", False))
         self.after_ms: int | None = raw.get("after_ms")
@@ -92,11 +98,24 @@ class CTransition:
         #: For `reject`: its data (`with {...}`), compiled on first use
         self.data: Evaluator | None = None
         self.line: int = raw.get("line", 0)
-        self.guard: Evaluator | None = None
-        self.actions: ActionBlock | None = None
-        self.internal = False
+        # Guards and actions are compiled when first called (`_first_guard`, `_first_actions`
+        # put the compiled closure in their place).
+        self.guard: Evaluator | None = None if raw.get("guard") is None else self._first_guard
+        self.actions: ActionBlock | None = self._first_actions if raw.get("actions") else None
+        #: `-> self` (unless `reenter`): nothing is left or entered
+        self.internal = target is source and not raw.get("reenter")
         #: What taking it does (kernel.py), worked out on first use
         self.plan: Plan | None = None
+
+    def _first_guard(self, c: dict[str, Any], e: Any, s: Any) -> Any:
+        fn = self.guard = self.machine._compiler.compile(self.raw["guard"])
+        return fn(c, e, s)
+
+    def _first_actions(self, c: dict[str, Any], e: Any, s: Any) -> None:
+        fn = self.machine._compile_transition_actions(self)
+        assert fn is not None
+        self.actions = fn
+        fn(c, e, s)
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
@@ -225,6 +244,22 @@ class CState:
     always: tuple[CTransition, ...]
     transitions: tuple[CTransition, ...]
 
+    def view(self) -> dict[str, Any]:
+        """`state` as templates see it."""
+        return {"name": self.name, "title": self.title, "meta": self.meta}
+
+    def __repr__(self) -> str:
+        return f"<state {self.name}>"
+
+
+class _UnwiredState(CState):
+    """A state not used yet: reading one of its wired attributes wires it (`_wire_now`), which
+    makes it a plain `CState`. Only this class has `__getattr__`: on a class that has one,
+    every attribute read goes through it first (and Python cannot specialise the read), so
+    a wired state, read on every step, must not."""
+
+    __slots__ = ()
+
     def __getattr__(self, name: str) -> Any:
         # Only called for a slot not set yet: the wired attributes of a state not used so far.
         loader = self._loader
@@ -232,13 +267,6 @@ class CState:
             raise AttributeError(name)
         loader._wire_now(self)
         return object.__getattribute__(self, name)
-
-    def view(self) -> dict[str, Any]:
-        """`state` as templates see it."""
-        return {"name": self.name, "title": self.title, "meta": self.meta}
-
-    def __repr__(self) -> str:
-        return f"<state {self.name}>"
 
 
 class Requirement:
@@ -447,7 +475,7 @@ class Machine:
 
         self.states: dict[str, CState] = {}
         for s in raw.get("states", ()):
-            state = CState(s)
+            state: CState = _UnwiredState(s)
             if state.name in self.states:
                 raise IRLoadError(f"state {state.name!r} is declared twice")
             self.states[state.name] = state
@@ -645,30 +673,30 @@ class Machine:
     def _wire(self, state: CState, transitions: list[CTransition]) -> None:
         state.transitions = tuple(transitions)
         state.fast = {}
-        lazy = self._lazy_actions
-        state.entry = lazy(state, "entry")
-        state.exit = lazy(state, "exit")
-        state.initial_actions = lazy(state, "initial_actions")
-        done_data = state.raw.get("done_data")
+        raw = state.raw
+        state.entry = self._lazy_actions(state, "entry") if raw.get("entry") else None
+        state.exit = self._lazy_actions(state, "exit") if raw.get("exit") else None
+        state.initial_actions = self._lazy_actions(state, "initial_actions")
+        done_data = raw.get("done_data")
         state.done_value = self._compiler.compile(done_data) if done_data is not None else None
         on: dict[str, list[CTransition]] = {}
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []
         timers: list[CTransition] = []
         always: list[CTransition] = []
+        back_edges: list[CTransition] = []
         for t in transitions:
-            if t.raw.get("guard") is not None:
-                t.guard = self._lazy_guard(t)
-            if t.raw.get("actions"):
-                t.actions = self._lazy_transition_actions(t)
-            t.internal = t.target is state and not t.raw.get("reenter")
             kind = t.kind
-            if kind in ("event", "reject"):
+            if kind == "event" or kind == "reject":
                 assert t.event is not None
                 on.setdefault(t.event, []).append(t)
+                if t.back and t.target is not None:
+                    back_edges.append(t)
             elif kind == "direct":
                 assert t.target is not None
                 direct.setdefault(t.target.name, []).append(t)
+                if t.back:
+                    back_edges.append(t)
             elif kind in ("choice", "else"):
                 routes.append(t)
             elif kind == "always":
@@ -682,9 +710,7 @@ class Machine:
         state.direct = {name: tuple(ts) for name, ts in direct.items()}
         state.routes = tuple(routes)
         state.timers = tuple(timers)
-        state.back_edges = tuple(
-            t for t in transitions if t.back and t.kind in ("direct", "event") and t.target
-        )
+        state.back_edges = tuple(back_edges)
         state.always = tuple(always)
         parent = state.parent
         if parent is not None:
@@ -705,48 +731,28 @@ class Machine:
             if state._loader is None:
                 return  # another thread was first
             try:
+                states = self.states
                 transitions = []
                 for raw_t in self._unwired.get(state.name, ()):
-                    ct = CTransition(raw_t, state)
                     target = raw_t.get("target")
-                    if target is not None:
-                        ct.target = self.states[target]
-                    transitions.append(ct)
+                    to = None if target is None else states[target]
+                    transitions.append(CTransition(raw_t, state, to, self))
                 transitions.sort(key=_by_index)
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
             self._unwired.pop(state.name, None)
             state._loader = None
-
-    # Closures are compiled when first called: each lazy stub compiles the real closure,
-    # puts it where the stub was, and runs it.
-    def _lazy_guard(self, t: CTransition) -> Evaluator:
-        def first_call(c: dict[str, Any], e: Any, s: Any) -> Any:
-            fn = self._compiler.compile(t.raw["guard"])
-            t.guard = fn
-            return fn(c, e, s)
-
-        return first_call
-
-    def _lazy_transition_actions(self, t: CTransition) -> ActionBlock:
-        def first_call(c: dict[str, Any], e: Any, s: Any) -> None:
-            fn = self._compile_transition_actions(t)
-            assert fn is not None
-            t.actions = fn
-            fn(c, e, s)
-
-        return first_call
+            state.__class__ = CState
 
     def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
         ev = self.events.get(t.event) if t.event else None
         event_types = ev.field_types if ev is not None else None
         return self._compiler.actions(t.raw["actions"], self.target_type, event_types)
 
-    def _lazy_actions(self, state: CState, which: str) -> ActionBlock | None:
-        if not state.raw.get(which):
-            return None
-
+    # The entry and exit actions of a state are compiled when first called: the stub compiles
+    # the real closure, puts it where the stub was, and runs it.
+    def _lazy_actions(self, state: CState, which: str) -> ActionBlock:
         def first_call(c: dict[str, Any], e: Any, s: Any) -> None:
             fn = self._compiler.actions(state.raw[which], self.target_type)
             assert fn is not None
@@ -855,11 +861,12 @@ class Machine:
         for name in path[1:]:
             if ty.kind == "optional" and ty.item is not None:
                 ty = ty.item
-            sub = (
-                next((x for x in ty.fields if x.name == name), None)
-                if ty.kind == "record"
-                else None
-            )
+            sub = None
+            if ty.kind == "record":
+                for field in ty.fields:
+                    if field.name == name:
+                        sub = field
+                        break
             if sub is None:
                 raise IRLoadError(f"an action writes unknown field {'.'.join(path)!r}")
             ty = sub.type
@@ -1007,8 +1014,7 @@ def _parse_json(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def _by_index(t: CTransition) -> int:
-    return t.index
+_by_index = operator.attrgetter("index")
 
 
 def _check_version(raw: Mapping[str, Any]) -> None:

@@ -197,3 +197,54 @@ def test_the_size_walk_says_what_it_said_before(value: Any) -> None:
     assert _verdict(SMALL.check_computed, value) == expected
     if isinstance(value, str) and text_problem(value) is not None:
         assert expected != "ok"  # the cases above do reach the checks they are for
+
+
+# ---- what a first use allocates --------------------------------------------------------------
+
+
+def test_a_state_is_wired_on_first_use_and_is_then_a_plain_state() -> None:
+    # Only a state not used yet has `__getattr__` (which wires it): a class with one sends every
+    # attribute read through it, and states are read on every step.
+    from flowc.runtime.machine import CState
+
+    m = fresh()
+    st = m.states["S"]
+    assert type(st) is not CState and isinstance(st, CState)
+    assert "put" in st.on  # the first read wires it
+    assert type(st) is CState and not hasattr(CState, "__getattr__")
+    assert st.on["put"][1][0].source is st
+
+
+def test_the_first_use_of_a_rule_compiles_its_guard_and_actions_in_their_place() -> None:
+    m = fresh()
+    inst = m.start()
+    (t,) = m.states["S"].on["level"][1]
+    assert t.guard is None and t.actions is not None and t.plan is None
+    stub = t.actions
+    assert inst.send("level", {"n": 3}).ok and inst.context["level"] == 3
+    assert t.actions is not stub and t.plan is not None
+    assert inst.send("level", {"n": 4}).ok and inst.context["level"] == 4
+
+
+def test_compiling_and_sending_make_no_closure_cells_they_do_not_use() -> None:
+    # A function holding a lambda puts every variable the lambda reads into a cell on every
+    # call, whichever branch runs: the compiler's per-node functions and `send` hold none.
+    from flowc.runtime import expr
+    from flowc.runtime.instance import Instance
+
+    compiler = expr.ExprCompiler
+    for fn in (
+        compiler.compile,
+        compiler._build,
+        compiler._binary,
+        compiler._attr,
+        compiler._call,
+        compiler._map,
+        compiler.actions,
+        compiler._action,
+        expr.action_plan,
+        expr._normaliser,
+        Instance.send,
+        Instance.goto,
+    ):
+        assert fn.__code__.co_cellvars == (), fn.__qualname__
