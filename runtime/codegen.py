@@ -7,7 +7,10 @@ payload check of the event's fields, the preconditions, the guards of the candid
 as Python expressions, the winning transition's plan (kernel.py: its exit / own / entry
 actions on a working copy of the context, the timers to arm) written out, and the commit
 (history entry, state, timers, idempotency key, subscribers). The general path runs the same
-plan, so what a step does is decided in one place.
+plan, so what a step does is decided in one place. A statechart whose configuration is always
+one leaf and its ancestors (kernel.py's `leaf_chart`) gets the same functions per (leaf,
+event), from the kernel's per-(leaf, rule) plans (`chart_plan`); they also commit the
+configuration, the timers of the states left and entered, and the rule taken.
 
 Writing and compiling such a function costs some hundreds of microseconds, far more than the
 general path takes for one step; a CLI run, a serverless call or a server's first requests

@@ -28,6 +28,11 @@ state, what a history state recorded), outermost first. A flat flow is the case 
 domain is the top and the configuration one state: the exits are the source alone, the entries
 the target, which is what `Plan.exits` / `Plan.entries` say. The blocks run in the same order
 (exit actions, the transition's actions, entry actions) through the same `Step` records.
+
+In a statechart whose configuration is always one leaf and its ancestors (`leaf_chart`), a
+step on an event from a leaf is one microstep fixed by the leaf and the rule taken: `chart_plan`
+works out its plan (`Plan(t, leaf)`) with `Macrostep`'s own exit set and entry rules, and the
+generated dispatch functions write it out as they write a flat plan.
 """
 
 from __future__ import annotations

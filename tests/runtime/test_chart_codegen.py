@@ -318,6 +318,11 @@ def test_a_chart_plan_leaves_and_enters_the_chain() -> None:
         ("state B { initial state C { } history H }", "history"),
         ("state B { initial state C { always if n > 1 -> D } state D { } }", "always"),
         ("state B { initial state C { on e if active(C) -> D } state D { } }", "active()"),
+        (
+            'state B { initial state C { on e if event_name() == "e" -> D } state D { } }',
+            "event_name()",
+        ),
+        ("state B { initial state C { on e -> D do raise e } state D { } }", "raise"),
     ],
 )
 def test_which_charts_get_generated_steps(source: str, why: str) -> None:
