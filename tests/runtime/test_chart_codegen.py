@@ -117,6 +117,7 @@ NEST_OPS: list[tuple[Any, ...]] = [
     ("@advance", 2.5),
     ("@goto", "Leaf2"),
     ("@back", True),
+    ("@restore", None),
 ]
 
 
@@ -139,6 +140,7 @@ def _skill_ops() -> list[tuple[Any, ...]]:
         ("update_session_state", {"batches": [{"id": "b1"}, {"id": "b2"}]}),
         ("update_session_state", {"has_snapshot": True, "completed_tasks": ["t"]}),
         ("update_session_state", {"has_snapshot": 3}),
+        ("@restore", None),
     ]
 
 
@@ -195,6 +197,11 @@ def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, ...]], ctx:
     slow = slow_m.start(ctx, clock=FakeClock())
     assert seen(fast) == seen(slow)
     for op in ops:
+        if op[0] == "@restore":  # from the snapshot: the configuration as a snapshot keeps it
+            fast = fast_m.restore(fast.snapshot(), clock=fast.clock)
+            slow = slow_m.restore(slow.snapshot(), clock=slow.clock)
+            assert seen(fast) == seen(slow)
+            continue
         before = seen(fast)
         a, b = act(fast, op), act(slow, op)
         assert [told(x) for x in a] == [told(x) for x in b], op
@@ -332,3 +339,12 @@ def test_which_charts_get_generated_steps(source: str, why: str) -> None:
     m.hot_after = 0
     a = m.states["A"]
     assert m._dispatch(a, "e") is m._chart_steps["e"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(NEST_OPS), max_size=30), st.integers(min_value=1, max_value=3))
+def test_pairs_turning_hot_midway_agree(ops: list[tuple[Any, ...]], hot_after: int) -> None:
+    # A fresh machine each time: each pair runs on the general path, then is generated.
+    fast = Machine(NEST_M[0].raw, clock=FakeClock()).preload()
+    fast.hot_after = hot_after
+    run_twins(fast, NEST_M[1], ops, None)
