@@ -20,7 +20,9 @@ pair in a freshly loaded machine (what a CLI run, a serverless call or a new MCP
 the memory of 10,000 idle instances (tracemalloc), the time to load a compiled 1,000-state /
 3,000-transition flow, flowc's cost per event on generated flows of growing size (it
 should not grow), and its cost per event in a statechart (three levels, two parallel regions,
-IR version 2 written by hand: `statechart_ir`), which runs on the statechart kernel. Needs
+IR version 2 written by hand: `statechart_ir`), which runs on the statechart kernel, and in
+statecharts whose configuration is one leaf chain (seed 002 and `NESTED_CHART`), generated and
+on the general path. Needs
 the `bench` extra (`pip install -e ".[bench]"`); the figures are printed, not asserted.
 """
 
@@ -886,6 +888,116 @@ def statechart_costs(events: int) -> dict[str, float]:
     return out
 
 
+#: Three levels of compound states and no parallel one: a statechart whose configuration is
+#: always one leaf and its ancestors, so its (leaf, event) pairs get generated functions.
+NESTED_CHART = """
+flow nested
+context { n: int = 0, trail: int = 0 }
+event tick
+event hop
+event ping
+initial state Top {
+  entry do trail += 1
+  after 1h -> Top reenter
+  on ping -> self do n += 1
+  initial state Mid {
+    entry do trail += 1
+    exit do trail -= 1
+    after 10m -> Mid reenter
+    initial state A { on tick if n >= 0 -> B do n += 1 }
+    state B {
+      on tick -> A
+      on hop -> Far
+    }
+  }
+  state Side {
+    initial state Far { on hop -> B }
+  }
+}
+"""
+
+
+def leaf_chart_costs(events: int) -> dict[str, tuple[float, float]]:
+    """Microseconds per event, best of 5, generated and on the general path only, in seed
+    002 (`flows/collab_skills.flow`: compound states, choice states) and `NESTED_CHART`."""
+    from flowc.runtime.codegen import general
+
+    out: dict[str, tuple[float, float]] = {}
+    seed = ROOT / "flows" / "collab_skills.flow"
+    nested = compile_source(NESTED_CHART, "nested.flow").flow
+    assert nested is not None
+    walk = [
+        "brainstorming-exploring",
+        "collab-clear",
+        "brainstorming-clarifying",
+        "collab-clear",
+        "brainstorming-designing",
+        "collab-clear",
+        "brainstorming-validating",
+    ]
+
+    def machines(make: Callable[[], Machine]) -> tuple[Machine, Machine]:
+        fast, slow = make(), make()
+        fast.hot_after = 0
+        slow._dispatch = lambda state, event: general(event)  # type: ignore[method-assign]
+        assert fast.leaf_chart
+        return fast, slow
+
+    def seed_walk(m: Machine) -> float:
+        # Seven skills inside the compound `brainstorming`, each a step between two leaves
+        # (the last one leaves it through a choice state: the general path on both).
+        insts = []
+        for _ in range(max(1, events // len(walk))):
+            inst = m.start({"project": "/p", "session": "s"})
+            inst.send("set_work_items", {"items": [{"number": 1, "type": "code"}]})
+            for skill in ("collab-start", "gather-session-goals", "collab-clear"):
+                inst.send("complete_skill", {"skill": skill})
+            insts.append(inst)
+        payloads = [{"skill": skill} for skill in walk]
+        gc.disable()
+        t0 = time.perf_counter()
+        for inst in insts:
+            for p in payloads:
+                inst.send("complete_skill", p)
+        took = time.perf_counter() - t0
+        gc.enable()
+        assert insts[-1].state == "clear_pre_rough", insts[-1].state
+        return took / (len(insts) * len(walk)) * 1e6
+
+    def repeat(m: Machine, event: str, payload: Any, ctx: Any, before: list[str]) -> float:
+        inst = m.start(ctx)
+        for e in before:
+            assert inst.send(e).ok
+        for _ in range(50):  # warm: every pair generated
+            assert inst.send(event, payload).ok
+        gc.disable()
+        t0 = time.perf_counter()
+        for _ in range(events):
+            inst.send(event, payload)
+        took = time.perf_counter() - t0
+        gc.enable()
+        return took / events * 1e6
+
+    seed_pair = machines(lambda: Machine.from_file(seed).preload())
+    nested_pair = machines(lambda: Machine.from_json(nested.to_json()).preload())
+    ctx = {"project": "/p", "session": "s"}
+    data = {"has_snapshot": True}
+    cases: list[tuple[str, Callable[[Machine], float]]] = [
+        ("002: seven skills in brainstorming", seed_walk),
+        (
+            "002: update_session_state (top rule)",
+            lambda m: repeat(m, "update_session_state", data, ctx, []),
+        ),
+        ("nested: tick, A <-> B (2 timers kept)", lambda m: repeat(m, "tick", None, None, [])),
+        ("nested: hop, B/Far across Mid, Side", lambda m: repeat(m, "hop", None, None, ["tick"])),
+        ("nested: ping, Top's -> self", lambda m: repeat(m, "ping", None, None, [])),
+    ]
+    for label, run in cases:
+        pair = seed_pair if label.startswith("002") else nested_pair
+        out[label] = (min(run(pair[0]) for _ in range(5)), min(run(pair[1]) for _ in range(5)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--episodes", type=int, default=3000)
@@ -964,6 +1076,13 @@ def main(argv: list[str] | None = None) -> int:
     print("\nstatechart: 3 levels, 2 parallel regions (microseconds per event, best of 5):")
     for label, cost in statechart_costs(2000 if args.quick else 20000).items():
         print(f"  {label:34} {cost:6.2f}")
+
+    print(
+        "\nstatecharts whose configuration is one leaf chain (microseconds per event, best of 5):"
+    )
+    print(f"  {'':40} {'generated':>9} {'general':>8}")
+    for label, (fast, slow) in leaf_chart_costs(2000 if args.quick else 20000).items():
+        print(f"  {label:40} {fast:9.2f} {slow:8.2f}")
     return 0
 
 

@@ -7,7 +7,10 @@ payload check of the event's fields, the preconditions, the guards of the candid
 as Python expressions, the winning transition's plan (kernel.py: its exit / own / entry
 actions on a working copy of the context, the timers to arm) written out, and the commit
 (history entry, state, timers, idempotency key, subscribers). The general path runs the same
-plan, so what a step does is decided in one place.
+plan, so what a step does is decided in one place. A statechart whose configuration is always
+one leaf and its ancestors (kernel.py's `leaf_chart`) gets the same functions per (leaf,
+event), from the kernel's per-(leaf, rule) plans (`chart_plan`); they also commit the
+configuration, the timers of the states left and entered, and the rule taken.
 
 Writing and compiling such a function costs some hundreds of microseconds, far more than the
 general path takes for one step; a CLI run, a serverless call or a server's first requests
@@ -46,7 +49,7 @@ from flowc.runtime.expr import (
 from flowc.runtime.expr import _identity as identity
 from flowc.runtime.expr import _normaliser as normaliser
 from flowc.runtime.expr import _then as then
-from flowc.runtime.kernel import plan_of
+from flowc.runtime.kernel import Plan, chart_plan, plan_of, with_ancestors
 from flowc.runtime.limits import LimitExceeded
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.validate import Invalid, Type
@@ -107,6 +110,7 @@ class Generator:
         from flowc.runtime import rejections as R
         from flowc.runtime.instance import Instance, StepResult, copy_dict
         from flowc.runtime.instance import _arm_rules as arm
+        from flowc.runtime.instance import _due_order as due_order
 
         self.m = machine
         self.ns: dict[str, Any] = {
@@ -118,6 +122,7 @@ class Generator:
             "_SR": StepResult,
             "_M": machine,
             "_arm": arm,
+            "_due": due_order,
             "_index": _index,
             "_none": _none_on_path,
             "_NO_VIA": (),
@@ -532,18 +537,22 @@ class Generator:
                 f"            return _refuse(_REQUIRE, {s}, {evname}, p, c, {self._data(req, s)}, "
                 f"code={self.const(req.code)}, template={self.const(req.message)})",
             ]
-        # 3. the candidates, in order
+        # 3. the candidates, in order (in a statechart the leaf's own, then its ancestors'; a
+        # rule's guard, data and actions see its own state as `state`)
         event_types = ev.field_types
+        chart = m.chart
         kw = "if"
         closed = False
         accepting: list[CTransition] = []
         which = self._fresh("b")  # the accepting branch taken, when there are several
         many = sum(1 for t in candidates if t.target is not None and not t.target.choice) > 1
+        plans: list[Plan] = []
         for t in candidates:
+            src = self.const(t.source) if chart else s
             guard = t.raw.get("guard")
             if guard is not None:
                 m._compiler.compile(guard)  # checks it (IRLoadError)
-                lines.append(f"        {kw} {self.expr(guard, s)}:")
+                lines.append(f"        {kw} {self.expr(guard, src)}:")
                 kw = "elif"
             else:
                 lines.append("        else:" if kw == "elif" else "        if True:")
@@ -552,7 +561,7 @@ class Generator:
             dest = t.target
             if dest is None:  # a `reject` rule
                 lines.append(
-                    f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, s)}, "
+                    f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, src)}, "
                     f"code={self.const(t.code)}, template={self.const(t.message)})"
                 )
             elif t.back:  # taken only by a forced send, which goes to the general path
@@ -560,12 +569,16 @@ class Generator:
                     f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
                     f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
                 )
-            elif dest.choice or plan_of(t).emits or plan_of(t).computed or plan_of(t).blind:
+            elif (
+                (plan := chart_plan(st, t) if chart else plan_of(t)).leaf.choice
+                or plan.emits
+                or plan.computed
+                or plan.blind
+            ):
                 # Routing, effects to collect, a computed timer delay or actions reading the
                 # configuration between two states: the general path.
                 lines.append(f"{body}{slow}")
             else:
-                plan = plan_of(t)
                 if plan.copies:
                     lines.append(f"{body}c = c.copy()")
                     for step in plan.steps:
@@ -577,6 +590,7 @@ class Generator:
                 elif not plan.copies:
                     lines.append(f"{body}pass")
                 accepting.append(t)
+                plans.append(plan)
             if closed:
                 break
         if not closed:
@@ -592,7 +606,7 @@ class Generator:
                 last = i == len(accepting) - 1
                 lines.append("    else:" if last else f"    {'el' if i else ''}if {which} == {i}:")
                 ind = "        "
-            lines += self._commit(st, t, evname, ind)
+            lines += self._commit(st, t, plans[i], evname, ind)
         if not accepting:
             lines.append(f"    {slow}")
         fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
@@ -605,9 +619,9 @@ class Generator:
             return "None"
         return f"_copy({self.const(fn)}(c, p, {s}))"
 
-    def _commit(self, st: CState, t: CTransition, evname: str, ind: str) -> list[str]:
-        dest = t.target
-        assert dest is not None
+    def _commit(self, st: CState, t: CTransition, plan: Plan, evname: str, ind: str) -> list[str]:
+        dest = plan.leaf
+        chart = self.m.chart
         lines = [
             "now = inst._clock()",
             "seq = inst._seq + 1",
@@ -617,8 +631,28 @@ class Generator:
             "inst._seq = seq",
             "inst._ctx = c",
         ]
-        plan = plan_of(t)
-        if not plan.internal:
+        if chart:
+            # One microstep from the configuration `st` and its ancestors (kernel.py's
+            # `chart_plan`): the timers of the states left are cancelled, those of the states
+            # entered armed, as `Instance._take_chart` does.
+            config = tuple(with_ancestors((dest,)))
+            if not plan.internal:
+                lines.append(f"inst._state = {self.const(dest)}")
+                lines.append(f"inst._config = {self.const(config)}")
+                arm = self.const(plan.arm)
+                if any(x.timers for x in with_ancestors((st,)) if x not in plan.exits):
+                    # a state that stays active has timers: they keep running
+                    left = self.const(frozenset(plan.exits))
+                    lines += [
+                        f"kept = [x for x in inst._timers or () if x[1].source not in {left}]",
+                        *([f"kept += _arm({arm}, now)"] if plan.arm else []),
+                        "inst._timers = _due(kept) if kept else None",
+                    ]
+                elif plan.arm:
+                    lines.append(f"inst._timers = _arm({arm}, now) or None")
+                else:
+                    lines.append("inst._timers = None")
+        elif not plan.internal:
             lines.append(f"inst._state = {self.const(dest)}")
             if plan.arm:
                 lines.append(f"inst._timers = _arm({self.const(plan.arm)}, now)")
@@ -631,6 +665,14 @@ class Generator:
             "r._e = entry",
             "r._c = c",
             "r._m = _M",
+            *(
+                [
+                    f"r._g = {self.const(tuple(x.name for x in config))}",
+                    f"r._t = {self.const((t.index,))}",
+                ]
+                if chart
+                else []
+            ),
             "if inst._subs:",
             "    inst._notify(r)",
             "return r",

@@ -28,6 +28,11 @@ state, what a history state recorded), outermost first. A flat flow is the case 
 domain is the top and the configuration one state: the exits are the source alone, the entries
 the target, which is what `Plan.exits` / `Plan.entries` say. The blocks run in the same order
 (exit actions, the transition's actions, entry actions) through the same `Step` records.
+
+In a statechart whose configuration is always one leaf and its ancestors (`leaf_chart`), a
+step on an event from a leaf is one microstep fixed by the leaf and the rule taken: `chart_plan`
+works out its plan (`Plan(t, leaf)`) with `Macrostep`'s own exit set and entry rules, and the
+generated dispatch functions write it out as they write a flat plan.
 """
 
 from __future__ import annotations
@@ -70,24 +75,35 @@ class Plan:
         "entries",
         "exits",
         "internal",
+        "leaf",
         "repeats",
         "steps",
         "target",
     )
 
-    def __init__(self, t: CTransition) -> None:
+    def __init__(self, t: CTransition, leaf: CState | None = None) -> None:
         source, target = t.source, t.target
         assert target is not None, "a reject rule is never taken"
         self.target: CState = target
         #: `-> self`: nothing left or entered, the timers keep running (`-> self reenter` is
         #: external: the state is left and entered again)
         self.internal: bool = t.internal
+        #: the one active leaf after the step (see `chart_plan`; a flat flow's target)
+        self.leaf: CState = target
+        #: The transition's domain in a statechart (`_domain`): the step leaves the active
+        #: states inside it and enters the target's branch in it.
+        self.domain: CState | None = _domain(t)
         # Written for the first use of a pair, which builds its plan: the common cases (no
         # exit or entry actions, no timers, a flat flow) cost a test each.
         steps: list[Step] = []
+        entering: list[Step] = []
         if self.internal:
             self.exits: tuple[CState, ...] = ()
             self.entries: tuple[CState, ...] = ()
+            if leaf is not None:
+                self.leaf = leaf
+        elif leaf is not None:
+            entering = self._chart(t, leaf, steps)
         else:
             self.exits = (source,)
             self.entries = (target,)
@@ -95,8 +111,10 @@ class Plan:
                 steps.append(Step("exit", source, "exit", source))
         if t.raw.get("actions"):
             steps.append(Step("actions", t, "actions", source))
-        if not self.internal and target.raw.get("entry"):
+        if not self.internal and leaf is None and target.raw.get("entry"):
             steps.append(Step("entry", target, "entry", target))
+        elif leaf is not None:
+            steps += entering
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
         self.emits: bool = bool(steps) and any(_emits(s.owner.raw.get(s.block)) for s in steps)
@@ -109,7 +127,13 @@ class Plan:
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
         #: The timer rules armed at the commit (the timers of the states left are cancelled);
         #: empty for an internal step, which keeps the timers as they are.
-        self.arm: tuple[CTransition, ...] = () if self.internal else target.timers
+        self.arm: tuple[CTransition, ...] = (
+            ()
+            if self.internal
+            else tuple(x for s in self.entries for x in s.timers)
+            if leaf is not None
+            else target.timers
+        )
         #: An internal timer rule (`after D -> self`) is armed again when it fires.
         computed = t.kind == "timer" and t.after_ms is None
         self.repeats: bool = self.internal and t.kind == "timer" and (bool(t.after_ms) or computed)
@@ -118,15 +142,81 @@ class Plan:
         self.computed: bool = (bool(self.arm) and any(r.after_ms is None for r in self.arm)) or (
             self.repeats and computed
         )
-        #: The transition's domain in a statechart: the innermost compound proper ancestor of
-        #: its source that contains its target (None: the top, always so in a flat flow).
-        #: The step leaves the active states inside it and enters the target's branch in it.
-        self.domain: CState | None = None
-        if not self.internal:
-            for anc in source.ancestors:
-                if anc.kind == "compound" and anc in target.ancestors:
-                    self.domain = anc
-                    break
+
+    def _chart(self, t: CTransition, leaf: CState, steps: list[Step]) -> list[Step]:
+        """The exits and entries of `t` taken from a configuration that is `leaf` with its
+        ancestors, worked out by the statechart kernel's own rules (`Macrostep`'s exit set and
+        SCXML's descendants and ancestors to enter), with nothing run; the exit steps are
+        added to `steps`, the entry steps returned."""
+        run = Macrostep(with_ancestors((leaf,)), {}, {}, 1, [])
+        self.exits = tuple(sorted(run.exit_set((t,)), key=_order, reverse=True))
+        for s in self.exits:
+            if s.raw.get("exit"):
+                steps.append(Step("exit", s, "exit", s))
+        entered: set[CState] = set()
+        run.add_descendants(self.target, entered)
+        run.add_ancestors(self.target, self.domain, entered)
+        self.entries = tuple(sorted(entered, key=_order))
+        entering: list[Step] = []
+        for s in self.entries:
+            if s.raw.get("entry"):
+                entering.append(Step("entry", s, "entry", s))
+            if s in run.defaulted and s.raw.get("initial_actions"):
+                entering.append(Step("entry", s, "initial_actions", s))
+        self.leaf = self.entries[-1]
+        return entering
+
+
+def _domain(t: CTransition) -> CState | None:
+    """The transition's domain in a statechart: the innermost compound proper ancestor of its
+    source that contains its target (None: the top, always so in a flat flow). The step
+    leaves the active states inside it and enters the target's branch in it."""
+    if t.internal:
+        return None
+    target = t.target
+    assert target is not None
+    for anc in t.source.ancestors:
+        if anc.kind == "compound" and anc in target.ancestors:
+            return anc
+    return None
+
+
+def chart_plan(leaf: CState, t: CTransition) -> Plan:
+    """The plan of taking `t` when the configuration is `leaf` and its ancestors, in a
+    statechart whose configuration is always one chain of states (`leaf_chart`): the states
+    left are the active ones inside the transition's domain, innermost first, the states
+    entered the target's branch below the domain down to its initial leaf, outermost first,
+    the timers armed those of every state entered. The same step as `Macrostep.microstep`
+    takes from that configuration (tests/runtime/test_chart_codegen.py), written once per
+    (leaf, transition) by the generated dispatch (codegen.py)."""
+    return Plan(t, leaf)
+
+
+def leaf_chart(raw: Any) -> bool:
+    """Whether a statechart's configuration is always one leaf and its ancestors, and a step
+    on an event from a leaf one microstep that depends on the leaf and the event alone: only
+    atomic, choice, top-level final and compound states (no parallel or history state, no
+    final child whose entry raises `done.state`), no `always` rule, no `raise`, and nothing
+    reading the configuration or the event's name (`active`, `event_name`)."""
+    for s in raw.get("states") or ():
+        kind = s.get("kind", "normal")
+        if kind not in ("normal", "choice", "compound", "final"):
+            return False
+        if kind == "final" and s.get("parent") is not None:
+            return False
+    if any(t.get("kind") == "always" for t in raw.get("transitions") or ()):
+        return False
+    stack: list[Any] = [raw.get("states"), raw.get("transitions")]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            op = n.get("op")
+            if op == "raise" or (op == "call" and n.get("value") in ("active", "event_name")):
+                return False
+            stack.extend(n.values())
+        elif isinstance(n, list | tuple):
+            stack.extend(n)
+    return True
 
 
 def _emits(actions: Any) -> bool:

@@ -34,6 +34,7 @@ from pydantic_core import from_json
 from flowc.runtime.clock import Clock, system_clock
 from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
+from flowc.runtime.kernel import leaf_chart
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import (
@@ -560,6 +561,9 @@ class Machine:
         self._written: dict[tuple[str, str], Dispatch] = {}
         #: event -> the general path's dispatch, in a statechart
         self._chart_steps: dict[str, Dispatch] = {}
+        #: A statechart whose configuration is always one leaf and its ancestors
+        #: (kernel.py's `leaf_chart`): its (leaf, event) pairs get generated functions too.
+        self.leaf_chart: bool = self.chart and leaf_chart(raw)
         for state in states.values():
             state._loader = self
 
@@ -766,7 +770,13 @@ class Machine:
         the general path for the pair's first `hot_after` sends, then the generated function
         (both kept); the general path for an event the state has no rule for (not kept: hosts
         may send any name)."""
-        if self.chart:
+        if self.chart and not (
+            self.leaf_chart
+            and state.atomic
+            and not state.final
+            and type(event) is str
+            and event not in self.internal_events
+        ):
             # A statechart step runs on the general path (kernel.py's `Macrostep`): what it
             # does depends on the whole configuration, not on one (state, event) pair.
             if type(event) is not str or event not in self.events:

@@ -293,24 +293,31 @@ def test_seed_flows_load_and_generate(name: str) -> None:
     assert gen_count == sum(len(s.fast) for s in m.states.values())
 
 
-def test_a_statechart_seed_runs_on_the_general_path() -> None:
-    """Seed 002 groups its states in compound states: a statechart, whose steps depend on the
-    whole configuration, so every (state, event) pair takes the kernel's general path and no
-    dispatch code is generated for it."""
+def test_a_statechart_seed_gets_generated_steps() -> None:
+    """Seed 002 groups its states in compound states: a statechart, but one whose
+    configuration is always one leaf and its ancestors (kernel.py's `leaf_chart`), so each
+    (leaf, event) pair gets a generated function like a flat flow's; compound states, never
+    the instance's state, get none, and steps that route through a choice state hand over to
+    the general path from inside the function. (tests/runtime/test_chart_codegen.py compares
+    the two paths on it.)"""
     m = Machine.from_file(ROOT / "flows" / "collab_skills.flow").preload()
-    assert m.chart
+    assert m.chart and m.leaf_chart
     m.hot_after = 0
     pairs = 0
     for state in m.states.values():
         for event in state.on:
-            assert m._dispatch(state, event) is m._chart_steps[event]
-            pairs += 1
-    assert pairs > 0
-    assert m._written == {} and all(not s.fast for s in m.states.values())
-    # ... and steps still run: the first skill completes, on that general path.
+            fn = m._dispatch(state, event)
+            if state.atomic and not state.final:
+                assert m._written[state.name, event] is fn
+                pairs += 1
+            else:
+                assert fn is m._chart_steps[event]
+    assert pairs > 0 and m._chart_steps
     inst = m.start({"project": "/p", "session": "s"})
     assert inst.send("complete_skill", {"skill": "collab-start"}).ok
-    assert inst.state == "gather_goals" and m._written == {}
+    assert inst.state == "gather_goals"
+    step = inst.send("set_work_items", {"items": [{"number": 4, "type": "code"}]})
+    assert step.ok and step.rules_taken is not None and step.configuration == ("gather_goals",)
 
 
 def test_threads_generating_at_once_agree() -> None:
