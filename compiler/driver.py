@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from flowc.compiler import ast
+from flowc.compiler import ast, fastparse
 from flowc.compiler.diagnostics import (
     Diagnostic,
     Related,
@@ -29,7 +29,6 @@ from flowc.compiler.diagnostics import (
     with_suggested_fix,
 )
 from flowc.compiler.lower import lower_mapped
-from flowc.compiler.parse import ParseResult, parse_source
 from flowc.compiler.resolve import Symbols, resolve, suggestion_budget
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.sourcemap import SourceMap
@@ -185,11 +184,20 @@ def _run_stages(
 ) -> list[Diagnostic]:
     """Runs the stages on `result.source`, keeping on `result` what each one built."""
     source = result.source
-    parsed = ParseResult(module) if module is not None else parse_source(source.text, source.path)
-    result.module = parsed.module
-    if parsed.module is None or parsed.diagnostics:
-        return parsed.diagnostics
-    symbols, found = resolve(parsed.module)
+    if module is None:
+        module = fastparse.parse_module(source.text)
+    if module is None:
+        # Not on the fast path: Lark parses and reports. Imported only here, so that a check of
+        # well-formed files does not load Lark (a few hundredths of a second of start-up).
+        from flowc.compiler.parse import parse_source
+
+        parsed = parse_source(source.text, source.path, fast_path=False)
+        module = parsed.module
+        if module is None or parsed.diagnostics:
+            result.module = module
+            return parsed.diagnostics
+    result.module = module
+    symbols, found = resolve(module)
     result.symbols = symbols
     checked, result.types = typecheck_with_types(symbols)
     found += checked

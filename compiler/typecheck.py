@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from flowc.compiler import ast
 from flowc.compiler import types as t
@@ -25,11 +24,12 @@ from flowc.compiler.resolve import (
     suggest,
 )
 from flowc.compiler.source import Span
-from flowc.compiler.template_bounds import checking_environment
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.model import TypeRef
 from flowc.runtime.rejections import REJECTION_FIELDS
-from flowc.runtime.templating import check_template as constants_past_limits
+
+if TYPE_CHECKING:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,9 @@ class TypeChecker:
     def __init__(self, symbols: Symbols) -> None:
         self.symbols = symbols
         self.diagnostics: list[Diagnostic] = []
-        self._jinja = checking_environment()
+        #: made for the first template checked: Jinja2 (and the runtime's templating) are not
+        #: imported by a check of a flow without templates, a tenth of `flowc check`'s start-up
+        self._jinja: ImmutableSandboxedEnvironment | None = None
         self._meta_cache: dict[str, t.Ty] | None = None
         #: id of each expression node checked -> its type (the AST outlives the checker)
         self.types: dict[int, t.Ty] = {}
@@ -1301,6 +1303,13 @@ class TypeChecker:
 
     # ---- templates ---------------------------------------------------------------------
     def check_template(self, text: ast.Text) -> None:
+        import jinja2
+
+        from flowc.compiler.template_bounds import checking_environment
+        from flowc.runtime.templating import check_template as constants_past_limits
+
+        if self._jinja is None:
+            self._jinja = checking_environment()
         try:
             tree = self._jinja.parse(text.value)
             oversized = constants_past_limits(text.value)

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-import jinja2
-import jinja2.nodes
-
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.source import NO_SPAN
@@ -153,11 +150,16 @@ def _templates(flow: CompiledFlow) -> Iterator[str]:
 def _context_fields_in_templates(templates: Iterable[str], fields: set[str]) -> set[str]:
     """The context fields templates read: `context.x` and `context["x"]`; every field when a
     template uses `context` itself (passes it to a filter, loops over it, aliases it)."""
-    env = jinja2.Environment()
     used: set[str] = set()
-    for text in set(templates):
-        if "context" not in text:
-            continue
+    texts = {text for text in templates if "context" in text}
+    if not texts:
+        return used
+    # Imported here: a check of a flow whose templates read no context needs no Jinja2.
+    import jinja2
+    import jinja2.nodes
+
+    env = jinja2.Environment()
+    for text in texts:
         try:
             tree = env.parse(text)
         except jinja2.TemplateSyntaxError:

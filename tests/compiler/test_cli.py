@@ -178,6 +178,21 @@ def test_a_sub_command_loads_only_its_own_module(files: Path) -> None:
     assert out.stdout.strip() == "0 ['flowc.compiler.commands.check']"
 
 
+def test_checking_a_well_formed_flow_loads_neither_lark_jinja_nor_the_machine(
+    files: Path,
+) -> None:
+    """A check of a file on the fast parser's path without templates needs none of them: Lark,
+    Jinja2 and the runtime's machine and instances are most of the start-up they would add."""
+    code = (
+        "import sys; from flowc.compiler import cli;"
+        f"code = cli.main(['check', {str(files / 'good.flow')!r}]);"
+        "heavy = ('lark', 'jinja2', 'flowc.runtime.machine', 'flowc.runtime.instance');"
+        "print(code, sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0 []"
+
+
 def test_a_typo_or_top_level_help_still_lists_every_command(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
