@@ -499,7 +499,7 @@ class _Parser:
 
     def event_decl(self) -> ast.EventDecl:
         start = self.expect("event")
-        name = self.event_name()
+        name = self.dotted_name()
         params = self.params()
         last = params[-1].span if params else name.span
         requires: list[ast.Require] = []
@@ -551,16 +551,6 @@ class _Parser:
         name = self.name()
         return ast.HistoryDecl(name, deep, None, self.from_token(start, name.span))
 
-    def event_name(self) -> ast.Ident:
-        first = self.name()
-        if self.kinds[self.i] != ".":
-            return first
-        parts = [first]
-        while self.kinds[self.i] == ".":
-            self.i += 1
-            parts.append(self.name())
-        return ast.Ident(".".join(p.name for p in parts), _join(first.span, parts[-1].span))
-
     def require(self) -> ast.Require:
         start = self.expect("require")
         guard = self.expr()
@@ -605,9 +595,9 @@ class _Parser:
             item_start = self.i
             self.i += 1
             if kind == "state" or kind == "field":
-                old = self.state_name() if kind == "state" else self.name()
+                old = self.dotted_name() if kind == "state" else self.name()
                 self.expect("->")
-                new = self.state_name() if kind == "state" else self.name()
+                new = self.dotted_name() if kind == "state" else self.name()
                 span = self.from_token(item_start, new.span)
                 items.append(ast.MigrateMapping(kind, old, new, span))  # type: ignore[arg-type]
             elif kind == "drop":
@@ -653,12 +643,12 @@ class _Parser:
             value = self.expr()
             return ast.Given(field, value, self.from_token(start, value.span))
         if kind == "send":
-            event = self.event_name()
+            event = self.dotted_name()
             payload = self.payload()
             last = payload[-1][1].span if payload else event.span
             return ast.Send(event, payload, self.from_token(start, last))
         if kind == "goto":
-            target = self.state_name()
+            target = self.dotted_name()
             if self.kinds[self.i] == "force":
                 force = self.i
                 self.i += 1
@@ -674,7 +664,7 @@ class _Parser:
             following = self.kinds[self.i + 1]
             if after == "state" and following != ".":
                 self.i += 1
-                state = self.state_name()
+                state = self.dotted_name()
                 return ast.ExpectState(state, self.from_token(start, state.span))
             if after == "reject" and following == "NAME":
                 code = self.i + 1
@@ -995,10 +985,11 @@ class _Parser:
         if self.kinds[i] == "self":
             self.i = i + 1
             return ast.Ident("self", self.token_span(i))
-        return self.state_name()
+        return self.dotted_name()
 
-    def state_name(self) -> ast.Ident:
-        """A state by its name, or by a dotted path (`Cooking.Paused`), kept as one name."""
+    def dotted_name(self) -> ast.Ident:
+        """A name, or a dotted path kept as one name: a state (`Cooking.Paused`) or an event
+        (`error.execution`)."""
         first = self.name()
         if self.kinds[self.i] != ".":
             return first
@@ -1019,7 +1010,7 @@ class _Parser:
                 _give_up()
             self.i += 2
             self.expect(".")
-            path = self.state_name()
+            path = self.dotted_name()
             return ast.Ident("done.state." + path.name, _join(first.span, path.span))
         parts = [first]
         while kinds[self.i] == ".":
@@ -1052,7 +1043,7 @@ class _Parser:
             return self.for_action()
         if (kind == "raise" or kind == "emit") and self.is_name(start + 1):
             self.i = start + 1
-            sent = self.event_name() if kind == "raise" else self.name()
+            sent = self.dotted_name() if kind == "raise" else self.name()
             payload = self.payload()
             last = payload[-1][1].span if payload else sent.span
             span = self.from_token(start, last)
