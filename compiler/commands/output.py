@@ -52,3 +52,16 @@ def _reason(exc: OSError, path: Path | None = None) -> str:
         # The trouble is on the way there (a parent that is a file, a folder not allowed).
         return f"{reason}: {exc.filename}"
     return reason
+
+
+def deliver(command: str, target: str | None, data: bytes) -> bool:
+    """`write_output` for a command's one result: a failed write is reported on stderr as
+    `flowc COMMAND: why`, a file written as `wrote PATH`. Returns whether the write worked."""
+    try:
+        out = write_output(target, data)
+    except OutputError as exc:
+        print(f"flowc {command}: {exc}", file=sys.stderr)
+        return False
+    if out is not None:
+        print(f"wrote {out}", file=sys.stderr)
+    return True

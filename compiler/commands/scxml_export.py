@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.output import OutputError, write_output
+from flowc.compiler.commands.output import deliver
 from flowc.compiler.driver import compile_file, print_diagnostics, write_diagnostics
 
 
@@ -47,11 +47,6 @@ def run(args: argparse.Namespace) -> int:
     write_diagnostics(exported.diagnostics, result.source, sys.stderr, color=False)
     if exported.text is None:
         return EXIT_FAILURE
-    try:
-        out = write_output(args.output, exported.text.encode("utf-8"))
-    except OutputError as exc:
-        print(f"flowc export: {exc}", file=sys.stderr)
+    if not deliver("export", args.output, exported.text.encode("utf-8")):
         return EXIT_FAILURE
-    if out is not None:
-        print(f"wrote {out}", file=sys.stderr)
     return EXIT_OK

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.output import OutputError, write_output
+from flowc.compiler.commands.output import deliver
 
 
 def register(sub: Any) -> None:
@@ -50,11 +50,6 @@ def run(args: argparse.Namespace) -> int:
     if result.flow_text is None:
         print(f"flowc import: {path}: not imported", file=sys.stderr)
         return EXIT_FAILURE
-    try:
-        out = write_output(args.output, result.flow_text.encode("utf-8"))
-    except OutputError as exc:
-        print(f"flowc import: {exc}", file=sys.stderr)
+    if not deliver("import", args.output, result.flow_text.encode("utf-8")):
         return EXIT_FAILURE
-    if out is not None:
-        print(f"wrote {out}", file=sys.stderr)
     return EXIT_OK
