@@ -520,13 +520,7 @@ class TypeChecker:
                 self.infer(value, scope)
                 continue
             self.expect(value, info.ty, scope, code="E201", what=f"`{field.name}`")
-        missing = [
-            name
-            for name, info in params.items()
-            if name not in given
-            and info.decl.default is None
-            and not isinstance(info.ty, t.OptionalTy)
-        ]
+        missing = _unset_required(params, given)
         if missing:
             self.error(
                 "E215",
@@ -711,13 +705,7 @@ class TypeChecker:
                 continue
             given.add(key.value)
             self.expect(value, info.ty, scope, code=code, what=f"field `{key.value}`")
-        missing = [
-            name
-            for name, info in fields.items()
-            if name not in given
-            and info.decl.default is None
-            and not isinstance(info.ty, t.OptionalTy)
-        ]
+        missing = _unset_required(fields, given)
         if missing:
             self.error(
                 code,
@@ -1520,3 +1508,13 @@ def typecheck_with_types(symbols: Symbols) -> tuple[list[Diagnostic], dict[int, 
     checker = TypeChecker(symbols)
     checker.run()
     return checker.diagnostics, checker.types
+
+
+def _unset_required(fields: dict[str, FieldInfo], given: set[str]) -> list[str]:
+    """The fields of a payload or record value that `given` leaves out and that have neither
+    a default nor an optional type, in declaration order."""
+    return [
+        name
+        for name, info in fields.items()
+        if name not in given and info.decl.default is None and not isinstance(info.ty, t.OptionalTy)
+    ]
