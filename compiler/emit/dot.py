@@ -127,15 +127,7 @@ def to_dot(
 
     arrows = edges(flow)
     if any(e.inherited for e in arrows):
-        graph.node(
-            ANY_STATE,
-            label="any state",
-            shape="box",
-            style="rounded,dashed",
-            color=_MUTED,
-            fontcolor=_MUTED,
-            fontsize="10",
-        )
+        _any_state_box(graph, ANY_STATE)
     graph.edge(START, flow.initial, color="black")
     taken = mark.taken(arrows)
     for group in _bundles(arrows):
@@ -382,7 +374,7 @@ class _Hierarchy:
                 self.inner.append((self.ends(state.name, state.default), _TO_DEFAULT))
         self.level(graph, None)
         if any(e.inherited for e in arrows):
-            self.any_box(graph, ANY_STATE)
+            _any_state_box(graph, ANY_STATE)
         graph.edge(start.tail, start.head, color="black", **start.attrs)
         for ends, attrs in self.inner:
             graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
@@ -497,7 +489,7 @@ class _Hierarchy:
                     **({"style": "invis"} if hidden else {}),
                 )
             if name in self.boxes:
-                self.any_box(box, _any_id(name))
+                _any_state_box(box, _any_id(name))
             self.level(box, name)
 
     def history(self, graph: graphviz.Digraph, state: State) -> None:
@@ -515,13 +507,15 @@ class _Hierarchy:
             fillcolor="white",
         )
 
-    def any_box(self, graph: graphviz.Digraph, node: str) -> None:
-        graph.node(
-            node,
-            label="any state",
-            shape="box",
-            style="rounded,dashed",
-            color=_MUTED,
-            fontcolor=_MUTED,
-            fontsize="10",
-        )
+
+def _any_state_box(graph: graphviz.Digraph, node: str) -> None:
+    """The dashed "any state" box that rules written outside every state start from."""
+    graph.node(
+        node,
+        label="any state",
+        shape="box",
+        style="rounded,dashed",
+        color=_MUTED,
+        fontcolor=_MUTED,
+        fontsize="10",
+    )
