@@ -28,12 +28,13 @@ from flowc.compiler.diagnostics import (
     render_text,
     with_suggested_fix,
 )
+from flowc.compiler.forked_task import ForkedTask
 from flowc.compiler.lower import lower_mapped
 from flowc.compiler.resolve import Symbols, resolve, suggestion_budget
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.sourcemap import SourceMap
 from flowc.compiler.testblocks import check_tests
-from flowc.compiler.typecheck import typecheck_with_types
+from flowc.compiler.typecheck import TypeChecker
 from flowc.compiler.types import Ty
 from flowc.runtime.model import CompiledFlow
 
@@ -112,11 +113,17 @@ def compile_source(
     max_bytes: int | None = None,
     module: ast.Module | None = None,
     hashed: bool = True,
+    parallel: bool = False,
 ) -> CompileResult:
     """Compile one file's text. `module`, when given, is a clean parse of exactly this text
     (an editor that re-parsed only what changed); the parse is then skipped. Without `hashed`
     the flow's `hash` is left empty (an editor showing diagnostics needs no hash). A text
-    longer than the source limit (`max_bytes`, see `source_limit`) is E008 and not parsed."""
+    longer than the source limit (`max_bytes`, see `source_limit`) is E008 and not parsed.
+
+    With `parallel`, a large file is type-checked in a forked child while this process lowers
+    and lints it (`forked_task`): the same diagnostics and flow sooner on a machine with a
+    second core, but `types` stays empty. For a caller that reports diagnostics (`flowc
+    check`), not for one that reads the types (an editor) or runs threads."""
     limit = source_limit(max_bytes)
     if len(text) > limit:
         return _too_large(path, limit)
@@ -133,7 +140,7 @@ def compile_source(
     result = CompileResult(source, None)
     try:
         with collector_paused(), suggestion_budget():
-            found = _run_stages(result, lint=lint, module=module, hashed=hashed)
+            found = _run_stages(result, lint=lint, module=module, hashed=hashed, parallel=parallel)
     except RecursionError:
         result.flow = None
         found = [
@@ -180,7 +187,12 @@ def _key(d: Diagnostic) -> tuple[str, int, int, str]:
 
 
 def _run_stages(
-    result: CompileResult, *, lint: bool, module: ast.Module | None = None, hashed: bool = True
+    result: CompileResult,
+    *,
+    lint: bool,
+    module: ast.Module | None = None,
+    hashed: bool = True,
+    parallel: bool = False,
 ) -> list[Diagnostic]:
     """Runs the stages on `result.source`, keeping on `result` what each one built."""
     source = result.source
@@ -199,17 +211,76 @@ def _run_stages(
     result.module = module
     symbols, found = resolve(module)
     result.symbols = symbols
-    checked, result.types = typecheck_with_types(symbols)
-    found += checked
+    checker = TypeChecker(symbols)
+    checker.check_done_data()  # derives the done payloads, which lowering reads
+    found += checker.diagnostics
+    clean = symbols.initial is not None and not _has_error(found)
+    if parallel and clean and _worth_forking(source):
+        return found + _check_beside_lowering(result, checker, lint=lint, hashed=hashed)
+    checker.diagnostics = []
+    checker.check_bodies()
+    found += checker.diagnostics
+    result.types = checker.types
     found += check_tests(symbols)
-    if any(d.severity is Severity.ERROR for d in found) or symbols.initial is None:
+    if _has_error(found) or symbols.initial is None:
         return found
     result.flow, result.where = lower_mapped(symbols, hashed=hashed)
     if lint:
-        from flowc.compiler.lint import lint as run_lint
-
-        found += run_lint(result.flow, source, result.where)
+        found += _lint(result)
     return found
+
+
+#: Below this many characters of source, forking costs more than the type check it overlaps.
+FORK_MIN_CHARS = 200_000
+
+
+def _worth_forking(source: SourceFile) -> bool:
+    return len(source.text) >= FORK_MIN_CHARS
+
+
+def _check_beside_lowering(
+    result: CompileResult, checker: TypeChecker, *, lint: bool, hashed: bool
+) -> list[Diagnostic]:
+    """The type check (and the test blocks' check) in a forked child while this process
+    lowers and lints: the diagnostics of all three, as the sequential path finds them.
+
+    Lowering and lint run before the type check has passed, so they may meet a flow it will
+    reject: what they found, or the exception they raised, counts only if it finds no error.
+    `result.types` stays empty (the types are the child's)."""
+    symbols = checker.symbols
+
+    def check_types() -> list[Diagnostic]:
+        checker.diagnostics = []
+        checker.check_bodies()
+        return checker.diagnostics + check_tests(symbols)
+
+    typed = ForkedTask(check_types)
+    linted: list[Diagnostic] = []
+    failure: Exception | None = None
+    try:
+        result.flow, result.where = lower_mapped(symbols, hashed=hashed)
+        if lint:
+            linted = _lint(result)
+    except Exception as exc:  # on an ill-typed flow: only its type errors are reported
+        failure = exc
+    found = typed.result()
+    if _has_error(found):
+        result.flow = result.where = None
+        return found
+    if failure is not None:
+        raise failure
+    return found + linted
+
+
+def _lint(result: CompileResult) -> list[Diagnostic]:
+    from flowc.compiler.lint import lint as run_lint
+
+    assert result.flow is not None
+    return run_lint(result.flow, result.source, result.where)
+
+
+def _has_error(found: list[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in found)
 
 
 _FIRST_DECLARED = re.compile(r"first declared on line (\d+)")
@@ -254,9 +325,11 @@ def compile_file(
     lint: bool = True,
     max_bytes: int | None = None,
     hashed: bool = True,
+    parallel: bool = False,
 ) -> CompileResult:
     """Compile a file; an unreadable file is a diagnostic too (E001), and so is one larger than
-    the source limit (E008), which is not read past it. `hashed` as for `compile_source`."""
+    the source limit (E008), which is not read past it. `hashed` and `parallel` as for
+    `compile_source`."""
     name = str(path)
     limit = source_limit(max_bytes)
     try:
@@ -267,7 +340,7 @@ def compile_file(
         reason = exc.strerror or str(exc)
         diag = Diagnostic("E001", f"cannot read file: {reason}", Span(1, 1, 1, 1), file=name)
         return CompileResult(source, None, [diag])
-    return compile_source(data, name, lint=lint, max_bytes=limit, hashed=hashed)
+    return compile_source(data, name, lint=lint, max_bytes=limit, hashed=hashed, parallel=parallel)
 
 
 def _too_large(path: str, limit: int) -> CompileResult:

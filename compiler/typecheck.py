@@ -98,8 +98,14 @@ class TypeChecker:
 
     # ---- entry point -------------------------------------------------------------------
     def run(self) -> None:
-        symbols = self.symbols
         self.check_done_data()
+        self.check_bodies()
+
+    def check_bodies(self) -> None:
+        """Everything but the done data: defaults, requires, actions, rules, templates and
+        invariants. Reads the symbols and changes nothing in them (`check_done_data`, which
+        derives the done payloads lowering reads, has run)."""
+        symbols = self.symbols
         for fields in symbols.records.values():
             self._check_defaults(fields)
         self._check_defaults(symbols.context)
