@@ -67,22 +67,25 @@ _PRECEDENCE = {
 }  # fmt: skip
 _UNKNOWN = "!unknown"
 
-# The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; atomic, so that a
-# comment is never searched for tokens), then one token, in the order FlowLexer tries the
-# grammar's terminals (by priority, then longest first), or any other character, which this
-# parser does not know, or the end of the text. `findall` returns the (trivia, token) pairs in
-# one call; as something matches at every position, it skips nothing.
+# The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; possessive, so
+# that a comment is never searched for tokens), then one token, or any other character, which this
+# parser does not know, or the end of the text. Where two terminals can match at one place,
+# they are tried in the order FlowLexer tries them (by priority, then longest first): a
+# triple-quoted string before a string, a duration before a float before an integer. Words,
+# then punctuation, come first, as the commonest tokens, which no other terminal can start.
+# `findall` returns the (trivia, token) pairs in one call; as something matches at every
+# position, it skips nothing.
 _TOKEN = re.compile(
-    r"((?>[ \t\r\n\f]*(?:#[^\n]*[ \t\r\n\f]*)*))("
-    r'"""[\s\S]*?"""'
+    r"([ \t\r\n\f]*+(?:#[^\n]*+[ \t\r\n\f]*+)*+)("
+    r"[A-Za-z_][A-Za-z0-9_]*"
+    r"|->|\.\.|==|!=|<=|>=|\+=|-="
+    r"|[<>=+\-*/%?()\[\]{},;:.]"
+    r'|"""[\s\S]*?"""'
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
     r"|[0-9]+(?:ms|s|m|h|d)\b"
     r"|[0-9]+\.[0-9]+(?:[eE][+-]?[0-9]+)?"
     r"|[0-9]+"
-    r"|[A-Za-z_][A-Za-z0-9_]*"
-    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    r"|->|\.\.|==|!=|<=|>=|\+=|-="
-    r"|[<>=+\-*/%?()\[\]{},;:.]"
     r"|[^ \t\r\n\f#]"
     r"|\Z)"
 )
@@ -175,7 +178,14 @@ def _maker(cls: type[T], arity: int) -> Callable[..., T]:
     return make4
 
 
-_span = _maker(Span, 4)
+_new_tuple = tuple.__new__
+
+
+def _span(line: int, column: int, end_line: int, end_column: int) -> Span:
+    """`Span(...)` without the named tuple's own `__new__` (a Python function)."""
+    return _new_tuple(Span, (line, column, end_line, end_column))
+
+
 _ident = _maker(ast.Ident, 2)
 _name = _maker(ast.Name, 2)
 _literal = _maker(ast.Literal_, 3)
@@ -188,8 +198,9 @@ _assign = _maker(ast.Assign, 4)
 
 
 def _join(first: Span, last: Span) -> Span:
-    """`first.to(last)`, built as `_span` builds spans."""
-    return _span(first.line, first.column, last.end_line, last.end_column)
+    """`first.to(last)`, built as `_span` builds spans (inlined where a large file's parse
+    makes a span per token)."""
+    return _new_tuple(Span, (first.line, first.column, last.end_line, last.end_column))
 
 
 def parse_module(text: str) -> ast.Module | None:
@@ -362,11 +373,11 @@ class _Parser:
             return _span(self.lines[i], self.cols[i], end[0], end[1])
         line = self.lines[i]
         col = self.cols[i]
-        return _span(line, col, line, col + len(self.texts[i]))
+        return _new_tuple(Span, (line, col, line, col + len(self.texts[i])))
 
     def from_token(self, i: int, last: Span) -> Span:
         """The span from token `i` to the end of `last`."""
-        return _span(self.lines[i], self.cols[i], last.end_line, last.end_column)
+        return _new_tuple(Span, (self.lines[i], self.cols[i], last.end_line, last.end_column))
 
     def name(self) -> ast.Ident:
         i = self.i
@@ -377,7 +388,7 @@ class _Parser:
         line = self.lines[i]
         col = self.cols[i]
         text = self.texts[i]
-        return _ident(text, _span(line, col, line, col + len(text)))
+        return _ident(text, _new_tuple(Span, (line, col, line, col + len(text))))
 
     def is_name(self, i: int) -> bool:
         kind = self.kinds[i]
@@ -1279,7 +1290,7 @@ class _Parser:
             line = self.lines[i]
             col = self.cols[i]
             text = self.texts[i]
-            span = _span(line, col, line, col + len(text))
+            span = _new_tuple(Span, (line, col, line, col + len(text)))
             if kinds[i + 1] == "(":
                 self.i = i + 2
                 args = self.arguments()

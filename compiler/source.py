@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
+    """Where a piece of source is. A named tuple rather than a dataclass: a large file's parse
+    makes a span per token, and a tuple is built in a third of the time."""
+
     line: int
     column: int
     end_line: int

@@ -20,7 +20,6 @@ from flowc.compiler.source import SourceFile, Span
 _CODE_TEXT = r"[A-Za-z][A-Za-z0-9]*[0-9][A-Za-z0-9]*\b"
 _ALLOW = re.compile(rf"#\s*flowc:\s*allow\s+({_CODE_TEXT}(?:\s*[, ]\s*{_CODE_TEXT})*)")
 _CODE = re.compile(_CODE_TEXT)
-_LINE_NAMING_FLOWC = re.compile(r"^.*flowc.*$", re.MULTILINE)
 
 
 class Suppressions:
@@ -63,9 +62,8 @@ def apply(diags: Iterable[Diagnostic], source: SourceFile) -> list[Diagnostic]:
 def codes_naming_no_warning(source: SourceFile) -> Iterator[Diagnostic]:
     """W313 for each code in an allow comment that is not a warning flowc can report."""
     warnings = sorted(code for code, (severity, _) in CODES.items() if severity is Severity.WARNING)
-    for mention in _LINE_NAMING_FLOWC.finditer(source.text):
-        line, _ = source.position(mention.start())
-        for allow in _ALLOW.finditer(mention.group()):
+    for line in _lines_naming_flowc(source):
+        for allow in _ALLOW.finditer(source.line_text(line)):
             for found in _CODE.finditer(allow.group(1)):
                 code = found.group().upper()
                 known = CODES.get(code)
@@ -79,3 +77,17 @@ def codes_naming_no_warning(source: SourceFile) -> Iterator[Diagnostic]:
                     message = f"`{code}` is not a flowc warning code"
                     help = f"warning codes: {', '.join(warnings)}"
                 yield Diagnostic.make("W313", message, span, help=help)
+
+
+def _lines_naming_flowc(source: SourceFile) -> Iterator[int]:
+    """The lines where `flowc` is written, found with `str.find` (a regex tried at every line
+    start reads the whole of a large file, where most have no such line)."""
+    text = source.text
+    found = text.find("flowc")
+    while found >= 0:
+        line, _ = source.position(found)
+        yield line
+        next_line = text.find("\n", found)
+        if next_line < 0:
+            return
+        found = text.find("flowc", next_line)
