@@ -287,13 +287,31 @@ def _float(raw: str) -> float:
     return value
 
 
+def _classify(token: str) -> str:
+    """The kind of a token that is not a keyword or punctuation."""
+    first = token[0]
+    if "0" <= first <= "9":
+        if "." in token:
+            return "FLOAT"
+        return "INT" if token[-1].isdigit() else "DURATION"
+    if first == "_" or first.isalpha():
+        if not token.isascii():
+            _give_up()
+        return "NAME"
+    if first in "\"'" and len(token) >= 2 and token[-1] == first:
+        return "LONG_STRING" if token.startswith('"""') and len(token) >= 6 else "STRING"
+    _give_up()  # a character no token starts with (E002)
+
+
 class _Parser:
     """Recursive descent over the token lists; each method parses one grammar rule from
     `self.i` and leaves `self.i` after it."""
 
     def __init__(self, text: str) -> None:
-        kinds_of = _kinds()
-        get = kinds_of.get
+        # The fixed kinds, and each word, number and string met so far with the kind it was
+        # given (a large file names the same fields and states again and again).
+        known = dict(_kinds())
+        get = known.get
         kinds: list[str] = []
         texts: list[str] = []
         lines: list[int] = []
@@ -302,54 +320,35 @@ class _Parser:
         self.ends: dict[int, tuple[int, int]] = {}
         add_kind, add_text = kinds.append, texts.append
         add_line, add_col = lines.append, cols.append
-        pos = 0
         line = 1
-        line_start = 0
+        col = 1
         for trivia, token in _TOKEN.findall(text):
             if trivia:
                 if "\n" in trivia:
                     line += trivia.count("\n")
-                    line_start = pos + trivia.rfind("\n") + 1
-                pos += len(trivia)
+                    col = len(trivia) - trivia.rfind("\n")
+                else:
+                    col += len(trivia)
             kind = get(token)
             if kind is None:
-                first = token[0]
-                if "0" <= first <= "9":
-                    if "." in token:
-                        kind = "FLOAT"
-                    elif token[-1].isdigit():
-                        kind = "INT"
-                    else:
-                        kind = "DURATION"
-                elif first == "_" or first.isalpha():
-                    if not token.isascii():
-                        _give_up()
-                    kind = "NAME"
-                elif first in "\"'" and len(token) >= 2 and token[-1] == first:
-                    if token.startswith('"""') and len(token) >= 6:
-                        kind = "LONG_STRING"
-                        if "\n" in token:
-                            add_kind(kind)
-                            add_text(token)
-                            add_line(line)
-                            add_col(pos - line_start + 1)
-                            end = pos + len(token)
-                            line += token.count("\n")
-                            line_start = pos + token.rfind("\n") + 1
-                            self.ends[len(kinds) - 1] = (line, end - line_start + 1)
-                            pos = end
-                            continue
-                    else:
-                        kind = "STRING"
-                else:
-                    _give_up()  # a character no token starts with (E002)
+                kind = _classify(token)
+                if kind == "LONG_STRING" and "\n" in token:
+                    add_kind(kind)
+                    add_text(token)
+                    add_line(line)
+                    add_col(col)
+                    line += token.count("\n")
+                    col = len(token) - token.rfind("\n")
+                    self.ends[len(kinds) - 1] = (line, col)
+                    continue
+                known[token] = kind
             elif kind is _UNKNOWN:
                 _give_up()
             add_kind(kind)
             add_text(token)
             add_line(line)
-            add_col(pos - line_start + 1)
-            pos += len(token)
+            add_col(col)
+            col += len(token)
         if kinds[-1] != "$END":  # pragma: no cover - `\Z` matches at the end of every text
             _give_up()
         self.kinds = kinds
@@ -1232,7 +1231,10 @@ class _Parser:
         elif kinds[i] == "-":
             left = self.factor()
         else:
-            left = self.postfix()
+            left = self.atom()  # `postfix`, without a call where no `.` or `[` follows
+            after = kinds[self.i]
+            if after == "." or after == "[":
+                left = self.postfix_tail(left)
         compared = False
         while True:
             op = kinds[self.i]
@@ -1264,7 +1266,10 @@ class _Parser:
         return self.postfix()
 
     def postfix(self) -> ast.Expr:
-        node = self.atom()
+        return self.postfix_tail(self.atom())
+
+    def postfix_tail(self, node: ast.Expr) -> ast.Expr:
+        """`node` followed by any number of `.name` and `[index]`."""
         kinds = self.kinds
         while True:
             kind = kinds[self.i]
@@ -1299,11 +1304,14 @@ class _Parser:
             self.i = i + 1
             return _name(text, span)
         if kind == "event":
-            if kinds[i + 1] != ".":
+            # `event.NAME`, read from the tokens (`self.name()` would build a node to discard)
+            j = i + 2
+            if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _SOFT):
                 _give_up()
-            self.i = i + 2
-            field = self.name()
-            return _event_field(field.name, self.from_token(i, field.span))
+            self.i = j + 1
+            text = self.texts[j]
+            end = (self.lines[j], self.cols[j] + len(text))
+            return _event_field(text, _new_tuple(Span, (self.lines[i], self.cols[i], *end)))
         if kind == "state":
             if kinds[i + 1] != ".":
                 _give_up()

@@ -399,3 +399,31 @@ def test_statechart_faults_are_left_to_lark(text: str, code: str) -> None:
     assert fastparse.parse_module(text) is None
     assert code in {d.code for d in parse_source(text).diagnostics}
     agrees_with_lark(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # `event.NAME` is read straight from the tokens: soft keywords as field names, a
+        # postfix after it, spaces and comments inside it.
+        "flow t\nstate A { on go if event.type == event.message.x[0] and event . # c\n"
+        " version > 1 -> A }\n",
+        "flow t\nstate A { on go if -event.n < 2 and not event.ok -> A do n = event.n }\n",
+        # Columns after a triple-quoted string that spans lines, on its last line.
+        'flow t\nmessage m """\n  two\n lines""" state A { on go if n > 1 -> A }\n',
+        'flow t\nmessage m """one"""\nmessage k """\n"""    state B\n',
+        # A word met again is the same kind (the scan remembers kinds by text).
+        "flow t\nevent go\nstate go { on go -> go }\n",
+    ],
+)
+def test_expressions_and_positions_take_the_fast_path(text: str) -> None:
+    assert agrees_with_lark(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["flow t\nstate A { on go if event.1 -> A }\n", "flow t\nstate A { on go if event. -> A }\n"],
+)
+def test_an_event_without_a_field_name_is_left_to_lark(text: str) -> None:
+    assert fastparse.parse_module(text) is None
+    assert parse_source(text).diagnostics
