@@ -420,7 +420,11 @@ class StateDecl:
     done_data: Expr | None = None
 
     def has(self, modifier: str) -> bool:
-        return any(m.name == modifier for m in self.modifiers)
+        # A loop, not `any(...)`: asked of every state many times, and a generator costs more.
+        for m in self.modifiers:  # noqa: SIM110
+            if m.name == modifier:
+                return True
+        return False
 
     @property
     def child_states(self) -> tuple[StateDecl, ...]:

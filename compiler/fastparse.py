@@ -1205,7 +1205,7 @@ class _Parser:
     def expr(self) -> ast.Expr:
         """A whole expression where a statement takes one."""
         start = self.i
-        node = self.or_test()
+        node = self.operation(1)  # `or_test`, one call fewer
         if self.i - start > _MAX_EXPR_TOKENS:
             _give_up()  # possibly past MAX_EXPR_DEPTH (E005): the Lark path decides
         return node

@@ -95,19 +95,33 @@ def _plan(cls: type[BaseModel]) -> _Plan:
     return template, frozenset(required), tuple(made)
 
 
+_ASSIGN_OPS = {"=": "set", "+=": "add", "-=": "sub"}
+
+
 class Lowerer:
     def __init__(self, symbols: Symbols) -> None:
         self.symbols = symbols
         #: Identical expression nodes are built once and shared (flows repeat `attempts < 3`
         #: and friends in every state); keyed by op, value and the ids of shared children.
         self._interned: dict[tuple[Any, ...], ir.Expr] = {}
+        #: The same for binary operations, keyed by operator and the ids of both operands.
+        self._binaries: dict[tuple[str, int, int], ir.Expr] = {}
         #: Filled as the IR is built: where each lowered part was written.
         self.source_map = SourceMap()
 
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
+        if type(node) is ast.Binary:  # the most common node by far: its own short path
+            left = self.expr(node.left)
+            right = self.expr(node.right)
+            pair = (node.op, id(left), id(right))
+            found = self._binaries.get(pair)
+            if found is None:
+                found = _new(ir.Expr, op=node.op, value=None, args=(left, right))
+                self._binaries[pair] = found
+            return found
         op, value, args = self._expr_parts(node)
-        key = (op, type(value), value, tuple(map(id, args)))
+        key = (op, type(value), value, tuple(map(id, args)) if args else ())
         found = self._interned.get(key)
         if found is None:
             found = _new(ir.Expr, op=op, value=value, args=args)
@@ -115,9 +129,8 @@ class Lowerer:
         return found
 
     def _expr_parts(self, node: ast.Expr) -> tuple[str, Any, tuple[ir.Expr, ...]]:
+        """(op, value, lowered arguments) of any node but a binary operation (see `expr`)."""
         symbols = self.symbols
-        if isinstance(node, ast.Binary):  # first: the most common node by far
-            return (node.op, None, (self.expr(node.left), self.expr(node.right)))
         if isinstance(node, ast.Literal_):
             return ("lit", node.value, ())
         if isinstance(node, ast.Name):
@@ -175,8 +188,8 @@ class Lowerer:
         lowered: list[ir.Action] = []
         for action in actions:
             if isinstance(action, ast.Assign):
-                op = {"=": "set", "+=": "add", "-=": "sub"}[action.op]
-                target = tuple(i.name for i in action.target)
+                op = _ASSIGN_OPS[action.op]
+                target = tuple([i.name for i in action.target])
                 lowered.append(_new(ir.Action, op=op, target=target, value=self.expr(action.value)))
             elif isinstance(action, ast.ActionCall):
                 path, item = action.args
@@ -395,8 +408,15 @@ class Lowerer:
         meta: dict[str, Any] = {}
         for block in decl.metas:
             meta.update(block.value)
-        entry = tuple(a for b in decl.blocks if b.when == "entry" for a in self.actions(b.actions))
-        exit_ = tuple(a for b in decl.blocks if b.when == "exit" for a in self.actions(b.actions))
+        entry: tuple[ir.Action, ...] = ()
+        exit_: tuple[ir.Action, ...] = ()
+        if decl.blocks:  # most states have none: no generators made for them
+            entry = tuple(
+                a for b in decl.blocks if b.when == "entry" for a in self.actions(b.actions)
+            )
+            exit_ = tuple(
+                a for b in decl.blocks if b.when == "exit" for a in self.actions(b.actions)
+            )
         return _new(
             ir.State,
             name=node.name,
@@ -409,9 +429,9 @@ class Lowerer:
             exit=exit_,
             initial_targets=self.symbols.initial_targets.get(node.name, ()),
             done_data=self.expr(decl.done_data) if decl.done_data is not None else None,
-            initial_actions=tuple(
-                a for r in decl.initial_rules[:1] for a in self.actions(r.actions)
-            ),
+            initial_actions=self.actions(decl.initial_rules[0].actions)
+            if decl.initial_rules
+            else (),
             unhandled="ignore" if node.name in self.symbols.ignoring else "refuse",
             line=decl.name.span.line,
             column=decl.name.span.column,

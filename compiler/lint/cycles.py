@@ -252,10 +252,7 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
     event there (the state's own, then its ancestors'), when that rule has no guard. Raises
     inside an `if` are conditional and not followed.
     """
-    raises = any(a.op == "raise" for t in g.live_transitions for a in t.actions) or any(
-        a.op == "raise" for state in g.flow.states for a in state.entry
-    )
-    if not raises:  # most flows raise nothing: no need to index every rule by its event
+    if not _raises_any(g):  # most flows raise nothing: no need to index every rule by its event
         return
     by_event: dict[tuple[str, str], list[Transition]] = {}
     for t in g.live_transitions:
@@ -297,3 +294,17 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
             help="give one of these rules a guard that a raise changes, or raise the event "
             "only under a condition (`if ... { raise ... }`)",
         )
+
+
+def _raises_any(g: FlowGraph) -> bool:
+    """Whether some live rule or entry block raises an event (at its top level: raises inside
+    an `if` are not followed). Loops, not `any(...)`: every rule of a large flow is asked."""
+    for t in g.live_transitions:
+        for a in t.actions:
+            if a.op == "raise":
+                return True
+    for state in g.flow.states:
+        for a in state.entry:
+            if a.op == "raise":
+                return True
+    return False

@@ -53,8 +53,9 @@ def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
     fields = {f.name for f in g.flow.context}
     if not fields:
         return
-    used = _context_names_used(g.flow)
-    used |= _context_fields_in_templates(_templates(g.flow), fields) & fields
+    used = _context_names_used(g.flow, fields)
+    if not fields <= used:
+        used |= _context_fields_in_templates(_templates(g.flow), fields) & fields
     for f in g.flow.context:
         if f.name in used:
             continue
@@ -90,48 +91,61 @@ def _collect_type_names(ref: TypeRef, into: set[str]) -> None:
         ref = ref.item
 
 
-def _context_names_used(flow: CompiledFlow) -> set[str]:
+def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
+    """The context fields the flow's guards and actions read or write; the walk stops once
+    every one of `fields` is found (in most flows, every field is used, and soon)."""
     used: set[str] = set()
-    exprs: list[Expr] = []
-    actions: list[Action] = []
+    found = 0
+    # Lowering shares identical expressions between rules: each one is walked once.
+    seen: set[int] = set()
+    for root in _usage_roots(flow):
+        # Iterative walk: generated flows can nest expressions deeply.
+        stack: list[Action | Expr] = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Action):
+                if node.target:
+                    used.add(node.target[0])
+                if node.value is not None:
+                    stack.append(node.value)
+                for branch in node.branches:  # `if`: its guards and the actions of every arm
+                    if branch.guard is not None:
+                        stack.append(branch.guard)
+                    stack.extend(branch.actions)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.op == "ctx" and isinstance(node.value, str):
+                used.add(node.value)
+            stack.extend(node.args)
+        if len(used) != found:
+            found = len(used)
+            if fields <= used:
+                break
+    return used
+
+
+def _usage_roots(flow: CompiledFlow) -> Iterator[Action | Expr]:
+    """Every action and top-level expression of the flow, transitions first."""
     for t in flow.transitions:
         if t.guard is not None:
-            exprs.append(t.guard)
+            yield t.guard
         if t.data is not None:
-            exprs.append(t.data)
+            yield t.data
         if t.after_expr is not None:
-            exprs.append(t.after_expr)
-        actions.extend(t.actions)
+            yield t.after_expr
+        yield from t.actions
     for state in flow.states:
-        actions.extend(state.entry)
-        actions.extend(state.exit)
+        yield from state.entry
+        yield from state.exit
     for event in flow.events:
-        exprs.extend(r.guard for r in event.requires)
-        exprs.extend(r.data for r in event.requires if r.data is not None)
-    exprs.extend(inv.expr for inv in flow.invariants)
-    while actions:
-        action = actions.pop()
-        if action.target:
-            used.add(action.target[0])
-        if action.value is not None:
-            exprs.append(action.value)
-        for branch in action.branches:  # `if`: its guards and the actions of every arm
-            if branch.guard is not None:
-                exprs.append(branch.guard)
-            actions.extend(branch.actions)
-    # Iterative walk: generated flows can nest expressions deeply. Lowering shares identical
-    # expressions between rules, so each is walked once.
-    stack = exprs
-    seen: set[int] = set()
-    while stack:
-        expr = stack.pop()
-        if id(expr) in seen:
-            continue
-        seen.add(id(expr))
-        if expr.op == "ctx" and isinstance(expr.value, str):
-            used.add(expr.value)
-        stack.extend(expr.args)
-    return used
+        for r in event.requires:
+            yield r.guard
+            if r.data is not None:
+                yield r.data
+    for inv in flow.invariants:
+        yield inv.expr
 
 
 def _templates(flow: CompiledFlow) -> Iterator[str]:
