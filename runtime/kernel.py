@@ -130,9 +130,9 @@ class Plan:
         self.arm: tuple[CTransition, ...] = (
             ()
             if self.internal
-            else tuple(x for s in self.entries for x in s.timers)
+            else tuple(x for s in self.entries for x in timers_of(s))
             if leaf is not None
-            else target.timers
+            else timers_of(target)
         )
         #: An internal timer rule (`after D -> self`) is armed again when it fires.
         computed = t.kind == "timer" and t.after_ms is None
@@ -231,17 +231,31 @@ def _emits(actions: Any) -> bool:
 
 
 def _reads_active(node: Any) -> bool:
-    """Whether raw IR (an action block, an action, an expression) calls `active`."""
+    """Whether raw IR (an action block, an action, an expression) calls `active`. Asked by a
+    pair's first use: only containers are queued (most values are strings and numbers)."""
     stack = [node]
+    push = stack.append
     while stack:
         n = stack.pop()
         if isinstance(n, dict):
             if n.get("op") == "call" and n.get("value") == "active":
                 return True
-            stack.extend(n.values())
+            for v in n.values():
+                if type(v) is dict or type(v) is list or isinstance(v, dict | list | tuple):
+                    push(v)
         elif isinstance(n, list | tuple):
             stack.extend(n)
     return False
+
+
+def timers_of(state: CState) -> tuple[CTransition, ...]:
+    """The timer rules of `state`. A state not used yet is wired (every rule of it built) only
+    if it has some: a first send, working out what its step arms, would otherwise build the
+    whole of the state it leads to, to learn that it has no timers (most states have none)."""
+    loader = state._loader
+    if loader is not None and not loader.has_timer_rules(state):
+        return ()
+    return state.timers
 
 
 def plan_of(t: CTransition) -> Plan:

@@ -745,9 +745,18 @@ class Machine:
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
+            state._loader = None  # before the rules are dropped: see `has_timer_rules`
             self._unwired.pop(state.name, None)
-            state._loader = None
             state.__class__ = CState
+
+    def has_timer_rules(self, state: CState) -> bool:
+        """Whether `state` has `after` rules, read from the IR while it is not wired."""
+        rules = self._unwired.get(state.name)
+        if rules is None:
+            # No rules at all, or wired meanwhile (by another thread): `_wire_now` clears
+            # `_loader` before it drops the rules.
+            return state._loader is None and bool(state.timers)
+        return any(raw.get("kind") == "timer" for raw in rules)
 
     def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
         ev = self.events.get(t.event) if t.event else None

@@ -38,6 +38,39 @@ def test_states_are_wired_on_first_use() -> None:
     ]
 
 
+TIMED = """\
+flow timed
+event go
+event back
+initial state A { on go -> B  on back -> C }
+state B { on back -> A }
+state C {
+  after 5s -> A
+  on go -> B
+}
+"""
+
+
+def test_a_step_wires_the_state_it_leads_to_only_when_that_state_has_timers() -> None:
+    # A one-send process (a CLI run, a serverless call) would otherwise build every rule of
+    # the state it leaves the instance in, to learn that there is no timer to arm.
+    m = Machine.from_source(TIMED)
+    inst = m.start()
+    assert inst.send("go").ok and inst.state == "B"
+    assert m.states["B"]._loader is m  # not wired: no timers
+    assert not inst.snapshot().get("timers")
+    assert inst.send("back").ok and inst.send("back").ok and inst.state == "C"
+    assert m.states["C"]._loader is None  # wired: its timer is armed
+    assert [t["index"] for t in inst.snapshot()["timers"]] == [
+        t.index for t in m.states["C"].timers
+    ]
+    # Once wired (by any thread), a state's own timers are the answer.
+    assert m.has_timer_rules(m.states["C"])
+    assert not m.has_timer_rules(m.states["B"])
+    _ = m.states["B"].on
+    assert m.states["B"]._loader is None and not m.has_timer_rules(m.states["B"])
+
+
 def test_wiring_order_makes_no_difference() -> None:
     def shape(m: Machine) -> list[tuple[str, list[tuple[int, bool, bool]], list[str]]]:
         return [
