@@ -159,4 +159,8 @@ def entry() -> NoReturn:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    entry()
+    # `python -m flowc.compiler.cli`: run the module imported by its name, the one commands
+    # import (`leave_for_exit`), not this copy of it running as `__main__`.
+    from flowc.compiler.cli import entry as module_entry
+
+    module_entry()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -230,7 +231,24 @@ def test_the_program_leaves_checked_results_to_the_exit(
         assert [r.source.path for r in kept] == [str(files / "sub" / "bad.flow")]
     finally:
         monkeypatch.setattr(cli, "_left_for_exit", None)
+        gc.unfreeze()  # what it kept was frozen out of the collector's sight: give it back
     assert "unknown event `og`" in capsys.readouterr().out
+
+
+def test_python_dash_m_leaves_checked_results_to_the_exit_too(files: Path) -> None:
+    # `python -m flowc.compiler.cli` runs the module as `__main__`; the commands import it by
+    # its name, a second copy, which must be the one told it runs as the program. Seen from
+    # outside: the process leaves by `os._exit` (no atexit hook runs), its output flushed.
+    code = (
+        "import atexit, runpy, sys; "
+        "atexit.register(lambda: print('atexit hook ran')); "
+        f"sys.argv = ['flowc', 'check', {str(files / 'sub' / 'bad.flow')!r}]; "
+        "runpy.run_module('flowc.compiler.cli', run_name='__main__', alter_sys=True)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "error[E105]: unknown event `og`" in done.stdout
+    assert "atexit hook ran" not in done.stdout
 
 
 def test_the_console_script_flushes_before_it_exits(files: Path) -> None:
