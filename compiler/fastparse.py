@@ -22,7 +22,7 @@ checks that both parsers agree on every flow in the repository and on generated 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from functools import cache
 from importlib import resources
@@ -287,6 +287,38 @@ def _float(raw: str) -> float:
     return value
 
 
+#: Characters of text scanned per `findall` (see `_scanned`).
+_SCAN_BLOCK = 1 << 16
+
+
+def _scanned(text: str) -> Iterator[list[tuple[str, str]]]:
+    """The scan's (trivia, token) pairs, a block of lines at a time: one `findall` over a large
+    file makes all of its pairs at once (a hundred megabytes at 10,000 states, pages the system
+    must hand over and take back). A block ends after a newline, which no token but a
+    triple-quoted string can hold: a text with one is scanned whole. The end-of-text match of
+    each block but the last is dropped, and its trivia carried into the next block."""
+    size = len(text)
+    if size <= _SCAN_BLOCK or '"""' in text:
+        yield _TOKEN.findall(text)
+        return
+    carry = ""
+    start = 0
+    while start < size:
+        end = text.find("\n", start + _SCAN_BLOCK)
+        end = size if end < 0 else end + 1
+        pairs = _TOKEN.findall(text, start, end)
+        if carry:
+            pairs[0] = (carry + pairs[0][0], pairs[0][1])
+        if end < size:
+            # The block's end: matched with its trivia, then empty (`findall` tries again
+            # after a non-empty match): trivia, and no token.
+            carry = ""
+            while pairs and not pairs[-1][1]:
+                carry = pairs.pop()[0] + carry
+        yield pairs
+        start = end
+
+
 def _classify(token: str) -> str:
     """The kind of a token that is not a keyword or punctuation."""
     first = token[0]
@@ -322,33 +354,34 @@ class _Parser:
         add_line, add_col = lines.append, cols.append
         line = 1
         col = 1
-        for trivia, token in _TOKEN.findall(text):
-            if trivia:
-                if "\n" in trivia:
-                    line += trivia.count("\n")
-                    col = len(trivia) - trivia.rfind("\n")
-                else:
-                    col += len(trivia)
-            kind = get(token)
-            if kind is None:
-                kind = _classify(token)
-                if kind == "LONG_STRING" and "\n" in token:
-                    add_kind(kind)
-                    add_text(token)
-                    add_line(line)
-                    add_col(col)
-                    line += token.count("\n")
-                    col = len(token) - token.rfind("\n")
-                    self.ends[len(kinds) - 1] = (line, col)
-                    continue
-                known[token] = kind
-            elif kind is _UNKNOWN:
-                _give_up()
-            add_kind(kind)
-            add_text(token)
-            add_line(line)
-            add_col(col)
-            col += len(token)
+        for pairs in _scanned(text):
+            for trivia, token in pairs:
+                if trivia:
+                    if "\n" in trivia:
+                        line += trivia.count("\n")
+                        col = len(trivia) - trivia.rfind("\n")
+                    else:
+                        col += len(trivia)
+                kind = get(token)
+                if kind is None:
+                    kind = _classify(token)
+                    if kind == "LONG_STRING" and "\n" in token:
+                        add_kind(kind)
+                        add_text(token)
+                        add_line(line)
+                        add_col(col)
+                        line += token.count("\n")
+                        col = len(token) - token.rfind("\n")
+                        self.ends[len(kinds) - 1] = (line, col)
+                        continue
+                    known[token] = kind
+                elif kind is _UNKNOWN:
+                    _give_up()
+                add_kind(kind)
+                add_text(token)
+                add_line(line)
+                add_col(col)
+                col += len(token)
         if kinds[-1] != "$END":  # pragma: no cover - `\Z` matches at the end of every text
             _give_up()
         self.kinds = kinds

@@ -427,3 +427,31 @@ def test_expressions_and_positions_take_the_fast_path(text: str) -> None:
 def test_an_event_without_a_field_name_is_left_to_lark(text: str) -> None:
     assert fastparse.parse_module(text) is None
     assert parse_source(text).diagnostics
+
+
+def test_a_scan_in_blocks_reads_what_a_whole_scan_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A large file is scanned a block of lines at a time; blocks as short as a line or two
+    # put a boundary inside every kind of trivia (blank lines, comments, indentation).
+    monkeypatch.setattr(fastparse, "_SCAN_BLOCK", 7)
+    checked = 0
+    for where, text in corpus():
+        if '"""' in text or not 7 <= text.find("\n", 7) < len(text) - 1:
+            continue  # scanned whole, or one block
+        blocks = list(fastparse._scanned(text))
+        assert len(blocks) > 1, where
+        whole = fastparse._TOKEN.findall(text)
+        pieces = [pair for block in blocks for pair in block]
+        assert "".join(a + b for a, b in pieces) == text, where
+        assert [b for _, b in pieces] == [b for _, b in whole], where
+        agrees_with_lark(text)
+        checked += 1
+    assert checked > 50
+
+
+def test_a_text_with_a_triple_quoted_string_is_scanned_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fastparse, "_SCAN_BLOCK", 7)
+    text = 'flow t\nmessage m """\nstate X {\n}\n"""\nstate A\n'
+    assert len(list(fastparse._scanned(text))) == 1
+    assert agrees_with_lark(text)
