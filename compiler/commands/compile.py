@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"flowc compile: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
-    result = compile_file(path)
+    # The types are not needed here: a large file is type-checked in a forked child while this
+    # process lowers, lints and hashes it.
+    result = compile_file(path, parallel=True)
     print_diagnostics(result, sys.stderr)
     if result.flow is None or result.errors or (args.strict and result.warnings):
         print(f"flowc compile: {path}: not compiled", file=sys.stderr)

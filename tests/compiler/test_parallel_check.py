@@ -187,3 +187,15 @@ def test_flowc_check_forks_on_a_large_file_and_reports_as_the_sequential_compile
     )
     assert found["forks"] == [True]
     assert found["parallel"] == found["sequential"] == ["E104", "E201", "E202"]
+
+
+@pytest.mark.usefixtures("every_file_forks")
+def test_flowc_compile_writes_what_the_sequential_compile_makes(tmp_path: Path) -> None:
+    from flowc.compiler.cli import main
+
+    source = Path(__file__).parents[2] / "flows" / "attempt_v2.flow"
+    out = tmp_path / "out.json"
+    assert main(["compile", str(source), "-o", str(out)]) == 0
+    sequential = compile_source(source.read_text(encoding="utf-8"), str(source))
+    assert sequential.flow is not None
+    assert out.read_text(encoding="utf-8") == sequential.flow.to_json()
