@@ -626,9 +626,15 @@ class ExprCompiler:
         ):
             raise IRLoadError(f"an action needs a target path, got {path!r}")
         value_node = raw.get("value")
-        value = self.compile(value_node)
+        # A leaf a `set` may store as it is (`x = event.y`, the commonest action) needs no
+        # closure of its own: it is checked as compiling it would check it, and compiled only
+        # if it is used after all. Anything else is compiled (and so checked) first, as ever.
+        leaf = _checked_leaf(value_node)
+        if leaf is None or op != "set" or len(path) > 2:
+            self.compile(value_node)  # kept by identity: the uses below find it
         ty = target_type(path)
         if op in ("append", "remove"):
+            value = self.compile(value_node)
             if ty.kind != "list" or ty.item is None:
                 raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
             if op == "append":
@@ -639,17 +645,16 @@ class ExprCompiler:
                 appended = _appender(self.limits.max_items, item_norm)
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
-        leaf = _leaf(value_node)
         bound = self._bound(str(op), leaf, ty)
         norm = _then(bound, _normaliser(ty, path, value_node, event_types))
         if op == "set":
             if norm is _identity and len(path) <= 2 and leaf is not None:
                 return _set_leaf(path, leaf, fresh_depth)
-            return _set(path, value, norm, fresh_depth)
+            return _set(path, self.compile(value_node), norm, fresh_depth)
         if op == "add":
-            return _update(path, _added(norm), value, fresh_depth)
+            return _update(path, _added(norm), self.compile(value_node), fresh_depth)
         if op == "sub":
-            return _update(path, _subtracted(norm), value, fresh_depth)
+            return _update(path, _subtracted(norm), self.compile(value_node), fresh_depth)
         raise IRLoadError(f"unknown action op {op!r}")
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
@@ -982,6 +987,19 @@ def _ctx_reader(k: str) -> Callable[[dict[str, Any], Any], Any]:
 
 def _const_reader(v: Any) -> Callable[[dict[str, Any], Any], Any]:
     return lambda c, e: v
+
+
+def _checked_leaf(node: Any) -> tuple[str, Any] | None:
+    """`_leaf(node)` for a leaf that compiling would accept (known members only, a literal not
+    nested too deeply, as `ExprCompiler._build` checks); None for anything else, which is then
+    compiled, and so checked, as usual."""
+    leaf = _leaf(node)
+    if leaf is None or not _EXPR_MEMBERS.issuperset(node):
+        return None
+    value = leaf[1]
+    if leaf[0] == "lit" and (type(value) is dict or type(value) is list) and value_too_deep(value):
+        return None
+    return leaf
 
 
 def _leaf(node: Any) -> tuple[str, Any] | None:

@@ -374,6 +374,32 @@ def test_hashless_and_hashed_ir_are_checked_alike() -> None:
         Machine(deep).preload()
 
 
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ({"op": "event", "value": "n", "x": 1}, "unknown field"),
+        ({"op": "ctx", "value": "n", "note": "hi"}, "unknown field"),
+        ({"op": "lit", "value": "@@"}, "nested too deeply"),
+    ],
+)
+def test_a_leaf_an_action_stores_as_it_is_is_still_checked(value: Any, words: str) -> None:
+    # `x = event.y` stores the leaf without compiling a closure for it; a malformed leaf is
+    # refused all the same, on first use and by `preload()`.
+    source = (
+        "flow t\ncontext { n: int = 0 }\nevent go(n: int)\n"
+        "initial state A { on go -> A do n = event.n }\n"
+    )
+    data = dict(Machine.from_source(source).raw)
+    data.pop("hash", None)
+    (rule,) = [t for t in data["transitions"] if t.get("actions")]
+    rule["actions"] = [{**rule["actions"][0], "value": value}]
+    text = json.dumps(data).replace('"@@"', "[" * 900 + "]" * 900)
+    with pytest.raises(IRLoadError, match=words):
+        Machine.from_json(text).preload()
+    with pytest.raises(IRLoadError, match=words):
+        Machine.from_json(text).start().send("go", {"n": 1})
+
+
 # ---- 10. refusals are always data ------------------------------------------------------------
 @pytest.mark.parametrize("path", [0, 1])
 def test_refusals_are_json_whatever_the_payload(path: int) -> None:
