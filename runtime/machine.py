@@ -866,6 +866,10 @@ class Machine:
 
     def target_type(self, path: Sequence[str]) -> Type:
         """The type of the context location an action writes (`stats.hits`)."""
+        if len(path) == 1:  # a context field, most targets: its declared type
+            f = self._context_by_name.get(path[0])
+            if f is not None:
+                return f.type
         key = tuple(path)
         found = self._target_types.get(key)
         if found is None:
