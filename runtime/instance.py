@@ -1774,6 +1774,11 @@ def _chart_words(run: Macrostep, exc: BaseException, default: str | None) -> str
     """Where a statechart step faulted."""
     if isinstance(exc, Microsteps):
         return "the run to completion"
+    taken = run.taken
+    if taken is not None and taken.source.choice:
+        # A choice state's route (its guard, or a block its step runs): worded as a flat
+        # flow's routing words it (`_route`), so a fault reads the same on either kernel.
+        return f"routing through {taken.source.name} ({taken.describe()})"
     if run.step is not None and run.taken is not None:
         return _phase_words(run.step, run.taken)
     if run.step is not None:

@@ -101,3 +101,37 @@ def test_a_fault_in_entry_actions_names_the_state_entered() -> None:
     assert isinstance(r, Rejection) and r.code == "expression_error"
     assert r.data["where"] == "the entry actions of C"
     assert inst.state == "A"
+
+
+ROUTING = """
+flow routing
+context { items: list[int] = [] }
+event go
+initial state A {
+  on go -> R
+}
+choice state R {
+  if items[0] > 1 -> B
+  else -> B
+}
+state B
+"""
+
+
+def test_a_fault_in_a_route_reads_the_same_on_both_kernels() -> None:
+    # The flat flow routes on the general path (`_route`); nesting the same states in a
+    # compound state makes it a statechart, whose kernel takes the route as a microstep.
+    nested = ROUTING.replace("initial state A", "initial state P {\n  initial state A").replace(
+        "state B\n", "state B\n}\n"
+    )
+    found = []
+    for source in (ROUTING, nested):
+        m = machine(source)
+        inst = m.start()
+        r = inst.send("go")
+        assert isinstance(r, Rejection) and r.code == "expression_error"
+        found.append((m.chart, r.data["where"]))
+    (flat_chart, flat_where), (nested_chart, nested_where) = found
+    assert not flat_chart and nested_chart
+    assert flat_where == "routing through R (rule #1 of R: choice -> B (line 9))"
+    assert nested_where == "routing through R (rule #1 of R: choice -> B (line 10))"
