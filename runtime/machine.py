@@ -504,6 +504,7 @@ class Machine:
         # it is first used (`_wire_now`).
         states, events = self.states, self.events
         by_source: dict[str, list[Mapping[str, Any]]] = {}
+        timed: set[str] = set()
         for t in raw.get("transitions", ()):
             source = t["source"]
             if source not in states:
@@ -529,6 +530,7 @@ class Machine:
             elif raises:
                 self.chart = True
             if kind == "timer":
+                timed.add(source)
                 after_ms = t.get("after_ms")
                 if t.get("after_expr") is not None:
                     if after_ms is not None:
@@ -541,6 +543,8 @@ class Machine:
             else:
                 group.append(t)
         self._unwired = by_source
+        #: The states with `after` rules (what a first step asks of the state it leads to).
+        self._timed_states = frozenset(timed)
         # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
         # (in the same thread) when it has not been used yet.
         self._wiring = threading.RLock()
@@ -745,18 +749,13 @@ class Machine:
                 self._wire(state, transitions)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
-            state._loader = None  # before the rules are dropped: see `has_timer_rules`
             self._unwired.pop(state.name, None)
+            state._loader = None
             state.__class__ = CState
 
     def has_timer_rules(self, state: CState) -> bool:
-        """Whether `state` has `after` rules, read from the IR while it is not wired."""
-        rules = self._unwired.get(state.name)
-        if rules is None:
-            # No rules at all, or wired meanwhile (by another thread): `_wire_now` clears
-            # `_loader` before it drops the rules.
-            return state._loader is None and bool(state.timers)
-        return any(raw.get("kind") == "timer" for raw in rules)
+        """Whether `state` has `after` rules (known since the load, wired or not)."""
+        return state.name in self._timed_states
 
     def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
         ev = self.events.get(t.event) if t.event else None
