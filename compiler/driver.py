@@ -163,7 +163,7 @@ def compile_source(
         {_key(d): _explained(replace(d, file=path), result) for d in diagnostics}.values(),
         key=Diagnostic.sort_key,
     )
-    if any(d.severity is Severity.ERROR for d in diagnostics):
+    if _has_error(diagnostics):
         result.flow = None
     result.diagnostics = diagnostics
     return result
@@ -217,11 +217,8 @@ def _run_stages(
     clean = symbols.initial is not None and not _has_error(found)
     if parallel and clean and _worth_forking(source):
         return found + _check_beside_lowering(result, checker, lint=lint, hashed=hashed)
-    checker.diagnostics = []
-    checker.check_bodies()
-    found += checker.diagnostics
+    found += _check_bodies(checker)
     result.types = checker.types
-    found += check_tests(symbols)
     if _has_error(found) or symbols.initial is None:
         return found
     result.flow, result.where = lower_mapped(symbols, hashed=hashed)
@@ -248,13 +245,7 @@ def _check_beside_lowering(
     reject: what they found, or the exception they raised, counts only if it finds no error.
     `result.types` stays empty (the types are the child's)."""
     symbols = checker.symbols
-
-    def check_types() -> list[Diagnostic]:
-        checker.diagnostics = []
-        checker.check_bodies()
-        return checker.diagnostics + check_tests(symbols)
-
-    typed = ForkedTask(check_types)
+    typed = ForkedTask(lambda: _check_bodies(checker))
     linted: list[Diagnostic] = []
     failure: Exception | None = None
     try:
@@ -270,6 +261,14 @@ def _check_beside_lowering(
     if failure is not None:
         raise failure
     return found + linted
+
+
+def _check_bodies(checker: TypeChecker) -> list[Diagnostic]:
+    """What the type check finds past the done data (already reported), and the test blocks'
+    check: the part of checking that lowering does not wait for."""
+    checker.diagnostics = []
+    checker.check_bodies()
+    return checker.diagnostics + check_tests(checker.symbols)
 
 
 def _lint(result: CompileResult) -> list[Diagnostic]:

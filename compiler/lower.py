@@ -406,17 +406,12 @@ class Lowerer:
         kind = node.kind
         self.source_map.states[node.name] = decl.name.span
         meta: dict[str, Any] = {}
-        for block in decl.metas:
-            meta.update(block.value)
-        entry: tuple[ir.Action, ...] = ()
-        exit_: tuple[ir.Action, ...] = ()
-        if decl.blocks:  # most states have none: no generators made for them
-            entry = tuple(
-                a for b in decl.blocks if b.when == "entry" for a in self.actions(b.actions)
-            )
-            exit_ = tuple(
-                a for b in decl.blocks if b.when == "exit" for a in self.actions(b.actions)
-            )
+        for meta_decl in decl.metas:
+            meta.update(meta_decl.value)
+        entry: list[ir.Action] = []
+        exit_: list[ir.Action] = []
+        for block in decl.blocks:
+            (entry if block.when == "entry" else exit_).extend(self.actions(block.actions))
         return _new(
             ir.State,
             name=node.name,
@@ -425,8 +420,8 @@ class Lowerer:
             initial=decl.has("initial"),
             title=decl.title.value if decl.title else None,
             meta=meta,
-            entry=entry,
-            exit=exit_,
+            entry=tuple(entry),
+            exit=tuple(exit_),
             initial_targets=self.symbols.initial_targets.get(node.name, ()),
             done_data=self.expr(decl.done_data) if decl.done_data is not None else None,
             initial_actions=self.actions(decl.initial_rules[0].actions)

@@ -1779,12 +1779,12 @@ def _chart_words(run: Macrostep, exc: BaseException, default: str | None) -> str
         # A choice state's route (its guard, or a block its step runs): worded as a flat
         # flow's routing words it (`_route`), so a fault reads the same on either kernel.
         return f"routing through {taken.source.name} ({taken.describe()})"
-    if run.step is not None and run.taken is not None:
-        return _phase_words(run.step, run.taken)
+    if run.step is not None and taken is not None:
+        return _phase_words(run.step, taken)
     if run.step is not None:
         return f"the {run.step.phase} actions of {run.step.state.name}"
-    if run.taken is not None:
-        return f"the guard of {run.taken.describe()}"
+    if taken is not None:
+        return f"the guard of {taken.describe()}"
     return default or "a raised event"
 
 

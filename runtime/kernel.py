@@ -234,15 +234,12 @@ def _reads_active(node: Any) -> bool:
     """Whether raw IR (an action block, an action, an expression) calls `active`. Asked by a
     pair's first use: only containers are queued (most values are strings and numbers)."""
     stack = [node]
-    push = stack.append
     while stack:
         n = stack.pop()
         if isinstance(n, dict):
             if n.get("op") == "call" and n.get("value") == "active":
                 return True
-            for v in n.values():
-                if type(v) is dict or type(v) is list or isinstance(v, dict | list | tuple):
-                    push(v)
+            stack.extend(v for v in n.values() if isinstance(v, dict | list | tuple))
         elif isinstance(n, list | tuple):
             stack.extend(n)
     return False
