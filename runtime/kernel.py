@@ -37,7 +37,7 @@ generated dispatch functions write it out as they write a flat plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowc.runtime.expr import ExprFault
@@ -121,7 +121,7 @@ class Plan:
         #: The transition's own actions read `active(...)` while the flat flow is between its
         #: source and its target: they run with no state active (SCXML: the source is left
         #: before a transition's actions run, the target entered after), on the general path.
-        self.blind: bool = not self.internal and _reads_active(t.raw.get("actions"))
+        self.blind: bool = not self.internal and calls(t.raw.get("actions"), "active")
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
@@ -230,16 +230,17 @@ def _emits(actions: Any) -> bool:
     return False
 
 
-def _reads_active(node: Any) -> bool:
-    """Whether raw IR (an action block, an action, an expression) calls `active`. Asked by a
-    pair's first use: only containers are queued (most values are strings and numbers)."""
+def calls(node: Any, name: str) -> bool:
+    """Whether raw IR (an action block, an action, an expression, or lists of them) calls the
+    function `name` somewhere in it. Only containers are queued (most values are strings and
+    numbers): a pair's first use asks it of the rule it takes."""
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, dict):
-            if n.get("op") == "call" and n.get("value") == "active":
+        if isinstance(n, Mapping):
+            if n.get("op") == "call" and n.get("value") == name:
                 return True
-            stack.extend(v for v in n.values() if isinstance(v, dict | list | tuple))
+            stack.extend(v for v in n.values() if isinstance(v, Mapping | list | tuple))
         elif isinstance(n, list | tuple):
             stack.extend(n)
     return False
@@ -489,6 +490,12 @@ class Macrostep:
                 continue
             self.add_descendants(plan.target, entries)
             self.add_ancestors(plan.target, plan.domain, entries)
+        self.enter(entries, p)
+        self.taken = None
+
+    def enter(self, entries: set[CState], p: Any) -> None:
+        """Enter `entries`, outermost first: each one's entry actions, then the actions of the
+        initial rule or history default it was entered by, and its completion if final."""
         for s in sorted(entries, key=_order):
             self.config.add(s)
             self.entered.add(s)
@@ -504,7 +511,6 @@ class Macrostep:
         self.defaulted.clear()
         self.history_defaults.clear()
         self.step = None
-        self.taken = None
 
     def run(self, step: Step, p: Any) -> None:
         """Run one action block on the working copy, as `Instance._take` runs a plan's."""
@@ -516,21 +522,7 @@ class Macrostep:
         self.count += 1
         entries: set[CState] = set()
         self.add_descendants(initial, entries)
-        for s in sorted(entries, key=_order):
-            self.config.add(s)
-            self.entered.add(s)
-            if s.raw.get("entry"):
-                self.run(Step("entry", s, "entry", s), None)
-            if s in self.defaulted and s.raw.get("initial_actions"):
-                self.run(Step("entry", s, "initial_actions", s), None)
-            used = self.history_defaults.pop(s, None) if self.history_defaults else None
-            if used is not None and used.raw.get("initial_actions"):
-                self.run(Step("entry", used, "initial_actions", s), None)
-            if s.final:
-                self.completed(s)
-        self.defaulted.clear()
-        self.history_defaults.clear()
-        self.step = None
+        self.enter(entries, None)
 
     def completed(self, s: CState) -> None:
         """`s`, a final state, was entered: the instance ends (top level) or its parent is

@@ -34,7 +34,7 @@ from pydantic_core import from_json
 from flowc.runtime.clock import Clock, system_clock
 from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
-from flowc.runtime.kernel import leaf_chart
+from flowc.runtime.kernel import calls, leaf_chart
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import (
@@ -553,7 +553,7 @@ class Machine:
                 for block in ("entry", "exit", "initial_actions"):
                     if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
                         self.chart = True
-            if not self.chart and _calls_event_name((raw.get("transitions"), raw["states"])):
+            if not self.chart and calls((raw.get("transitions"), raw["states"]), "event_name"):
                 # The statechart kernel keeps the event being processed for `event_name()`,
                 # through timers, `goto` and the start too.
                 self.chart = True
@@ -1066,20 +1066,6 @@ def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
     # The file may spell out fields at their default values, which the canonical form leaves
     # out: let the IR model decide (it raises IRLoadError when the hash really differs).
     CompiledFlow.from_json(text)
-
-
-def _calls_event_name(node: Any) -> bool:
-    """Whether raw IR calls `event_name()` somewhere in it."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Mapping):
-            if n.get("op") == "call" and n.get("value") == "event_name":
-                return True
-            stack.extend(n.values())
-        elif isinstance(n, list | tuple):
-            stack.extend(n)
-    return False
 
 
 def _raised(actions: Any) -> list[Any]:
