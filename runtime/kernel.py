@@ -37,7 +37,7 @@ generated dispatch functions write it out as they write a flat plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowc.runtime.expr import ExprFault
@@ -234,14 +234,19 @@ def calls(node: Any, name: str) -> bool:
     """Whether raw IR (an action block, an action, an expression, or lists of them) calls the
     function `name` somewhere in it. Only containers are queued (most values are strings and
     numbers): a pair's first use asks it of the rule it takes."""
+    # Raw IR is what `json` makes (`Machine(flow)` dumps its models to the same): exact type
+    # tests, not the ABCs', and no generator.
     stack = [node]
+    push = stack.append
     while stack:
         n = stack.pop()
-        if isinstance(n, Mapping):
-            if n.get("op") == "call" and n.get("value") == name:
+        if type(n) is dict:
+            if n.get("value") == name and n.get("op") == "call":
                 return True
-            stack.extend(v for v in n.values() if isinstance(v, Mapping | list | tuple))
-        elif isinstance(n, list | tuple):
+            for v in n.values():
+                if type(v) is dict or type(v) is list or type(v) is tuple:
+                    push(v)
+        elif type(n) is list or type(n) is tuple:
             stack.extend(n)
     return False
 
