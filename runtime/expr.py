@@ -383,9 +383,12 @@ class ExprCompiler:
     """Compiles the expressions of one machine, read in their JSON form. `limits` bounds
     what `*` may build and what actions may store (`LimitExceeded`)."""
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, configuration: bool = True) -> None:
         self._cache: dict[int, tuple[Any, Evaluator]] = {}
         self.limits = limits
+        #: Whether `active` and `event_name` may be called: they came with IR version 2, and
+        #: a version 1 flow is run knowing it calls neither (`Machine.reads_active`).
+        self.configuration = configuration
 
     def binary(self, op: str) -> Callable[[Any, Any], Any]:
         """The function of binary operator `op`: `*` is bounded (it alone can grow a value
@@ -559,6 +562,8 @@ class ExprCompiler:
         if name == "coalesce":
             _arity(name, args, 2)
             return _coalesce(self._build(args[0]), self._build(args[1]))
+        if (name == "active" or name == "event_name") and not self.configuration:
+            raise IRLoadError(f"`{name}` needs IR version 2, the flow is version 1")
         if name == "active":
             _arity(name, args, 1)
             return _active(args[0])

@@ -48,6 +48,11 @@ from flowc.runtime.validate import Invalid
 if TYPE_CHECKING:
     from flowc.runtime.machine import CEvent, CState, CTransition
 
+#: The functions that read the step rather than a value (IR version 2): `active(STATE)` asks
+#: the configuration, `event_name()` the event being processed.
+ACTIVE = frozenset({"active"})
+CONFIGURATION_CALLS = frozenset({"active", "event_name"})
+
 
 class Step(NamedTuple):
     """One action block of a plan. The block is read from `owner` when it runs, not kept
@@ -121,7 +126,12 @@ class Plan:
         #: The transition's own actions read `active(...)` while the flat flow is between its
         #: source and its target: they run with no state active (SCXML: the source is left
         #: before a transition's actions run, the target entered after), on the general path.
-        self.blind: bool = not self.internal and calls(t.raw.get("actions"), "active")
+        #: (Asked only of a flow that calls `active` somewhere: `Machine.reads_active`.)
+        self.blind: bool = (
+            not self.internal
+            and t.machine.reads_active
+            and bool(calls(t.raw.get("actions"), ACTIVE))
+        )
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
         self.copies: bool = bool(steps) or (not self.internal and target.choice)
@@ -230,25 +240,28 @@ def _emits(actions: Any) -> bool:
     return False
 
 
-def calls(node: Any, name: str) -> bool:
-    """Whether raw IR (an action block, an action, an expression, or lists of them) calls the
-    function `name` somewhere in it. Only containers are queued (most values are strings and
-    numbers): a pair's first use asks it of the rule it takes."""
+def calls(node: Any, names: frozenset[str]) -> set[str]:
+    """Which of the functions `names` raw IR (an action block, an action, an expression, or
+    lists of them) calls somewhere in it. Only containers are queued (most values are strings
+    and numbers)."""
     # Raw IR is what `json` makes (`Machine(flow)` dumps its models to the same): exact type
     # tests, not the ABCs', and no generator.
+    found: set[str] = set()
     stack = [node]
     push = stack.append
     while stack:
         n = stack.pop()
         if type(n) is dict:
-            if n.get("value") == name and n.get("op") == "call":
-                return True
+            if n.get("op") == "call" and n.get("value") in names:
+                found.add(n["value"])
+                if len(found) == len(names):
+                    break
             for v in n.values():
                 if type(v) is dict or type(v) is list or type(v) is tuple:
                     push(v)
         elif type(n) is list or type(n) is tuple:
             stack.extend(n)
-    return False
+    return found
 
 
 def timers_of(state: CState) -> tuple[CTransition, ...]:

@@ -34,7 +34,7 @@ from pydantic_core import from_json
 from flowc.runtime.clock import Clock, system_clock
 from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
-from flowc.runtime.kernel import calls, leaf_chart
+from flowc.runtime.kernel import CONFIGURATION_CALLS, calls, leaf_chart
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import (
@@ -496,6 +496,11 @@ class Machine:
         #: flow has `always` rules or choice states (whose routes are tried the same way).
         self.eventless: bool = False
         v2 = raw.get("ir_version", 1) >= 2
+        #: Whether some expression may call `active(...)`: a first use then asks whether the
+        #: rule's own actions do (kernel.py's `Plan.blind`). Never in IR version 1, which has
+        #: no such function (`ExprCompiler` refuses it there); in a version 2 flow, what the
+        #: load's walk of the expressions finds, assumed of a statechart it does not walk.
+        self.reads_active: bool = v2
         if v2:
             self._load_hierarchy()
             self.eventless = any(s.choice for s in self.states.values())
@@ -553,12 +558,14 @@ class Machine:
                 for block in ("entry", "exit", "initial_actions"):
                     if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
                         self.chart = True
-            if not self.chart and calls((raw.get("transitions"), raw["states"]), "event_name"):
+            if not self.chart:
+                found = calls((raw.get("transitions"), raw["states"]), CONFIGURATION_CALLS)
                 # The statechart kernel keeps the event being processed for `event_name()`,
                 # through timers, `goto` and the start too.
-                self.chart = True
+                self.chart = "event_name" in found
+                self.reads_active = "active" in found
 
-        self._compiler = ExprCompiler(self.limits)
+        self._compiler = ExprCompiler(self.limits, configuration=v2)
         self._generator: Generator | None = None
         self._generating = threading.Lock()
         #: (state, event) -> its generated function
@@ -568,6 +575,8 @@ class Machine:
         #: A statechart whose configuration is always one leaf and its ancestors
         #: (kernel.py's `leaf_chart`): its (leaf, event) pairs get generated functions too.
         self.leaf_chart: bool = self.chart and leaf_chart(raw)
+        if self.leaf_chart:
+            self.reads_active = False  # `leaf_chart` found no call of `active`
         for state in states.values():
             state._loader = self
 

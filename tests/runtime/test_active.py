@@ -3,6 +3,8 @@ statechart kernel, the flat general path and the generated dispatch functions.""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from flowc.compiler import compile_source
 from flowc.compiler.lint.fold import UNKNOWN, fold
 from flowc.runtime import Machine
-from flowc.runtime.model import CompiledFlow
+from flowc.runtime.model import CompiledFlow, IRLoadError
 
 LAMP = """
 flow lamp
@@ -87,6 +89,28 @@ def test_in_a_flat_flow_the_current_state_is_active(hot_after: int) -> None:
         # The transition's own actions run between the two states: neither is active.
         assert inst.get("log") == ["exit A", "none", "entry B", "back"]
         assert inst.state == "A"
+
+
+def test_only_a_flow_that_calls_active_pays_for_asking_whether_a_rule_does() -> None:
+    # A first use asks whether the rule's actions call `active` (they then run with no state
+    # active, on the general path) only when the load found a call somewhere.
+    assert Machine.from_source(FLAT).reads_active
+    assert not Machine.from_source(re.sub(r"active\(\w+\)", "true", FLAT)).reads_active
+
+
+def test_a_version_1_flow_cannot_call_active() -> None:
+    # `active` came with IR version 2, which the compiler writes for any flow that calls it.
+    raw = compiled(FLAT).model_dump(mode="json")
+    assert raw["ir_version"] == 2
+    raw["ir_version"] = 1
+    machine = Machine.from_json(json.dumps(raw), verify_hash=False)
+    assert not machine.reads_active
+    inst = machine.start()
+    with pytest.raises(IRLoadError, match="`active` needs IR version 2"):
+        inst.send("go")
+    assert inst.state == "A" and inst.seq == 0 and inst.get("log") == []
+    with pytest.raises(IRLoadError, match="`active` needs IR version 2"):
+        Machine.from_json(json.dumps(raw), verify_hash=False).preload()
 
 
 def compiled(src: str) -> CompiledFlow:
