@@ -626,10 +626,12 @@ class ExprCompiler:
         if op == "for":
             return self._for(raw, target_type, event_types)
         path = tuple(raw.get("target") or ())
-        if not (len(path) == 1 and type(path[0]) is str) and (
-            not path or not all(isinstance(p, str) for p in path)
-        ):
-            raise IRLoadError(f"an action needs a target path, got {path!r}")
+        for p in path:
+            if type(p) is not str and not isinstance(p, str):
+                path = ()
+                break
+        if not path:
+            raise IRLoadError(f"an action needs a target path, got {raw.get('target')!r}")
         value_node = raw.get("value")
         # A leaf a `set` may store as it is (`x = event.y`, the commonest action) needs no
         # closure of its own: it is checked as compiling it would check it, and compiled only
@@ -827,6 +829,8 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     """Each action of a block with its fresh depth: how many leading containers of its target
     path an earlier action of the same block has already copied (and so may be changed in
     place)."""
+    if len(raw) == 1 and type(raw[0]) is dict:  # most blocks: one action, nothing copied
+        return [(raw[0], 0)]
     plan = []
     fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
     last = len(raw) - 1

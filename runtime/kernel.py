@@ -97,7 +97,7 @@ class Plan:
         self.leaf: CState = target
         #: The transition's domain in a statechart (`_domain`): the step leaves the active
         #: states inside it and enters the target's branch in it.
-        self.domain: CState | None = _domain(t)
+        self.domain: CState | None = _domain(t) if source.ancestors else None
         # Written for the first use of a pair, which builds its plan: the common cases (no
         # exit or entry actions, no timers, a flat flow) cost a test each.
         steps: list[Step] = []
@@ -122,7 +122,11 @@ class Plan:
             steps += entering
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
-        self.emits: bool = bool(steps) and any(_emits(s.owner.raw.get(s.block)) for s in steps)
+        self.emits: bool = False
+        for s in steps:
+            if _emits(s.owner.raw.get(s.block)):
+                self.emits = True
+                break
         #: The transition's own actions read `active(...)` while the flat flow is between its
         #: source and its target: they run with no state active (SCXML: the source is left
         #: before a transition's actions run, the target entered after), on the general path.

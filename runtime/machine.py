@@ -810,10 +810,11 @@ class Machine:
             return general(event)
         if self.hot_after <= 0:
             return self._generated(state, event)
-        with self._generating:
-            fn = state.fast.get(event)
-            if fn is None:
-                fn = state.fast[event] = warming(self, state, event, self.hot_after)
+        fn = state.fast.get(event)
+        if fn is None:
+            # No lock: threads here at once keep the first one's counter (`setdefault` is
+            # atomic), and a counter replaced by the generated function is not put back.
+            fn = state.fast.setdefault(event, warming(self, state, event, self.hot_after))
         return fn
 
     def _generated(self, state: CState, event: str) -> Dispatch:
