@@ -23,6 +23,7 @@ import json
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
@@ -378,6 +379,12 @@ _LEAF_OPS = frozenset({"ctx", "event", "lit"})
 #: The members of an expression object (the IR's `Expr`).
 _EXPR_MEMBERS = frozenset({"op", "args", "value"})
 
+#: The actions that store a value at a context path (the others are blocks or raise, emit).
+_STORES = frozenset({"set", "add", "sub", "append", "remove"})
+
+#: The field types of an action block that runs for no event (entry, exit, a timer's rule).
+_NO_FIELDS: Mapping[str, Type] = MappingProxyType({})
+
 
 class ExprCompiler:
     """Compiles the expressions of one machine, read in their JSON form. `limits` bounds
@@ -599,7 +606,10 @@ class ExprCompiler:
         forgets one as soon as it is replaced, or read by a value that could keep a
         reference to it), so `understand.a = ..; understand.b = ..` copies `understand` once.
         """
-        types = event_types or {}
+        types = event_types or _NO_FIELDS
+        if len(raw) == 1 and type(raw[0]) is dict:
+            # One action, most blocks: nothing before it copied anything (`action_plan`).
+            return self._action(raw[0], target_type, types, 0)
         steps = []
         for a, depth in action_plan(raw):
             steps.append(self._action(a, target_type, types, depth))
@@ -617,14 +627,16 @@ class ExprCompiler:
         fresh_depth: int,
     ) -> ActionBlock:
         op = raw.get("op")
-        if op == "raise":
-            return self._raise(raw)
-        if op == "if":
-            return self._if(raw, target_type, event_types)
-        if op == "emit":
-            return self._emit(raw)
-        if op == "for":
-            return self._for(raw, target_type, event_types)
+        if op not in _STORES:
+            if op == "raise":
+                return self._raise(raw)
+            if op == "if":
+                return self._if(raw, target_type, event_types)
+            if op == "emit":
+                return self._emit(raw)
+            if op == "for":
+                return self._for(raw, target_type, event_types)
+            raise IRLoadError(f"unknown action op {op!r}")
         path = tuple(raw.get("target") or ())
         for p in path:
             if type(p) is not str and not isinstance(p, str):
@@ -652,7 +664,7 @@ class ExprCompiler:
                 appended = _appender(self.limits.max_items, item_norm)
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
-        bound = self._bound(str(op), leaf, ty)
+        bound = self._bound(op, leaf, ty)
         norm = _then(bound, _normaliser(ty, path, value_node, event_types))
         if op == "set":
             if norm is _identity and len(path) <= 2 and leaf is not None:
@@ -660,9 +672,7 @@ class ExprCompiler:
             return _set(path, self.compile(value_node), norm, fresh_depth)
         if op == "add":
             return _update(path, _added(norm), self.compile(value_node), fresh_depth)
-        if op == "sub":
-            return _update(path, _subtracted(norm), self.compile(value_node), fresh_depth)
-        raise IRLoadError(f"unknown action op {op!r}")
+        return _update(path, _subtracted(norm), self.compile(value_node), fresh_depth)  # sub
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
@@ -829,8 +839,6 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     """Each action of a block with its fresh depth: how many leading containers of its target
     path an earlier action of the same block has already copied (and so may be changed in
     place)."""
-    if len(raw) == 1 and type(raw[0]) is dict:  # most blocks: one action, nothing copied
-        return [(raw[0], 0)]
     plan = []
     fresh: set[tuple[str, ...]] = set()  # dict paths this block has already copied
     last = len(raw) - 1
@@ -1002,13 +1010,21 @@ def _checked_leaf(node: Any) -> tuple[str, Any] | None:
     """`_leaf(node)` for a leaf that compiling would accept (known members only, a literal not
     nested too deeply, as `ExprCompiler._build` checks); None for anything else, which is then
     compiled, and so checked, as usual."""
-    leaf = _leaf(node)
-    if leaf is None or not _EXPR_MEMBERS.issuperset(node):
+    if type(node) is not dict:
+        return None  # (a mapping of another type is compiled: `_build` accepts it)
+    op = node.get("op")
+    value = node.get("value")
+    if op == "event" or op == "ctx":
+        if not isinstance(value, str):
+            return None
+    elif op == "lit":
+        if (type(value) is dict or type(value) is list) and value_too_deep(value):
+            return None
+    else:
         return None
-    value = leaf[1]
-    if leaf[0] == "lit" and (type(value) is dict or type(value) is list) and value_too_deep(value):
+    if not _EXPR_MEMBERS.issuperset(node):
         return None
-    return leaf
+    return op, value
 
 
 def _leaf(node: Any) -> tuple[str, Any] | None:

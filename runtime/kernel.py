@@ -87,22 +87,23 @@ class Plan:
     )
 
     def __init__(self, t: CTransition, leaf: CState | None = None) -> None:
+        # Written for the first use of a pair, which builds its plan: the common cases (no
+        # exit or entry actions, no timers, a flat flow) cost a test each.
         source, target = t.source, t.target
         assert target is not None, "a reject rule is never taken"
         self.target: CState = target
         #: `-> self`: nothing left or entered, the timers keep running (`-> self reenter` is
         #: external: the state is left and entered again)
         self.internal: bool = t.internal
+        internal = t.internal
         #: the one active leaf after the step (see `chart_plan`; a flat flow's target)
         self.leaf: CState = target
         #: The transition's domain in a statechart (`_domain`): the step leaves the active
         #: states inside it and enters the target's branch in it.
         self.domain: CState | None = _domain(t) if source.ancestors else None
-        # Written for the first use of a pair, which builds its plan: the common cases (no
-        # exit or entry actions, no timers, a flat flow) cost a test each.
         steps: list[Step] = []
         entering: list[Step] = []
-        if self.internal:
+        if internal:
             self.exits: tuple[CState, ...] = ()
             self.entries: tuple[CState, ...] = ()
             if leaf is not None:
@@ -112,14 +113,14 @@ class Plan:
         else:
             self.exits = (source,)
             self.entries = (target,)
-            if source.raw.get("exit"):
+            if source.exit is not None:
                 steps.append(Step("exit", source, "exit", source))
-        if t.raw.get("actions"):
+        if t.actions is not None:
             steps.append(Step("actions", t, "actions", source))
-        if not self.internal and leaf is None and target.raw.get("entry"):
-            steps.append(Step("entry", target, "entry", target))
-        elif leaf is not None:
+        if leaf is not None:
             steps += entering
+        elif not internal and target.raw.get("entry"):
+            steps.append(Step("entry", target, "entry", target))
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
         self.emits: bool = False
@@ -132,30 +133,30 @@ class Plan:
         #: before a transition's actions run, the target entered after), on the general path.
         #: (Asked only of a flow that calls `active` somewhere: `Machine.reads_active`.)
         self.blind: bool = (
-            not self.internal
-            and t.machine.reads_active
-            and bool(calls(t.raw.get("actions"), ACTIVE))
+            not internal and t.machine.reads_active and bool(calls(t.raw.get("actions"), ACTIVE))
         )
         #: Whether the step needs a working copy of the context: some block runs, or routing
         #: (whose routes may run some) follows.
-        self.copies: bool = bool(steps) or (not self.internal and target.choice)
+        self.copies: bool = bool(steps) or (not internal and target.choice)
         #: The timer rules armed at the commit (the timers of the states left are cancelled);
         #: empty for an internal step, which keeps the timers as they are.
-        self.arm: tuple[CTransition, ...] = (
+        arm: tuple[CTransition, ...] = (
             ()
-            if self.internal
-            else tuple(x for s in self.entries for x in timers_of(s))
-            if leaf is not None
+            if internal
             else timers_of(target)
+            if leaf is None
+            else tuple(x for s in self.entries for x in timers_of(s))
         )
+        self.arm = arm
         #: An internal timer rule (`after D -> self`) is armed again when it fires.
-        computed = t.kind == "timer" and t.after_ms is None
-        self.repeats: bool = self.internal and t.kind == "timer" and (bool(t.after_ms) or computed)
+        self.repeats: bool = False
         #: Some timer armed at the commit has a computed delay (`after EXPR UNIT`): it is
         #: evaluated against the committed context before the step commits.
-        self.computed: bool = (bool(self.arm) and any(r.after_ms is None for r in self.arm)) or (
-            self.repeats and computed
-        )
+        self.computed: bool = bool(arm) and any(r.after_ms is None for r in arm)
+        if t.kind == "timer" and internal:
+            computed = t.after_ms is None
+            self.repeats = bool(t.after_ms) or computed
+            self.computed = self.computed or (self.repeats and computed)
 
     def _chart(self, t: CTransition, leaf: CState, steps: list[Step]) -> list[Step]:
         """The exits and entries of `t` taken from a configuration that is `leaf` with its
