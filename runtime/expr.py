@@ -156,36 +156,25 @@ def _div(a: Any, b: Any) -> Any:
     return a / b
 
 
-Leaf = tuple[str, Any] | None
+#: A comparison's closure of two leaves: the leaves' values (two names, or a name and a value).
+Shape = Callable[[Any, Any], "Evaluator"]
 
 
 def _comparison(
-    ctx_lit: Callable[[str, Any], Evaluator],
-    event_lit: Callable[[str, Any], Evaluator],
-    ctx_ctx: Callable[[str, str], Evaluator],
-    event_ctx: Callable[[str, str], Evaluator],
-) -> Callable[[Leaf, Leaf], Evaluator | None]:
-    """One operator's closures for the leaf shapes guards are made of, with the operator
-    written inline (no call to `operator.eq` and friends)."""
-
-    def fold(left: Leaf, right: Leaf) -> Evaluator | None:
-        if left is None or right is None:
-            return None
-        (lk, lv), (rk, rv) = left, right
-        if rk == "lit" and lk == "ctx":
-            return ctx_lit(lv, rv)
-        if rk == "lit" and lk == "event":
-            return event_lit(lv, rv)
-        if rk == "ctx" and lk == "ctx":
-            return ctx_ctx(lv, rv)
-        if rk == "ctx" and lk == "event":
-            return event_ctx(lv, rv)
-        return None
-
-    return fold
+    ctx_lit: Shape, event_lit: Shape, ctx_ctx: Shape, event_ctx: Shape
+) -> dict[tuple[str, str], Shape]:
+    """One operator's closures for the leaf shapes guards are made of (`ctx.x < 3`,
+    `event.y == ctx.z`), by the ops of its two operands, with the operator written inline (no
+    call to `operator.eq` and friends)."""
+    return {
+        ("ctx", "lit"): ctx_lit,
+        ("event", "lit"): event_lit,
+        ("ctx", "ctx"): ctx_ctx,
+        ("event", "ctx"): event_ctx,
+    }
 
 
-_COMPARE: dict[Callable[[Any, Any], Any], Callable[[Leaf, Leaf], Evaluator | None]] = {
+_COMPARE: dict[Callable[[Any, Any], Any], dict[tuple[str, str], Shape]] = {
     operator.eq: _comparison(
         lambda k, v: lambda c, e, s: c[k] == v,
         lambda k, v: lambda c, e, s: e[k] == v,
@@ -373,9 +362,6 @@ def _call_n(fn: Callable[..., Any], fs: tuple[Evaluator, ...]) -> Evaluator:
 # ---- compiler -------------------------------------------------------------------------------
 
 
-#: The ops of the leaves `_leaf` reads (a comparison of two of them is folded into one closure).
-_LEAF_OPS = frozenset({"ctx", "event", "lit"})
-
 #: The members of an expression object (the IR's `Expr`).
 _EXPR_MEMBERS = frozenset({"op", "args", "value"})
 
@@ -520,12 +506,15 @@ class ExprCompiler:
         self, fn: Callable[[Any, Any], Any], left: Mapping[str, Any], right: Mapping[str, Any]
     ) -> Evaluator:
         # The shapes guards are made of, folded into one closure each.
-        lk, rk = left.get("op"), right.get("op")
-        compare = _COMPARE.get(fn)
-        if compare is not None and lk in _LEAF_OPS and rk in _LEAF_OPS:
-            folded = compare(_leaf(left), _leaf(right))
-            if folded is not None:
-                return folded
+        lk: Any = left.get("op")
+        rk: Any = right.get("op")
+        shapes = _COMPARE.get(fn)
+        if shapes is not None:
+            shape = shapes.get((lk, rk))
+            if shape is not None:
+                lv, rv = left.get("value"), right.get("value")
+                if type(lv) is str and (rk == "lit" or type(rv) is str):
+                    return shape(lv, rv)
         if rk == "lit":
             v = right.get("value")
             if lk == "ctx":

@@ -65,16 +65,13 @@ class CTransition:
         "actions",
         "after_ms",
         "back",
-        "code",
         "data",
         "event",
         "guard",
         "index",
         "internal",
         "kind",
-        "line",
         "machine",
-        "message",
         "plan",
         "raw",
         "source",
@@ -94,11 +91,8 @@ class CTransition:
         self.event: str | None = raw.get("event")
         self.back: bool = bool(raw.get("back", False))
         self.after_ms: int | None = raw.get("after_ms")
-        self.code: str | None = raw.get("code")
-        self.message: str | None = raw.get("message")
         #: For `reject`: its data (`with {...}`), compiled on first use
         self.data: Evaluator | None = None
-        self.line: int = raw.get("line", 0)
         # Guards and actions are compiled when first called (`_first_guard`, `_first_actions`
         # put the compiled closure in their place).
         self.guard: Evaluator | None = None if raw.get("guard") is None else self._first_guard
@@ -117,6 +111,23 @@ class CTransition:
         assert fn is not None
         self.actions = fn
         fn(c, e, s)
+
+    # Read from the IR when asked (a refusal, a fault's words), not copied when the state is
+    # wired: wiring makes every rule of the state, and these are read for few of them.
+    @property
+    def code(self) -> str | None:
+        """A `reject` rule's code."""
+        return self.raw.get("code")
+
+    @property
+    def message(self) -> str | None:
+        """A `reject` rule's message template."""
+        return self.raw.get("message")
+
+    @property
+    def line(self) -> int:
+        """The rule's line in its source (0: not known)."""
+        return self.raw.get("line", 0)  # type: ignore[no-any-return]
 
     def describe(self) -> str:
         what = f"on {self.event}" if self.event else self.kind
@@ -687,22 +698,29 @@ class Machine:
         if self.hierarchical:
             self.chart = True
 
-    def _wire(self, state: CState, transitions: list[CTransition]) -> None:
-        state.transitions = tuple(transitions)
-        state.fast = {}
+    def _wire(self, state: CState, rules: list[Mapping[str, Any]]) -> None:
+        """Build the runtime structures of `state` from its `rules` (raw, in index order)."""
         raw = state.raw
+        state.fast = {}
         state.entry = self._lazy_actions(state, "entry") if raw.get("entry") else None
         state.exit = self._lazy_actions(state, "exit") if raw.get("exit") else None
-        state.initial_actions = self._lazy_actions(state, "initial_actions")
+        state.initial_actions = (
+            self._lazy_actions(state, "initial_actions") if raw.get("initial_actions") else None
+        )
         done_data = raw.get("done_data")
         state.done_value = self._compiler.compile(done_data) if done_data is not None else None
+        states = self.states
+        transitions: list[CTransition] = []
         on: dict[str, list[CTransition]] = {}
         direct: dict[str, list[CTransition]] = {}
         routes: list[CTransition] = []
         timers: list[CTransition] = []
         always: list[CTransition] = []
         back_edges: list[CTransition] = []
-        for t in transitions:
+        for raw_t in rules:
+            target = raw_t.get("target")
+            t = CTransition(raw_t, state, None if target is None else states[target], self)
+            transitions.append(t)
             kind = t.kind
             if kind == "event" or kind == "reject":
                 assert t.event is not None
@@ -723,6 +741,7 @@ class Machine:
         if state.final and state.parent is None:
             # a top-level final state ends the instance
             on, direct, routes, timers, always = {}, {}, [], [], []
+        state.transitions = tuple(transitions)
         state.on = {name: (self.events[name], tuple(ts)) for name, ts in on.items()}
         state.direct = {name: tuple(ts) for name, ts in direct.items()}
         state.routes = tuple(routes)
@@ -748,14 +767,7 @@ class Machine:
             if state._loader is None:
                 return  # another thread was first
             try:
-                states = self.states
-                transitions = []
-                for raw_t in self._unwired.get(state.name, ()):
-                    target = raw_t.get("target")
-                    to = None if target is None else states[target]
-                    transitions.append(CTransition(raw_t, state, to, self))
-                transitions.sort(key=_by_index)
-                self._wire(state, transitions)
+                self._wire(state, sorted(self._unwired.get(state.name, ()), key=_raw_index))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise IRLoadError(f"malformed compiled flow: {type(exc).__name__}: {exc}") from exc
             self._unwired.pop(state.name, None)
@@ -1046,7 +1058,7 @@ def _parse_json(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-_by_index = operator.attrgetter("index")
+_raw_index = operator.itemgetter("index")
 
 
 def _check_version(raw: Mapping[str, Any]) -> None:
