@@ -376,17 +376,28 @@ class ExprCompiler:
     """Compiles the expressions of one machine, read in their JSON form. `limits` bounds
     what `*` may build and what actions may store (`LimitExceeded`)."""
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, *, configuration: bool = True) -> None:
+    def __init__(
+        self,
+        limits: Limits = DEFAULT_LIMITS,
+        *,
+        configuration: bool = True,
+        effects: frozenset[str] | None = None,
+    ) -> None:
         self._cache: dict[int, tuple[Any, Evaluator]] = {}
         self.limits = limits
+        #: The binary operators' functions: `*` is bounded (it alone can grow a value past the
+        #: limits within one expression: `n * n * n * n`).
+        self._binaries: dict[str, Callable[[Any, Any], Any]] = {**BINARY, "*": limits.mul}
+        #: The effects an `emit` may name (None: any). A machine passes the flow's, so that a
+        #: step's plan asks whether its blocks emit only in a flow that declares some.
+        self.effects = effects
         #: Whether `active` and `event_name` may be called: they came with IR version 2, and
         #: a version 1 flow is run knowing it calls neither (`Machine.reads_active`).
         self.configuration = configuration
 
     def binary(self, op: str) -> Callable[[Any, Any], Any]:
-        """The function of binary operator `op`: `*` is bounded (it alone can grow a value
-        past the limits within one expression: `n * n * n * n`)."""
-        return self.limits.mul if op == "*" else BINARY[op]
+        """The function of binary operator `op`."""
+        return self._binaries[op]
 
     def bound(self, op: str, value: Any, ty: Type) -> Callable[[Any], Any] | None:
         """The check of a value of type `ty` an action stores, or None when it needs none: a
@@ -419,6 +430,8 @@ class ExprCompiler:
             fn = self._build(node)
         except RecursionError:
             raise IRLoadError("an expression is nested too deeply") from None
+        except TypeError as exc:  # a node of the wrong shape: an `op` that is a list, ...
+            raise IRLoadError(f"malformed expression: {exc}") from None
         self._cache[id(node)] = (node, fn)  # keeps `node` alive, so its id stays unique
         return fn
 
@@ -434,7 +447,7 @@ class ExprCompiler:
         if not _EXPR_MEMBERS.issuperset(node):
             unknown = ", ".join(sorted(repr(k) for k in node.keys() - _EXPR_MEMBERS)[:5])
             raise IRLoadError(f"an expression has unknown field(s) {unknown}")
-        op = node.get("op")
+        op: Any = node.get("op")
         value = node.get("value")
         if op == "ctx":
             return _read_ctx(_name(value, op))
@@ -454,9 +467,11 @@ class ExprCompiler:
             raise IRLoadError(f"`state.{value}` is not readable in expressions")
         if op == "meta":
             return _read_meta(_name(value, op))
-        if op in BINARY:
-            _arity(op, args, 2)
-            return self._binary(self.binary(op), args[0], args[1])
+        fn = self._binaries.get(op)
+        if fn is not None:
+            if len(args) != 2:
+                _arity(op, args, 2)
+            return self._binary(fn, args[0], args[1])
         if op == "and":
             _arity(op, args, 2)
             return _and(self._build(args[0]), self._build(args[1]))
@@ -638,11 +653,12 @@ class ExprCompiler:
         # closure of its own: it is checked as compiling it would check it, and compiled only
         # if it is used after all. Anything else is compiled (and so checked) first, as ever.
         leaf = _checked_leaf(value_node)
+        value = None
         if leaf is None or op != "set" or len(path) > 2:
-            self.compile(value_node)  # kept by identity: the uses below find it
-        ty = target_type(path)
-        if op in ("append", "remove"):
             value = self.compile(value_node)
+        ty = target_type(path)
+        if op == "append" or op == "remove":
+            assert value is not None
             if ty.kind != "list" or ty.item is None:
                 raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
             if op == "append":
@@ -653,15 +669,21 @@ class ExprCompiler:
                 appended = _appender(self.limits.max_items, item_norm)
                 return _update(path, appended, value, fresh_depth)
             return _update(path, _removed, value, fresh_depth)
-        bound = self._bound(op, leaf, ty)
-        norm = _then(bound, _normaliser(ty, path, value_node, event_types))
+        # (A pair's first use compiles its block: each helper called is one more cold call,
+        # so the common answers are written here: a leaf `set` has no bound, a type that
+        # needs no normalising is stored as it is.)
+        bound = None if op == "set" and leaf is not None else self._bound(op, leaf, ty)
+        norm = _identity if ty.normal else _normaliser(ty, path, value_node, event_types)
+        if bound is not None:
+            norm = bound if norm is _identity else _then(bound, norm)
         if op == "set":
-            if norm is _identity and len(path) <= 2 and leaf is not None:
+            if norm is _identity and leaf is not None and len(path) <= 2:
                 return _set_leaf(path, leaf, fresh_depth)
-            return _set(path, self.compile(value_node), norm, fresh_depth)
+            return _set(path, value or self.compile(value_node), norm, fresh_depth)
+        assert value is not None
         if op == "add":
-            return _update(path, _added(norm), self.compile(value_node), fresh_depth)
-        return _update(path, _subtracted(norm), self.compile(value_node), fresh_depth)  # sub
+            return _update(path, _added(norm), value, fresh_depth)
+        return _update(path, _subtracted(norm), value, fresh_depth)  # sub
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
@@ -758,6 +780,8 @@ class ExprCompiler:
         name = raw.get("event")
         if not isinstance(name, str):
             raise IRLoadError(f"an `emit` action needs an effect name, got {name!r}")
+        if self.effects is not None and name not in self.effects:
+            raise IRLoadError(f"an `emit` action names undeclared effect {name!r}")
         node = raw.get("value")
         value = self.compile(node) if node is not None else None
 
@@ -1130,7 +1154,7 @@ def _already_normal(ty: Type, value: Any, event_types: Mapping[str, Type]) -> bo
     (normalised with the payload), a float literal for a float, or a record literal naming every
     field of its record in order, each value itself already normal (the literal builds a fresh
     dict, in the order the record check would)."""
-    if not _needs_normalising(ty):
+    if ty.normal:
         return True
     if not isinstance(value, Mapping):
         return False
@@ -1160,14 +1184,6 @@ def _already_normal(ty: Type, value: Any, event_types: Mapping[str, Type]) -> bo
         return False
     fields = zip(record.fields, values, strict=True)
     return all(_already_normal(f.type, v, event_types) for f, v in fields)
-
-
-def _needs_normalising(ty: Type) -> bool:
-    # A range (`int(1..5)`) is not something the compiler can prove of a computed value, so a
-    # value stored into one is checked like a payload field is.
-    if ty.has_record or ty.kind == "float" or ty.min is not None or ty.max is not None:
-        return True
-    return ty.item is not None and _needs_normalising(ty.item)
 
 
 def _const(value: Any) -> Evaluator:

@@ -966,7 +966,9 @@ class Instance:
         `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
         if self._config is not None:
             return self._take_chart(st, [t], p, kind, event, reason, key, at, tried)
-        plan = t.plan or plan_of(t)
+        plan = t.plan
+        if plan is None:  # the first use (`plan_of`, written out)
+            plan = t.plan = Plan(t)
         if (plan.emits or (plan.target.choice and self._m.emits)) and current_outputs() is None:
             # The step may emit effects: collect them, to hand out once it has committed.
             with collecting():

@@ -123,11 +123,13 @@ class Plan:
             steps.append(Step("entry", target, "entry", target))
         self.steps: tuple[Step, ...] = tuple(steps)
         #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
+        #: (Asked only in a flow that declares effects: an `emit` of any other is refused.)
         self.emits: bool = False
-        for s in steps:
-            if _emits(s.owner.raw.get(s.block)):
-                self.emits = True
-                break
+        if t.machine.emits:
+            for s in steps:
+                if _emits(s.owner.raw.get(s.block)):
+                    self.emits = True
+                    break
         #: The transition's own actions read `active(...)` while the flat flow is between its
         #: source and its target: they run with no state active (SCXML: the source is left
         #: before a transition's actions run, the target entered after), on the general path.
@@ -143,7 +145,7 @@ class Plan:
         arm: tuple[CTransition, ...] = (
             ()
             if internal
-            else timers_of(target)
+            else (target.timers if target.timed else ())  # `timers_of`, written out
             if leaf is None
             else tuple(x for s in self.entries for x in timers_of(s))
         )
@@ -273,10 +275,7 @@ def timers_of(state: CState) -> tuple[CTransition, ...]:
     """The timer rules of `state`. A state not used yet is wired (every rule of it built) only
     if it has some: a first send, working out what its step arms, would otherwise build the
     whole of the state it leads to, to learn that it has no timers (most states have none)."""
-    loader = state._loader
-    if loader is not None and not loader.has_timer_rules(state):
-        return ()
-    return state.timers
+    return state.timers if state.timed else ()
 
 
 def plan_of(t: CTransition) -> Plan:

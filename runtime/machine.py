@@ -194,6 +194,7 @@ class CState:
         "raw_title",
         "regions",
         "routes",
+        "timed",
         "timers",
         "title",
         "transitions",
@@ -236,6 +237,9 @@ class CState:
         self.atomic: bool = self.kind in ("normal", "final", "choice")
         #: `unhandled ignore` here or on an ancestor
         self.ignores: bool = raw.get("unhandled") == "ignore"
+        #: Whether the state has `after` rules (known since the load, wired or not): what a
+        #: first step asks of the state it leads to (kernel.py's `timers_of`).
+        self.timed: bool = False
 
     entry: ActionBlock | None
     exit: ActionBlock | None
@@ -559,8 +563,8 @@ class Machine:
             else:
                 group.append(t)
         self._unwired = by_source
-        #: The states with `after` rules (what a first step asks of the state it leads to).
-        self._timed_states = frozenset(timed)
+        for name in timed:
+            states[name].timed = True
         # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
         # (in the same thread) when it has not been used yet.
         self._wiring = threading.RLock()
@@ -576,7 +580,8 @@ class Machine:
                 self.chart = "event_name" in found
                 self.reads_active = "active" in found
 
-        self._compiler = ExprCompiler(self.limits, configuration=v2)
+        effects = frozenset(e.get("name") for e in raw.get("effects") or ())
+        self._compiler = ExprCompiler(self.limits, configuration=v2, effects=effects)
         self._generator: Generator | None = None
         self._generating = threading.Lock()
         #: (state, event) -> its generated function
@@ -773,10 +778,6 @@ class Machine:
             self._unwired.pop(state.name, None)
             state._loader = None
             state.__class__ = CState
-
-    def has_timer_rules(self, state: CState) -> bool:
-        """Whether `state` has `after` rules (known since the load, wired or not)."""
-        return state.name in self._timed_states
 
     def _compile_transition_actions(self, t: CTransition) -> ActionBlock | None:
         ev = self.events.get(t.event) if t.event else None

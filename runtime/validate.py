@@ -56,6 +56,7 @@ class Type:
         "members",
         "min",
         "name",
+        "normal",
         "simple",
         "specs",
     )
@@ -73,6 +74,11 @@ class Type:
         self.check: Check = _reject_all
         #: Per field, what a record check reads: (name, simple, check, required, default).
         self.specs: tuple[tuple[str, type, Check, bool, Any], ...] = ()
+        #: Whether a value of this type that the compiler type-checked is stored as it is
+        #: (`TypeSystem` settles it once the type is built): no record inside (defaults to
+        #: fill in), no float (an int becomes one), no range (`int(1..5)`, which the compiler
+        #: cannot prove of a computed value), in the type or its item.
+        self.normal = False
 
     def set_fields(self, fields: tuple[Field, ...]) -> None:
         self.fields = fields
@@ -276,6 +282,13 @@ class TypeSystem:
                 t.check = _optional_check(item)
         else:
             raise IRLoadError(f"unknown type kind {kind!r}")
+        t.normal = not (
+            t.has_record
+            or kind == "float"
+            or t.min is not None
+            or t.max is not None
+            or (t.item is not None and not t.item.normal)
+        )
         return t
 
     def _record(self, name: str) -> Type:

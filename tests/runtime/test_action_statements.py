@@ -4,11 +4,13 @@ commit, never for a refused step."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from flowc.runtime import FakeClock, Machine, Rejection, StepResult
+from flowc.compiler import compile_source
+from flowc.runtime import FakeClock, IRLoadError, Machine, Rejection, StepResult
 
 from .conftest import frozen
 
@@ -143,6 +145,24 @@ def test_a_flow_without_effects_never_collects() -> None:
     assert not m.emits
     r = step(m.start().send("go"))
     assert r.effects == [] and "effects" not in r.to_dict()
+
+
+@pytest.mark.parametrize("declared", [["lamp"], []], ids=["another", "none"])
+def test_an_emit_of_an_undeclared_effect_is_refused(declared: list[str]) -> None:
+    # The compiler never writes one; a hand-edited IR gets a load error, on first use or by
+    # `preload()`, not an effect no host declared (and a flow with no effects at all, whose
+    # steps then collect nothing, cannot emit one on the quiet).
+    raw = compile_source(FLOW, "lamp.flow").flow.model_dump(mode="json")  # type: ignore[union-attr]
+    raw["effects"] = [e for e in raw["effects"] if e["name"] in declared]
+    for s in raw["states"]:
+        s.pop("entry", None)  # Off's entry emits `lamp` at the start
+    text = json.dumps(raw)
+    inst = Machine.from_json(text, verify_hash=False).start()
+    with pytest.raises(IRLoadError, match="undeclared effect 'beep'"):
+        inst.send("boom", {"d": 1})
+    assert inst.state == "Off" and inst.seq == 0 and inst.get("x") == 0
+    with pytest.raises(IRLoadError, match="names undeclared effect"):
+        Machine.from_json(text, verify_hash=False).preload()
 
 
 COUNTER = """

@@ -400,6 +400,41 @@ def test_a_leaf_an_action_stores_as_it_is_is_still_checked(value: Any, words: st
         Machine.from_json(text).start().send("go", {"n": 1})
 
 
+@pytest.mark.parametrize(
+    ("guard", "words"),
+    [
+        (
+            {"op": "<", "args": [{"op": ["ctx"]}, {"op": "lit", "value": 1}]},
+            "malformed expression",
+        ),
+        (
+            {"op": "<", "args": [{"op": "ctx", "value": 5}, {"op": "lit", "value": 1}]},
+            "needs a name",
+        ),
+        ({"op": "==", "args": [{"op": "event", "value": "n"}]}, "takes 2 operand"),
+        ({"op": "<", "args": [{"op": "ctx", "value": "n"}, {"op": "ctx", "value": ["n"]}]}, "name"),
+    ],
+)
+def test_a_malformed_node_inside_a_guard_is_refused_clearly(guard: Any, words: str) -> None:
+    # Nested nodes are not looked at by the load; compiling one that is malformed says so
+    # (an `IRLoadError`), on first use and by `preload()`, and the instance is left as it was.
+    source = (
+        "flow t\ncontext { n: int = 0 }\nevent go(n: int)\n"
+        "initial state A { on go if n < 1 -> A do n = event.n }\n"
+    )
+    data = dict(Machine.from_source(source).raw)
+    data.pop("hash", None)
+    (rule,) = [t for t in data["transitions"] if t.get("guard")]
+    rule["guard"] = guard
+    text = json.dumps(data)
+    with pytest.raises(IRLoadError, match=words):
+        Machine.from_json(text).preload()
+    inst = Machine.from_json(text).start()
+    with pytest.raises(IRLoadError, match=words):
+        inst.send("go", {"n": 1})
+    assert inst.seq == 0 and inst.get("n") == 0
+
+
 # ---- 10. refusals are always data ------------------------------------------------------------
 @pytest.mark.parametrize("path", [0, 1])
 def test_refusals_are_json_whatever_the_payload(path: int) -> None:

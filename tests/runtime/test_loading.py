@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flowc.runtime import IRLoadError, Machine
+from flowc.runtime import IRLoadError, Machine, kernel
 from flowc.runtime.kernel import plan_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,11 +64,14 @@ def test_a_step_wires_the_state_it_leads_to_only_when_that_state_has_timers() ->
     assert [t["index"] for t in inst.snapshot()["timers"]] == [
         t.index for t in m.states["C"].timers
     ]
-    # Once wired (by any thread), a state's own timers are the answer.
-    assert m.has_timer_rules(m.states["C"])
-    assert not m.has_timer_rules(m.states["B"])
-    _ = m.states["B"].on
-    assert m.states["B"]._loader is None and not m.has_timer_rules(m.states["B"])
+    # Known since the load, wired or not.
+    fresh = Machine.from_source(TIMED)
+    b, c = fresh.states["B"], fresh.states["C"]
+    assert c.timed and not b.timed
+    assert kernel.timers_of(b) == () and b._loader is fresh
+    assert kernel.timers_of(c) == c.timers and len(c.timers) == 1 and c._loader is None
+    _ = b.on
+    assert b._loader is None and not b.timed
 
 
 def test_wiring_order_makes_no_difference() -> None:
