@@ -374,6 +374,32 @@ def test_hashless_and_hashed_ir_are_checked_alike() -> None:
         Machine(deep).preload()
 
 
+def _with_rule(member: str, value: Any) -> str:
+    """A one-rule flow's IR (`on go if n < 1 -> A do n = event.n`) with the rule's `member`
+    (`guard`, or the action's `value`) replaced by `value`, hand-edited: no hash."""
+    source = (
+        "flow t\ncontext { n: int = 0 }\nevent go(n: int)\n"
+        "initial state A { on go if n < 1 -> A do n = event.n }\n"
+    )
+    data = dict(Machine.from_source(source).raw)
+    data.pop("hash", None)
+    (rule,) = data["transitions"]
+    if member == "guard":
+        rule["guard"] = value
+    else:
+        rule["actions"] = [{**rule["actions"][0], "value": value}]
+    return json.dumps(data).replace('"@@"', "[" * 900 + "]" * 900)
+
+
+def _refused_on_first_use_and_by_preload(text: str, words: str) -> None:
+    with pytest.raises(IRLoadError, match=words):
+        Machine.from_json(text).preload()
+    inst = Machine.from_json(text).start()
+    with pytest.raises(IRLoadError, match=words):
+        inst.send("go", {"n": 0})
+    assert inst.seq == 0 and inst.get("n") == 0
+
+
 @pytest.mark.parametrize(
     ("value", "words"),
     [
@@ -384,20 +410,8 @@ def test_hashless_and_hashed_ir_are_checked_alike() -> None:
 )
 def test_a_leaf_an_action_stores_as_it_is_is_still_checked(value: Any, words: str) -> None:
     # `x = event.y` stores the leaf without compiling a closure for it; a malformed leaf is
-    # refused all the same, on first use and by `preload()`.
-    source = (
-        "flow t\ncontext { n: int = 0 }\nevent go(n: int)\n"
-        "initial state A { on go -> A do n = event.n }\n"
-    )
-    data = dict(Machine.from_source(source).raw)
-    data.pop("hash", None)
-    (rule,) = [t for t in data["transitions"] if t.get("actions")]
-    rule["actions"] = [{**rule["actions"][0], "value": value}]
-    text = json.dumps(data).replace('"@@"', "[" * 900 + "]" * 900)
-    with pytest.raises(IRLoadError, match=words):
-        Machine.from_json(text).preload()
-    with pytest.raises(IRLoadError, match=words):
-        Machine.from_json(text).start().send("go", {"n": 1})
+    # refused all the same.
+    _refused_on_first_use_and_by_preload(_with_rule("value", value), words)
 
 
 @pytest.mark.parametrize(
@@ -416,23 +430,9 @@ def test_a_leaf_an_action_stores_as_it_is_is_still_checked(value: Any, words: st
     ],
 )
 def test_a_malformed_node_inside_a_guard_is_refused_clearly(guard: Any, words: str) -> None:
-    # Nested nodes are not looked at by the load; compiling one that is malformed says so
-    # (an `IRLoadError`), on first use and by `preload()`, and the instance is left as it was.
-    source = (
-        "flow t\ncontext { n: int = 0 }\nevent go(n: int)\n"
-        "initial state A { on go if n < 1 -> A do n = event.n }\n"
-    )
-    data = dict(Machine.from_source(source).raw)
-    data.pop("hash", None)
-    (rule,) = [t for t in data["transitions"] if t.get("guard")]
-    rule["guard"] = guard
-    text = json.dumps(data)
-    with pytest.raises(IRLoadError, match=words):
-        Machine.from_json(text).preload()
-    inst = Machine.from_json(text).start()
-    with pytest.raises(IRLoadError, match=words):
-        inst.send("go", {"n": 1})
-    assert inst.seq == 0 and inst.get("n") == 0
+    # Nested nodes are not looked at by the load; compiling one that is malformed says so (an
+    # `IRLoadError`, not a `TypeError`), and the instance is left as it was.
+    _refused_on_first_use_and_by_preload(_with_rule("guard", guard), words)
 
 
 # ---- 10. refusals are always data ------------------------------------------------------------
