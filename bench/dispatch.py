@@ -16,7 +16,8 @@ builder): agents make invalid calls all the time, so refusals are part of the ho
 
 Printed: events/second of each and the ratios; flowc's cost of a refusal beside an accepted
 step (with and without reading its message); the cost of the first use of a (state, event)
-pair in a freshly loaded machine (what a CLI run, a serverless call or a new MCP server pays);
+pair in a freshly loaded machine (what a CLI run, a serverless call or a new MCP server pays;
+each taken in a fresh interpreter, `--first-use`);
 the memory of 10,000 idle instances (tracemalloc), the time to load a compiled 1,000-state /
 3,000-transition flow, flowc's cost per event on generated flows of growing size (it
 should not grow), and its cost per event in a statechart (three levels, two parallel regions,
@@ -30,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -749,6 +752,33 @@ def single_send_costs(text: str, machines: int) -> tuple[float, float, int]:
     return statistics.median(costs), statistics.quantiles(costs, n=10)[-1], len(costs)
 
 
+def first_use_figures(kind: str, text: str, quick: bool) -> Any:
+    """`cold` (`cold_pair_costs` without and with `preload()`) or `single`
+    (`single_send_costs`) of the compiled flow `text`."""
+    if kind == "cold":
+        n_machines = 20 if quick else 40
+        return [cold_pair_costs(text, n_machines, preload) for preload in (False, True)]
+    return single_send_costs(text, 10 if quick else 20)
+
+
+def first_use_in_fresh_interpreter(kind: str, text: str, quick: bool) -> Any:
+    """`first_use_figures`, each kind taken by a fresh interpreter (this script with
+    `--first-use KIND`, the compiled flow on its standard input): a CLI run, a serverless
+    cold start or a new MCP server loads a compiled flow and meets its first pairs with
+    nothing else done in the process. Not in this process, after its throughput rounds, nor
+    after compiling the flow: the objects those made and freed leave the allocator's memory
+    spread out and the processor's caches colder, which moved these figures by half."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--first-use", kind]
+    done = subprocess.run(
+        command + (["--quick"] if quick else []),
+        input=text,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout)
+
+
 def bytes_per_instance(make: Callable[[], Any], n: int) -> float:
     make()  # first instance pays for lazily built shared structures
     gc.collect()
@@ -1028,7 +1058,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=3000)
     parser.add_argument("--instances", type=int, default=10000)
     parser.add_argument("--quick", action="store_true", help="smaller runs, for a smoke test")
+    parser.add_argument(
+        "--first-use",
+        choices=("cold", "single"),
+        help="only these first-use figures of the compiled flow on standard input, as JSON "
+        "(what this script has a fresh interpreter do)",
+    )
     args = parser.parse_args(argv)
+    if args.first_use:
+        print(json.dumps(first_use_figures(args.first_use, sys.stdin.read(), args.quick)))
+        return 0
     episodes = 200 if args.quick else args.episodes
     instances = 1000 if args.quick else args.instances
 
@@ -1064,23 +1103,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:48} {bare:8.2f} {bare / accepted:5.1f}x {read:10.2f}")
     print("  (target: a refusal within 2x an accepted step)")
 
+    print("\nfirst use of a (state, event) pair in a freshly loaded machine (microseconds):")
     compiled = compile_file(ROOT / "flows" / "attempt_v2.flow")
     assert compiled.flow is not None
-    text = compiled.flow.to_json()
-    n_machines = 20 if args.quick else 40
-    print("\nfirst use of a (state, event) pair in a freshly loaded machine (microseconds):")
-    for preload in (False, True):
-        median, p90, mean, worst, count = cold_pair_costs(text, n_machines, preload)
-        label = "Machine.from_json + preload()" if preload else "Machine.from_json"
+    text = compiled.flow.to_json()  # as `flowc compile` writes it
+    where: list[tuple[str, Callable[[str], Any]]] = [
+        (
+            "in this process (its code warm from the rounds above: a host meeting new pairs)",
+            lambda kind: first_use_figures(kind, text, args.quick),
+        ),
+        (
+            "in a fresh interpreter (nothing done in it before: a CLI run, a cold start)",
+            lambda kind: first_use_in_fresh_interpreter(kind, text, args.quick),
+        ),
+    ]
+    labels = ("Machine.from_json", "Machine.from_json + preload()")
+    for heading, figures in where:
+        print(f"  {heading}:")
+        for label, (median, p90, mean, worst, count) in zip(labels, figures("cold"), strict=True):
+            print(
+                f"    {label:31} median {median:6.1f}  p90 {p90:6.1f}  mean {mean:6.1f}"
+                f"  largest {worst:7.1f}  ({count} first uses)"
+            )
+        median, p90, count = figures("single")
         print(
-            f"  {label:30} median {median:7.1f}  p90 {p90:7.1f}  mean {mean:7.1f}"
-            f"  largest {worst:8.1f}  ({count} first uses)"
+            f"    {'one send per process (restored)':31} median {median:6.1f}  p90 {p90:6.1f}"
+            f"  ({count} sends)"
         )
-    median, p90, count = single_send_costs(text, 10 if args.quick else 20)
-    print(
-        f"  {'one send per process (restored)':30} median {median:7.1f}  p90 {p90:7.1f}"
-        f"  ({count} sends)"
-    )
     print("  (target: under 20)")
 
     print(f"\nmemory of {instances:,} idle instances (tracemalloc, bytes per instance):")
