@@ -95,7 +95,7 @@ class Plan:
         #: `-> self`: nothing left or entered, the timers keep running (`-> self reenter` is
         #: external: the state is left and entered again)
         self.internal: bool = t.internal
-        internal = t.internal
+        internal = self.internal
         #: the one active leaf after the step (see `chart_plan`; a flat flow's target)
         self.leaf: CState = target
         #: The transition's domain in a statechart (`_domain`): the step leaves the active
@@ -259,8 +259,10 @@ def calls(node: Any, names: frozenset[str]) -> set[str]:
     while stack:
         n = stack.pop()
         if type(n) is dict:
-            if n.get("op") == "call" and n.get("value") in names:
-                found.add(n["value"])
+            if n.get("op") == "call":
+                name = n.get("value")
+                if type(name) is str and name in names:  # (a malformed one may be a list)
+                    found.add(name)
                 if len(found) == len(names):
                     break
             for v in n.values():

@@ -113,6 +113,19 @@ def test_a_version_1_flow_cannot_call_active() -> None:
         Machine.from_json(json.dumps(raw), verify_hash=False).preload()
 
 
+def test_a_call_naming_no_function_is_a_load_error_not_a_crash() -> None:
+    # The load looks for `active` and `event_name` calls in every expression of a version 2
+    # flow; a call whose name is not a string (a hand-edited document) does not upset it, and
+    # compiling it says what is wrong.
+    raw = compiled(FLAT).model_dump(mode="json")
+    rule = next(t for t in raw["transitions"] if t.get("guard"))
+    rule["guard"] = {"op": "call", "value": ["active"], "args": []}
+    machine = Machine.from_json(json.dumps(raw), verify_hash=False)
+    assert machine.reads_active  # the other rules still call it
+    with pytest.raises(IRLoadError, match="`call` needs a name"):
+        machine.preload()
+
+
 def compiled(src: str) -> CompiledFlow:
     result = compile_source(src, "t.flow")
     assert result.flow is not None, [d.message for d in result.diagnostics]
