@@ -368,11 +368,11 @@ def _str_check(limits: Limits) -> Check:
     problem = limits.string_problem
 
     def check(x: Any) -> Any:
-        if isinstance(x, str):
-            if len(x) <= longest and x.isascii() and "\x00" not in x:
-                return str(x)
-            if problem(x) is None:
-                return str(x)
+        # Most payload strings are short ASCII: tested first, and kept as they are.
+        if type(x) is str and len(x) <= longest and x.isascii() and "\x00" not in x:
+            return x
+        if isinstance(x, str) and problem(x) is None:
+            return str(x)  # a str subclass is stored as a plain str
         raise _INVALID
 
     return check
