@@ -653,9 +653,11 @@ class ExprCompiler:
         # closure of its own: it is checked as compiling it would check it, and compiled only
         # if it is used after all. Anything else is compiled (and so checked) first, as ever.
         leaf = _checked_leaf(value_node)
-        value = None
-        if leaf is None or op != "set" or len(path) > 2:
+        value: Evaluator | None = None
+        if leaf is None or len(path) > 2:
             value = self.compile(value_node)
+        elif op != "set":
+            value = _leaf_closure(leaf)  # what `_build` makes of it, checked as it checks it
         ty = target_type(path)
         if op == "append" or op == "remove":
             assert value is not None
@@ -681,6 +683,8 @@ class ExprCompiler:
                 return _set_leaf(path, leaf, fresh_depth)
             return _set(path, value or self.compile(value_node), norm, fresh_depth)
         assert value is not None
+        if len(path) == 1:  # `n += 1`, a counter: one closure
+            return (_add_top if op == "add" else _sub_top)(path[0], value, norm)
         if op == "add":
             return _update(path, _added(norm), value, fresh_depth)
         return _update(path, _subtracted(norm), value, fresh_depth)  # sub
@@ -838,6 +842,20 @@ def _appender(longest: int, item_norm: Callable[[Any], Any]) -> Callable[[Any, A
         return [*old, item_norm(v)]
 
     return appended
+
+
+def _add_top(key: str, value: Evaluator, norm: Callable[[Any], Any]) -> ActionBlock:
+    def add_top(c: dict[str, Any], e: Any, s: Any) -> None:
+        c[key] = norm(c[key] + value(c, e, s))
+
+    return add_top
+
+
+def _sub_top(key: str, value: Evaluator, norm: Callable[[Any], Any]) -> ActionBlock:
+    def sub_top(c: dict[str, Any], e: Any, s: Any) -> None:
+        c[key] = norm(c[key] - value(c, e, s))
+
+    return sub_top
 
 
 def _added(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
@@ -1038,6 +1056,16 @@ def _checked_leaf(node: Any) -> tuple[str, Any] | None:
     if not _EXPR_MEMBERS.issuperset(node):
         return None
     return op, value
+
+
+def _leaf_closure(leaf: tuple[str, Any]) -> Evaluator:
+    """The closure of a leaf `_checked_leaf` accepted: the one `ExprCompiler._build` makes."""
+    kind, value = leaf
+    if kind == "ctx":
+        return _read_ctx(value)
+    if kind == "event":
+        return _read_event(value)
+    return _const(value)
 
 
 def _leaf(node: Any) -> tuple[str, Any] | None:
