@@ -20,6 +20,7 @@ from flowc.runtime.codegen import general
 from flowc.runtime.kernel import chart_plan
 
 from .conftest import machine
+from .test_chart_twins import step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,18 +159,6 @@ def twins(raw: dict[str, Any]) -> tuple[Machine, Machine]:
     return fast, slow
 
 
-def act(inst: Instance, op: tuple[Any, ...]) -> list[Any]:
-    what, arg, *forced = op
-    if what == "@advance":
-        inst.clock.advance(arg)  # type: ignore[attr-defined]
-        return list(inst.advance())
-    if what == "@goto":
-        return [inst.goto(arg, reason="r")]
-    if what == "@back":
-        return [inst.back(force=arg)]
-    return [inst.send(what, arg, force=bool(forced and forced[0]), reason="r")]
-
-
 def seen(inst: Instance) -> dict[str, Any]:
     """Everything observable about an instance."""
     snap = inst.snapshot()
@@ -203,7 +192,7 @@ def run_twins(fast_m: Machine, slow_m: Machine, ops: list[tuple[Any, ...]], ctx:
             assert seen(fast) == seen(slow)
             continue
         before = seen(fast)
-        a, b = act(fast, op), act(slow, op)
+        a, b = step(fast, op), step(slow, op)
         assert [told(x) for x in a] == [told(x) for x in b], op
         assert seen(fast) == seen(slow), op
         if len(a) == 1 and not a[0].ok:
