@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.output import OutputError, write_output
+from flowc.compiler.commands.output import deliver
 from flowc.compiler.driver import compile_file, print_diagnostics
 
 
@@ -51,11 +51,6 @@ def run(args: argparse.Namespace) -> int:
     text = result.flow.to_json(indent=None if args.compact else 2)
     if args.compact:
         text += "\n"
-    try:
-        out = write_output(args.output, text.encode("utf-8"))
-    except OutputError as exc:
-        print(f"flowc compile: {exc}", file=sys.stderr)
+    if not deliver("compile", args.output, text.encode("utf-8"), f"({result.flow.hash})"):
         return EXIT_FAILURE
-    if out is not None:
-        print(f"wrote {out} ({result.flow.hash})", file=sys.stderr)
     return EXIT_OK

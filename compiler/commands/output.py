@@ -54,14 +54,15 @@ def _reason(exc: OSError, path: Path | None = None) -> str:
     return reason
 
 
-def deliver(command: str, target: str | None, data: bytes) -> bool:
+def deliver(command: str, target: str | None, data: bytes, detail: str = "") -> bool:
     """`write_output` for a command's one result: a failed write is reported on stderr as
-    `flowc COMMAND: why`, a file written as `wrote PATH`. Returns whether the write worked."""
+    `flowc COMMAND: why`, a file written as `wrote PATH` (and ` DETAIL`, when given). Returns
+    whether the write worked."""
     try:
         out = write_output(target, data)
     except OutputError as exc:
         print(f"flowc {command}: {exc}", file=sys.stderr)
         return False
     if out is not None:
-        print(f"wrote {out}", file=sys.stderr)
+        print(f"wrote {out} {detail}" if detail else f"wrote {out}", file=sys.stderr)
     return True

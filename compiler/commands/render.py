@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.output import OutputError, is_stdout, write_output
+from flowc.compiler.commands.output import deliver, is_stdout
 from flowc.compiler.driver import compile_file, print_diagnostics
 from flowc.compiler.emit.dot import RENDER_FORMATS, GraphvizMissing, render, to_dot
 from flowc.compiler.emit.labels import LABEL_MODES, Highlight
@@ -164,11 +164,6 @@ def run(args: argparse.Namespace) -> int:
         except GraphvizMissing as exc:
             print(f"flowc render: {exc}", file=sys.stderr)
             return EXIT_FAILURE
-    try:
-        written = write_output(args.output, data)
-    except OutputError as exc:
-        print(f"flowc render: {exc}", file=sys.stderr)
+    if not deliver("render", args.output, data):
         return EXIT_FAILURE
-    if written is not None:
-        print(f"wrote {written}", file=sys.stderr)
     return EXIT_OK

@@ -107,8 +107,8 @@ def test_compile_writes_loadable_json(files: Path, capsys: pytest.CaptureFixture
     out_path = files / "out" / "good.json"
     code, _, err = run(capsys, "compile", str(files / "good.flow"), "-o", str(out_path))
     assert code == 0
-    assert "wrote" in err
     flow = CompiledFlow.from_json(out_path.read_text())
+    assert err.strip().splitlines()[-1] == f"wrote {out_path} ({flow.hash})"
     assert flow.name == "good" and flow.initial == "A"
     assert [t.target for t in flow.transitions] == ["B"]
 
