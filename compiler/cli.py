@@ -29,7 +29,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flowc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES if command is None else (command,):
-        module = importlib.import_module(f"flowc.compiler.commands.{name}")
+        module = importlib.import_module(COMMAND_MODULES[name])
         module.register(sub)
     return parser
 

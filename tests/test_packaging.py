@@ -10,7 +10,13 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-MAPPING = {"compiler": "flowc.compiler", "runtime": "flowc.runtime", "grammar": "flowc.grammar"}
+#: Each source folder and the package it installs as, as pyproject.toml maps them.
+MAPPING = {
+    folder: package
+    for package, folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+        "setuptools"
+    ]["package-dir"].items()
+}
 
 
 def test_every_package_folder_is_listed_in_pyproject() -> None:

@@ -5,21 +5,16 @@ and sets `handler` (a function taking the parsed args and returning the exit cod
 #: rejected); usage error.
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
-#: Order shown in `flowc --help`.
-COMMAND_MODULES: tuple[str, ...] = (
-    "check",
-    "test",
-    "paths",
-    "explore",
-    "compile",
-    "render",
-    "docs",
-    "fmt",
-    "run",
-    "instances",
-    "worker",
-    "mcp",
-    "lsp",
-    "scxml_import",
-    "scxml_export",
-)
+#: Every `flowc` sub-command and the module that registers it, in the order `flowc --help`
+#: shows. The compiler's commands live here; the commands that host the runtime (run a flow,
+#: drive stored instances, fire timers, serve MCP) live in `flowc.hosts.commands`. The
+#: `flowc` program is the one place that joins the two lists.
+COMMAND_MODULES: dict[str, str] = {
+    name: f"flowc.{package}.commands.{name}"
+    for package, names in (
+        ("compiler", ("check", "test", "paths", "explore", "compile", "render", "docs", "fmt")),
+        ("hosts", ("run", "instances", "worker", "mcp")),
+        ("compiler", ("lsp", "scxml_import", "scxml_export")),
+    )
+    for name in names
+}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from flowc.compiler.cli import main
-from flowc.compiler.commands.run import Prompt, _payload
+from flowc.hosts.commands.run import Prompt, _payload
 from flowc.runtime import Machine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -171,7 +171,7 @@ def test_run_store_usage_errors(
 
 
 def test_the_prompt_drives_a_stored_instance(tmp_path: Path) -> None:
-    from flowc.compiler.commands.run import Prompt, StoredDriver
+    from flowc.hosts.commands.run import Prompt, StoredDriver
     from flowc.runtime.store.durable import open_durable
     from store.flows import machine
 

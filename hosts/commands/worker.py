@@ -21,12 +21,10 @@ from types import FrameType
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.instances import (
+from flowc.hosts.commands.options import add_flow_option, add_journal_option, add_store_option
+from flowc.hosts.operations import (
     StepJournals,
     UsageError,
-    add_flow_option,
-    add_journal_option,
-    add_store_option,
     journal_specs,
     load_machines,
     opened,

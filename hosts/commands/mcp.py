@@ -13,11 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.instances import (
-    add_store_option,
-    store_url,
-)
 from flowc.compiler.commands.render import load_flow
+from flowc.hosts.commands.options import add_store_option
+from flowc.hosts.operations import store_url
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow
 from flowc.runtime.store import StoreError, open_store
@@ -73,7 +71,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from flowc.compiler.mcp_server import serve
+        from flowc.hosts.mcp_server import serve
     except ImportError as exc:
         print(f"flowc mcp: needs the MCP SDK: pip install 'flowc[mcp]' ({exc})", file=sys.stderr)
         return EXIT_FAILURE

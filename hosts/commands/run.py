@@ -27,7 +27,7 @@ from flowc.runtime.instance import Outcome, StepResult
 from flowc.runtime.store.migrate import migrate_snapshot
 
 if TYPE_CHECKING:
-    from flowc.compiler.commands.instances import StepJournals
+    from flowc.hosts.operations import StepJournals
     from flowc.runtime.store import InstanceRecord, StepOutcome, Store, TimerClaim
     from flowc.runtime.store.durable import DurableFlows
 
@@ -108,7 +108,7 @@ class _EventsUnreadable(Exception):
 
 
 def run(args: argparse.Namespace) -> int:
-    from flowc.compiler.commands.instances import UsageError
+    from flowc.hosts.operations import UsageError
 
     try:
         return _run(args)
@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     machine = _load(path, clock)
     if machine is None:
         return EXIT_FAILURE
-    from flowc.compiler.commands.instances import StepJournals, check_journals, journal_specs
+    from flowc.hosts.operations import StepJournals, check_journals, journal_specs
 
     specs = journal_specs(args.journal)
     check_journals(machine, specs)

@@ -1,0 +1,41 @@
+"""Options the host commands share (`--store`, `--flow`, `--journal`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from flowc.hosts.operations import DEFAULT_STORE
+
+
+def add_store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="sqlite:///PATH (three slashes before a relative path, four before an absolute "
+        "one), postgresql://USER@HOST:PORT/DB or memory: "
+        f"(default: $FLOWC_STORE, else {DEFAULT_STORE})",
+    )
+
+
+def add_flow_option(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--flow",
+        metavar="PATH",
+        action="append",
+        default=[],
+        required=required,
+        help="a .flow or compiled .json file, or a directory of them; repeat for several "
+        "flows or versions"
+        + ("" if required else " (default: the graph the store keeps for the instance)"),
+    )
+
+
+def add_journal_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--journal",
+        metavar="NAME=FILE",
+        action="append",
+        default=[],
+        help=f"append journal NAME of {what} to FILE (each step once, also across runs and "
+        "replays); repeat for several journals",
+    )
