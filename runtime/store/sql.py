@@ -436,25 +436,10 @@ class SQLStore:
         timer: TimerClaim | None,
         attempt: int,
     ) -> StepOutcome:
-        lock = self._lock_row(attempt)
-        row = None
-        if lock:
-            # Lock first, so that the key check below sees whatever the lock holder committed.
-            row = tx.one(_SELECT_RECORD + " FOR UPDATE", (instance_id,))
-            if row is None:
-                raise InstanceNotFound(instance_id)
-        if key is not None:
-            found = tx.one(
-                "SELECT outcome FROM flowc_keys WHERE instance_id = ? AND key = ?",
-                (instance_id, key),
-            )
-            if found is not None:
-                return StepOutcome("replayed", self._json_out(found[0]), attempts=attempt)
-        if not lock:
-            row = tx.one(_SELECT_RECORD, (instance_id,))
-        if row is None:
-            raise InstanceNotFound(instance_id)
-        record = self._record(row)
+        found = self._replay_or_record(tx, instance_id, key, attempt)
+        if isinstance(found, StepOutcome):
+            return found
+        record = found
         if timer is not None and not self._consume(tx, instance_id, timer):
             return StepOutcome("stale", None, record, (), attempt)
         result = fn(record)
@@ -490,6 +475,29 @@ class SQLStore:
                 (record.id, key, self._json_in(outcome), now),
             )
         return StepOutcome("committed", outcome, new, rows, attempt)
+
+    def _replay_or_record(
+        self, tx: Tx, instance_id: str, key: str | None, attempt: int
+    ) -> StepOutcome | InstanceRecord:
+        """The outcome stored under `key` (`replayed`), else the record the step runs on. On
+        an attempt that locks the row, the lock comes first, so that the key check sees
+        whatever the lock holder committed."""
+        lock = self._lock_row(attempt)
+        row = tx.one(_SELECT_RECORD + " FOR UPDATE", (instance_id,)) if lock else None
+        if lock and row is None:
+            raise InstanceNotFound(instance_id)
+        if key is not None:
+            found = tx.one(
+                "SELECT outcome FROM flowc_keys WHERE instance_id = ? AND key = ?",
+                (instance_id, key),
+            )
+            if found is not None:
+                return StepOutcome("replayed", self._json_out(found[0]), attempts=attempt)
+        if not lock:
+            row = tx.one(_SELECT_RECORD, (instance_id,))
+        if row is None:
+            raise InstanceNotFound(instance_id)
+        return self._record(row)
 
     def _consume(self, tx: Tx, instance_id: str, timer: TimerClaim) -> bool:
         """Delete the fired timer's row; False if it is gone (someone else fired it, or the
