@@ -4,10 +4,12 @@ handle, and leaves the store as it was."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flowc.compiler.cli import main
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.store import InstanceNotFound, open_store
 from flowc.runtime.store.durable import DurableFlows
@@ -93,3 +95,27 @@ def test_a_tool_call_refuses_a_bad_handle_by_its_argument_name(store_url: str) -
         start = tools.call("start", {"request_id": "\ud800"})
         assert start.is_error and start.data["field"] == "request_id"
         assert flows.load("c").context["n"] == 0
+
+
+def test_the_cli_refuses_a_bad_id_or_key_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "counter.flow"
+    flow.write_text(FLOW, encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'flows.db'}"
+    # A command line's undecodable bytes arrive as lone surrogates.
+    for argv in (
+        ["run", str(flow), "--store", url, "--id", "a\udcff"],
+        ["instances", "start", "counter", "--flow", str(flow), "--id", "a\udcff", "--store", url],
+        ["instances", "send", "a\udcff", "inc", "--store", url],
+    ):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "lone surrogate" in err, err
+    assert (
+        main(["instances", "start", "counter", "--flow", str(flow), "--id", "c", "--store", url])
+        == 0
+    )
+    assert main(["instances", "send", "c", "inc", "--key", "k" * 300, "--store", url]) == 1
+    err = capsys.readouterr().err
+    assert "at most 256" in err and len(err) < 300
