@@ -47,6 +47,7 @@ from flowc.runtime.store.types import (
     Store,
     TimerClaim,
     TimerSpec,
+    timer_deadline,
 )
 from flowc.runtime.store.worker import TimerWorker
 
@@ -177,10 +178,11 @@ class DurableFlows:
         self.compact = compact
         self.flows = machines if isinstance(machines, FlowRegistry) else FlowRegistry(machines)
         # One clock for the flows, the store and the workers: the one given, which the store
-        # then reads too, else the store's own.
-        if clock is not None:
+        # then reads too, else the store's own (a host's store written before stores had a
+        # `clock` attribute runs on the system clock, as it did).
+        if clock is not None and hasattr(store, "clock"):
             store.clock = clock
-        self.clock: Clock = store.clock
+        self.clock: Clock = clock if clock is not None else getattr(store, "clock", system_clock)
         self.upgrade = upgrade
         self.migrations = tuple(migrations)
         self.max_attempts = max_attempts
@@ -410,6 +412,7 @@ class DurableFlows:
 
         def fn(record: InstanceRecord) -> Change:
             instance, migrated = self._restore(record)
+            # The claim's deadline is the engine's own time again (`timer_deadline` made it).
             outcomes = instance.advance(claim.deadline)
             if ran is not None:
                 ran.append(outcomes)
@@ -651,7 +654,7 @@ def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
         TimerSpec(
             timer_id=str(t["index"]),
             state=str(t.get("source") or snapshot["state"]),
-            deadline=to_seconds(t["due"]),
+            deadline=timer_deadline(t["due"]),
             data={k: t.get(k) for k in ("index", "target", "after_ms")},
         )
         for t in snapshot.get("timers") or ()

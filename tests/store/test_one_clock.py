@@ -4,10 +4,13 @@ it, so under a fake clock timers fire when that clock says, on every backend."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
 from flowc.runtime import FakeClock, Machine
-from flowc.runtime.store import open_store
+from flowc.runtime.store import MemoryStore, open_store
 from flowc.runtime.store.durable import DurableFlows
 
 ALARMS = """
@@ -74,3 +77,24 @@ def test_the_store_stamps_steps_with_the_flows_clock(store_url: str) -> None:
         out = flows.send("a", "stop")
         assert out.record is not None and out.record.updated_at == pytest.approx(clock.now)
         assert flows.store.load("a").created_at == pytest.approx(clock.now - 300)
+
+
+class _StoreOfOld:
+    """A host's own store, written before stores had a `clock` attribute."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "clock":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_a_store_without_a_clock_attribute_still_runs() -> None:
+    clock = FakeClock()
+    store = _StoreOfOld(MemoryStore(clock=clock))
+    with DurableFlows(store, [alarms(clock)], clock=clock) as flows:  # type: ignore[arg-type]
+        assert flows.clock is clock and not hasattr(store, "clock")
+        assert flows.start("alarms", id="a").ok
+    assert DurableFlows(store, [alarms(clock)]).clock is time.time  # type: ignore[arg-type]
