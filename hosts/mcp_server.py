@@ -37,6 +37,7 @@ from flowc.compiler.emit.snapshot import snapshot_highlight
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow
 from flowc.runtime.store.durable import DurableFlows
+from flowc.runtime.store.handles import InvalidHandle
 from flowc.runtime.store.types import InstanceNotFound
 from flowc.runtime.tool_calls import ToolDispatcher
 from flowc.runtime.tools import HANDLE, FlowTools
@@ -219,8 +220,8 @@ class FlowServer:
     def _instance_resource(self, instance_id: str, leaf: str) -> str:
         try:
             record = self.durable.store.load(instance_id)
-        except InstanceNotFound:
-            raise MCPError(_INVALID_PARAMS, f"no instance {instance_id!r}") from None
+        except (InstanceNotFound, InvalidHandle) as exc:
+            raise MCPError(_INVALID_PARAMS, str(exc)) from None
         if leaf == "snapshot.json":
             return json.dumps(self.durable.load(instance_id).snapshot(), indent=2)
         rows = self.durable.store.history(instance_id)
@@ -321,8 +322,8 @@ class FlowServer:
             raise MCPError(_INVALID_PARAMS, f"prompt {name!r} takes no argument {unknown[0]!r}")
         try:
             instance = self.durable.load(instance_id)
-        except InstanceNotFound:
-            raise MCPError(_INVALID_PARAMS, f"no instance {instance_id!r}") from None
+        except (InstanceNotFound, InvalidHandle) as exc:
+            raise MCPError(_INVALID_PARAMS, str(exc)) from None
         if instance.machine.name != prompt.flow:
             raise MCPError(_INVALID_PARAMS, f"instance {instance_id!r} is not a {prompt.flow}")
         variables: dict[str, Any] = {}

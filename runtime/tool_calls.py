@@ -28,6 +28,7 @@ from typing import Any
 from flowc.runtime.clock import to_datetime
 from flowc.runtime.instance import Instance
 from flowc.runtime.store.durable import DurableFlows, DurableOutcome
+from flowc.runtime.store.handles import InvalidHandle, check_handle
 from flowc.runtime.store.types import InstanceExists, InstanceNotFound, InstanceRecord, Json
 from flowc.runtime.tools import FORCE, HANDLE, REQUEST_ID, FlowTools, Tool, from_strict
 
@@ -82,6 +83,12 @@ class ToolDispatcher:
     ) -> ToolResult:
         """Run the call. `strict=True` takes arguments written against the OpenAI strict-mode
         schema (`Tool.openai(strict=True)`)."""
+        try:
+            return self._call(name, arguments, strict)
+        except InvalidHandle as refused:  # an instance_id or request_id no store can keep
+            return _error(refused.to_dict({"id": HANDLE, "key": REQUEST_ID}))
+
+    def _call(self, name: str, arguments: Mapping[str, Any] | None, strict: bool) -> ToolResult:
         tool = self.tools.get(name)
         if tool is None:
             return _error(
@@ -166,6 +173,8 @@ class ToolDispatcher:
         problems.unknown.extend(sorted(args))
         if problems:
             return _error(problems.feedback(tool))
+        if request_id is not None:
+            check_handle("key", request_id)
         instance_id = chosen or (
             uuid.uuid5(_START_IDS, f"{tool.flow}\0{request_id}").hex if request_id else None
         )

@@ -142,6 +142,10 @@ def _guarded(args: argparse.Namespace, body: Any) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        print(f"flowc instances list: --limit takes N >= 0, not {args.limit}", file=sys.stderr)
+        return EXIT_USAGE
+
     def body(store: Store) -> int:
         records = store.instances(flow=args.flow_name, state=args.state, limit=args.limit)
         if args.json:

@@ -327,7 +327,7 @@ def _run_stored(
                 args.keep_going,
                 journals,
             )
-        except (UnknownFlow, FlowcError, InstanceExists) as exc:
+        except (UnknownFlow, FlowcError, InstanceExists, StoreError) as exc:
             print(f"flowc run: {exc}", file=sys.stderr)
             return EXIT_FAILURE
 

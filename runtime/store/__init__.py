@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from flowc.runtime.store.handles import InvalidHandle
 from flowc.runtime.store.memory import MemoryStore
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
@@ -183,6 +184,7 @@ __all__ = [
     "InstanceExists",
     "InstanceNotFound",
     "InstanceRecord",
+    "InvalidHandle",
     "Json",
     "MemoryStore",
     "NewInstance",

@@ -28,6 +28,7 @@ from flowc.runtime.instance import Instance, Outcome, StepResult
 from flowc.runtime.machine import Machine
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.rejections import Rejection, SnapshotError
+from flowc.runtime.store.handles import check_handle
 from flowc.runtime.store.migrate import Migration, migrate_snapshot
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
@@ -46,6 +47,7 @@ from flowc.runtime.store.types import (
     Store,
     TimerClaim,
     TimerSpec,
+    timer_deadline,
 )
 from flowc.runtime.store.worker import TimerWorker
 
@@ -165,7 +167,7 @@ class DurableFlows:
         store: Store,
         machines: FlowRegistry | Iterable[Machine],
         *,
-        clock: Clock = system_clock,
+        clock: Clock | None = None,
         upgrade: bool = True,
         migrations: Sequence[Migration] = (),
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
@@ -175,7 +177,12 @@ class DurableFlows:
         self.store = store
         self.compact = compact
         self.flows = machines if isinstance(machines, FlowRegistry) else FlowRegistry(machines)
-        self.clock = clock
+        # One clock for the flows, the store and the workers: the one given, which the store
+        # then reads too, else the store's own (a host's store written before stores had a
+        # `clock` attribute runs on the system clock, as it did).
+        if clock is not None and hasattr(store, "clock"):
+            store.clock = clock
+        self.clock: Clock = clock if clock is not None else getattr(store, "clock", system_clock)
         self.upgrade = upgrade
         self.migrations = tuple(migrations)
         self.max_attempts = max_attempts
@@ -264,6 +271,8 @@ class DurableFlows:
         """Start an instance of the newest registered version of `flow` and store it. A
         refused start (`invalid_context`, ...) stores nothing. `InstanceExists` if `id` is
         taken."""
+        if id is not None and id != "":
+            check_handle("id", id)
         self._keep_graphs()
         machine = self.flows.latest(flow)
         instance_id = id or uuid.uuid4().hex
@@ -403,6 +412,7 @@ class DurableFlows:
 
         def fn(record: InstanceRecord) -> Change:
             instance, migrated = self._restore(record)
+            # The claim's deadline is the engine's own time again (`timer_deadline` made it).
             outcomes = instance.advance(claim.deadline)
             if ran is not None:
                 ran.append(outcomes)
@@ -416,8 +426,10 @@ class DurableFlows:
         return fn
 
     def worker(self, **options: Any) -> TimerWorker:
-        """A `TimerWorker` firing this store's timers through these flows; the steps it
-        commits reach this object's subscribers, then its `on_outcome`."""
+        """A `TimerWorker` firing this store's timers through these flows (on this object's
+        clock unless `clock=` says otherwise); the steps it commits reach this object's
+        subscribers, then its `on_outcome`."""
+        options.setdefault("clock", self.clock)
         on_outcome: Callable[[TimerClaim, StepOutcome], None] | None = options.pop(
             "on_outcome", None
         )
@@ -439,9 +451,7 @@ class DurableFlows:
             return self._with_graphs(lambda: self.store.step(claim.instance_id, fn, timer=claim))
 
         self._keep_graphs()
-        return TimerWorker(
-            self.store, fire, clock=self.clock, on_outcome=delivered, step=step, **options
-        )
+        return TimerWorker(self.store, fire, on_outcome=delivered, step=step, **options)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -565,7 +575,7 @@ def open_durable(
     `with open_durable("sqlite:///flows.db", [machine]) as flows: flows.send(...)`."""
     from flowc.runtime.store import open_store
 
-    clock = options.get("clock", system_clock)
+    clock = options.get("clock") or system_clock
     return DurableFlows(open_store(url, clock=clock), machines, **options)
 
 
@@ -644,7 +654,7 @@ def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
         TimerSpec(
             timer_id=str(t["index"]),
             state=str(t.get("source") or snapshot["state"]),
-            deadline=to_seconds(t["due"]),
+            deadline=timer_deadline(t["due"]),
             data={k: t.get(k) for k in ("index", "target", "after_ms")},
         )
         for t in snapshot.get("timers") or ()

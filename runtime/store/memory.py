@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from flowc.runtime.store.handles import check_handle, check_page, check_step_handles
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
@@ -27,6 +28,7 @@ from flowc.runtime.store.types import (
     StepOutcome,
     TimerClaim,
     TimerRow,
+    advanced,
     conflict_outcome,
     copy_json,
     plan_timers,
@@ -44,27 +46,17 @@ class _Slot:
 class MemoryStore:
     def __init__(self, *, clock: Callable[[], float] = time.time, url: str = "memory:") -> None:
         self.url = url
-        self._clock = clock
+        self.clock = clock
         self._lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
         self._graphs: dict[str, str] = {}
         #: the outbox: effects committed and not yet delivered, by (instance, seq, index)
-        self._outbox: dict[tuple[str, int, int], OutboxEffect] = {}
+        self._outbox: dict[tuple[str, str | None, int, int], OutboxEffect] = {}
 
     def create(self, new: NewInstance) -> InstanceRecord:
-        now = self._clock() if new.at is None else new.at
-        record = InstanceRecord(
-            id=new.id,
-            flow=new.flow,
-            flow_version=new.flow_version,
-            graph_hash=new.graph_hash,
-            state=new.state,
-            version=1,
-            seq=new.last_seq,
-            snapshot=copy_json(new.snapshot),
-            created_at=now,
-            updated_at=now,
-        )
+        check_handle("id", new.id)
+        record = new.record(self.clock())
+        now = record.created_at
         slot = _Slot(record)
         slot.history = [
             HistoryRow.of(new.id, i, e, copy_json(e.payload))
@@ -79,17 +71,20 @@ class MemoryStore:
             if new.id in self._slots:
                 raise InstanceExists(new.id)
             self._slots[new.id] = slot
-            self._put_effects(new.id, new.effects, now)
+            self._put_effects(record, new.effects, now)
         return _copy_record(record)
 
-    def _put_effects(self, instance_id: str, effects: Sequence[EffectSpec], at: float) -> None:
+    def _put_effects(
+        self, record: InstanceRecord, effects: Sequence[EffectSpec], at: float
+    ) -> None:
         for e in effects:
             payload = copy_json(e.payload)
             assert isinstance(payload, dict)
-            fx = OutboxEffect(instance_id, e.seq, e.index, e.effect, payload, at)
-            self._outbox[(instance_id, e.seq, e.index)] = fx
+            fx = OutboxEffect(record.id, e.seq, e.index, e.effect, payload, at, record.incarnation)
+            self._outbox[_outbox_key(fx)] = fx
 
     def pending_effects(self, *, limit: int = 100) -> list[OutboxEffect]:
+        check_page(limit, 0)
         with self._lock:
             pending = list(self._outbox.values())[:limit]
         return [replace(fx, payload=copy_json(fx.payload)) for fx in pending]
@@ -97,9 +92,10 @@ class MemoryStore:
     def mark_delivered(self, effects: Sequence[OutboxEffect]) -> None:
         with self._lock:
             for fx in effects:
-                self._outbox.pop((fx.instance_id, fx.seq, fx.index), None)
+                self._outbox.pop(_outbox_key(fx), None)
 
     def load(self, instance_id: str) -> InstanceRecord:
+        check_handle("id", instance_id)
         with self._lock:
             return _copy_record(self._slot(instance_id).record)
 
@@ -112,6 +108,7 @@ class MemoryStore:
         timer: TimerClaim | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> StepOutcome:
+        check_step_handles(instance_id, key)
         record: InstanceRecord | None = None
         for attempt in range(1, max_attempts + 1):
             with self._lock:
@@ -147,21 +144,12 @@ class MemoryStore:
         timer: TimerClaim | None,
         attempt: int,
     ) -> StepOutcome:
-        now = self._clock()
+        now = self.clock()
         rows = tuple(
             HistoryRow.of(old.id, old.seq + i, e, copy_json(e.payload))
             for i, e in enumerate(change.history, start=1)
         )
-        record = replace(
-            old,
-            state=change.state,
-            version=old.version + 1,
-            seq=old.seq + len(rows),
-            snapshot=copy_json(change.snapshot),
-            updated_at=now,
-            flow_version=old.flow_version if change.flow_version is None else change.flow_version,
-            graph_hash=old.graph_hash if change.graph_hash is None else change.graph_hash,
-        )
+        record = advanced(old, change, now)
         if timer is not None:
             del slot.timers[timer.timer_id]
         if change.timers is not None:
@@ -177,7 +165,7 @@ class MemoryStore:
             slot.keys[key] = copy_json(change.outcome)
         slot.record = record
         slot.history.extend(rows)
-        self._put_effects(old.id, change.effects, now)
+        self._put_effects(record, change.effects, now)
         return StepOutcome(
             "committed", copy_json(change.outcome), _copy_record(record), rows, attempt
         )
@@ -190,6 +178,7 @@ class MemoryStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[InstanceRecord]:
+        check_page(limit, offset)
         with self._lock:
             records = [
                 s.record
@@ -203,12 +192,17 @@ class MemoryStore:
     def history(
         self, instance_id: str, *, after: int | None = None, limit: int | None = None
     ) -> list[HistoryRow]:
+        check_handle("id", instance_id)
+        if limit is not None:
+            check_page(limit, 0)
         with self._lock:
             rows = [r for r in self._slot(instance_id).history if after is None or r.seq > after]
         rows = rows if limit is None else rows[:limit]
         return [replace(r, payload=copy_json(r.payload)) for r in rows]
 
     def timers(self, instance_id: str | None = None) -> list[TimerRow]:
+        if instance_id is not None:
+            check_handle("id", instance_id)
         with self._lock:
             slots = self._slots.values() if instance_id is None else [self._slot(instance_id)]
             rows = [t for s in slots for t in s.timers.values()]
@@ -218,7 +212,9 @@ class MemoryStore:
     def claim_due_timers(
         self, owner: str, *, limit: int = 100, lease: float = 30.0, now: float | None = None
     ) -> list[TimerClaim]:
-        now = self._clock() if now is None else now
+        check_handle("owner", owner)
+        check_page(limit, 0)
+        now = self.clock() if now is None else now
         claims: list[TimerClaim] = []
         with self._lock:
             due = [
@@ -251,7 +247,7 @@ class MemoryStore:
                 slot.timers[claim.timer_id] = replace(row, lease_owner=None, lease_until=None)
 
     def next_deadline(self) -> float | None:
-        now = self._clock()
+        now = self.clock()
         with self._lock:
             deadlines = [
                 t.deadline
@@ -262,6 +258,7 @@ class MemoryStore:
         return min(deadlines, default=None)
 
     def delete(self, instance_id: str) -> bool:
+        check_handle("id", instance_id)
         with self._lock:
             return self._slots.pop(instance_id, None) is not None
 
@@ -290,6 +287,10 @@ def _pending(slot: _Slot, timer: TimerClaim) -> bool:
 
 def _same_timer(timer_id: str, deadline: float, timer: TimerClaim | None) -> bool:
     return timer is not None and timer.timer_id == timer_id and timer.deadline == deadline
+
+
+def _outbox_key(fx: OutboxEffect) -> tuple[str, str | None, int, int]:
+    return (fx.instance_id, fx.incarnation, fx.seq, fx.index)
 
 
 def _copy_record(record: InstanceRecord) -> InstanceRecord:

@@ -10,10 +10,13 @@ idempotency keys already applied. The engine's work happens in a caller-supplied
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from flowc.runtime.clock import to_seconds
 from flowc.runtime.messages import DEFAULT_MESSAGES
 
 #: Any JSON value (dicts, lists, str, int, float, bool, None).
@@ -33,12 +36,16 @@ class InstanceNotFound(StoreError, KeyError):
         self.instance_id = instance_id
 
     def __str__(self) -> str:
-        return f"no instance {self.instance_id!r}"
+        from flowc.runtime.store.handles import shorten
+
+        return f"no instance {shorten(self.instance_id)}"
 
 
 class InstanceExists(StoreError):
     def __init__(self, instance_id: str) -> None:
-        super().__init__(f"instance {instance_id!r} already exists")
+        from flowc.runtime.store.handles import shorten
+
+        super().__init__(f"instance {shorten(instance_id)} already exists")
         self.instance_id = instance_id
 
 
@@ -71,6 +78,9 @@ class InstanceRecord:
     snapshot: dict[str, Json]
     created_at: float
     updated_at: float
+    #: which life of this id the record is (fresh at each create, so that an id reused after a
+    #: delete never repeats an effect id); None for instances created before it was kept
+    incarnation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +176,17 @@ class OutboxEffect:
     payload: dict[str, Json]
     #: when the step that emitted it committed
     at: float
+    #: the incarnation of the instance that emitted it (`InstanceRecord.incarnation`)
+    incarnation: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.instance_id}/{self.seq}/{self.index}"
+        """`INSTANCE/INCARNATION/SEQ/INDEX`: never the same for two effects, even when an
+        instance id is reused after a delete (effects of instances created before incarnations
+        were kept: `INSTANCE/SEQ/INDEX`)."""
+        if self.incarnation is None:
+            return f"{self.instance_id}/{self.seq}/{self.index}"
+        return f"{self.instance_id}/{self.incarnation}/{self.seq}/{self.index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,12 +282,48 @@ class NewInstance:
     def last_seq(self) -> int:
         return self.first_seq + len(self.history) - 1
 
+    def record(self, now: float) -> InstanceRecord:
+        """The record `Store.create` writes, created at `now` (`at` when given) as a new
+        incarnation of its id."""
+        at = now if self.at is None else self.at
+        return InstanceRecord(
+            id=self.id,
+            flow=self.flow,
+            flow_version=self.flow_version,
+            graph_hash=self.graph_hash,
+            state=self.state,
+            version=1,
+            seq=self.last_seq,
+            snapshot=copy_json(self.snapshot),
+            created_at=at,
+            updated_at=at,
+            incarnation=new_incarnation(),
+        )
+
+
+def advanced(record: InstanceRecord, change: Change, now: float) -> InstanceRecord:
+    """The record after `change` commits at `now`."""
+    return replace(
+        record,
+        flow_version=record.flow_version if change.flow_version is None else change.flow_version,
+        graph_hash=record.graph_hash if change.graph_hash is None else change.graph_hash,
+        state=change.state,
+        version=record.version + 1,
+        seq=record.seq + len(change.history),
+        snapshot=copy_json(change.snapshot),
+        updated_at=now,
+    )
+
 
 @runtime_checkable
 class Store(Protocol):
     """A durable home for instances. Every backend passes tests/store/test_conformance.py."""
 
     url: str
+    #: what "now" is for the store: `updated_at`, keys' `at`, which timers are due and whose
+    #: lease ran out (epoch seconds). `DurableFlows(store, clock=...)` sets it, so that flows,
+    #: store and workers read one clock.
+    clock: Callable[[], float]
 
     def create(self, new: NewInstance) -> InstanceRecord:
         """Write a new instance; `InstanceExists` if the id is taken."""
@@ -369,6 +422,18 @@ def conflict_outcome(state: str | None, attempts: int) -> dict[str, Json]:
         "state": state,
         "event": None,
     }
+
+
+def new_incarnation() -> str:
+    """A fresh incarnation for a created instance: 64 random bits, as hex."""
+    return secrets.token_hex(8)
+
+
+def timer_deadline(due: float | int | str | datetime) -> float:
+    """A pending timer's due time (as the engine's snapshot holds it) as the deadline the
+    stores keep and compare. Every conversion of a timer's due time into a store goes through
+    here, so the stores' time representation is one place to change."""
+    return to_seconds(due)
 
 
 def dumps(value: Json) -> str:

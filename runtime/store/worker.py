@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from flowc.runtime.store.handles import check_handle
 from flowc.runtime.store.types import (
     InstanceNotFound,
     StepFn,
@@ -63,6 +64,8 @@ class TimerWorker:
     ) -> None:
         if lease <= 0 or poll <= 0 or batch <= 0:
             raise ValueError("lease, poll and batch must be positive")
+        if owner is not None:
+            check_handle("owner", owner)
         self.store = store
         self.fire = fire
         self.owner = owner or default_owner()
@@ -80,8 +83,12 @@ class TimerWorker:
         self.stats = WorkerStats()
 
     def run_once(self) -> int:
-        """Claim and fire one batch of due timers; the number claimed."""
-        claims = self.store.claim_due_timers(self.owner, limit=self.batch, lease=self.lease)
+        """Claim the timers due by this worker's clock (at most `batch`, leased for `lease`
+        seconds) and fire each as one step; the number claimed. `run` calls it in a loop; a
+        host with its own scheduler (or a test on a `FakeClock`) calls it directly."""
+        claims = self.store.claim_due_timers(
+            self.owner, limit=self.batch, lease=self.lease, now=self.clock()
+        )
         self.stats.claimed += len(claims)
         for claim in claims:
             self._fire(claim)
