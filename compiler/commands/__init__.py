@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run",
     "instances",
     "worker",
+    "inspect",
     "mcp",
     "lsp",
     "scxml_import",

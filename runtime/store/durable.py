@@ -406,7 +406,7 @@ class DurableFlows:
         `NotReplayable` when the history cannot be re-run up to `at`."""
         self._keep_graphs()
         record = self.store.load(instance_id)
-        machine = self._with_graphs(lambda: self._exact_machine(record))
+        machine = self.graph(record)
         rows = self.store.history(instance_id)
         new_id = id or uuid.uuid4().hex
         forked = instance_after(machine, rows, at, instance_id=new_id)
@@ -436,8 +436,13 @@ class DurableFlows:
         (default: the graph it is on) and return one `ReplayedStep` per step re-run; the last
         has a `difference` when a step did not go as recorded. Nothing is written."""
         record = self.store.load(instance_id)
-        graph = machine or self._with_graphs(lambda: self._exact_machine(record))
+        graph = machine or self.graph(record)
         return list(replay_rows(graph, self.store.history(instance_id), instance_id=record.id))
+
+    def graph(self, record: InstanceRecord) -> Machine:
+        """The very graph `record` runs on (given, else read from the store), never upgraded:
+        what a tool showing the instance draws and re-runs it with."""
+        return self._with_graphs(lambda: self._exact_machine(record))
 
     def _exact_machine(self, record: InstanceRecord) -> Machine:
         """The very graph the instance is on: given, else the store's (never upgraded)."""

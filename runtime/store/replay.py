@@ -44,6 +44,8 @@ class ReplayedStep:
     difference: str | None = None
     rules_taken: tuple[int, ...] | None = None
     effects: list[dict[str, Json]] = field(default_factory=list)
+    #: the re-run's own step (for its journals); None for the start and a refused re-run
+    step: StepResult | None = None
 
 
 def start_payload(context: Mapping[str, Any] | None) -> dict[str, Json]:
@@ -86,8 +88,9 @@ def _difference(row: HistoryRow, step: StepResult) -> str | None:
     return None
 
 
-class _Run:
-    """One re-run: the instance, its clock, and the timer steps fired but not yet matched."""
+class Replayer:
+    """A re-run in progress: `first` is the start, each `feed(row)` re-runs the next recorded
+    row. A host showing a growing instance keeps one and feeds it the rows committed since."""
 
     def __init__(self, machine: Machine, start: HistoryRow, instance_id: str) -> None:
         self.clock = FakeClock(start.at)
@@ -95,17 +98,37 @@ class _Run:
         if isinstance(started, Rejection):
             raise NotReplayable(f"the recorded start is refused now: {started.message}")
         self.instance: Instance = started
-        self.fired: list[Outcome] = []
+        self.first = ReplayedStep(start, started.context, effects=started.start_effects)
+        self.seq = start.seq
+        #: timer steps one `advance` fired beyond the row being re-run, for the next rows
+        self._fired: list[Outcome] = []
 
-    def step(self, row: HistoryRow) -> Outcome | None:
+    def feed(self, row: HistoryRow) -> ReplayedStep:
+        """Re-run `row`, the step after the last one fed."""
+        outcome = self._run(row)
+        self.seq = row.seq
+        if outcome is None:
+            return ReplayedStep(row, None, f"step {row.seq}: the re-run fired no timer")
+        if isinstance(outcome, Rejection):
+            return ReplayedStep(row, None, f"step {row.seq}: the re-run refused: {outcome.message}")
+        return ReplayedStep(
+            row,
+            outcome.context,
+            _difference(row, outcome),
+            outcome.rules_taken,
+            outcome.effects,
+            outcome,
+        )
+
+    def _run(self, row: HistoryRow) -> Outcome | None:
         if row.at > self.clock.now:
             self.clock.set(row.at)
         i = self.instance
         kind = _kind(row)
         if kind == "timer":
-            if not self.fired:
-                self.fired = list(i.advance(row.at))
-            return self.fired.pop(0) if self.fired else None
+            if not self._fired:
+                self._fired = list(i.advance(row.at))
+            return self._fired.pop(0) if self._fired else None
         # A recorded step committed, so a backward one was forced then: force it again.
         if kind == "goto":
             return i.goto(row.target or "", force=True, reason=row.reason)
@@ -122,25 +145,12 @@ def replay_rows(
     row; stops after the first row that differs."""
     if not rows:
         return
-    run = _Run(machine, rows[0], instance_id)
-    yield ReplayedStep(rows[0], run.instance.context)
+    replayer = Replayer(machine, rows[0], instance_id)
+    yield replayer.first
     for row in rows[1:]:
-        outcome = run.step(row)
-        if outcome is None:
-            yield ReplayedStep(row, None, f"step {row.seq}: the re-run fired no timer")
-            return
-        if isinstance(outcome, Rejection):
-            yield ReplayedStep(row, None, f"step {row.seq}: the re-run refused: {outcome.message}")
-            return
-        difference = _difference(row, outcome)
-        yield ReplayedStep(
-            row,
-            outcome.context,
-            difference,
-            outcome.rules_taken,
-            outcome.effects,
-        )
-        if difference is not None:
+        step = replayer.feed(row)
+        yield step
+        if step.difference is not None:
             return
 
 
@@ -153,15 +163,12 @@ def instance_after(
     if not any(r.seq == at for r in rows):
         raise ValueError(f"the instance has no step {at}")
     wanted = [r for r in rows if r.seq <= at]
-    run = _Run(machine, wanted[0], instance_id)
+    replayer = Replayer(machine, wanted[0], instance_id)
     for row in wanted[1:]:
-        outcome = run.step(row)
-        if outcome is None or isinstance(outcome, Rejection):
-            raise NotReplayable(f"step {row.seq} does not re-run as recorded")
-        difference = _difference(row, outcome)
-        if difference is not None:
-            raise NotReplayable(difference)
-    return run.instance
+        step = replayer.feed(row)
+        if step.difference is not None:
+            raise NotReplayable(step.difference)
+    return replayer.instance
 
 
 def context_diff(before: Mapping[str, Json], after: Mapping[str, Json]) -> list[dict[str, Json]]:
@@ -184,6 +191,7 @@ __all__ = [
     "START_CONTEXT",
     "NotReplayable",
     "ReplayedStep",
+    "Replayer",
     "context_diff",
     "instance_after",
     "replay_rows",
