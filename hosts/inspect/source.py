@@ -3,18 +3,15 @@
 One `Inspector` serves every page of one store. It reads through the `Store` protocol (and
 `listing.py`'s read-only queries); it writes only through `DurableFlows.send`/`goto`/`back`,
 and only when it was made with `allow_send=True`. The context change of each step is worked
-out by re-running the instance's recorded steps (`flowc.runtime.store.replay`), once per
-instance: a `Replayer` kept for the instances shown last is fed only the rows committed since.
+out by re-running the instance's recorded steps (`changes.py`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from flowc.hosts.inspect.changes import StepChanges
 from flowc.hosts.inspect.listing import (
     Finals,
     ListFilter,
@@ -23,27 +20,15 @@ from flowc.hosts.inspect.listing import (
     list_instances,
 )
 from flowc.runtime.machine import Machine
-from flowc.runtime.store import HistoryRow, InstanceRecord
+from flowc.runtime.store import HistoryRow
 from flowc.runtime.store.durable import LINEAGE, DurableFlows, DurableOutcome
-from flowc.runtime.store.replay import NotReplayable, ReplayedStep, Replayer, context_diff
 
 #: Timeline rows per page, by default and at most.
 PAGE, MAX_PAGE = 50, 500
-#: How many instances keep their re-run in memory.
-KEPT_REPLAYS = 4
 
 
 class ReadOnly(PermissionError):
     """A step was asked of an inspector started without --allow-send."""
-
-
-@dataclass
-class _Replay:
-    """The re-run of one instance so far: the context after each step, by seq."""
-
-    replayer: Replayer | None
-    steps: dict[int, ReplayedStep] = field(default_factory=dict)
-    problem: str | None = None
 
 
 class Inspector:
@@ -51,8 +36,7 @@ class Inspector:
         self.flows = flows
         self.store = flows.store
         self.allow_send = allow_send
-        self._replays: OrderedDict[str, _Replay] = OrderedDict()
-        self._lock = threading.Lock()
+        self.changes = StepChanges(flows.store)
         #: flow name and final states, by graph hash
         self._finals: dict[str, tuple[str, frozenset[str]]] = {}
 
@@ -133,13 +117,13 @@ class Inspector:
         end = record.seq if before is None else min(before, record.seq)
         rows = self.store.history(instance_id, after=max(end - limit, -1), limit=limit)
         rows = [r for r in rows if r.seq <= end]
-        replay = self._replayed(record)
-        steps = [_step(r, replay, self) for r in rows]
+        shown, problem, pending = self.changes.of(record, self.flows.graph(record))
         first = rows[0].seq if rows else 0
         return {
-            "steps": steps,
+            "steps": [_step(r, shown) for r in rows],
             "earlier": first - 1 if rows and first > _first_seq(self, instance_id) else None,
-            "replay_problem": replay.problem,
+            "replay_problem": problem,
+            "pending": pending,
         }
 
     def diagram(self, instance_id: str) -> bytes:
@@ -176,42 +160,8 @@ class Inspector:
             return self.flows.back(instance_id, force=force, reason=reason)
         raise ValueError("`do` is one of send, goto, back")
 
-    # -- the re-runs --------------------------------------------------------------------------
 
-    def _replayed(self, record: InstanceRecord) -> _Replay:
-        with self._lock:
-            replay = self._replays.pop(record.id, None)
-            if replay is None:
-                replay = _Replay(None)
-            self._replays[record.id] = replay
-            while len(self._replays) > KEPT_REPLAYS:
-                self._replays.popitem(last=False)
-            self._catch_up(record, replay)
-            return replay
-
-    def _catch_up(self, record: InstanceRecord, replay: _Replay) -> None:
-        if replay.problem is not None:
-            return
-        after = replay.replayer.seq if replay.replayer is not None else None
-        rows = self.store.history(record.id, after=after)
-        if replay.replayer is None and rows:
-            try:
-                replay.replayer = Replayer(self.flows.graph(record), rows[0], record.id)
-            except NotReplayable as exc:
-                replay.problem = str(exc)
-                return
-            replay.steps[rows[0].seq] = replay.replayer.first
-            rows = rows[1:]
-        for row in rows:
-            assert replay.replayer is not None
-            step = replay.replayer.feed(row)
-            replay.steps[row.seq] = step
-            if step.difference is not None:
-                replay.problem = step.difference
-                return
-
-
-def _step(row: HistoryRow, replay: _Replay, inspector: Inspector) -> dict[str, Any]:
+def _step(row: HistoryRow, shown: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "seq": row.seq,
         "at": row.at,
@@ -223,15 +173,7 @@ def _step(row: HistoryRow, replay: _Replay, inspector: Inspector) -> dict[str, A
         "reason": row.reason,
         "via": list(row.via),
     }
-    step = replay.steps.get(row.seq)
-    before = replay.steps.get(row.seq - 1)
-    if step is not None and step.context is not None:
-        old = before.context if before is not None and before.context is not None else {}
-        out["diff"] = context_diff(old, step.context)
-        out["rules_taken"] = list(step.rules_taken) if step.rules_taken is not None else None
-        out["effects"] = step.effects
-        if step.step is not None:
-            out["journals"] = step.step.journals()
+    out.update(shown.get(row.seq) or {})
     return out
 
 

@@ -125,12 +125,27 @@ async function showInstance(id) {
     if (page.steps.length) newest = Math.max(newest, page.steps[page.steps.length - 1].seq);
     if (oldest === null) { oldest = page.earlier; earlier.hidden = oldest === null; }
     if (page.replay_problem) side.prepend(el("p", { class: "muted" }, "Context changes: " + page.replay_problem));
+    if (page.pending) fill(page);
+  }
+  // A long history's context changes come after its steps: ask again until they are there.
+  function fill(page) {
+    if (!page.steps.length) return;
+    const last = page.steps[page.steps.length - 1].seq;
+    setTimeout(async () => {
+      const again = await get(base + "/timeline?before=" + last + "&limit=" + page.steps.length);
+      for (const step of again.steps) {
+        const row = steps.querySelector(':scope > tr[data-seq="' + step.seq + '"]');
+        if (row && step.diff) row.replaceWith(stepRow(step, false));
+      }
+      if (again.pending) fill(again);
+    }, 300);
   }
   earlier.addEventListener("click", async () => {
     const page = await get(base + "/timeline?before=" + oldest);
     steps.prepend(...page.steps.map((s) => stepRow(s, false)));
     oldest = page.earlier;
     earlier.hidden = oldest === null;
+    if (page.pending) fill(page);
   });
   await refresh();
   live(base + "/events", "step", refresh);
@@ -226,7 +241,7 @@ function actions(d, base, refresh) {
 function stepRow(s, fresh) {
   const diff = s.diff ? el("table", { class: "diff" }, s.diff.map((c) => el("tr", { class: c.op },
     el("td", { class: "mono" }, c.field), el("td", {}, el("pre", {}, c.op === "add" ? "" : json(c.before))),
-    el("td", {}, el("pre", {}, c.op === "remove" ? "" : json(c.after)))))) : el("span", { class: "muted" }, "?");
+    el("td", {}, el("pre", {}, c.op === "remove" ? "" : json(c.after)))))) : el("span", { class: "muted", title: "being worked out" }, "…");
   const what = [el("b", {}, s.kind === "event" ? s.event : s.kind), " ",
     (s.source || "∅") + " → " + s.target];
   if (s.via.length) what.push(" via " + s.via.join(", "));
