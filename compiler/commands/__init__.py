@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "instances",
     "worker",
     "inspect",
+    "replay",
     "mcp",
     "lsp",
     "scxml_import",
