@@ -170,7 +170,10 @@ def test_list_instance_page_live_step_and_a_step_sent_from_the_page(
     assert "replies" in step3  # the context change
     assert "mail" in step3  # the effect
     wait_for(browser, lambda d: "ticket-1-retry" in text_of(d, "#head"))  # its fork
-    assert browser.find_element(By.ID, "diagram").get_attribute("naturalWidth") != "0"
+    wait_for(
+        browser,
+        lambda d: d.execute_script("return document.getElementById('diagram').naturalWidth") > 0,
+    )
 
     # Another process steps the instance: the open page follows.
     send_from_another_process(store_file, "ticket-1", "note", '{"text": "log attached"}')
