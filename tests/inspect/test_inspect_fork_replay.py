@@ -14,24 +14,24 @@ from flowc.runtime.store import HistoryRow, open_store
 from flowc.runtime.store.durable import LINEAGE, DurableFlows
 from flowc.runtime.store.replay import NotReplayable, context_diff, replay_rows
 
-#: What a generated run sends, with the payloads it picks from.
+#: What a generated run sends, with the payloads it picks from and how often it picks it.
 MOVES = [
-    ("note", [{"text": "a"}, {"text": "bb"}]),
-    ("triage", [{"priority": "LOW"}, {"priority": "HIGH"}]),
-    ("reply", [{"text": "hello"}, {"text": "again"}]),
-    ("reopen", [{}]),
-    ("resolve", [{}]),
+    ("note", [{"text": "a"}, {"text": "bb"}], 4),
+    ("triage", [{"priority": "LOW"}, {"priority": "HIGH"}], 3),
+    ("reply", [{"text": "hello"}, {"text": "again"}], 4),
+    ("reopen", [{}], 3),
+    ("resolve", [{}], 1),
 ]
 
 
 def generated_run(flows: DurableFlows, clock: FakeClock, instance_id: str, seed: int) -> None:
-    """Start `instance_id` and drive it with random events, pauses long enough for the
-    waiting timer to fire now and then, until it is solved or 12 steps were tried."""
+    """Start `instance_id` and drive it with random events (some refused), pauses long enough
+    for the waiting timer to fire now and then, until it is solved or 20 events were tried."""
     rnd = random.Random(seed)
     flows.start("ticket", {"customer": f"c{seed}"}, id=instance_id)
     worker = flows.worker()
-    for _ in range(12):
-        event, payloads = rnd.choice(MOVES)
+    for _ in range(20):
+        event, payloads, _ = rnd.choices(MOVES, weights=[m[2] for m in MOVES])[0]
         flows.send(instance_id, event, rnd.choice(payloads), force=event == "reopen")
         clock.advance(rnd.choice([1.0, 60.0, 3 * 3600.0]))
         worker.run_once()
@@ -39,7 +39,7 @@ def generated_run(flows: DurableFlows, clock: FakeClock, instance_id: str, seed:
             return
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_fork_at_every_step_reemits_nothing_and_every_replay_is_identical(
     shared_store_url: str, clock: FakeClock, ticket: Machine, seed: int
 ) -> None:

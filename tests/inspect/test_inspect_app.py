@@ -1,4 +1,4 @@
-"""The inspector's JSON API and its guards, served in process (uvicorn in a thread) over an
+"""The inspector's JSON API and its guards, served in process (`embed.serve`) over an
 embedded `DurableFlows`: the list's filters and pages on every store, the timeline's pages and
 context changes, the live stream, and the steps: refused when read-only, from another origin,
 without a reason; taken, one transaction each, otherwise."""
@@ -8,39 +8,30 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import uvicorn
 
-from flowc.hosts.inspect.app import create_app
-from flowc.hosts.inspect.source import Inspector
+from flowc.hosts.inspect.embed import serve
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.store import open_store
 from flowc.runtime.store.durable import DurableFlows
 
 
 @contextmanager
-def served(inspector: Inspector) -> Iterator[int]:
+def served(flows: DurableFlows, *, allow_send: bool = False) -> Iterator[int]:
+    """The inspector served in this process (`embed.serve`), on a free port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    config = uvicorn.Config(create_app(inspector), host="127.0.0.1", port=port, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
+    running = serve(flows, port=port, allow_send=allow_send)
     try:
         yield port
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        running.stop()
 
 
 def call(
@@ -86,7 +77,7 @@ def ids(port: int, query: str) -> list[str]:
 
 
 def test_the_list_filters_and_pages(flows: DurableFlows, clock: FakeClock) -> None:
-    with served(Inspector(flows)) as port:
+    with served(flows) as port:
         assert ids(port, "") == [f"t{n}" for n in range(9, -1, -1)]
         assert ids(port, "final=yes") == ["t9", "t6", "t3", "t0"]
         assert ids(port, "final=no&state=OPEN") == ["t8", "t7", "t5", "t4", "t2", "t1"]
@@ -115,7 +106,7 @@ def test_the_instance_and_its_timeline_pages_with_context_changes(
         flows.start("ticket", id="a")
         for n in range(7):
             flows.send("a", "note", {"text": f"n{n}"})
-        with served(Inspector(flows)) as port:
+        with served(flows) as port:
             status, data = call(port, "/api/instances/a")
             assert (status, data["state"], data["seq"], data["allow_send"]) == (
                 200,
@@ -149,7 +140,7 @@ def test_read_only_refuses_every_step_and_changes_nothing(sqlite_url: str, ticke
     with DurableFlows(open_store(sqlite_url), [ticket]) as flows:
         flows.start("ticket", id="a")
         before = flows.store.load("a")
-        with served(Inspector(flows)) as port:
+        with served(flows) as port:
             action = {"do": "send", "event": "triage", "payload": {"priority": "LOW"},
                       "reason": "x"}  # fmt: skip
             status, data = call(port, "/api/instances/a/act", action)
@@ -162,7 +153,7 @@ def test_steps_need_a_reason_json_and_the_inspectors_own_origin(
 ) -> None:
     with DurableFlows(open_store(sqlite_url), [ticket]) as flows:
         flows.start("ticket", id="a")
-        with served(Inspector(flows, allow_send=True)) as port:
+        with served(flows, allow_send=True) as port:
             send = {"do": "send", "event": "triage", "payload": {"priority": "HIGH"}}
             assert call(port, "/api/instances/a/act", send)[0] == 400  # no reason
             evil = {"Origin": "http://evil.example"}
@@ -184,7 +175,7 @@ def test_the_live_stream_tells_of_a_step_committed_elsewhere(
 ) -> None:
     with DurableFlows(open_store(sqlite_url), [ticket]) as flows:
         flows.start("ticket", id="a")
-        with served(Inspector(flows)) as port:
+        with served(flows) as port:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             conn.request("GET", "/api/instances/a/events")
             stream = conn.getresponse()
