@@ -77,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(inspector, hosts=hosts)
         mode = "may steer instances" if args.allow_send else "read-only"
         print(f"flowc inspect: http://{_netloc(args.host)}:{args.port}/ ({mode})", flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        # Open live streams never end by themselves: give them a second at Ctrl-C.
+        uvicorn.run(
+            app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1
+        )
     return EXIT_OK
 
 

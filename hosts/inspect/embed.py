@@ -36,7 +36,10 @@ def serve(
 ) -> Served:
     """Serve the inspector over `flows` from a daemon thread; returns once it listens."""
     app = create_app(Inspector(flows, allow_send=allow_send))
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="flowc-inspect", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flowc.hosts.inspect.changes import StepChanges
+from flowc.hosts.inspect.listing import MAX_PAGE as MAX_LIST_PAGE
 from flowc.hosts.inspect.listing import (
     Finals,
     ListFilter,
@@ -46,7 +47,7 @@ class Inspector:
         finals = self.finals()
         rows = list_instances(self.store, filters, finals)
         listed = [r.to_dict(r.state in finals.get(r.flow, frozenset())) for r in rows]
-        more = len(rows) == max(1, min(filters.limit, 200))
+        more = len(rows) == max(1, min(filters.limit, MAX_LIST_PAGE))
         return {"instances": listed, "next": rows[-1].key if rows and more else None}
 
     def finals(self) -> Finals:

@@ -176,10 +176,11 @@ def test_list_instance_page_live_step_and_a_step_sent_from_the_page(
     )
 
     # Another process steps the instance: the open page follows.
-    send_from_another_process(store_file, "ticket-1", "note", '{"text": "log attached"}')
+    send_from_another_process(store_file, "ticket-1", "note", '{"text": "<b>log</b> attached"}')
     wait_for(browser, lambda d: text_of(d, "#state") == "OPEN", seconds=5)
     wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#steps > tr[data-seq="4"]'))
-    wait_for(browser, lambda d: "log attached" in text_of(d, '#steps > tr[data-seq="4"]'))
+    # Shown as text, not markup.
+    wait_for(browser, lambda d: "<b>log</b> attached" in text_of(d, '#steps > tr[data-seq="4"]'))
     browser.save_screenshot(str(shots / "inspect-instance.png"))
 
     # A step sent from the page's own form, with its reason.

@@ -85,3 +85,12 @@ def test_replay_reports_identical_runs_and_the_first_difference(
     }
     code, _, err = flowc(capsys, "replay", "nope", "--store", stored)
     assert (code, err) == (1, "flowc replay: no instance 'nope'\n")
+
+
+def test_inspect_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = flowc(capsys, "inspect", "--store", "nosuch://x")
+    assert code == 2 and err.startswith("flowc inspect: ")
+    code, _, err = flowc(capsys, "inspect", "--port", "70000", "--store", "memory:")
+    assert (code, err) == (2, "flowc inspect: --port is 0 to 65535\n")
+    code, _, err = flowc(capsys, "inspect", str(tmp_path / "missing.flow"), "--store", "memory:")
+    assert code == 2 and "no such file or directory" in err
