@@ -133,12 +133,7 @@ class _Query:
         if f.final is not None:
             self._final(f.final, finals, f.flow)
         if f.text:
-            pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            context = (
-                "(snapshot->'context')::text" if postgres else "json_extract(snapshot, '$.context')"
-            )
-            like = "ILIKE" if postgres else "LIKE"
-            self.add(f"{context} {like} {self.mark} ESCAPE '\\'", pattern + "%")
+            self._text(f.text)
         if f.after is not None:
             m = self.mark
             self.where.append(f"(updated_at < {m} OR (updated_at = {m} AND id > {m}))")
@@ -149,11 +144,25 @@ class _Query:
         self.args.append(value)
 
     def _simple(self, f: ListFilter) -> None:
+        # On SQLite, `+column` keeps the planner on the updated_at index, walked newest first
+        # and stopped after a page, rather than the (flow, state) index and a sort of every
+        # match (0.6 ms against 260 ms for `flow = ?` at 100,000 instances).
+        plain = "" if self.postgres else "+"
         for column, value in (("flow", f.flow), ("flow_version", f.version), ("state", f.state)):
             if value is not None:
-                self.add(f"{column} = {self.mark}", value)
+                self.add(f"{plain}{column} = {self.mark}", value)
         if f.since is not None:
             self.add(f"updated_at >= {self.mark}", f.since)
+
+    def _text(self, text: str) -> None:
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        if self.postgres:
+            self.add("(snapshot->'context')::text ILIKE %s ESCAPE '\\'", pattern)
+            return
+        # The whole snapshot's text first (no JSON parsing: most rows end there), then the
+        # context of those that pass.
+        self.add("snapshot LIKE ? ESCAPE '\\'", pattern)
+        self.add("json_extract(snapshot, '$.context') LIKE ? ESCAPE '\\'", pattern)
 
     def _final(self, final: bool, finals: Finals, flow: str | None) -> None:
         pairs = [(name, s) for name, states in finals.items() for s in sorted(states)]

@@ -83,6 +83,7 @@ def test_the_list_filters_and_pages(flows: DurableFlows, clock: FakeClock) -> No
         assert ids(port, "final=no&state=OPEN") == ["t8", "t7", "t5", "t4", "t2", "t1"]
         assert ids(port, "text=client-7") == ["t7"]
         assert ids(port, "text=HIGH&final=no") == ["t7", "t5", "t1"]
+        assert ids(port, "text=_") == ids(port, "text=%25") == []  # LIKE's wildcards are text
         assert ids(port, "flow=ticket&version=1&limit=2") == ["t9", "t8"]
         assert ids(port, "version=2") == []
         assert ids(port, f"since={clock.now - 2.5}") == ["t9", "t8", "t7"]
