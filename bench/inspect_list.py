@@ -17,6 +17,8 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -48,7 +50,9 @@ def timed(inspector: Inspector, filters: ListFilter) -> tuple[float, int]:
     return statistics.median(times), rows
 
 
-def postgres_schema_url() -> str:
+@contextmanager
+def postgres_schema_url() -> Iterator[str]:
+    """A URL whose connections work in a schema of their own, dropped afterwards."""
     import psycopg
 
     base = os.environ.get("FLOWC_TEST_POSTGRES_URL") or ""
@@ -59,7 +63,11 @@ def postgres_schema_url() -> str:
         conn.execute(f'CREATE SCHEMA "{schema}"')  # type: ignore[arg-type]
     parts = urlsplit(base)
     query = [*parse_qsl(parts.query), ("options", f"-csearch_path={schema}")]
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    try:
+        yield urlunsplit(parts._replace(query=urlencode(query)))
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')  # type: ignore[arg-type]
 
 
 def main() -> None:
@@ -67,11 +75,11 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=100_000)
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         if args.store == "sqlite":
             url = f"sqlite:///{Path(tmp) / 'many.db'}?synchronous=off"
         else:
-            url = postgres_schema_url()
+            url = stack.enter_context(postgres_schema_url())
         with DurableFlows(open_store(url), [Machine.from_file(TICKET)]) as flows:
             started = time.perf_counter()
             build(flows, args.instances)
