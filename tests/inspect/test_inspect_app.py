@@ -126,6 +126,7 @@ def test_the_instance_and_its_timeline_pages_with_context_changes(
                     "after": [f"n{n}" for n in range(7)],
                 }
             ]
+            assert page["steps"][-1]["journals"] == {"log": "note: NEW -> NEW"}
             status, older = call(
                 port, f"/api/instances/a/timeline?limit=3&before={page['earlier']}"
             )
