@@ -17,7 +17,14 @@ from typing import Any
 
 from flowc.runtime.machine import Machine
 from flowc.runtime.store import InstanceRecord, Store
-from flowc.runtime.store.replay import NotReplayable, ReplayedStep, Replayer, context_diff
+from flowc.runtime.store.durable import LINEAGE
+from flowc.runtime.store.replay import (
+    NotReplayable,
+    ReplayedStep,
+    Replayer,
+    context_diff,
+    fork_patches,
+)
 
 #: A catch-up of at most this many steps runs in the request.
 IN_REQUEST = 5_000
@@ -89,7 +96,8 @@ class StepChanges:
                         return
                     journals = bool(machine.journals)
                     if replay.replayer is None:
-                        replay.replayer = Replayer(machine, rows[0], record.id)
+                        patches = fork_patches(record.snapshot.get(LINEAGE))
+                        replay.replayer = Replayer(machine, rows[0], record.id, patches)
                         _keep(replay, replay.replayer.first, journals)
                         rows = rows[1:]
                     for row in rows:

@@ -29,7 +29,13 @@ from flowc.runtime.machine import Machine
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.rejections import Rejection, SnapshotError
 from flowc.runtime.store.migrate import Migration, migrate_snapshot
-from flowc.runtime.store.replay import ReplayedStep, instance_after, replay_rows, start_payload
+from flowc.runtime.store.replay import (
+    ReplayedStep,
+    fork_patches,
+    instance_after,
+    replay_rows,
+    start_payload,
+)
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
@@ -409,7 +415,9 @@ class DurableFlows:
         machine = self.graph(record)
         rows = self.store.history(instance_id)
         new_id = id or uuid.uuid4().hex
-        forked = instance_after(machine, rows, at, instance_id=new_id)
+        # The original's own patches (a fork of a fork) made at or before `at` hold here too.
+        patches = [p for p in fork_patches(record.snapshot.get(LINEAGE)) if p["at"] <= at]
+        forked = instance_after(machine, rows, at, instance_id=new_id, patches=patches)
         snapshot = _stored_snapshot(forked)
         if patch:
             given = {**snapshot["context"], **patch}
@@ -421,14 +429,17 @@ class DurableFlows:
                 state = machine.states[forked.state]
                 rejection = machine.rejection("invalid_context", state, None, None, given, data)
                 return DurableOutcome("rejected", new_id, rejection.to_dict(), rejection)
-        snapshot[LINEAGE] = {"forked_from": instance_id, "at": at}
+        if patch:
+            patches.append({"at": at, "context": copy_json(dict(patch))})
+        snapshot[LINEAGE] = {"forked_from": instance_id, "at": at, "patches": patches}
         kept = [r for r in rows if r.seq <= at]
         history = [HistoryEntry(r.at, r.source, r.target, r.trigger, r.payload, r.reason,
                                 r.kind, r.via) for r in kept]  # fmt: skip
         if self.compact:
             snapshot["history"] = compact_history(snapshot["history"])
         created = self.store.create(_new(new_id, machine, snapshot, history, kept[0].seq))
-        data = {"ok": True, "id": new_id, "state": forked.state, "seq": at, **snapshot[LINEAGE]}
+        data = {"ok": True, "id": new_id, "state": forked.state, "seq": at, "forked_from":
+                instance_id, "at": at}  # fmt: skip
         return DurableOutcome("committed", new_id, data, None, created)
 
     def replay(self, instance_id: str, machine: Machine | None = None) -> list[ReplayedStep]:
@@ -437,7 +448,9 @@ class DurableFlows:
         has a `difference` when a step did not go as recorded. Nothing is written."""
         record = self.store.load(instance_id)
         graph = machine or self.graph(record)
-        return list(replay_rows(graph, self.store.history(instance_id), instance_id=record.id))
+        rows = self.store.history(instance_id)
+        patches = fork_patches(record.snapshot.get(LINEAGE))
+        return list(replay_rows(graph, rows, instance_id=record.id, patches=patches))
 
     def graph(self, record: InstanceRecord) -> Machine:
         """The very graph `record` runs on (given, else read from the store), never upgraded:

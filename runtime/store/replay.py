@@ -92,16 +92,35 @@ class Replayer:
     """A re-run in progress: `first` is the start, each `feed(row)` re-runs the next recorded
     row. A host showing a growing instance keeps one and feeds it the rows committed since."""
 
-    def __init__(self, machine: Machine, start: HistoryRow, instance_id: str) -> None:
+    def __init__(
+        self,
+        machine: Machine,
+        start: HistoryRow,
+        instance_id: str,
+        patches: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
         self.clock = FakeClock(start.at)
         started = machine.try_start(start_context(start), id=instance_id, clock=self.clock)
         if isinstance(started, Rejection):
             raise NotReplayable(f"the recorded start is refused now: {started.message}")
         self.instance: Instance = started
-        self.first = ReplayedStep(start, started.context, effects=started.start_effects)
+        #: a fork's context changes, by the step after which each was made (`fork_patches`)
+        self._patches = {int(p["at"]): dict(p["context"]) for p in patches}
+        self._patch(start.seq)
+        self.first = ReplayedStep(start, self.instance.context, effects=started.start_effects)
         self.seq = start.seq
         #: timer steps one `advance` fired beyond the row being re-run, for the next rows
         self._fired: list[Outcome] = []
+
+    def _patch(self, seq: int) -> bool:
+        """Apply the fork's change made after step `seq`, if there is one."""
+        patch = self._patches.get(seq)
+        if patch is None:
+            return False
+        snapshot = self.instance.snapshot()
+        snapshot["context"] = {**snapshot["context"], **patch}
+        self.instance = self.instance.machine.restore(snapshot, clock=self.clock)
+        return True
 
     def feed(self, row: HistoryRow) -> ReplayedStep:
         """Re-run `row`, the step after the last one fed."""
@@ -111,9 +130,11 @@ class Replayer:
             return ReplayedStep(row, None, f"step {row.seq}: the re-run fired no timer")
         if isinstance(outcome, Rejection):
             return ReplayedStep(row, None, f"step {row.seq}: the re-run refused: {outcome.message}")
+        # After the step a fork was made at, the context is the fork's.
+        patched = self._patch(row.seq)
         return ReplayedStep(
             row,
-            outcome.context,
+            self.instance.context if patched else outcome.context,
             _difference(row, outcome),
             outcome.rules_taken,
             outcome.effects,
@@ -139,13 +160,17 @@ class Replayer:
 
 
 def replay_rows(
-    machine: Machine, rows: Sequence[HistoryRow], *, instance_id: str = "replay"
+    machine: Machine,
+    rows: Sequence[HistoryRow],
+    *,
+    instance_id: str = "replay",
+    patches: Sequence[Mapping[str, Any]] = (),
 ) -> Iterator[ReplayedStep]:
     """Re-run `rows` (a whole history, start row first) on `machine`, one `ReplayedStep` per
-    row; stops after the first row that differs."""
+    row, with a fork's `patches`; stops after the first row that differs."""
     if not rows:
         return
-    replayer = Replayer(machine, rows[0], instance_id)
+    replayer = Replayer(machine, rows[0], instance_id, patches)
     yield replayer.first
     for row in rows[1:]:
         step = replayer.feed(row)
@@ -155,7 +180,12 @@ def replay_rows(
 
 
 def instance_after(
-    machine: Machine, rows: Sequence[HistoryRow], at: int, *, instance_id: str
+    machine: Machine,
+    rows: Sequence[HistoryRow],
+    at: int,
+    *,
+    instance_id: str,
+    patches: Sequence[Mapping[str, Any]] = (),
 ) -> Instance:
     """The instance as it was right after step `at`, re-run from `rows`; `NotReplayable` when
     the rows cannot be re-run or differ before that step, `ValueError` when there is no step
@@ -163,12 +193,17 @@ def instance_after(
     if not any(r.seq == at for r in rows):
         raise ValueError(f"the instance has no step {at}")
     wanted = [r for r in rows if r.seq <= at]
-    replayer = Replayer(machine, wanted[0], instance_id)
+    replayer = Replayer(machine, wanted[0], instance_id, patches)
     for row in wanted[1:]:
         step = replayer.feed(row)
         if step.difference is not None:
             raise NotReplayable(step.difference)
     return replayer.instance
+
+
+def fork_patches(lineage: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The context changes a fork's history needs when re-run (its `lineage.patches`)."""
+    return list((lineage or {}).get("patches") or ())
 
 
 def context_diff(before: Mapping[str, Json], after: Mapping[str, Json]) -> list[dict[str, Json]]:
@@ -193,6 +228,7 @@ __all__ = [
     "ReplayedStep",
     "Replayer",
     "context_diff",
+    "fork_patches",
     "instance_after",
     "replay_rows",
     "start_context",

@@ -41,7 +41,11 @@ def test_fork_then_show_names_the_origin(capsys: pytest.CaptureFixture[str], sto
                                "forked_from": "a", "at": 1, "status": "committed"}  # fmt: skip
     code, out, _ = flowc(capsys, "instances", "show", "b", "--store", stored)
     shown = json.loads(out)
-    assert shown["lineage"] == {"forked_from": "a", "at": 1}
+    assert shown["lineage"] == {
+        "forked_from": "a",
+        "at": 1,
+        "patches": [{"at": 1, "context": {"customer": "bob"}}],
+    }
     assert shown["context"]["customer"] == "bob"
     code, out, _ = flowc(capsys, "instances", "show", "a", "--store", stored)
     assert "lineage" not in json.loads(out)

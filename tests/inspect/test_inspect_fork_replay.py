@@ -58,7 +58,11 @@ def test_fork_at_every_step_reemits_nothing_and_every_replay_is_identical(
             assert out.ok, out.data
             forked = flows.store.load(fork_id)
             assert forked.snapshot["context"] == step.context
-            assert forked.snapshot[LINEAGE] == {"forked_from": "orig", "at": step.row.seq}
+            assert forked.snapshot[LINEAGE] == {
+                "forked_from": "orig",
+                "at": step.row.seq,
+                "patches": [],
+            }
             assert [r.seq for r in flows.store.history(fork_id)] == [
                 r.seq for r in rows if r.seq <= step.row.seq
             ]
@@ -80,13 +84,39 @@ def test_a_fork_keeps_its_lineage_as_it_steps_and_emits_only_its_own_effects(
                             "forked_from": "a", "at": 1}  # fmt: skip
         assert flows.send("b", "reply", {"text": "second"}).ok
         record = flows.store.load("b")
-        assert record.snapshot[LINEAGE] == {"forked_from": "a", "at": 1}
+        assert record.snapshot[LINEAGE] == {
+            "forked_from": "a",
+            "at": 1,
+            "patches": [{"at": 1, "context": {"customer": "bob"}}],
+        }
         assert record.snapshot["context"]["customer"] == "bob"
         mails = [(e.instance_id, e.seq, e.payload) for e in flows.store.pending_effects()]
         assert mails == [
             ("a", 2, {"to": "ann", "text": "first"}),
             ("b", 2, {"to": "bob", "text": "second"}),
         ]
+
+
+def test_a_patched_fork_and_a_fork_of_it_replay_identical_with_their_own_contexts(
+    shared_store_url: str, clock: FakeClock, ticket: Machine
+) -> None:
+    with DurableFlows(open_store(shared_store_url, clock=clock), [ticket], clock=clock) as flows:
+        flows.start("ticket", {"customer": "ann"}, id="a")
+        flows.send("a", "triage", {"priority": "LOW"})
+        flows.send("a", "reply", {"text": "one"})
+        flows.fork("a", at=1, patch={"customer": "bob", "replies": 5}, id="b")
+        flows.send("b", "reply", {"text": "two"})
+        flows.send("b", "note", {"text": "x"})
+        flows.fork("b", at=3, patch={"priority": "HIGH"}, id="c")
+        flows.send("c", "resolve")
+        for instance_id in ("b", "c"):
+            steps = flows.replay(instance_id)
+            assert all(s.difference is None for s in steps), steps[-1].difference
+            assert steps[-1].context == flows.store.load(instance_id).snapshot["context"]
+        context = flows.store.load("c").snapshot["context"]
+        assert (context["customer"], context["replies"], context["priority"]) == ("bob", 6, "HIGH")
+        mails = [(e.instance_id, e.payload["to"]) for e in flows.store.pending_effects()]
+        assert mails == [("a", "ann"), ("b", "bob")]
 
 
 def test_a_fork_with_a_context_that_does_not_check_is_refused_and_writes_nothing(
