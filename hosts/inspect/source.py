@@ -8,6 +8,7 @@ out by re-running the instance's recorded steps (`changes.py`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,8 @@ from flowc.runtime.machine import Machine
 from flowc.runtime.store import HistoryRow
 from flowc.runtime.store.durable import LINEAGE, DurableFlows, DurableOutcome
 
+#: Seconds between two looks at the store's list of graphs.
+GRAPHS_EVERY = 5.0
 #: Timeline rows per page, by default and at most.
 PAGE, MAX_PAGE = 50, 500
 
@@ -40,6 +43,8 @@ class Inspector:
         self.changes = StepChanges(flows.store)
         #: flow name and final states, by graph hash
         self._finals: dict[str, tuple[str, frozenset[str]]] = {}
+        #: when the store's graphs were last listed (`finals`)
+        self._graphs_read = -GRAPHS_EVERY
 
     # -- the list -----------------------------------------------------------------------------
 
@@ -52,10 +57,15 @@ class Inspector:
 
     def finals(self) -> Finals:
         """The final states of every flow of the store (and of the given flows), by name
-        across versions; each graph is read once."""
+        across versions; each graph is read once, and the store's list of graphs at most every
+        GRAPHS_EVERY seconds (a flow deployed since shows within that time)."""
         for machine in self.flows.flows.machines():
             self._finals.setdefault(machine.hash, (machine.name, _finals(machine)))
-        for graph_hash in graph_hashes(self.store):
+        hashes: list[str] = []
+        if time.monotonic() - self._graphs_read >= GRAPHS_EVERY:
+            hashes = graph_hashes(self.store)
+            self._graphs_read = time.monotonic()
+        for graph_hash in hashes:
             if graph_hash not in self._finals:
                 text = self.store.load_graph(graph_hash)
                 if text is not None:
