@@ -189,3 +189,19 @@ def test_the_live_stream_tells_of_a_step_committed_elsewhere(
             assert stream.readline() == b"event: step\n"
             assert stream.readline() == b"data: 2\n"
             conn.close()
+
+
+def test_the_list_stream_tells_of_any_change(sqlite_url: str, ticket: Machine) -> None:
+    with DurableFlows(open_store(sqlite_url), [ticket]) as flows:
+        flows.start("ticket", id="a")
+        with served(flows) as port:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/api/events")
+            stream = conn.getresponse()
+            assert stream.readline() == b"event: ready\n"
+            stream.readline(), stream.readline()
+            flows.start("ticket", id="b")
+            assert stream.readline() == b"event: change\n"
+            changed = float(stream.readline().decode().removeprefix("data: "))
+            assert changed == flows.store.load("b").updated_at
+            conn.close()
