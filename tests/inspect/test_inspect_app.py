@@ -172,18 +172,26 @@ def test_steps_need_a_reason_json_and_the_inspectors_own_origin(
             assert (row.seq, row.reason, row.target) == (1, "triaged", "OPEN")
 
 
+def open_stream(
+    port: int, path: str
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """An event stream of the app, read past its `ready` event."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", path)
+    stream = conn.getresponse()
+    assert stream.getheader("Content-Type", "").startswith("text/event-stream")
+    assert stream.readline() == b"event: ready\n"
+    stream.readline(), stream.readline()
+    return conn, stream
+
+
 def test_the_live_stream_tells_of_a_step_committed_elsewhere(
     sqlite_url: str, ticket: Machine
 ) -> None:
     with DurableFlows(open_store(sqlite_url), [ticket]) as flows:
         flows.start("ticket", id="a")
         with served(flows) as port:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            conn.request("GET", "/api/instances/a/events")
-            stream = conn.getresponse()
-            assert stream.getheader("Content-Type", "").startswith("text/event-stream")
-            assert stream.readline() == b"event: ready\n"
-            stream.readline(), stream.readline()
+            conn, stream = open_stream(port, "/api/instances/a/events")
             with DurableFlows(open_store(sqlite_url), []) as other:  # another writer
                 other.send("a", "note", {"text": "hi"})
             assert stream.readline() == b"event: step\n"
@@ -195,11 +203,7 @@ def test_the_list_stream_tells_of_any_change(sqlite_url: str, ticket: Machine) -
     with DurableFlows(open_store(sqlite_url), [ticket]) as flows:
         flows.start("ticket", id="a")
         with served(flows) as port:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            conn.request("GET", "/api/events")
-            stream = conn.getresponse()
-            assert stream.readline() == b"event: ready\n"
-            stream.readline(), stream.readline()
+            conn, stream = open_stream(port, "/api/events")
             flows.start("ticket", id="b")
             assert stream.readline() == b"event: change\n"
             changed = float(stream.readline().decode().removeprefix("data: "))
