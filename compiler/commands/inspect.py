@@ -9,6 +9,7 @@ without them each instance is drawn and re-run with the graph the store keeps fo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -20,6 +21,8 @@ from flowc.compiler.commands.instances import (
     store_url,
 )
 from flowc.runtime.store import StoreError, StoreURLError, open_store
+
+SQLITE = "sqlite:///"
 
 
 def register(sub: Any) -> None:
@@ -62,9 +65,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print("flowc inspect: --port is 0 to 65535", file=sys.stderr)
         return EXIT_USAGE
+    url = store_url(args.store)
+    missing = _missing_sqlite_file(url)
+    if missing is not None:  # opening would create an empty store, to look at nothing
+        print(f"flowc inspect: no store at {missing}", file=sys.stderr)
+        return EXIT_FAILURE
     try:
         machines = load_machines(args.flows)
-        store = open_store(store_url(args.store))
+        store = open_store(url)
     except (UsageError, StoreURLError) as exc:
         print(f"flowc inspect: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -82,6 +90,14 @@ def run(args: argparse.Namespace) -> int:
             app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1
         )
     return EXIT_OK
+
+
+def _missing_sqlite_file(url: str) -> str | None:
+    """The file a `sqlite:///PATH` URL names, when it does not exist."""
+    if not url.startswith(SQLITE):
+        return None
+    path = url[len(SQLITE) :].split("?", 1)[0]
+    return None if not path or os.path.exists(path) else path
 
 
 def _netloc(host: str) -> str:

@@ -98,3 +98,7 @@ def test_inspect_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert (code, err) == (2, "flowc inspect: --port is 0 to 65535\n")
     code, _, err = flowc(capsys, "inspect", str(tmp_path / "missing.flow"), "--store", "memory:")
     assert code == 2 and "no such file or directory" in err
+    missing = tmp_path / "typo.db"
+    code, _, err = flowc(capsys, "inspect", "--store", f"sqlite:///{missing}")
+    assert (code, err) == (1, f"flowc inspect: no store at {missing}\n")
+    assert not missing.exists()
