@@ -8,5 +8,6 @@ it for a caller: a person at a terminal (`flowc run`, `flowc instances`), a time
 - `operations`: what every host does with a store and flow files (open a store, load machines,
   write journals), independent of how the host is driven;
 - `commands/`: the `flowc` sub-commands that are hosts, each a thin argparse layer;
-- `mcp_server`: `flowc mcp`, a flow's events as MCP tools (MCP SDK).
+- `mcp_server`: `flowc mcp`, a flow's events as MCP tools (MCP SDK);
+- `inspect/`: `flowc inspect`, a local web app showing stored runs.
 """

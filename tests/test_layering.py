@@ -49,6 +49,6 @@ def test_the_hosts_commands_are_registered_by_the_flowc_program() -> None:
     from flowc.compiler.commands import COMMAND_MODULES
 
     hosted = {name for name, module in COMMAND_MODULES.items() if module.startswith("flowc.hosts")}
-    assert hosted == {"run", "instances", "worker", "mcp"}
+    assert hosted == {"run", "instances", "worker", "inspect", "replay", "mcp"}
     files = {p.stem for p in (ROOT / "hosts" / "commands").glob("*.py")}
     assert hosted <= files

@@ -7,13 +7,13 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 #: Every `flowc` sub-command and the module that registers it, in the order `flowc --help`
 #: shows. The compiler's commands live here; the commands that host the runtime (run a flow,
-#: drive stored instances, fire timers, serve MCP) live in `flowc.hosts.commands`. The
-#: `flowc` program is the one place that joins the two lists.
+#: drive stored instances, fire timers, inspect, replay, serve MCP) live in
+#: `flowc.hosts.commands`. The `flowc` program is the one place that joins the two lists.
 COMMAND_MODULES: dict[str, str] = {
     name: f"flowc.{package}.commands.{name}"
     for package, names in (
         ("compiler", ("check", "test", "paths", "explore", "compile", "render", "docs", "fmt")),
-        ("hosts", ("run", "instances", "worker", "mcp")),
+        ("hosts", ("run", "instances", "worker", "inspect", "replay", "mcp")),
         ("compiler", ("lsp", "scxml_import", "scxml_export")),
     )
     for name in names

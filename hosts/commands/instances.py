@@ -7,6 +7,7 @@
     flowc instances send ID EVENT [JSON] [--force] [--key KEY] [--flow PATH] [--journal NAME=FILE]
     flowc instances goto ID STATE [--force] [--flow PATH] [--journal NAME=FILE]
     flowc instances back ID [--force] [--flow PATH] [--journal NAME=FILE]
+    flowc instances fork ID --at SEQ [--context JSON] [--id NEW_ID] [--flow PATH]
 
 `--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). `start` needs
 the flow: `--flow` takes .flow or compiled .json files, or directories of them, and may be
@@ -44,7 +45,8 @@ from flowc.runtime.store import (
     StoreError,
     StoreURLError,
 )
-from flowc.runtime.store.durable import DurableFlows, DurableOutcome, UnknownFlow
+from flowc.runtime.store.durable import LINEAGE, DurableFlows, DurableOutcome, UnknownFlow
+from flowc.runtime.store.replay import NotReplayable
 
 
 def register(sub: Any) -> None:
@@ -120,6 +122,15 @@ def register(sub: Any) -> None:
     add_journal_option(p, "the step")
     p.set_defaults(handler=run_back)
 
+    p = actions.add_parser("fork", help="a new instance from an instance as it was at step SEQ")
+    add_store_option(p)
+    add_flow_option(p, required=False)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--at", type=int, required=True, metavar="SEQ", help="the step to fork after")
+    p.add_argument("--context", metavar="JSON", help="context fields to change, a JSON object")
+    p.add_argument("--id", dest="new_id", metavar="NEW_ID", help="the fork's id (default: random)")
+    p.set_defaults(handler=run_fork)
+
 
 # -- handlers ----------------------------------------------------------------------------------
 
@@ -168,6 +179,8 @@ def run_show(args: argparse.Namespace) -> int:
         data = _summary(record)
         snapshot = record.snapshot
         data["context"] = snapshot.get("context", snapshot)
+        if LINEAGE in snapshot:  # a fork: {"forked_from": ID, "at": SEQ}
+            data[LINEAGE] = snapshot[LINEAGE]
         data["timers"] = [
             {
                 "timer": t.timer_id,
@@ -251,6 +264,20 @@ def run_back(args: argparse.Namespace) -> int:
         return flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
 
     return _guarded(args, lambda store: _run_step(args, store, step))
+
+
+def run_fork(args: argparse.Namespace) -> int:
+    def body(store: Store) -> int:
+        patch = _json_object(args.context, "--context")
+        flows = DurableFlows(store, load_machines(args.flow), upgrade=False)
+        try:
+            out = flows.fork(args.id, at=args.at, patch=patch, id=args.new_id)
+        except (ValueError, NotReplayable) as exc:
+            print(f"flowc instances: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        return _print_outcome(out)
+
+    return _guarded(args, body)
 
 
 def _run_step(

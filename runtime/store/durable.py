@@ -30,6 +30,13 @@ from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.rejections import Rejection, SnapshotError
 from flowc.runtime.store.handles import check_handle
 from flowc.runtime.store.migrate import Migration, migrate_snapshot
+from flowc.runtime.store.replay import (
+    ReplayedStep,
+    fork_patches,
+    instance_after,
+    replay_rows,
+    start_payload,
+)
 from flowc.runtime.store.types import (
     DEFAULT_MAX_ATTEMPTS,
     Change,
@@ -47,9 +54,11 @@ from flowc.runtime.store.types import (
     Store,
     TimerClaim,
     TimerSpec,
+    copy_json,
     timer_deadline,
 )
 from flowc.runtime.store.worker import TimerWorker
+from flowc.runtime.validate import Invalid, feedback, report
 
 _T = TypeVar("_T")
 
@@ -60,6 +69,9 @@ StepSubscriber = Callable[[str, StepResult], None]
 EffectHandler = Callable[[OutboxEffect], object]
 
 log = logging.getLogger("flowc.runtime.store")
+
+#: The key of a forked instance's snapshot naming its origin: `{"forked_from": ID, "at": SEQ}`.
+LINEAGE = "lineage"
 
 
 class UnknownFlow(LookupError):
@@ -280,23 +292,13 @@ class DurableFlows:
         if isinstance(started, Rejection):
             return DurableOutcome("rejected", instance_id, started.to_dict(), started)
         snapshot = _stored_snapshot(started)
-        record = self.store.create(
-            NewInstance(
-                id=instance_id,
-                flow=machine.name,
-                flow_version=machine.version,
-                graph_hash=machine.hash,
-                state=started.state,
-                snapshot=snapshot,
-                history=[_history_entry(h) for h in snapshot["history"]],
-                timers=_timers(snapshot),
-                first_seq=int(snapshot["history"][0]["seq"]) if snapshot["history"] else 1,
-                effects=[
-                    EffectSpec(started.seq, i, fx["effect"], fx["payload"])
-                    for i, fx in enumerate(started.start_effects)
-                ],
-            )
-        )
+        effects = [
+            EffectSpec(started.seq, i, fx["effect"], fx["payload"])
+            for i, fx in enumerate(started.start_effects)
+        ]
+        first = int(snapshot["history"][0]["seq"]) if snapshot["history"] else 1
+        rows = _start_rows(snapshot, context)
+        record = self.store.create(_new(instance_id, machine, snapshot, rows, first, effects))
         if started.start_effects and self.on_effect is not None:
             self.deliver_effects()
         data = {"ok": True, "id": instance_id, "state": started.state, "seq": started.seq}
@@ -401,6 +403,79 @@ class DurableFlows:
             self._after_commit([last])
         return self._outcome(instance_id, out, last, event)
 
+    # -- fork and replay ----------------------------------------------------------------------
+
+    def fork(
+        self,
+        instance_id: str,
+        *,
+        at: int,
+        patch: Mapping[str, Any] | None = None,
+        id: str | None = None,
+    ) -> DurableOutcome:
+        """A new instance from the original as it was right after step `at` (re-run from its
+        history on the graph it is on), with `patch` merged into its context, recording
+        `forked_from`/`at` in its snapshot (`lineage`). The fork's history is the original's up
+        to `at`; no effect of those steps is written to the outbox again, and the original is
+        only read. Refused (`invalid_context`) when the patched context does not check;
+        `NotReplayable` when the history cannot be re-run up to `at`."""
+        self._keep_graphs()
+        record = self.store.load(instance_id)
+        machine = self.graph(record)
+        rows = self.store.history(instance_id)
+        new_id = id or uuid.uuid4().hex
+        # The original's own patches (a fork of a fork) made at or before `at` hold here too.
+        patches = [p for p in fork_patches(record.snapshot.get(LINEAGE)) if p["at"] <= at]
+        forked = instance_after(machine, rows, at, instance_id=new_id, patches=patches)
+        snapshot = _stored_snapshot(forked)
+        if patch:
+            given = {**snapshot["context"], **patch}
+            try:
+                snapshot["context"] = copy_json(machine.context_type.check(given))
+            except (Invalid, RecursionError):
+                issues = report(machine.context_type, given, limits=machine.limits)
+                data = feedback(issues, "Fork again with a corrected --context.")
+                state = machine.states[forked.state]
+                rejection = machine.rejection("invalid_context", state, None, None, given, data)
+                return DurableOutcome("rejected", new_id, rejection.to_dict(), rejection)
+        if patch:
+            patches.append({"at": at, "context": copy_json(dict(patch))})
+        snapshot[LINEAGE] = {"forked_from": instance_id, "at": at, "patches": patches}
+        kept = [r for r in rows if r.seq <= at]
+        history = [HistoryEntry(r.at, r.source, r.target, r.trigger, r.payload, r.reason,
+                                r.kind, r.via) for r in kept]  # fmt: skip
+        if self.compact:
+            snapshot["history"] = compact_history(snapshot["history"])
+        created = self.store.create(_new(new_id, machine, snapshot, history, kept[0].seq))
+        data = {"ok": True, "id": new_id, "state": forked.state, "seq": at, "forked_from":
+                instance_id, "at": at}  # fmt: skip
+        return DurableOutcome("committed", new_id, data, None, created)
+
+    def replay(self, instance_id: str, machine: Machine | None = None) -> list[ReplayedStep]:
+        """Re-run the instance's recorded events and timer firings, in memory, on `machine`
+        (default: the graph it is on) and return one `ReplayedStep` per step re-run; the last
+        has a `difference` when a step did not go as recorded. Nothing is written."""
+        record = self.store.load(instance_id)
+        graph = machine or self.graph(record)
+        rows = self.store.history(instance_id)
+        patches = fork_patches(record.snapshot.get(LINEAGE))
+        return list(replay_rows(graph, rows, instance_id=record.id, patches=patches))
+
+    def graph(self, record: InstanceRecord) -> Machine:
+        """The very graph `record` runs on (given, else read from the store), never upgraded:
+        what a tool showing the instance draws and re-runs it with."""
+        return self._with_graphs(lambda: self._exact_machine(record))
+
+    def _exact_machine(self, record: InstanceRecord) -> Machine:
+        """The very graph the instance is on: given, else the store's (never upgraded)."""
+        exact = self.flows.exact(record.flow, record.flow_version, record.graph_hash)
+        if exact is not None:
+            return exact
+        stored = self._stored.get(record.graph_hash)
+        if stored is None:
+            raise _GraphNeeded(record)
+        return stored
+
     # -- timers -------------------------------------------------------------------------------
 
     def fire(self, claim: TimerClaim, ran: list[list[Outcome]] | None = None) -> StepFn:
@@ -495,13 +570,8 @@ class DurableFlows:
                     f"newer than any loaded ({latest.version})"
                 )
             return exact if exact is not None and exact.version == latest.version else latest
-        if exact is not None:
-            return exact
-        # Neither given nor to be upgraded: the very graph the instance is on, from the store.
-        stored = self._stored.get(record.graph_hash)
-        if stored is None:
-            raise _GraphNeeded(record)
-        return stored
+        # Not to be upgraded: the very graph the instance is on, given or from the store.
+        return self._exact_machine(record)
 
     def _restore(self, record: InstanceRecord) -> tuple[Instance, bool]:
         machine = self._machine(record)
@@ -521,6 +591,8 @@ class DurableFlows:
         steps: Sequence[Outcome] = (),
     ) -> Change:
         snapshot = _stored_snapshot(instance)
+        if LINEAGE in record.snapshot:  # a fork keeps naming what it was forked from
+            snapshot[LINEAGE] = record.snapshot[LINEAGE]
         new_rows = [_history_entry(h) for h in snapshot["history"] if int(h["seq"]) > record.seq]
         if self.compact:
             snapshot["history"] = compact_history(snapshot["history"])
@@ -582,6 +654,40 @@ def open_durable(
 def _graph_text(machine: Machine) -> str:
     # The canonical form the content hash is computed over, so loading it checks the hash fast.
     return json.dumps(machine.raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _new(
+    instance_id: str,
+    machine: Machine,
+    snapshot: dict[str, Any],
+    history: Sequence[HistoryEntry],
+    first_seq: int,
+    effects: Sequence[EffectSpec] = (),
+) -> NewInstance:
+    """What `store.create` writes for an instance of `machine` with this snapshot."""
+    return NewInstance(
+        id=instance_id,
+        flow=machine.name,
+        flow_version=machine.version,
+        graph_hash=machine.hash,
+        state=str(snapshot["state"]),
+        snapshot=snapshot,
+        history=history,
+        timers=_timers(snapshot),
+        first_seq=first_seq,
+        effects=effects,
+    )
+
+
+def _start_rows(
+    snapshot: Mapping[str, Any], context: Mapping[str, Any] | None
+) -> list[HistoryEntry]:
+    """A new instance's rows; its start row's payload records the context it was started
+    with, so that its history can be re-run (`replay.py`)."""
+    rows = [_history_entry(h) for h in snapshot["history"]]
+    if rows and rows[0].kind == "start" and rows[0].payload is None:
+        rows[0] = replace(rows[0], payload=copy_json(start_payload(context)))
+    return rows
 
 
 def _stored_snapshot(instance: Instance) -> dict[str, Any]:

@@ -184,9 +184,15 @@ class OutboxEffect:
         """`INSTANCE/INCARNATION/SEQ/INDEX`: never the same for two effects, even when an
         instance id is reused after a delete (effects of instances created before incarnations
         were kept: `INSTANCE/SEQ/INDEX`)."""
-        if self.incarnation is None:
-            return f"{self.instance_id}/{self.seq}/{self.index}"
-        return f"{self.instance_id}/{self.incarnation}/{self.seq}/{self.index}"
+        return effect_id(self.instance_id, self.incarnation, self.seq, self.index)
+
+
+def effect_id(instance_id: str, incarnation: str | None, seq: int, index: int) -> str:
+    """The outbox id of the `index`th effect of step `seq` (`OutboxEffect.id`), for hosts that
+    name an effect before it is read back from the outbox (traces)."""
+    if incarnation is None:
+        return f"{instance_id}/{seq}/{index}"
+    return f"{instance_id}/{incarnation}/{seq}/{index}"
 
 
 @dataclass(frozen=True, slots=True)

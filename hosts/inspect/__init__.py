@@ -1,0 +1,1 @@
+"""`flowc inspect`: a local, read-only-by-default web app over a store (docs/inspect.md)."""
