@@ -52,11 +52,15 @@ def test_reenter_of_a_compound_still_points_at_its_initial_dot() -> None:
 
 
 def test_an_arrow_clipped_at_a_box_border_has_an_xlabel() -> None:
-    result = compile_file(ROOT / "flows" / "examples" / "pr_review.flow")
-    assert result.flow is not None
-    clipped = [a for a in _arrows(to_dot(result.flow).source) if "ltail=" in a or "lhead=" in a]
+    clipped = [a for a in _arrows(to_dot(_pr_review()).source) if "ltail=" in a or "lhead=" in a]
     assert clipped
     assert all(" label=" not in a and "[label=" not in a for a in clipped), clipped
+
+
+def _pr_review() -> CompiledFlow:
+    result = compile_file(ROOT / "flows" / "examples" / "pr_review.flow")
+    assert result.flow is not None
+    return result.flow
 
 
 def _layout(flow: CompiledFlow) -> dict[str, object]:
@@ -79,9 +83,7 @@ def _inside(point: str, box: tuple[float, float, float, float]) -> bool:
 
 @needs_dot
 def test_the_label_of_an_arrow_leaving_a_box_is_outside_it() -> None:
-    result = compile_file(ROOT / "flows" / "examples" / "pr_review.flow")
-    assert result.flow is not None
-    layout = _layout(result.flow)
+    layout = _layout(_pr_review())
     objects = layout["objects"]
     edges = layout["edges"]
     assert isinstance(objects, list) and isinstance(edges, list)
@@ -97,9 +99,7 @@ def test_the_label_of_an_arrow_leaving_a_box_is_outside_it() -> None:
 
 @needs_dot
 def test_a_history_circle_is_inside_its_parent() -> None:
-    result = compile_file(ROOT / "flows" / "examples" / "pr_review.flow")
-    assert result.flow is not None
-    layout = _layout(result.flow)
+    layout = _layout(_pr_review())
     objects = layout["objects"]
     assert isinstance(objects, list)
     history = next(o for o in objects if o.get("name") == "before_close")
