@@ -33,6 +33,9 @@ from flowc.compiler.source import NO_SPAN, Span
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import Action, CompiledFlow, Expr, State, Transition, TypeRef
 
+#: flowc's string functions as the Python methods that compute them.
+_METHODS = {"trim": "strip", "lower": "lower", "upper": "upper"}
+
 _SCXML_EFFECTS = frozenset({SEND_EFFECT, CANCEL_EFFECT, LOG_EFFECT})
 
 _PY_BINARY = {
@@ -96,6 +99,13 @@ def python_text(expr: Expr) -> str:
         return f"{_py(args[0])}[{python_text(args[1])}]"
     if op == "call" and expr.value == "active" and len(args) == 1:
         return f"In({python_text(args[0])})"
+    if op == "call" and expr.value in _METHODS and len(args) == 1:
+        return f"{_py(args[0])}.{_METHODS[str(expr.value)]}()"
+    if op == "call" and expr.value == "coalesce" and len(args) == 2:
+        value = _py(args[0])
+        return f"({_py(args[1])} if {value} is None else {value})"
+    if op == "call" and expr.value == "merge" and len(args) == 2:
+        return f"{{**{_py(args[0])}, **{_py(args[1])}}}"
     if op == "call" and expr.value in ("len", "min", "max", "abs", "round", "str"):
         return f"{expr.value}({', '.join(python_text(a) for a in args)})"
     if op == "list":

@@ -102,8 +102,8 @@ def test_timers_become_delayed_sends_cancelled_on_exit() -> None:
             7,
         ),
         (
-            'flow t\ncontext { s: str = "" }\nevent go\ninitial state A {\n'
-            "  on go -> self do s = trim(s)\n}\n",
+            "flow t\ncontext { s: list[str] = [] }\nevent go\ninitial state A {\n"
+            "  on go -> self do s = values({})\n}\n",
             5,
             3,
         ),
@@ -127,6 +127,28 @@ def test_what_scxml_cannot_say_is_refused_at_its_declaration(
     ]
 
 
+def there_and_back(source: str) -> tuple[str, str]:
+    """The SCXML export of `source`, and the .flow text imported back from it."""
+    flow = compiled(source)
+    return exported(flow), reimported(flow)
+
+
+def test_flow_functions_with_a_python_form_come_back() -> None:
+    source = (
+        'flow t\ncontext {\n  s: str = ""\n  o: str? = none\n  m: map[str, int] = {}\n}\n'
+        "event go(t: str)\ninitial state A {\n"
+        '  on go -> self do s = trim(lower(event.t)) + upper(s); s = coalesce(o, s) + "!";'
+        ' m = merge(m, {"k": len(s)})\n}\n'
+    )
+    text, back = there_and_back(source)
+    assert "_event.data['t'].lower().strip() + s.upper()" in text
+    assert "(s if o is None else o) + '!'" in text
+    assert "{**m, **{'k': len(s)}}" in text
+    assert "s = trim(lower(event.t)) + upper(s)" in back
+    assert 's = coalesce(o, s) + "!"' in back
+    assert 'm = merge(m, {"k": len(s)})' in back
+
+
 def test_enums_effects_direct_and_reject_rules_come_back() -> None:
     source = (
         "flow t\nenum Mode { SLOW, FAST }\ncontext { mode: Mode = SLOW }\n"
@@ -135,7 +157,7 @@ def test_enums_effects_direct_and_reject_rules_come_back() -> None:
         '  on go if mode == SLOW reject too_slow "Not in slow mode."\n'
         '  on go -> B do emit ping(n: 1, why: "go")\n  -> B\n}\nfinal state B\n'
     )
-    text = exported(compiled(source))
+    text, back = there_and_back(source)
     assert '<data id="mode" expr="\'SLOW\'" flowc:type="str"/>' in text
     assert '<flowc:effect name="ping" fields="n: int; why: str"/>' in text
     assert (
@@ -144,7 +166,6 @@ def test_enums_effects_direct_and_reject_rules_come_back() -> None:
     ) in text
     assert 'event="flowc.goto.B" flowc:direct="true" target="B"' in text
     assert 'flowc:reject="too_slow" flowc:message="Not in slow mode."' in text
-    back = reimported(compiled(source))
     assert "effect ping(n: int, why: str)" in back
     assert 'on go if mode == "SLOW" reject too_slow "Not in slow mode."' in back
     assert 'emit ping(n: 1, why: "go")' in back
@@ -185,7 +206,6 @@ REFUSED_SHIPPED = {
     "attempt_v2",
     "collab_skills",
     "interactive_stage",
-    "rfp_workspace",
     "stage_questions",
 }
 
@@ -276,3 +296,18 @@ def import_text(text: str) -> str:
     result = import_scxml(text, "chart.scxml")
     assert result.flow_text is not None, [str(d) for d in result.diagnostics]
     return result.flow_text
+
+
+@pytest.mark.parametrize(
+    "expr", ["a if b else c", "a if b is None else c", "{**a}", "{**a, 'k': 1}", "s.strip('x')"]
+)
+def test_other_conditionals_unpackings_and_methods_are_still_refused(expr: str) -> None:
+    chart = (
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python" initial="a">'
+        '<datamodel><data id="a" expr="1"/><data id="b" expr="1"/><data id="c" expr="1"/>'
+        '<data id="s" expr="\'\'"/></datamodel>'
+        f'<state id="a"><onentry><assign location="c" expr="{expr}"/></onentry></state></scxml>'
+    )
+    result = import_scxml(chart, "c.scxml")
+    assert result.flow_text is None
+    assert {d.code for d in result.diagnostics} <= {"E410", "E411"}, result.diagnostics
