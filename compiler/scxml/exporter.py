@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
 
@@ -86,9 +87,15 @@ def type_text(ty: TypeRef) -> str:
     raise _Refused(f"the type `{ty.name or ty.kind}` has no SCXML form")
 
 
+#: The state whose rules are being written, when it is a leaf: there `state.name` is a constant.
+_HERE: ContextVar[str | None] = ContextVar("scxml_export_state", default=None)
+
+
 def python_text(expr: Expr) -> str:
     """Python-datamodel text of an IR expression, fully parenthesised where nested."""
     op, args = expr.op, expr.args
+    if op == "state" and expr.value == "name" and _HERE.get() is not None:
+        return repr(_HERE.get())
     if op == "lit":
         return repr(expr.value)  # JSON values: None, bools, numbers, strings, lists, dicts
     if op == "ctx":
@@ -181,9 +188,11 @@ class _Writer:
                 self.where.records.get(record.name),
             )
         for event in flow.events:
-            if event.requires:
+            if event.requires and any(s.parent is not None for s in flow.states):
+                # In a statechart a clause holds wherever an enclosing state's rule takes the
+                # event too: one refusal per state with rules would miss those.
                 raise _Refused(
-                    f"`require` on event `{event.name}` has no SCXML form",
+                    f"`require` on event `{event.name}` of a statechart has no SCXML form",
                     self.where.events.get(event.name),
                 )
         self.lines.append('<?xml version="1.0" encoding="UTF-8"?>')
@@ -238,8 +247,13 @@ class _Writer:
         return [s for s in self.flow.states if s.parent == name]
 
     def state(self, state: State, pad: str) -> None:
-        with _at(self.where.state(state.name)):
-            self.state_body(state, pad)
+        leaf = not self.children(state.name)
+        here = _HERE.set(state.name if leaf else None)
+        try:
+            with _at(self.where.state(state.name)):
+                self.state_body(state, pad)
+        finally:
+            _HERE.reset(here)
 
     def state_body(self, state: State, pad: str) -> None:
         if state.kind == "history":
@@ -290,6 +304,7 @@ class _Writer:
         if state.done_data is not None:
             params = self.params(state.done_data)
             self.lines.append(f"{inner}<donedata>{params}</donedata>")
+        self.requirements(state, inner)
         for t in self.flow.transitions:
             if t.source == state.name:
                 with _at(self.where.transition(t.index)):
@@ -300,6 +315,28 @@ class _Writer:
             self.lines[start] = f"{pad}<{tag}{attrs}/>"
         else:
             self.lines.append(f"{pad}</{tag}>")
+
+    @staticmethod
+    def refusal(code: str | None, message: str | None, data: Expr | None) -> str:
+        """The flowc attributes of a transition that stands for a refusal."""
+        attrs = f" flowc:reject={quoteattr(code or '')} flowc:message={quoteattr(message or '')}"
+        if data is not None:
+            attrs += f" flowc:data={quoteattr(python_text(data))}"
+        return attrs
+
+    def requirements(self, state: State, pad: str) -> None:
+        """An event's `require` clauses, in a state with rules for it: refusals tried before
+        the state's own rules (`cond` is the clause's negation)."""
+        handled = {t.event for t in self.flow.transitions if t.source == state.name}
+        for event in self.flow.events:
+            if event.name not in handled:
+                continue
+            for clause in event.requires:
+                cond = quoteattr(f"not ({python_text(clause.guard)})")
+                refusal = self.refusal(clause.code, clause.message, clause.data)
+                self.lines.append(
+                    f"{pad}<transition event={quoteattr(event.name)} cond={cond}{refusal}/>"
+                )
 
     def block(self, tag: str, actions: list[str], pad: str) -> None:
         if actions:
@@ -321,14 +358,8 @@ class _Writer:
         elif t.kind == "reject":
             # A targetless transition consumes the event and changes nothing, as a refusal
             # does; the code and message are kept for the importer.
-            if t.data is not None:
-                raise _Refused(
-                    f"the data of the refusal `{t.code}` (`with {{...}}`) has no SCXML form",
-                    self.where.transition(t.index),
-                )
             attrs += f" event={quoteattr(t.event or '')}"
-            attrs += f" flowc:reject={quoteattr(t.code or '')}"
-            attrs += f" flowc:message={quoteattr(t.message or '')}"
+            attrs += self.refusal(t.code, t.message, t.data)
         guard = t.guard
         if t.kind == "else":
             guard = None

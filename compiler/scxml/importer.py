@@ -985,7 +985,12 @@ class _Importer:
         if code is not None and not targets and not actions and events:
             message = literal_text(transition.attrs.get(f"{FLOWC_NS} message", ""))
             names = self.event_patterns(events)
-            return f"on {_SEP.join(names)}{guard} reject {code} {message}"
+            data = transition.attrs.get(f"{FLOWC_NS} data")
+            carried = self.expr(data, transition) if data is not None else None
+            if data is not None and carried is None:
+                return None
+            with_data = f" with {expr_text(carried)}" if carried is not None else ""
+            return f"on {_SEP.join(names)}{guard} reject {code} {message}{with_data}"
         if transition.attrs.get(f"{FLOWC_NS} direct") == "true" and targets:
             return f"{guard.strip()} -> {target}{do}".strip()
         if not events:

@@ -97,7 +97,7 @@ def test_timers_become_delayed_sends_cancelled_on_exit() -> None:
         ('flow t\ntype R { n: int }\ncontext { r: R = {"n": 1} }\ninitial state A\n', 2, 6),
         (
             "flow t\ncontext { n: int = 0 }\nevent go(k: int)\n  require event.k > 0 else bad"
-            ' "no"\ninitial state A { on go -> self }\n',
+            ' "no"\ninitial state A {\n  initial state B { on go -> self }\n}\n',
             3,
             7,
         ),
@@ -105,11 +105,6 @@ def test_timers_become_delayed_sends_cancelled_on_exit() -> None:
             "flow t\ncontext { s: list[str] = [] }\nevent go\ninitial state A {\n"
             "  on go -> self do s = values({})\n}\n",
             5,
-            3,
-        ),
-        (
-            'flow t\nevent go\ninitial state A {\n  on go reject nope "no" with {"k": 1}\n}\n',
-            4,
             3,
         ),
         ("flow t\ncontext { d: int = 5 }\ninitial state A {\n  after d s -> A\n}\n", 4, 3),
@@ -147,6 +142,23 @@ def test_flow_functions_with_a_python_form_come_back() -> None:
     assert "s = trim(lower(event.t)) + upper(s)" in back
     assert 's = coalesce(o, s) + "!"' in back
     assert 'm = merge(m, {"k": len(s)})' in back
+
+
+def test_requirements_become_refusals_in_each_state_that_takes_the_event() -> None:
+    source = (
+        "flow t\nevent go(k: int)\n"
+        '  require event.k > 0 else bad "{{ here }}: {{ k }}"\n'
+        '    with {"here": state.name, "k": event.k}\n'
+        "initial state A { on go -> B }\nstate B { on go -> C }\nfinal state C\n"
+    )
+    text, back = there_and_back(source)
+    assert text.count('flowc:reject="bad"') == 2
+    assert "flowc:data=\"{'here': 'A', 'k': _event.data['k']}\"" in text
+    assert (
+        'on go if not event.k > 0 reject bad "{{ here }}: {{ k }}" with {"here": "B", "k": event.k}'
+        in back
+    )
+    assert compile_source(back, "back.flow").ok
 
 
 def test_enums_effects_direct_and_reject_rules_come_back() -> None:
@@ -206,7 +218,6 @@ REFUSED_SHIPPED = {
     "attempt_v2",
     "collab_skills",
     "interactive_stage",
-    "stage_questions",
 }
 
 
