@@ -384,30 +384,8 @@ class _Hierarchy:
         graph.edge(start.tail, start.head, color="black", **start.attrs)
         for ends, attrs in self.inner:
             graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
-        self.order_regions()
         for bundle, ends, was_taken in plans:
             _edge(graph, bundle, self.labels, was_taken, ends)
-
-    def order_regions(self) -> None:
-        """The regions of each parallel state in the order written: their anchors on one rank
-        (which `newrank` allows across boxes), joined by invisible arrows. In a left-to-right
-        layout dot then stacks the regions from top to bottom in that order; in a top-down
-        one (2.43) it still orders boxes by what crosses least, as it does without the chain.
-        tests/emit/test_diagram_layout.py checks this with the real dot."""
-        for state in self.flow.states:
-            if state.kind != "parallel":
-                continue
-            regions = [k.name for k in self.tree.kids(state.name) if k.kind != "history"]
-            anchors = [self.anchor(region) for region in regions]
-            if len(anchors) < 2:
-                continue
-
-            with self.graph.subgraph() as same:
-                same.attr(rank="same")
-                for anchor in anchors:
-                    same.node(anchor)
-            for before, after in itertools.pairwise(anchors):
-                self.graph.edge(before, after, style="invis")
 
     # -- where arrows end ----------------------------------------------------------------------
 

@@ -104,19 +104,3 @@ def test_a_history_circle_is_inside_its_parent() -> None:
     assert isinstance(objects, list)
     history = next(o for o in objects if o.get("name") == "before_close")
     assert _inside(history["pos"], _box(layout, "cluster_open"))
-
-
-def _centre(box: tuple[float, float, float, float]) -> tuple[float, float]:
-    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-
-
-@needs_dot
-def test_regions_are_stacked_in_the_order_written_left_to_right() -> None:
-    # pr_review is laid out left to right (the default for it); dot stacks the regions of a
-    # parallel state top to bottom. A top-down layout is not covered: dot 2.43 orders its boxes
-    # by crossings whatever the chain of anchors says.
-    layout = json.loads(to_dot(_pr_review(), rankdir="LR").pipe(format="json"))
-    for first, second in (("progress", "activity"), ("checks", "reviews")):
-        a = _centre(_box(layout, f"cluster_{first}"))
-        b = _centre(_box(layout, f"cluster_{second}"))
-        assert a[1] > b[1], (first, a, second, b)  # above: y grows upwards
