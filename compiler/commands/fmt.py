@@ -92,7 +92,13 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             print(f"would reformat {path}")
         if write:
-            _replace(path, formatted)
+            try:
+                _replace(path, formatted)
+            except OSError as exc:
+                # A folder it cannot write is the same for every file in it: say so once.
+                reason = exc.strerror or str(exc)
+                print(f"flowc fmt: cannot write {path}: {reason}", file=sys.stderr)
+                return EXIT_FAILURE
     if not args.quiet:
         print(_summary(len(files), len(changed), failed, write), file=sys.stderr)
     if failed or (changed and not write):

@@ -20,9 +20,10 @@ def register(sub: Any) -> None:
             "payload values, goto targets, back, timers; then starting contexts with one field "
             "changed) and print ready-to-run `test` blocks: one reaching each state and one "
             "taking each transition, or with --cover only as many as cover every transition "
-            "found. Rules no sequence was found for are listed with the reason. Exit status: "
-            "0 every transition has a test, 1 some have none or the file does not compile, "
-            "2 usage error."
+            "found. Rules no sequence was found for are listed with the reason, and so are the "
+            "rules lint proves can never fire (they need no test). Exit status: 0 every "
+            "transition that can fire has a test, 1 some have none or the file does not "
+            "compile, 2 usage error."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a .flow file")

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if result.flow is None:
         print(f"flowc export: {path}: not compiled", file=sys.stderr)
         return EXIT_FAILURE
-    exported = export_scxml(result.flow, str(path))
+    exported = export_scxml(result.flow, str(path), result.where)
     write_diagnostics(exported.diagnostics, result.source, sys.stderr, color=False)
     if exported.text is None:
         return EXIT_FAILURE

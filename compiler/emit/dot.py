@@ -84,12 +84,13 @@ def to_dot(
     mark = _highlight(highlight, path)
     title = flow.title or flow.name
     graph = graphviz.Digraph(name=flow.name)
+    rankdir = rankdir or layout_direction(flow)
     graph.attr(
         label=f"{title}\n ",
         labelloc="t",
         fontsize="18",
         fontname=FONT,
-        rankdir=rankdir or layout_direction(flow),
+        rankdir=rankdir,
         nodesep="0.35",
         ranksep="0.45",
         newrank="true",
@@ -272,8 +273,13 @@ def _edge(
         attrs.update(color=_PATH, penwidth="2.2", fontcolor=_PATH)
     if ends is None:
         graph.edge(first.source, first.target, **attrs)
-    else:
-        graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
+        return
+    if ends.attrs and "label" in attrs:
+        # An arrow clipped at a box border: dot places a `label` at the middle of the arrow
+        # before clipping, which can be deep inside the box (or another region); an `xlabel`
+        # is placed beside the arrow as drawn.
+        attrs["xlabel"] = attrs.pop("label")
+    graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
 
 
 def _wrap(text: str, separator: str, width: int = 12) -> list[str]:
@@ -361,7 +367,7 @@ class _Hierarchy:
         taken = self.mark.taken(arrows)
         # Ends first: they decide which compound states need an "any state" box.
         plans = [
-            (bundle, self.ends(bundle[0].source, bundle[0].target), any(i in taken for i in group))
+            (bundle, self.arrow_ends(bundle[0]), any(i in taken for i in group))
             for group in _bundles(arrows)
             for bundle in [[arrows[i] for i in group]]
         ]
@@ -397,6 +403,17 @@ class _Hierarchy:
         """The node `node` is drawn inside the box of `container`."""
         owner = node.split("/", 1)[-1]  # `__initial__/C` and `__any__/C` are drawn in C's box
         return owner in self.tree.states and self.tree.within(owner, container)
+
+    def arrow_ends(self, edge: Edge) -> _Ends:
+        t = edge.transition
+        if edge.source == edge.target and self.tree.is_container(edge.source) and not t.reenter:
+            # An internal `-> self` of a box stays in whichever child is active: a loop on the
+            # box's "any state" node. (Into the initial dot, it would read as a reset, which only
+            # `reenter` is.)
+            self.boxes.add(edge.source)
+            loop = _any_id(edge.source)
+            return _Ends(loop, loop, {})
+        return self.ends(edge.source, edge.target)
 
     def ends(self, source: str, target: str) -> _Ends:
         tree = self.tree

@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W317, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W319, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
@@ -42,6 +42,8 @@ RULES: dict[str, Rule] = {
     "W315": regions.never_completes,
     "W316": regions.shared_writes,
     "W317": cycles.raise_loops,
+    "W318": transitions.inherited_never_fire,
+    "W319": transitions.starved_timers,
 }
 
 

@@ -16,6 +16,7 @@ from functools import cached_property
 from operator import attrgetter
 
 from flowc.compiler.lint.fold import constant_guard
+from flowc.compiler.lint.timers import Starving, find_starved
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import CompiledFlow, State, Transition
@@ -126,6 +127,8 @@ class FlowGraph:
     #: Guard value of every transition whose guard is constant (by `index`).
     constant: dict[int, bool] = field(init=False)
     shadowed: list[Shadowing] = field(init=False)
+    #: Timers that a shorter one always beats out of their state (W319).
+    starved: list[Starving] = field(init=False)
     #: Indices of transitions that can never fire.
     dead: set[int] = field(init=False)
     #: Every transition that has a target and can fire, in `index` order.
@@ -165,6 +168,9 @@ class FlowGraph:
         self.shadowed = self._find_shadowing()
         self.dead = {i for i, v in self.constant.items() if v is False}
         self.dead.update(s.transition.index for s in self.shadowed)
+        self.parent = {st.name: st.parent for st in flow.states if st.parent is not None}
+        self.starved = find_starved(self.outgoing, self.parent, self.unconditional, self.dead)
+        self.dead.update(s.timer.index for s in self.starved)
         self.live_transitions = [
             t for t in ordered if t.target is not None and t.index not in self.dead
         ]
@@ -180,7 +186,6 @@ class FlowGraph:
                 pairs.append((t.source, target))
         forward.add_edges_from(pairs)
         self.forward = forward
-        self.parent = {st.name: st.parent for st in flow.states if st.parent is not None}
         self.hierarchical = bool(self.parent)
         self.entering = self._entering() if self.hierarchical else {}
 

@@ -1,4 +1,6 @@
-"""Rules on the transitions of one state: W305 shadowed, W306 duplicate, W309 constant guard."""
+"""Rules on the transitions of one state: W305 shadowed, W306 duplicate, W309 constant guard,
+W318 a rule outside any state that never fires in any state, W319 a starved timer; and why each
+transition that can never fire cannot (`never_fires`, which `flowc paths` reports)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Iterator
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.lint.fold import constant_guard
 from flowc.compiler.lint.graph import FlowGraph, Shadowing
+from flowc.compiler.lint.timers import Starving
 from flowc.compiler.source import Span
 from flowc.runtime.model import Action, Expr, Transition
 
@@ -33,29 +36,93 @@ def shadowed_transitions(g: FlowGraph) -> Iterator[Diagnostic]:
 def _shadowed(g: FlowGraph, s: Shadowing) -> Diagnostic:
     t, by = s.transition, s.by
     where = f"line {by.line}" if by.line else "an earlier rule"
+    what = (
+        f"`else` in `{t.source}` is never taken"
+        if t.kind == "else"
+        else f"{_describe(t)} in `{t.source}` never fires"
+    )
+    if s.exhausted is not None:
+        help_text = "remove this rule, or narrow the earlier ones"
+    else:
+        help_text = f"give the rule at {where} a guard, or move this rule above it"
+    return Diagnostic.make(
+        "W305", f"{what}: {_shadow_reason(s)}", g.transition_span(t), help=help_text
+    )
+
+
+def _shadow_reason(s: Shadowing) -> str:
+    """Why the earlier rule(s) always win over `s.transition`."""
+    t, by = s.transition, s.by
+    where = f"line {by.line}" if by.line else "an earlier rule"
+    if s.exhausted is not None:
+        return f"the earlier rules on its trigger cover every member of `{s.exhausted}`"
+    if s.duplicate:
+        return f"the rule at {where} has the same trigger and guard and is tried first"
     reason = "has no guard" if by.guard is None else "has a guard that is always true"
     if by.kind == "else":
         reason = "is the `else` branch"
     if t.kind == "else":
-        what = f"`else` in `{t.source}` is never taken"
-        because = f"the routing rule at {where} {reason}"
-    else:
-        what = f"{_describe(t)} in `{t.source}` never fires"
-        because = f"the {_describe(by)} at {where} {reason} and is tried first"
-    if s.exhausted is not None:
-        because = f"the earlier rules on its trigger cover every member of `{s.exhausted}`"
-        return Diagnostic.make(
-            "W305",
-            f"{what}: {because}",
-            g.transition_span(t),
-            help="remove this rule, or narrow the earlier ones",
+        return f"the routing rule at {where} {reason}"
+    return f"the {_describe(by)} at {where} {reason} and is tried first"
+
+
+def _starve_reason(s: Starving) -> str:
+    by = s.by
+    where = f"line {by.line}" if by.line else "an earlier rule"
+    leaves = f"re-enters `{by.source}`" if by.reenter else f"leaves `{by.source}`"
+    return f"the unguarded timer `{trigger_text(by)}` at {where} always fires first and {leaves}"
+
+
+def never_fires(g: FlowGraph) -> dict[int, str]:
+    """Why each transition that can never fire cannot (by `index`)."""
+    reasons: dict[int, str] = {}
+    for t in g.flow.transitions:
+        if g.constant.get(t.index) is False and t.guard is not None:
+            reasons[t.index] = f"its guard `{_source_text(t.guard)}` is always false"
+    for s in g.shadowed:
+        reasons.setdefault(s.transition.index, _shadow_reason(s))
+    for starving in g.starved:
+        reasons.setdefault(starving.timer.index, _starve_reason(starving))
+    return reasons
+
+
+def inherited_never_fire(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W318: a rule written outside any state that no state lets fire, because in each state it
+    is copied into the state's own rules always win (one state overriding it is intended; all
+    of them doing so leaves the rule for nothing). Rules beaten by an earlier rule outside any
+    state (W305, W306) or with a constant false guard (W309) are reported there."""
+    copies: dict[tuple[int, int], list[Transition]] = {}
+    for t in g.flow.transitions:
+        if t.inherited:
+            copies.setdefault((t.line, t.column), []).append(t)
+    beaten_by = {s.transition.index: s.by for s in g.shadowed}
+    for group in copies.values():
+        if any(t.index not in beaten_by for t in group):
+            continue
+        if any(beaten_by[t.index].inherited for t in group):
+            continue  # W305 or W306 reports it
+        first = group[0]
+        states = ", ".join(f"`{t.source}`" for t in group)
+        yield Diagnostic.make(
+            "W318",
+            f"{_describe(first)} written outside any state never fires: in every state it is "
+            f"copied into ({states}) the state's own rules always take `{trigger_text(first)}` "
+            "first",
+            g.transition_span(first),
+            help="remove the rule, or narrow the states' own rules so that it can fire",
         )
-    return Diagnostic.make(
-        "W305",
-        f"{what}: {because}",
-        g.transition_span(t),
-        help=f"give the rule at {where} a guard, or move this rule above it",
-    )
+
+
+def starved_timers(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W319: a timer that never fires, because a shorter unguarded timer leaves its state."""
+    for s in g.starved:
+        yield Diagnostic.make(
+            "W319",
+            f"timer `{trigger_text(s.timer)}` in `{s.timer.source}` never fires: "
+            f"{_starve_reason(s)}",
+            g.transition_span(s.timer),
+            help="shorten this timer, give the shorter one a guard, or make it stay (`-> self`)",
+        )
 
 
 def _duplicate(g: FlowGraph, s: Shadowing) -> Diagnostic:
@@ -145,6 +212,13 @@ def _branch_warning(text: str, value: bool, span: Span) -> Diagnostic:
         message = f"the `if` guard `{text}` is always false: its actions never run"
         help_text = "remove the branch, or fix the guard"
     return Diagnostic.make("W309", message, span, help=help_text)
+
+
+def trigger_text(t: Transition) -> str:
+    # Imported here for the reason `_source_text` gives.
+    from flowc.compiler.emit.labels import trigger_text as text
+
+    return text(t)
 
 
 def _describe(t: Transition) -> str:

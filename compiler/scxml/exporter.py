@@ -14,15 +14,30 @@ is how SCXML charts write timeouts.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.emit.expr_text import literal_text
-from flowc.compiler.scxml.importer import CANCEL_EFFECT, LOG_EFFECT, SEND_EFFECT
+from flowc.compiler.scxml.importer import (
+    CANCEL_EFFECT,
+    DIRECT_PREFIX,
+    HOST_TARGET,
+    LOG_EFFECT,
+    SEND_EFFECT,
+)
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS
-from flowc.compiler.source import Span
+from flowc.compiler.source import NO_SPAN, Span
+from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import Action, CompiledFlow, Expr, State, Transition, TypeRef
+
+#: flowc's string functions as the Python methods that compute them.
+_METHODS = {"trim": "strip", "lower": "lower", "upper": "upper"}
+
+_SCXML_EFFECTS = frozenset({SEND_EFFECT, CANCEL_EFFECT, LOG_EFFECT})
 
 _PY_BINARY = {
     "and",
@@ -50,17 +65,19 @@ class ExportResult:
 
 
 class _Refused(Exception):
-    """What cannot be exported, and the source position of the rule or state it is about."""
+    """What cannot be exported, and where the declaration, rule or state it is about was
+    written (None: not known, the first line of the file)."""
 
-    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+    def __init__(self, message: str, span: Span | None = None) -> None:
         super().__init__(message)
-        self.line = line
-        self.column = column
+        self.span = span
 
 
 def type_text(ty: TypeRef) -> str:
     if ty.kind in ("bool", "int", "float", "str", "json"):
         return ty.kind
+    if ty.kind == "enum":
+        return "str"  # an enum's members are strings at run time, as SCXML sees them
     if ty.kind == "list" and ty.item is not None:
         return f"list[{type_text(ty.item)}]"
     if ty.kind == "map" and ty.item is not None:
@@ -70,9 +87,15 @@ def type_text(ty: TypeRef) -> str:
     raise _Refused(f"the type `{ty.name or ty.kind}` has no SCXML form")
 
 
+#: The state whose rules are being written, when it is a leaf: there `state.name` is a constant.
+_HERE: ContextVar[str | None] = ContextVar("scxml_export_state", default=None)
+
+
 def python_text(expr: Expr) -> str:
     """Python-datamodel text of an IR expression, fully parenthesised where nested."""
     op, args = expr.op, expr.args
+    if op == "state" and expr.value == "name" and _HERE.get() is not None:
+        return repr(_HERE.get())
     if op == "lit":
         return repr(expr.value)  # JSON values: None, bools, numbers, strings, lists, dicts
     if op == "ctx":
@@ -83,6 +106,13 @@ def python_text(expr: Expr) -> str:
         return f"{_py(args[0])}[{python_text(args[1])}]"
     if op == "call" and expr.value == "active" and len(args) == 1:
         return f"In({python_text(args[0])})"
+    if op == "call" and expr.value in _METHODS and len(args) == 1:
+        return f"{_py(args[0])}.{_METHODS[str(expr.value)]}()"
+    if op == "call" and expr.value == "coalesce" and len(args) == 2:
+        value = _py(args[0])
+        return f"({_py(args[1])} if {value} is None else {value})"
+    if op == "call" and expr.value == "merge" and len(args) == 2:
+        return f"{{**{_py(args[0])}, **{_py(args[1])}}}"
     if op == "call" and expr.value in ("len", "min", "max", "abs", "round", "str"):
         return f"{expr.value}({', '.join(python_text(a) for a in args)})"
     if op == "list":
@@ -96,6 +126,8 @@ def python_text(expr: Expr) -> str:
         return f"-{_py(args[0])}"
     if op in _PY_BINARY and len(args) == 2:
         return f"{_py(args[0])} {op} {_py(args[1])}"
+    if op == "call":
+        raise _Refused(f"the function `{expr.value}` has no Python-datamodel form")
     raise _Refused(f"the expression `{op}` has no Python-datamodel form")
 
 
@@ -105,15 +137,20 @@ def _py(expr: Expr) -> str:
     return text if simple else f"({text})"
 
 
-def export_scxml(flow: CompiledFlow, path: str = "<flow>") -> ExportResult:
+def export_scxml(
+    flow: CompiledFlow, path: str = "<flow>", where: SourceMap | None = None
+) -> ExportResult:
+    """`flow` as SCXML text, or the diagnostic saying what cannot be exported. `where` (the
+    source map of compiling it) puts the caret on the declaration or rule refused; without
+    it, only rules and states have a position (the IR keeps theirs)."""
     try:
-        return ExportResult(_Writer(flow).document())
+        return ExportResult(_Writer(flow, where or SourceMap.from_ir(flow)).document())
     except _Refused as refused:
-        where = Span.point(refused.line, refused.column) if refused.line else Span(1, 1, 1, 2)
+        where_ = refused.span if refused.span is not None else Span(1, 1, 1, 2)
         diag = Diagnostic.make(
             "E420",
             f"cannot export to SCXML: {refused}",
-            where,
+            where_,
             help="SCXML has no equivalent; see docs/scxml.md (exporting)",
         )
         return ExportResult(
@@ -121,9 +158,22 @@ def export_scxml(flow: CompiledFlow, path: str = "<flow>") -> ExportResult:
         )
 
 
+@contextmanager
+def _at(span: Span) -> Iterator[None]:
+    """Refusals inside without a position of their own get `span` (that of the state, rule or
+    declaration being written): the innermost one known wins."""
+    try:
+        yield
+    except _Refused as refused:
+        if refused.span is None and span != NO_SPAN:
+            refused.span = span
+        raise
+
+
 class _Writer:
-    def __init__(self, flow: CompiledFlow) -> None:
+    def __init__(self, flow: CompiledFlow, where: SourceMap) -> None:
         self.flow = flow
+        self.where = where
         self.lines: list[str] = []
         self.timers: dict[str, list[Transition]] = {}
         for t in flow.transitions:
@@ -132,11 +182,19 @@ class _Writer:
 
     def document(self) -> str:
         flow = self.flow
-        if flow.enums or flow.records:
-            raise _Refused("enums and records have no SCXML form")
+        for record in flow.records:
+            raise _Refused(
+                f"the record type `{record.name}` has no SCXML form",
+                self.where.records.get(record.name),
+            )
         for event in flow.events:
-            if event.requires:
-                raise _Refused(f"`require` on event `{event.name}` has no SCXML form")
+            if event.requires and any(s.parent is not None for s in flow.states):
+                # In a statechart a clause holds wherever an enclosing state's rule takes the
+                # event too: one refusal per state with rules would miss those.
+                raise _Refused(
+                    f"`require` on event `{event.name}` of a statechart has no SCXML form",
+                    self.where.events.get(event.name),
+                )
         self.lines.append('<?xml version="1.0" encoding="UTF-8"?>')
         self.lines.append(
             f'<scxml xmlns="{SCXML_NS}" xmlns:flowc="{FLOWC_NS}" version="1.0" '
@@ -146,13 +204,20 @@ class _Writer:
             + ">"
         )
         for event in flow.events:
-            fields = "; ".join(
-                f"{f.name}: {type_text(f.type)}"
-                + ("" if f.required else f" = {literal_text(f.default)}")
-                for f in event.fields
-            )
+            with _at(self.where.events.get(event.name, NO_SPAN)):
+                fields = "; ".join(
+                    f"{f.name}: {type_text(f.type)}"
+                    + ("" if f.required else f" = {literal_text(f.default)}")
+                    for f in event.fields
+                )
             attr = f" fields={quoteattr(fields)}" if fields else ""
             self.lines.append(f"  <flowc:event name={quoteattr(event.name)}{attr}/>")
+        for effect in flow.effects:
+            if effect.name in _SCXML_EFFECTS:
+                continue
+            fields = "; ".join(f"{f.name}: {type_text(f.type)}" for f in effect.fields)
+            attr = f" fields={quoteattr(fields)}" if fields else ""
+            self.lines.append(f"  <flowc:effect name={quoteattr(effect.name)}{attr}/>")
         if flow.context:
             self.lines.append("  <datamodel>")
             for f in flow.context:
@@ -163,7 +228,8 @@ class _Writer:
                     if f.required and f.default is None
                     else f" expr={quoteattr(repr(f.default))}"
                 )
-                declared = quoteattr(type_text(f.type))
+                with _at(self.where.context.get(f.name, NO_SPAN)):
+                    declared = quoteattr(type_text(f.type))
                 self.lines.append(f"    <data id={quoteattr(f.name)}{expr} flowc:type={declared}/>")
             self.lines.append("  </datamodel>")
         for state in flow.states:
@@ -181,6 +247,15 @@ class _Writer:
         return [s for s in self.flow.states if s.parent == name]
 
     def state(self, state: State, pad: str) -> None:
+        leaf = not self.children(state.name)
+        here = _HERE.set(state.name if leaf else None)
+        try:
+            with _at(self.where.state(state.name)):
+                self.state_body(state, pad)
+        finally:
+            _HERE.reset(here)
+
+    def state_body(self, state: State, pad: str) -> None:
         if state.kind == "history":
             self.lines.append(
                 f'{pad}<history id={quoteattr(state.name)} type="{state.history or "shallow"}">'
@@ -214,7 +289,10 @@ class _Writer:
         entry = [self.action(a) for a in state.entry]
         for t in timers:
             if t.after_ms is None:
-                raise _Refused(f"the computed delay of a timer of `{state.name}`")
+                raise _Refused(
+                    f"the computed delay of a timer of `{state.name}`",
+                    self.where.transition(t.index),
+                )
             tid = quoteattr(f"flowc.timer.{state.name}.{t.index}")
             entry.append(f'<send event={tid} id={tid} delay="{t.after_ms}ms"/>')
         exit_ = [self.action(a) for a in state.exit]
@@ -226,15 +304,39 @@ class _Writer:
         if state.done_data is not None:
             params = self.params(state.done_data)
             self.lines.append(f"{inner}<donedata>{params}</donedata>")
+        self.requirements(state, inner)
         for t in self.flow.transitions:
             if t.source == state.name:
-                self.transition(t, inner)
+                with _at(self.where.transition(t.index)):
+                    self.transition(t, inner)
         for kid in kids:
             self.state(kid, inner)
         if len(self.lines) == start + 1:
             self.lines[start] = f"{pad}<{tag}{attrs}/>"
         else:
             self.lines.append(f"{pad}</{tag}>")
+
+    @staticmethod
+    def refusal(code: str | None, message: str | None, data: Expr | None) -> str:
+        """The flowc attributes of a transition that stands for a refusal."""
+        attrs = f" flowc:reject={quoteattr(code or '')} flowc:message={quoteattr(message or '')}"
+        if data is not None:
+            attrs += f" flowc:data={quoteattr(python_text(data))}"
+        return attrs
+
+    def requirements(self, state: State, pad: str) -> None:
+        """An event's `require` clauses, in a state with rules for it: refusals tried before
+        the state's own rules (`cond` is the clause's negation)."""
+        handled = {t.event for t in self.flow.transitions if t.source == state.name}
+        for event in self.flow.events:
+            if event.name not in handled:
+                continue
+            for clause in event.requires:
+                cond = quoteattr(f"not ({python_text(clause.guard)})")
+                refusal = self.refusal(clause.code, clause.message, clause.data)
+                self.lines.append(
+                    f"{pad}<transition event={quoteattr(event.name)} cond={cond}{refusal}/>"
+                )
 
     def block(self, tag: str, actions: list[str], pad: str) -> None:
         if actions:
@@ -248,13 +350,16 @@ class _Writer:
             attrs += f" event={quoteattr(t.event or '')}"
         elif t.kind == "timer":
             attrs += f" event={quoteattr(f'flowc.timer.{t.source}.{t.index}')}"
-        elif t.kind in ("direct", "reject"):
-            raise _Refused(
-                f"the {t.kind} rule of `{t.source}`: SCXML has no rule a host takes by name, "
-                "nor refusals with a code",
-                t.line,
-                t.column,
-            )
+        elif t.kind == "direct":
+            # The host asks for the target by name: an event named after it, marked so that
+            # the importer gives the direct rule back.
+            attrs += f" event={quoteattr(f'{DIRECT_PREFIX}{t.target}')}"
+            attrs += ' flowc:direct="true"'
+        elif t.kind == "reject":
+            # A targetless transition consumes the event and changes nothing, as a refusal
+            # does; the code and message are kept for the importer.
+            attrs += f" event={quoteattr(t.event or '')}"
+            attrs += self.refusal(t.code, t.message, t.data)
         guard = t.guard
         if t.kind == "else":
             guard = None
@@ -346,4 +451,11 @@ class _Writer:
             if value is not None:
                 attrs += f" expr={quoteattr(python_text(value))}"
             return f"<log{attrs}/>"
-        raise _Refused(f"the effect `{a.event}` (SCXML has no host outputs)")
+        # Any other effect is an event sent to the host, through the target the importer
+        # reads back as `emit` (HOST_TARGET); an SCXML processor hands it to whatever I/O
+        # processor the host registers under that name.
+        params = self.params(a.value) if a.value is not None and a.value.op == "map" else ""
+        if a.value is not None and a.value.op != "map":
+            raise _Refused(f"the effect `{a.event}` with a payload that is not a literal map")
+        name = quoteattr(a.event or "")
+        return f"<send event={name} target={quoteattr(HOST_TARGET)}>{params}</send>"

@@ -21,6 +21,8 @@ from flowc.runtime.model import Expr
 
 #: Python builtins with a flowc function of the same meaning (runtime/builtins.py).
 SUPPORTED_CALLS: frozenset[str] = frozenset({"len", "min", "max", "abs", "round", "str"})
+#: String methods read as flowc's functions (`s.strip()` is `trim(s)`): what an export writes.
+_STRING_METHODS = {"strip": "trim", "lower": "lower", "upper": "upper"}
 
 #: The fields of `_event` besides `name` and `data`, each read as the payload field
 #: `scxml_<field>` that the importer declares and fills (docs/scxml.md, "The `_event` fields").
@@ -359,6 +361,11 @@ class _Translator:
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 return self._event_field(key.value)
             raise Refusal("E416", "`_event.data.get(...)` takes a string literal key")
+        if isinstance(func, ast.Attribute) and func.attr in _STRING_METHODS:
+            if node.args or node.keywords:
+                raise Refusal("E411", f"`.{func.attr}()` is translated only without arguments")
+            value = self.node(func.value)
+            return Expr(op="call", value=_STRING_METHODS[func.attr], args=(value,))
         if not isinstance(func, ast.Name):
             if isinstance(func, ast.Attribute):
                 _refuse_dunder(func.attr)
@@ -417,7 +424,31 @@ class _Translator:
 
     _Tuple = _List
 
+    def _IfExp(self, node: ast.IfExp) -> Expr:
+        """`FALLBACK if X is None else X`: flowc's `coalesce(X, FALLBACK)`, the one conditional
+        expression it has (what an export writes for it)."""
+        test = node.test
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+            and ast.dump(test.left) == ast.dump(node.orelse)
+        ):
+            return Expr(
+                op="call", value="coalesce", args=(self.node(node.orelse), self.node(node.body))
+            )
+        raise Refusal(
+            "E410",
+            "a conditional expression is read only as `FALLBACK if X is None else X`",
+            "flowc's `coalesce(X, FALLBACK)`",
+        )
+
     def _Dict(self, node: ast.Dict) -> Expr:
+        if len(node.keys) == 2 and all(key is None for key in node.keys):
+            # `{**a, **b}`: flowc's `merge(a, b)` (what an export writes for it)
+            return Expr(op="call", value="merge", args=tuple(self.node(v) for v in node.values))
         args: list[Expr] = []
         for key, value in zip(node.keys, node.values, strict=True):
             if key is None:

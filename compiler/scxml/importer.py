@@ -52,6 +52,14 @@ from flowc.runtime.model import Expr
 SEND_EFFECT = "scxml_send"
 CANCEL_EFFECT = "scxml_cancel"
 LOG_EFFECT = "scxml_log"
+#: The target of a `<send>` that is one of the flow's own effects (`emit NAME(...)`): what an
+#: export writes for them, read back as the same `emit`.
+HOST_TARGET = "#_flowc_host"
+#: The events an export names a direct rule's request by (`-> T` in a state: the host asks for
+#: T), on a transition marked `flowc:direct`.
+DIRECT_PREFIX = "flowc.goto."
+#: What an export declares in the flowc namespace at the top of the document.
+_DECLARATIONS = frozenset({"event", "effect"})
 #: I/O processors SCXML names that flowc does not have: refused (E409) rather than turned into
 #: the error.execution SCXML raises for a type a processor does not know.
 OTHER_PROCESSORS = frozenset({"http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor", "basichttp"})
@@ -198,6 +206,8 @@ class _Importer:
         self.forced: dict[str, list[str]] = {}
         #: Event fields whose type an export declared (not optional on re-import).
         self.declared_fields: set[str] = set()
+        #: effects sent to HOST_TARGET -> field -> type (declared by `<flowc:effect>`)
+        self.effects: dict[str, dict[str, str | None]] = {}
         #: Actions written at the end (`later`), and whether the last action written fails.
         self.deferred: list[Callable[[], str]] = []
         self.failed = False
@@ -381,7 +391,7 @@ class _Importer:
     def check_elements(self, element: Element) -> None:
         """Refuse what flowc has no place for, wherever it is."""
         for child in element.children:
-            if child.namespace == FLOWC_NS and child.tag == "event" and element is self.root:
+            if child.namespace == FLOWC_NS and child.tag in _DECLARATIONS and element is self.root:
                 continue
             if child.namespace != SCXML_NS:
                 self.error(
@@ -614,6 +624,13 @@ class _Importer:
             declared = data.attrs.get(f"{FLOWC_NS} type")
             if declared and data.attrs.get("id") in self.var_types:
                 self.var_types[data.attrs["id"]] = declared
+        for effect in root.children:
+            if effect.namespace == FLOWC_NS and effect.tag == "effect":
+                typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
+                for item in effect.attrs.get("fields", "").split(";"):
+                    name, _, ty = item.partition(":")
+                    if name.strip():
+                        typed[name.strip()] = ty.strip() or None
         for event in root.children:
             if event.namespace != FLOWC_NS or event.tag != "event":
                 continue
@@ -705,6 +722,9 @@ class _Importer:
                 for f, t in fields.items()
             )
             lines.append(f"event {event}({params})" if params else f"event {event}")
+        for effect, fields in self.effects.items():
+            params = ", ".join(f"{f}: {t or 'json'}" for f, t in fields.items())
+            lines.append(f"effect {effect}({params})" if params else f"effect {effect}")
         if "send" in self.features:
             lines.append(f"effect {SEND_EFFECT}(name: str, delay_ms: int, id: str, data: json)")
         if "cancel" in self.features:
@@ -961,6 +981,18 @@ class _Importer:
             self.features.add("targetless")
             target = "self"
         do = f" do {'; '.join(actions)}" if actions else ""
+        code = transition.attrs.get(f"{FLOWC_NS} reject")
+        if code is not None and not targets and not actions and events:
+            message = literal_text(transition.attrs.get(f"{FLOWC_NS} message", ""))
+            names = self.event_patterns(events)
+            data = transition.attrs.get(f"{FLOWC_NS} data")
+            carried = self.expr(data, transition) if data is not None else None
+            if data is not None and carried is None:
+                return None
+            with_data = f" with {expr_text(carried)}" if carried is not None else ""
+            return f"on {_SEP.join(names)}{guard} reject {code} {message}{with_data}"
+        if transition.attrs.get(f"{FLOWC_NS} direct") == "true" and targets:
+            return f"{guard.strip()} -> {target}{do}".strip()
         if not events:
             self.features.add("eventless")
             return f"always{guard} -> {target}{do}"
@@ -1304,6 +1336,8 @@ class _Importer:
                 # SCXML: a type the processor does not support raises error.execution.
                 return assigns + self.fails(sendid)
         target = attrs.get("target", "")
+        if target == HOST_TARGET:
+            return assigns + (self.host_effect(element) or "")
         address: Expr | None = None
         if "targetexpr" in attrs:
             self.features.add("computed-send-target")
@@ -1396,6 +1430,24 @@ class _Importer:
             for error in ("error.execution", "error.communication"):
                 self.events.setdefault(error, {})
         return assigns + self.later(lambda: self.send_checked(send))
+
+    def host_effect(self, element: Element) -> str | None:
+        """A `<send>` to HOST_TARGET: `emit NAME(param: expr, ...)`, one of the flow's effects."""
+        if "delay" in element.attrs or "delayexpr" in element.attrs:
+            self.error("E410", "a delayed send to the host is not supported", element)
+            return None
+        name = flow_name(element.attrs.get("event", ""), "e")
+        fields = self.effects.setdefault(name, {})
+        data: list[str] = []
+        for param in element.find("param"):
+            field_name = flow_name(param.attrs.get("name", ""), "p")
+            expr = self.expr(param.attrs.get("expr") or param.attrs.get("location", ""), param)
+            if expr is None:
+                return None
+            if fields.get(field_name) is None:
+                fields[field_name] = _infer(expr, self.var_types, self.names)
+            data.append(f"{field_name}: {expr_text(expr)}")
+        return f"emit {name}({', '.join(data)})" if data else f"emit {name}"
 
     def send_delay(self, element: Element) -> _Delay | None:
         """The delay of a send: `delay`, a constant `delayexpr`, or a `delayexpr` reading a

@@ -12,6 +12,7 @@ it is and puts every refusal on a diagnostic with a position.
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass, field
 from xml.parsers import expat
@@ -83,12 +84,17 @@ def read_scxml(data: bytes | str, path: str = "<input>") -> Document:
             Span(1, 1, 1, 2),
         )
         return Document(None, "", [_at(diag, path)])
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = decode(raw)
+    except _Refused as refused:
+        return Document(None, "", [_at(refused.diag, path)])
     builder = _TreeBuilder(path, text)
     parser = expat.ParserCreate(namespace_separator=" ")
     builder.attach(parser)
     try:
-        parser.Parse(raw, True)
+        # Parsed as text: expat itself reads only UTF-8, UTF-16 and a few single-byte
+        # encodings (and raises a bare ValueError on multi-byte ones such as Shift_JIS).
+        parser.Parse(text, True)
     except _Refused as refused:
         return Document(None, text, [refused.diag])
     except expat.ExpatError as exc:
@@ -103,6 +109,58 @@ def read_scxml(data: bytes | str, path: str = "<input>") -> Document:
         diag = Diagnostic.make("E401", "not well-formed XML: no element", Span(1, 1, 1, 2))
         return Document(None, text, [_at(diag, path)])
     return Document(builder.root, text, [], builder.preamble)
+
+
+#: Byte-order marks and, without one, the first bytes of `<?` in the encodings that are not
+#: ASCII-compatible; the XML declaration is read in that encoding (XML 1.0, appendix F).
+_SNIFF = (
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00?\x00", "utf-16-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+)
+_DECLARED = re.compile(r"""^<\?xml[^>]*?\sencoding\s*=\s*["']([A-Za-z][A-Za-z0-9._-]*)["']""")
+
+
+def decode(raw: bytes) -> str:
+    """The file's text, in the encoding its byte-order mark or XML declaration names (UTF-8
+    when neither does). An unknown encoding or bytes that are not valid in it are refused."""
+    family = next((name for mark, name in _SNIFF if raw.startswith(mark)), None)
+    head = raw[:512].decode(family or "latin-1", errors="replace").lstrip("\ufeff")
+    declared = _DECLARED.match(head)
+    encoding = family or (declared.group(1) if declared else "utf-8")
+    try:
+        codec = codecs.lookup(encoding).name
+    except LookupError:
+        raise _Refused(
+            Diagnostic.make(
+                "E401",
+                f"unknown encoding `{encoding}` in the XML declaration",
+                Span(1, 1, 1, 6),
+                help='save the file as UTF-8 (and declare `encoding="UTF-8"`)',
+            )
+        ) from None
+    if codec == "utf-8":
+        codec = "utf-8-sig"
+    try:
+        return raw.decode(codec)
+    except UnicodeDecodeError as bad:
+        before = raw[: bad.start].decode(codec, errors="replace")
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        raise _Refused(
+            Diagnostic.make(
+                "E401",
+                f"not well-formed XML: the bytes at offset {bad.start} are not valid {encoding}",
+                Span.point(line, column),
+                help=f"save the file as {encoding} throughout, or as UTF-8",
+            )
+        ) from None
 
 
 def _at(diag: Diagnostic, path: str) -> Diagnostic:

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowc.compiler.emit.expr_text import expr_text
+from flowc.compiler.lint.graph import FlowGraph
+from flowc.compiler.lint.transitions import never_fires
+from flowc.compiler.source import SourceFile
+from flowc.compiler.sourcemap import SourceMap
 from flowc.compiler.testing.coverage import describe
 from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
 from flowc.runtime import Rejection, StepResult
@@ -45,6 +49,8 @@ class PathsReport:
     #: state -> why no sequence reaches it
     unreached: dict[str, str]
     seconds: float
+    #: transition index -> why it can never fire (lint proves it; no test could take it)
+    cannot_fire: dict[int, str] = field(default_factory=dict)
 
     def text(self) -> str:
         out = [
@@ -54,6 +60,8 @@ class PathsReport:
         ]
         for index, why in sorted(self.missing.items()):
             out.append(f"# not generated: {describe(self.flow.transitions[index])}: {why}")
+        for index, why in sorted(self.cannot_fire.items()):
+            out.append(f"# can never fire: {describe(self.flow.transitions[index])}: {why}")
         for state, why in sorted(self.unreached.items()):
             out.append(f"# not generated: state {state}: {why}")
         for test in self.tests:
@@ -148,10 +156,11 @@ def generate(
         tests.append(path)
     if cover:
         tests.reverse()  # shortest first reads better
+    cannot_fire = never_firing(flow)
     missing = {
         t.index: _why(t, explorer, searches, states)
         for t in flow.transitions
-        if t.index not in reached
+        if t.index not in reached and t.index not in cannot_fire
     }
     unreached = {
         s.name: "no sequence of moves reaches it from the contexts tried"
@@ -162,7 +171,19 @@ def generate(
     for test in tests:
         given = dict(test.given)
         test.given = [(n, t) for n, t in required if n not in given] + test.given
-    return PathsReport(flow, tests, missing, unreached, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return PathsReport(flow, tests, missing, unreached, seconds, cannot_fire)
+
+
+def never_firing(flow: CompiledFlow) -> dict[int, str]:
+    """Why each transition that lint proves can never fire cannot: an earlier rule always wins,
+    a constant false guard, a starved timer, or a state no live transition reaches."""
+    graph = FlowGraph(flow, SourceFile("", ""), SourceMap.from_ir(flow))
+    reasons = never_fires(graph)
+    for t in flow.transitions:
+        if t.source not in graph.reachable:
+            reasons.setdefault(t.index, f"its state {t.source} can never be reached (W301)")
+    return reasons
 
 
 def _fired_along(how: Reached) -> set[int]:

@@ -133,3 +133,21 @@ def test_standard_input_to_standard_output() -> None:
     done = subprocess.run(command, input=BROKEN, capture_output=True, text=True)
     assert done.returncode == 1 and done.stdout == ""
     assert "-:2:29: error[E003]" in done.stderr
+
+
+def test_a_folder_it_cannot_write_is_one_line_and_exit_1(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tests run as root, whom file modes do not stop: refuse at the OS boundary instead, where
+    # a read-only folder refuses the temporary file fmt writes beside the original.
+    import tempfile
+
+    def refuse(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    code, out, err = run(capsys, str(tree))
+    assert code == 1
+    assert out == ""
+    assert err == f"flowc fmt: cannot write {tree / 'sub' / 'messy.flow'}: Permission denied\n"
+    assert (tree / "sub" / "messy.flow").read_text() == MESSY

@@ -1,9 +1,10 @@
-"""The examples of the language reference compile, so the reference cannot drift from the compiler.
+"""The examples of the docs compile, so the docs cannot drift from the compiler.
 
-Every fenced block tagged `flow` in docs/language.md and docs/ir.md is a complete file that must
-compile without errors (warnings are allowed: some examples show what lint says). A block tagged
-`flow-error` must be refused with at least one error. Blocks tagged `flow-fragment` are not whole
-files and are skipped.
+Every fenced block tagged `flow` in docs/*.md and README.md is a complete file that must compile
+without errors (warnings are allowed: some examples show what lint says). A block tagged
+`flow-error` shows a mistake: in docs/diagnostics.md it must be reported with the code of its
+section (warnings included), anywhere else refused with at least one error. Blocks tagged
+`flow-fragment` are not whole files and are skipped.
 
 docs/ir.md also shows the full compiled JSON of one example: the `json` block that directly
 follows a `flow` block must be exactly what the compiler writes for it.
@@ -62,12 +63,54 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
-def _all(tag: str) -> list[Block]:
-    return [b for path in (LANGUAGE, IR) if path.exists() for b in blocks(path) if b.tag == tag]
+DIAGNOSTICS = DOCS / "diagnostics.md"
+#: Every Markdown page whose examples are checked: the docs and the README.
+PAGES = [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]
 
 
-FLOWS = _all("flow")
-REFUSED = _all("flow-error")
+def _all(tag: str, pages: list[Path] | None = None) -> list[Block]:
+    chosen = [LANGUAGE, IR] if pages is None else pages
+    return [b for path in chosen if path.exists() for b in blocks(path) if b.tag == tag]
+
+
+FLOWS = _all("flow", PAGES)
+REFUSED = _all("flow-error", [p for p in PAGES if p != DIAGNOSTICS])
+
+
+def _diagnostic_examples() -> list[tuple[str, Block]]:
+    """(code of its section, block) for every `flow-error` block of docs/diagnostics.md."""
+    found: list[tuple[str, Block]] = []
+    code = ""
+    lines = DIAGNOSTICS.read_text(encoding="utf-8").splitlines()
+    by_line = {b.line: b for b in blocks(DIAGNOSTICS)}
+    for number, line in enumerate(lines, start=1):
+        heading = re.match(r"^### `?([EW]\d{3})", line)
+        if heading:
+            code = heading.group(1)
+        block = by_line.get(number)
+        if block is not None and block.tag == "flow-error":
+            found.append((code, block))
+    return found
+
+
+SHOWN = _diagnostic_examples()
+
+
+def test_every_page_is_read() -> None:
+    pages = {b.file for b in FLOWS}
+    assert {"language.md", "ir.md", "formatting.md", "README.md"} <= pages
+    assert len(SHOWN) >= 70
+
+
+@pytest.mark.parametrize(
+    ("code", "block"), SHOWN, ids=lambda x: x.id if isinstance(x, Block) else x
+)
+def test_diagnostic_example_reports_its_code(code: str, block: Block) -> None:
+    result = compile_source(block.text, "example.flow")
+    assert code in {d.code for d in result.diagnostics}, (
+        f"{block.id}: the example of {code} does not report it: "
+        + ", ".join(f"{d.code} {d.message}" for d in result.diagnostics)
+    )
 
 
 def test_the_reference_has_examples() -> None:

@@ -144,6 +144,20 @@ CASES = [
         "initial state A { on ping -> B do raise pong\n on stop -> DONE }\n"
         "state B { on pong if n < 3 -> A do n += 1; raise ping }\nfinal state DONE\n",
     ),
+    (
+        "W318",
+        "flow d\nevent go\nevent skip\ninitial state A { on go -> DONE\n on skip -> DONE }\n"
+        'final state DONE\non skip reject no "no"\n',
+        "flow d\nevent go\nevent skip\ninitial state A { on go -> DONE }\n"
+        'final state DONE\non skip reject no "no"\n',
+    ),
+    (
+        "W319",
+        "flow d\nevent go\ninitial state A { on go -> DONE\n after 1m -> DONE\n"
+        " after 2m -> DONE }\nfinal state DONE\n",
+        "flow d\ncontext { n: int = 0 }\nevent go\ninitial state A { on go -> DONE\n"
+        " after 1m if n < 3 -> DONE do n += 1\n after 2m -> DONE }\nfinal state DONE\n",
+    ),
 ]
 
 
@@ -202,7 +216,7 @@ def test_w305_when_earlier_guards_name_every_member_of_an_enum() -> None:
     assert not [d for d in result.warnings if d.span.line > 9]
 
 
-def test_enum_cases_beating_a_global_rule_are_silent_but_make_it_dead() -> None:
+def test_enum_cases_beating_a_global_rule_make_it_dead_and_w318_when_dead_everywhere() -> None:
     from flowc.compiler.lint.graph import FlowGraph
     from flowc.compiler.sourcemap import SourceMap
 
@@ -213,7 +227,8 @@ def test_enum_cases_beating_a_global_rule_are_silent_but_make_it_dead() -> None:
         'on go if mode == SLOW reject slow "slow"\non go reject never "never"\n'
     )
     result = compile_source(source, "d.flow")
-    assert [d.code for d in result.warnings] == []
+    # `slow` fires in A; `never` fires nowhere: each state's own rules beat it (W318).
+    assert [(d.code, d.span.line) for d in result.warnings] == [("W318", 11)]
     flow = result.flow
     assert flow is not None
     graph = FlowGraph(flow, result.source, SourceMap.from_ir(flow))

@@ -81,7 +81,26 @@ def test_export_then_import_from_the_command_line(
 
 def test_export_refusal_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flow = tmp_path / "d.flow"
-    flow.write_text("flow d\ninitial state A {\n  -> B\n}\nfinal state B\n", encoding="utf-8")
+    flow.write_text(
+        'flow d\ntype R { n: int }\ncontext { r: R = {"n": 1} }\ninitial state A\n',
+        encoding="utf-8",
+    )
     code, out, err = run(capsys, "export", "scxml", str(flow))
     assert code == 1 and out == ""
-    assert f"{flow}:3:3: error[E420]" in err
+    assert f"{flow}:2:6: error[E420]" in err  # at the record type's declaration
+
+
+@pytest.mark.parametrize(
+    "sample",
+    sorted((Path(__file__).parents[2] / "examples").glob("*.scxml")),
+    ids=lambda p: p.name,
+)
+def test_shipped_scxml_samples_import_and_compile(sample: Path) -> None:
+    from flowc.compiler import compile_source
+    from flowc.compiler.scxml.importer import import_scxml
+
+    result = import_scxml(sample.read_bytes(), str(sample))
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    compiled = compile_source(result.flow_text, sample.with_suffix(".flow").name)
+    assert compiled.ok, [str(d) for d in compiled.diagnostics]
+    assert compiled.diagnostics == [], [str(d) for d in compiled.diagnostics]

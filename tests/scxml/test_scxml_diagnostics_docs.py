@@ -54,7 +54,7 @@ def test_documented_scxml_example(code: str, source: str, line: int, column: int
 def test_documented_export_example(code: str, source: str, line: int, column: int) -> None:
     compiled = compile_source(source, "example.flow")
     assert compiled.flow is not None, compiled.diagnostics
-    result = export_scxml(compiled.flow, "example.flow")
+    result = export_scxml(compiled.flow, "example.flow", compiled.where)
     found = [(d.code, d.span.line, d.span.column) for d in result.diagnostics]
     assert (code, line, column) in found, found
     assert result.text is None

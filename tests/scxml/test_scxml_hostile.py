@@ -155,3 +155,41 @@ def test_an_enormous_expression_is_refused_without_recursing() -> None:
   <state id="a"><onentry><assign location="x" expr="{expr}"/></onentry></state>
 </scxml>"""
     assert [code for code, *_ in refused(text)] == ["E410"]
+
+
+def _chart(encoding: str) -> str:
+    return (
+        f'<?xml version="1.0" encoding="{encoding}"?>\n'
+        f'<scxml {NS} version="1.0" initial="a">\n'
+        '  <state id="a"><transition event="go" target="b"><log label="日本" expr="1"/>'
+        '</transition></state>\n  <final id="b"/>\n</scxml>\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("declared", "codec"),
+    [
+        ("Shift_JIS", "shift_jis"),
+        ("UTF-7", "utf-7"),
+        ("EUC-JP", "euc_jp"),
+        ("GB2312", "gb2312"),
+        ("Big5", "big5"),
+        ("UTF-32", "utf-32"),  # with a byte-order mark
+        ("UTF-32", "utf-32-le"),  # without one
+        ("UTF-16", "utf-16-be"),
+    ],
+)
+def test_a_multi_byte_encoding_is_read_in_that_encoding(declared: str, codec: str) -> None:
+    result = import_scxml(_chart(declared).encode(codec), "chart.scxml")
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    assert "on go -> b" in result.flow_text
+    assert "日本" in result.flow_text
+
+
+def test_an_unknown_encoding_is_a_diagnostic() -> None:
+    assert refused(_chart("x-klingon").encode("utf-8")) == [("E401", 1, 1)]
+
+
+def test_bytes_invalid_in_the_declared_encoding_are_a_diagnostic() -> None:
+    data = _chart("Shift_JIS").encode("shift_jis").replace(b'initial="a"', b'initial="a\x81\x20"')
+    assert refused(data) == [("E401", 2, 72)]  # the column of the 0x81

@@ -1,0 +1,96 @@
+"""Every command of the README's Use block runs as written, with the documented exit code.
+
+Each line of the block is run by the shell (globs and `>` as a user types them) in a temporary
+folder holding a copy of flows/ and of examples/, so the stores and files the commands create
+(`flowc.db`, `attempt.json`, ...) stay there. `x.flow`, the README's placeholder for "a file",
+is a copy of a seed flow. The Use block promises exit 0 for every line ("0 success").
+
+Commands that wait for a user or run until stopped are driven so that they end:
+- `flowc lsp`, `flowc run ...` and `flowc mcp ...` read standard input, which is closed: each
+  ends when its input does (as when an editor, a user or an agent hangs up);
+- `flowc worker` runs as written for a moment, then gets SIGTERM ("Stops on SIGINT/SIGTERM");
+- `flowc check --watch` runs as written until its first report, then gets SIGINT (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+BIN = Path(sys.executable).parent
+#: Bounds, not benchmarks: a command that hangs fails instead of stalling the suite.
+TIMEOUT = 120.0
+
+
+def use_block() -> list[str]:
+    """The command lines of the README's Use block, comments removed."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Use\n", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    assert block is not None
+    return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines() if line]
+
+
+COMMANDS = use_block()
+#: Commands stopped by a signal once they are running: the signal to send them.
+STOPPED = {"flowc check --watch flows/": signal.SIGINT, "flowc worker": signal.SIGTERM}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("readme")
+    shutil.copytree(ROOT / "flows", where / "flows")
+    shutil.copytree(ROOT / "examples", where / "examples")
+    shutil.copy(ROOT / "flows" / "attempt_v2.flow", where / "x.flow")
+    return where
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("FLOWC_STORE", None)
+    return env
+
+
+def test_the_use_block_is_read() -> None:
+    assert len(COMMANDS) >= 15
+    assert all(c.startswith("flowc ") for c in COMMANDS), COMMANDS
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_readme_command_runs_as_documented(command: str, folder: Path) -> None:
+    stop = next((sig for start, sig in STOPPED.items() if command.startswith(start)), None)
+    # The ones stopped by a signal have no glob or redirection: run without a shell, so that
+    # the signal reaches flowc itself.
+    process = subprocess.Popen(
+        shlex.split(command) if stop is not None else command,
+        shell=stop is None,
+        cwd=folder,
+        env=_environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    if stop is not None:
+        _stop_when_running(process, stop)
+    output, _ = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, f"{command}: exit {process.returncode}\n{output.decode()}"
+
+
+def _stop_when_running(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Let the command start and run a moment, then signal it, as a terminal's Ctrl-C or a
+    service manager would."""
+    time.sleep(3.0)
+    assert process.poll() is None, "it should still be running"
+    process.send_signal(sig)
