@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -81,11 +84,34 @@ def run(args: argparse.Namespace) -> int:
         app = create_app(inspector, hosts=hosts)
         mode = "may steer instances" if args.allow_send else "read-only"
         print(f"flowc inspect: http://{_netloc(args.host)}:{args.port}/ ({mode})", flush=True)
-        # Open live streams never end by themselves: give them a second at Ctrl-C.
-        uvicorn.run(
-            app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=1
-        )
+        with _stopped_quietly():
+            try:
+                # Open live streams never end by themselves: give them a second at Ctrl-C.
+                uvicorn.run(
+                    app,
+                    host=args.host,
+                    port=args.port,
+                    log_level="warning",
+                    timeout_graceful_shutdown=1,
+                )
+            except SystemExit:  # uvicorn's answer to a port it cannot bind, logged above
+                print(f"flowc inspect: could not serve on port {args.port}", file=sys.stderr)
+                return EXIT_FAILURE
     return EXIT_OK
+
+
+@contextmanager
+def _stopped_quietly() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop the server, which then exits 0 as `flowc worker` does. uvicorn
+    shuts down gracefully on either, then raises the signal again for the handler it found:
+    this one, which lets the command return instead of dying by the signal."""
+    stop = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in stop}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _missing_sqlite_file(url: str) -> str | None:

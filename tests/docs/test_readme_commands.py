@@ -8,7 +8,8 @@ is a copy of a seed flow. The Use block promises exit 0 for every line ("0 succe
 Commands that wait for a user or run until stopped are driven so that they end:
 - `flowc lsp`, `flowc run ...` and `flowc mcp ...` read standard input, which is closed: each
   ends when its input does (as when an editor, a user or an agent hangs up);
-- `flowc worker` runs as written for a moment, then gets SIGTERM ("Stops on SIGINT/SIGTERM");
+- `flowc worker` and `flowc inspect` run as written for a moment, then get SIGTERM (as a service
+  manager stops them);
 - `flowc check --watch` runs as written until its first report, then gets SIGINT (Ctrl-C).
 """
 
@@ -44,7 +45,11 @@ def use_block() -> list[str]:
 
 COMMANDS = use_block()
 #: Commands stopped by a signal once they are running: the signal to send them.
-STOPPED = {"flowc check --watch flows/": signal.SIGINT, "flowc worker": signal.SIGTERM}
+STOPPED = {
+    "flowc check --watch flows/": signal.SIGINT,
+    "flowc worker": signal.SIGTERM,
+    "flowc inspect": signal.SIGTERM,
+}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +89,12 @@ def test_readme_command_runs_as_documented(command: str, folder: Path) -> None:
     )
     if stop is not None:
         _stop_when_running(process, stop)
-    output, _ = process.communicate(timeout=TIMEOUT)
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()  # a server left running would hold its port for the rest of the suite
+        process.communicate()
+        raise
     assert process.returncode == 0, f"{command}: exit {process.returncode}\n{output.decode()}"
 
 

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +107,56 @@ def test_inspect_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path
     code, _, err = flowc(capsys, "inspect", "--store", f"sqlite:///{missing}")
     assert (code, err) == (1, f"flowc inspect: no store at {missing}\n")
     assert not missing.exists()
+
+
+def _serving(url: str, port: int) -> subprocess.Popen[str]:
+    """`flowc inspect` as a separate process, once it has said where it serves."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flowc.compiler.cli",
+            "inspect",
+            "--store",
+            url,
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert "flowc inspect: http://127.0.0.1:" in process.stdout.readline()
+    return process
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_inspect_stops_on_a_signal_with_exit_0(stored: str, sig: signal.Signals) -> None:
+    process = _serving(stored, _free_port())
+    time.sleep(0.5)  # let the server finish starting: a signal then is a stop, not a failure
+    process.send_signal(sig)
+    assert process.wait(timeout=30) == 0
+
+
+def test_inspect_on_a_port_in_use_is_one_line_and_exit_1(stored: str) -> None:
+    port = _free_port()
+    first = _serving(stored, port)
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "flowc.compiler.cli", "inspect", "--store", stored,
+             "--port", str(port)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        first.terminate()
+        first.wait(timeout=30)
+    assert second.returncode == 1
+    assert f"flowc inspect: could not serve on port {port}" in second.stderr
+    assert "Traceback" not in second.stderr
