@@ -48,6 +48,14 @@ class Scope:
     def narrow(self, facts: frozenset[str]) -> Scope:
         return self if not facts else replace(self, narrowed=self.narrowed | facts)
 
+    def forget(self, fields: frozenset[str]) -> Scope:
+        """This scope after the context `fields` may have been written: what was known of
+        them (or of a path into them) no longer holds."""
+        if not fields or not self.narrowed:
+            return self
+        kept = frozenset(f for f in self.narrowed if _context_root(f) not in fields)
+        return self if kept == self.narrowed else replace(self, narrowed=kept)
+
 
 Check = Callable[["TypeChecker", list[t.Ty], list[ast.Expr], Span], t.Ty]
 
@@ -376,18 +384,23 @@ class TypeChecker:
 
     def check_actions(self, actions: tuple[ast.Action, ...], scope: Scope) -> None:
         for action in actions:
-            if isinstance(action, ast.Assign):
-                self._check_assign(action, scope)
-            elif isinstance(action, ast.ActionCall):
-                self._check_action_call(action, scope)
-            elif isinstance(action, ast.IfAction):
-                self._check_if(action, scope)
-            elif isinstance(action, ast.RaiseAction):
-                self._check_raise(action, scope)
-            elif isinstance(action, ast.ForAction):
-                self._check_for(action, scope)
-            else:
-                self._check_emit(action, scope)
+            self._check_action(action, scope)
+            # A context field this action may write is no longer known not to be none.
+            scope = scope.forget(_written_fields(action))
+
+    def _check_action(self, action: ast.Action, scope: Scope) -> None:
+        if isinstance(action, ast.Assign):
+            self._check_assign(action, scope)
+        elif isinstance(action, ast.ActionCall):
+            self._check_action_call(action, scope)
+        elif isinstance(action, ast.IfAction):
+            self._check_if(action, scope)
+        elif isinstance(action, ast.RaiseAction):
+            self._check_raise(action, scope)
+        elif isinstance(action, ast.ForAction):
+            self._check_for(action, scope)
+        else:
+            self._check_emit(action, scope)
 
     def _check_for(self, action: ast.ForAction, scope: Scope) -> None:
         """`for item, i in LIST`: LIST is a list, each item fits the context field `item`, and
@@ -433,18 +446,21 @@ class TypeChecker:
                     f"`{action.index.name}` takes the position, an `int`; it is `{index_ty}`",
                     action.index.span,
                 )
-        self.check_actions(action.actions, scope)
+        # The body runs again after it wrote: what it writes is unknown from its first action.
+        self.check_actions(action.actions, scope.forget(_written_fields(action)))
 
     def _check_if(self, action: ast.IfAction, scope: Scope) -> None:
         for branch in action.branches:
             inner = scope
             if branch.guard is not None:
                 self.check_guard(branch.guard, scope)
-                # As for a rule's guard: the payload cannot change inside the branch, context
-                # fields may (an earlier action of the branch may reassign them).
-                facts = _non_none_facts(branch.guard)
-                inner = scope.narrow(frozenset(f for f in facts if f.startswith("event:")))
+                # Nothing runs between the guard and the arm's first action, so a context
+                # field checked here stays known until an action may write it (check_actions).
+                inner = scope.narrow(_non_none_facts(branch.guard))
             self.check_actions(branch.actions, inner)
+            # A later arm runs only when this guard was false.
+            if branch.guard is not None:
+                scope = scope.narrow(_none_facts(branch.guard))
 
     def _check_raise(self, action: ast.RaiseAction, scope: Scope) -> None:
         name = action.event.name
@@ -1466,6 +1482,32 @@ def _compared_with_none(expr: ast.Expr, op: str) -> str | None:
             if isinstance(other, ast.Literal_) and other.kind == "none":
                 return _path_key(value)
     return None
+
+
+def _context_root(key: str) -> str | None:
+    """The context field a path key (`ctx:a.b`) starts from, or None for other paths."""
+    if not key.startswith("ctx:"):
+        return None
+    return key[4:].split(".", 1)[0]
+
+
+def _written_fields(action: ast.Action) -> frozenset[str]:
+    """The context fields `action` may write (a loop writes its item and index fields)."""
+    if isinstance(action, ast.Assign):
+        return frozenset({action.target[0].name})
+    if isinstance(action, ast.ActionCall):
+        path = _as_path(action.args[0]) if action.args else None
+        return frozenset({path[0].name}) if path else frozenset()
+    if isinstance(action, ast.IfAction):
+        return frozenset().union(*(_written_in(b.actions) for b in action.branches))
+    if isinstance(action, ast.ForAction):
+        loop = {action.item.name} | ({action.index.name} if action.index else set())
+        return _written_in(action.actions) | loop
+    return frozenset()  # raise and emit queue work; they write no field
+
+
+def _written_in(actions: tuple[ast.Action, ...]) -> frozenset[str]:
+    return frozenset().union(*(_written_fields(a) for a in actions))
 
 
 def _non_none_facts(expr: ast.Expr) -> frozenset[str]:
