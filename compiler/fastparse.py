@@ -49,6 +49,8 @@ _SOFT = frozenset(
         "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif", "for",
     ]
 )  # fmt: skip
+#: Words a payload field's name may be (the grammar's `field_name`).
+_FIELD_WORDS = _SOFT | {"state"}
 #: Reserved words this parser knows.
 _HARD = frozenset(
     [
@@ -422,6 +424,17 @@ class _Parser:
         text = self.texts[i]
         return _ident(text, _new_tuple(Span, (line, col, line, col + len(text))))
 
+    def field_name(self) -> ast.Ident:
+        """A payload field's name: a name, or `state` (the grammar's `field_name`)."""
+        if self.kinds[self.i] != "state":
+            return self.name()
+        i = self.i
+        self.i = i + 1
+        return _ident(
+            "state",
+            _new_tuple(Span, (self.lines[i], self.cols[i], self.lines[i], self.cols[i] + 5)),
+        )
+
     def is_name(self, i: int) -> bool:
         kind = self.kinds[i]
         return kind == "NAME" or kind in _SOFT
@@ -512,8 +525,8 @@ class _Parser:
         self.i += 1
         return tuple(found)
 
-    def field(self, *, trailing_comma: bool) -> ast.FieldDecl:
-        name = self.name()
+    def field(self, *, trailing_comma: bool, payload: bool = False) -> ast.FieldDecl:
+        name = self.field_name() if payload else self.name()
         self.expect(":")
         type_ = self.type_expr()
         default = None
@@ -559,12 +572,12 @@ class _Parser:
         self.i += 1
         found: list[ast.FieldDecl] = []
         if self.kinds[self.i] != ")":
-            found.append(self.field(trailing_comma=False))
+            found.append(self.field(trailing_comma=False, payload=True))
             while self.kinds[self.i] == ",":
                 self.i += 1
                 if self.kinds[self.i] == ")":
                     break
-                found.append(self.field(trailing_comma=False))
+                found.append(self.field(trailing_comma=False, payload=True))
         self.expect(")")
         return tuple(found)
 
@@ -731,7 +744,7 @@ class _Parser:
         self.i += 1
         payload: list[tuple[ast.Ident, ast.Expr]] = []
         while self.kinds[self.i] != ")":
-            key = self.name()
+            key = self.field_name()
             self.expect(":")
             payload.append((key, self.expr()))
             if self.kinds[self.i] != ",":
@@ -1339,7 +1352,7 @@ class _Parser:
         if kind == "event":
             # `event.NAME`, read from the tokens (`self.name()` would build a node to discard)
             j = i + 2
-            if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _SOFT):
+            if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _FIELD_WORDS):
                 _give_up()
             self.i = j + 1
             text = self.texts[j]

@@ -624,8 +624,16 @@ def _char_help(char: str) -> str | None:
     return None
 
 
+#: A reserved word's usual stand-in, for the help of a reserved word written as a name.
+_RENAMES = {"state": "status", "event": "kind", "in": "inside", "on": "enabled", "meta": "info"}
+
+
 def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None:
     value = str(token)
+    if "NAME" in expected and value.isidentifier() and token.type not in {"NAME", *_SOFT_KEYWORDS}:
+        where = "a payload field may be `state`; " if value == "state" else ""
+        other = _RENAMES.get(value, value + "_")
+        return f"`{value}` is a reserved word, not a name here: {where}rename it (`{other}`)"
     if token.type == "NAME" and "SEMICOLON" in expected:
         return "separate actions with `;`: a line break does not continue a `do` list"
     if value == "=" and "COMPARE" in expected:
@@ -717,6 +725,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def name(self, children: list[Token]) -> ast.Ident:
         token = children[0]
         return ast.Ident(str(token), _token_span(token))
+
+    def field_name(self, children: list[Any]) -> ast.Ident:
+        found = children[0]
+        return found if isinstance(found, ast.Ident) else ast.Ident(str(found), _token_span(found))
 
     def text(self, children: list[Token]) -> ast.Text:
         token = children[0]
