@@ -30,7 +30,7 @@ from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
 from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
-from flowc.runtime.outputs import current_outputs
+from flowc.runtime.outputs import collecting, current_outputs
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -698,11 +698,13 @@ class ExprCompiler:
         node = raw.get("value")
         payload = None if node is None else self.compile(node)
 
+        limits = self.limits
+
         def raised(c: dict[str, Any], e: Any, s: Any) -> None:
             out = current_outputs()
             if out is None:  # only the statechart kernel runs blocks that raise
                 raise IRLoadError(f"`raise {name}` outside a statechart step")
-            out.raised.append((name, None if payload is None else payload(c, e, s)))
+            out.raise_event(name, None if payload is None else payload(c, e, s), limits)
 
         return raised
 
@@ -764,11 +766,24 @@ class ExprCompiler:
         if index is not None:
             target_type((index,))  # checks the field exists
         body = self.actions(body_raw.get("actions") or (), target_type, event_types)
+        limits = self.limits
 
         def loop(c: dict[str, Any], e: Any, s: Any) -> None:
             items = listed(c, e, s)
             if type(items) is not list:
                 raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
+            out = current_outputs()
+            if out is None:
+                # A step of a flow with loops always collects (`Machine.emits`): only a block
+                # run on its own gets here, and its loops share one budget from here.
+                with collecting() as out:
+                    out.charge_loop(len(items), limits)
+                    run(c, e, s, items)
+                return
+            out.charge_loop(len(items), limits)
+            run(c, e, s, items)
+
+        def run(c: dict[str, Any], e: Any, s: Any, items: list[Any]) -> None:
             for i, x in enumerate(tuple(items)):
                 c[item] = norm(x)
                 if index is not None:
@@ -789,11 +804,13 @@ class ExprCompiler:
         node = raw.get("value")
         value = self.compile(node) if node is not None else None
 
+        limits = self.limits
+
         def emit(c: dict[str, Any], e: Any, s: Any) -> None:
             out = current_outputs()
             if out is None:
                 raise IRLoadError(f"effect {name!r} emitted outside a step that collects effects")
-            out.effects.append((name, value(c, e, s) if value is not None else {}))
+            out.emit(name, value(c, e, s) if value is not None else {}, limits)
 
         return emit
 
@@ -864,6 +881,21 @@ def _added(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
 
 def _subtracted(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
     return lambda old, v: norm(old - v)
+
+
+def has_loop(raw: Any) -> bool:
+    """Whether raw IR (a flow, a block, an action) holds a `for` action somewhere: its steps
+    need a collector, which keeps the step's loop budget (`StepOutputs.charge_loop`)."""
+    stack = [raw]
+    while stack:
+        n = stack.pop()
+        if type(n) is dict:
+            if n.get("op") == "for":
+                return True
+            stack.extend(n.values())
+        elif type(n) is list or type(n) is tuple:
+            stack.extend(n)
+    return False
 
 
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
