@@ -134,6 +134,17 @@ class Binary:
 
 
 @dataclass(frozen=True, slots=True)
+class Conditional:
+    """`if(COND, THEN, ELSE)`: THEN when COND holds, else ELSE; only the one chosen is
+    evaluated."""
+
+    cond: Expr
+    then: Expr
+    other: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Invalid:
     """Stands in for an expression already reported as malformed; checks stay silent on it."""
 
@@ -153,6 +164,7 @@ Expr = (
     | Call
     | Unary
     | Binary
+    | Conditional
     | Invalid
 )
 

@@ -1170,6 +1170,17 @@ class _Parser:
         self.depth -= 1
         return actions
 
+    def conditional(self) -> ast.Expr:
+        """`if(COND, THEN, ELSE)` (the grammar's `conditional`)."""
+        start = self.i
+        if self.kinds[start + 1] != "(":
+            _give_up()
+        self.i = start + 2
+        args = self.arguments()
+        if len(args) != 3:
+            _give_up()  # the Lark path words the error
+        return ast.Conditional(*args, self.from_token(start, args[2].span))
+
     def arguments(self) -> tuple[ast.Expr, ...]:
         """`[expr ("," expr)*] ")"`: a call's arguments (no trailing comma) and its `)`."""
         self.enter()
@@ -1349,6 +1360,8 @@ class _Parser:
                 return _call(_ident(text, span), args, _join(span, last))
             self.i = i + 1
             return _name(text, span)
+        if kind == "if":
+            return self.conditional()
         if kind == "event":
             # `event.NAME`, read from the tokens (`self.name()` would build a node to discard)
             j = i + 2

@@ -166,6 +166,12 @@ class Lowerer:
             return ("map", None, flat)
         if isinstance(node, ast.Unary):
             return (node.op, None, (self.expr(node.operand),))
+        if isinstance(node, ast.Conditional):
+            return (
+                "cond",
+                None,
+                (self.expr(node.cond), self.expr(node.then), self.expr(node.other)),
+            )
         raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
 
     def constant(self, node: ast.Expr) -> Any:

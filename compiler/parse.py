@@ -1261,6 +1261,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         args = tuple(a for a in c[1:] if a is not None)
         return self._expr(ast.Call(c[0], args, _span(c)), *args)
 
+    def conditional(self, c: list[Any]) -> Any:
+        # IF, cond, then, else
+        return self._expr(ast.Conditional(c[1], c[2], c[3], _span(c)), c[1], c[2], c[3])
+
     def event_field(self, c: list[Any]) -> Any:
         return ast.EventField(c[1].name, _span(c))
 

@@ -908,6 +908,24 @@ class TypeChecker:
             )
         return t.ListTy(joined)
 
+    def _infer_Conditional(self, expr: ast.Conditional, scope: Scope) -> t.Ty:
+        """`if(c, a, b)`: `c` a `bool`; `a` and `b` of one type (as a list's items are), which
+        is the result's. `a` knows what `c` being true proves (`if(x != none, x + 1, 0)`), `b`
+        what its being false proves."""
+        self.check_guard(expr.cond, scope)
+        then = self.infer(expr.then, scope.narrow(_non_none_facts(expr.cond)))
+        other = self.infer(expr.other, scope.narrow(_none_facts(expr.cond)))
+        if t.is_any(then) or t.is_any(other):
+            return t.ANY
+        joined = t.join([then, other])
+        if joined is None:
+            return self.error(
+                "E201",
+                f"the two values of `if(...)` have different types: `{then}` and `{other}`",
+                expr.span,
+            )
+        return joined
+
     def _infer_MapLit(self, expr: ast.MapLit, scope: Scope) -> t.Ty:
         values: list[t.Ty] = []
         for key, value in expr.entries:

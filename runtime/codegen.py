@@ -363,6 +363,9 @@ class Generator:
             return f"({self.expr(args[0], s)} {op} {self.expr(args[1], s)})"
         if op == "not" and len(args) == 1:
             return f"(not {self.expr(args[0], s)})"
+        if op == "cond" and len(args) == 3:
+            test, then, other = (self.expr(a, s) for a in args)
+            return f"({then} if {test} else {other})"
         if op == "neg" and len(args) == 1:
             return f"(-{self.expr(args[0], s)})"
         if op == "attr" and len(args) == 1 and isinstance(value, str):

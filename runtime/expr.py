@@ -256,6 +256,10 @@ def _not(a: Evaluator) -> Evaluator:
     return lambda c, e, s: not a(c, e, s)
 
 
+def _cond(test: Evaluator, then: Evaluator, other: Evaluator) -> Evaluator:
+    return lambda c, e, s: then(c, e, s) if test(c, e, s) else other(c, e, s)
+
+
 def _neg(a: Evaluator) -> Evaluator:
     return lambda c, e, s: -a(c, e, s)
 
@@ -484,6 +488,9 @@ class ExprCompiler:
         if op == "neg":
             _arity(op, args, 1)
             return _neg(self._build(args[0]))
+        if op == "cond":
+            _arity(op, args, 3)
+            return _cond(self._build(args[0]), self._build(args[1]), self._build(args[2]))
         if op == "attr":
             _arity(op, args, 1)
             return self._attr(args[0], _name(value, op))

@@ -122,6 +122,8 @@ StateKind = Literal["normal", "final", "choice", "compound", "parallel", "histor
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
 V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for"})
+#: Expression ops added in version 2 (after it first shipped; see docs/ir.md).
+V2_EXPR_OPS: frozenset[str] = frozenset({"cond"})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
@@ -265,7 +267,7 @@ class CompiledFlow(IRModel):
                 return 2
         if any(_uses_v2_ops(s.entry) or _uses_v2_ops(s.exit) for s in self.states):
             return 2
-        if _reads_configuration(self):
+        if _uses_v2_expressions(self):
             return 2
         return 1
 
@@ -316,14 +318,16 @@ def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
     return any(a.op in V2_ACTION_OPS for a in actions)
 
 
-def _reads_configuration(flow: CompiledFlow) -> bool:
-    """Whether some expression calls `active` or `event_name` (version 2: a version 1 runtime
-    does not know them)."""
+def _uses_v2_expressions(flow: CompiledFlow) -> bool:
+    """Whether some expression calls `active` or `event_name`, or uses an op of
+    `V2_EXPR_OPS` (version 2: a version 1 runtime does not know them)."""
     stack: list[Any] = [flow.transitions, flow.states, flow.events, flow.invariants]
     while stack:
         node = stack.pop()
         if isinstance(node, Expr):
-            if node.op == "call" and node.value in ("active", "event_name"):
+            if node.op in V2_EXPR_OPS or (
+                node.op == "call" and node.value in ("active", "event_name")
+            ):
                 return True
             stack.extend(node.args)
         elif isinstance(node, BaseModel):

@@ -163,6 +163,8 @@ def _text(expr: Expr) -> tuple[str, int]:
         keys, values = args[::2], args[1::2]
         entries = [f"{expr_text(k)}: {expr_text(v)}" for k, v in zip(keys, values, strict=False)]
         return "{" + ", ".join(entries) + "}", _ATOM
+    if op == "cond" and len(args) == 3:
+        return f"if({', '.join(expr_text(a) for a in args)})", _ATOM
     if op == "not":
         return f"not {_wrap(args[0], _NOT)}", _NOT
     if op == "neg":

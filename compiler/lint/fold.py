@@ -66,6 +66,12 @@ def fold(expr: Expr) -> object:
         return UNKNOWN
     if op in ("and", "or"):
         return _fold_bool(op, args)
+    if op == "cond" and len(args) == 3:
+        # As at run time: only the value the test chooses is taken.
+        test = fold(args[0])
+        if not isinstance(test, bool):
+            return UNKNOWN
+        return fold(args[1] if test else args[2])
     if op == "list":
         items = [fold(a) for a in args]
         return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)

@@ -550,6 +550,8 @@ class FileIndex:
                 stack.append(e.operand)
             elif isinstance(e, ast.Binary):
                 stack += [e.left, e.right]
+            elif isinstance(e, ast.Conditional):
+                stack += [e.cond, e.then, e.other]
 
     # ---- text -----------------------------------------------------------------------------
 
