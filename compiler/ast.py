@@ -181,6 +181,17 @@ class Assign:
 
 
 @dataclass(frozen=True, slots=True)
+class PutAction:
+    """`xs[i] = v` / `m[k] = v`: one item of a context list or map field replaced (or, in a
+    map, set)."""
+
+    target: tuple[Ident, ...]
+    key: Expr
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class ActionCall:
     func: Ident
     args: tuple[Expr, ...]
@@ -238,7 +249,7 @@ class ForAction:
     span: Span
 
 
-Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
+Action = Assign | PutAction | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
 
 
 # ---- declarations ---------------------------------------------------------------------------

@@ -1116,6 +1116,13 @@ class _Parser:
         while kinds[self.i] == ".":
             self.i += 1
             target.append(self.name())
+        if kinds[self.i] == "[":
+            self.i += 1
+            key = self.expr()
+            self.expect("]")
+            self.expect("=")
+            value = self.expr()
+            return ast.PutAction(tuple(target), key, value, _join(first.span, value.span))
         op = kinds[self.i]
         if op != "=" and op != "+=" and op != "-=":
             _give_up()

@@ -197,6 +197,21 @@ class Lowerer:
                 op = _ASSIGN_OPS[action.op]
                 target = tuple([i.name for i in action.target])
                 lowered.append(_new(ir.Action, op=op, target=target, value=self.expr(action.value)))
+            elif isinstance(action, ast.PutAction):
+                lowered.append(
+                    _new(
+                        ir.Action,
+                        op="put",
+                        target=tuple([i.name for i in action.target]),
+                        key=self.expr(action.key),
+                        value=self.expr(action.value),
+                    )
+                )
+            elif isinstance(action, ast.ActionCall) and action.func.name == "delete":
+                path, key = action.args
+                lowered.append(
+                    _new(ir.Action, op="delete", target=_path(path), key=self.expr(key), value=None)
+                )
             elif isinstance(action, ast.ActionCall):
                 path, item = action.args
                 lowered.append(

@@ -1129,6 +1129,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def assign(self, c: list[Any]) -> ast.Assign:
         return ast.Assign(c[0], str(c[1]), c[2], _span(c))  # type: ignore[arg-type]
 
+    def put_action(self, c: list[Any]) -> ast.PutAction:
+        # lvalue, key, EQUALS, value
+        return ast.PutAction(c[0], c[1], c[3], _span(c))
+
     def action_call(self, c: list[Any]) -> ast.ActionCall:
         args = tuple(a for a in c[1:] if a is not None)
         return ast.ActionCall(c[0], args, _span(c))

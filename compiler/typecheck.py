@@ -391,6 +391,8 @@ class TypeChecker:
     def _check_action(self, action: ast.Action, scope: Scope) -> None:
         if isinstance(action, ast.Assign):
             self._check_assign(action, scope)
+        elif isinstance(action, ast.PutAction):
+            self._check_put(action, scope)
         elif isinstance(action, ast.ActionCall):
             self._check_action_call(action, scope)
         elif isinstance(action, ast.IfAction):
@@ -616,6 +618,52 @@ class TypeChecker:
             action.span,
         )
 
+    def _check_put(self, action: ast.PutAction, scope: Scope) -> None:
+        """`xs[i] = v`: `xs` a list field, `i` an `int`; `m[k] = v`: `m` a map field, `k` a
+        `str`; `v` fits an item."""
+        container = self._target_type(action.target)
+        text = _path_text(action.target)
+        if isinstance(container, t.ListTy | t.MapTy):
+            key_ty, item_ty = (
+                (t.INT, container.item)
+                if isinstance(container, t.ListTy)
+                else (t.STR, container.value)
+            )
+            self.expect(action.key, key_ty, scope, code="E201", what=f"a key of `{text}`")
+            self.expect(action.value, item_ty, scope, code="E202", what=f"an item of `{text}`")
+            return
+        self.infer(action.key, scope)
+        self.infer(action.value, scope)
+        if isinstance(container, t.OptionalTy):
+            self.error(
+                "E208",
+                f"`{text}` may be none: it has no item to set",
+                action.span,
+                "set the whole field first",
+            )
+        elif not t.is_any(container):
+            self.error(
+                "E201",
+                f"`{text}[...] = ` needs a list or a map, `{text}` is `{container}`",
+                action.span,
+            )
+
+    def _check_delete(self, action: ast.ActionCall, scope: Scope) -> None:
+        """`delete(m, k)`: `m` a context map field, `k` a `str`."""
+        target, key = action.args
+        self.expect(key, t.STR, scope, code="E201", what="the key")
+        path = _as_path(target)
+        if path is None:
+            self.error(
+                "E202", "the first argument of `delete` must be a context map field", target.span
+            )
+            return
+        map_ty = self._target_type(path)
+        if not t.is_any(map_ty) and not isinstance(map_ty, t.MapTy):
+            self.error(
+                "E201", f"`delete` needs a map, `{_path_text(path)}` is `{map_ty}`", target.span
+            )
+
     def _check_action_call(self, action: ast.ActionCall, scope: Scope) -> None:
         name = action.func.name
         if name not in ACTION_FUNCTIONS:
@@ -632,17 +680,22 @@ class TypeChecker:
                     f"unknown action `{name}`",
                     action.func.span,
                     suggest(name, ACTION_FUNCTIONS)
-                    or "actions: `x = e`, `x += e`, `x -= e`, `append(xs, e)`, `remove(xs, e)`",
+                    or "actions: `x = e`, `x += e`, `x -= e`, `xs[i] = e`, `append(xs, e)`, "
+                    "`remove(xs, e)`, `delete(m, k)`",
                 )
             for arg in action.args:
                 self.infer(arg, scope)
             return
         if len(action.args) != 2:
+            what = "a map field and a key" if name == "delete" else "a list field and an item"
             self.error(
                 "E118",
-                f"`{name}` takes 2 arguments (a list field and an item), got {len(action.args)}",
+                f"`{name}` takes 2 arguments ({what}), got {len(action.args)}",
                 action.span,
             )
+            return
+        if name == "delete":
+            self._check_delete(action, scope)
             return
         target, item = action.args
         path = _as_path(target)
@@ -1511,7 +1564,7 @@ def _context_root(key: str) -> str | None:
 
 def _written_fields(action: ast.Action) -> frozenset[str]:
     """The context fields `action` may write (a loop writes its item and index fields)."""
-    if isinstance(action, ast.Assign):
+    if isinstance(action, ast.Assign | ast.PutAction):
         return frozenset({action.target[0].name})
     if isinstance(action, ast.ActionCall):
         path = _as_path(action.args[0]) if action.args else None

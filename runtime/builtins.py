@@ -29,5 +29,6 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
     }
 )
 
-#: Functions usable only as an action statement (they change a context list in place).
-ACTION_FUNCTIONS: frozenset[str] = frozenset({"append", "remove"})
+#: Functions usable only as an action statement (they change a context list or map in place):
+#: `append(xs, e)`, `remove(xs, e)`, and `delete(m, k)` (version 2: the IR's `delete` op).
+ACTION_FUNCTIONS: frozenset[str] = frozenset({"append", "remove", "delete"})

@@ -647,6 +647,8 @@ class ExprCompiler:
                 return self._emit(raw)
             if op == "for":
                 return self._for(raw, target_type, event_types)
+            if op == "put" or op == "delete":
+                return self._keyed(raw, target_type, event_types, fresh_depth)
             raise IRLoadError(f"unknown action op {op!r}")
         path = tuple(raw.get("target") or ())
         for p in path:
@@ -695,6 +697,37 @@ class ExprCompiler:
         if op == "add":
             return _update(path, _added(norm), value, fresh_depth)
         return _update(path, _subtracted(norm), value, fresh_depth)  # sub
+
+    def _keyed(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+        fresh_depth: int,
+    ) -> ActionBlock:
+        """`xs[i] = v`, `m[k] = v` (`put`) and `delete(m, k)`: a new list or map at the target
+        path with the one item replaced, set or removed (copy-on-write, as `append`)."""
+        op = raw["op"]
+        path = tuple(raw.get("target") or ())
+        if not path or not all(type(p) is str for p in path):
+            raise IRLoadError(f"`{op}` needs a target path, got {raw.get('target')!r}")
+        ty = target_type(path)
+        kinds = ("list", "map") if op == "put" else ("map",)
+        if ty.kind not in kinds or ty.item is None:
+            raise IRLoadError(
+                f"`{op}` needs a {' or '.join(kinds)} field, `{'.'.join(path)}` is not"
+            )
+        key = self.compile(raw.get("key"))
+        if op == "delete":
+            return _update(path, _deleted, key, fresh_depth)
+        value_node = raw.get("value")
+        value = self.compile(value_node)
+        norm = _then(
+            self.bound("put", value_node, ty.item),
+            _normaliser(ty.item, path, value_node, event_types, item=True),
+        )
+        change = _list_put(norm) if ty.kind == "list" else _map_put(self.limits.max_items, norm)
+        return _update(path, change, _pair(key, value), fresh_depth)
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
@@ -935,7 +968,7 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
         if fresh:
             # The written path holds a value that may be shared; anything read by the value
             # may now be referenced from elsewhere: neither may be changed in place again.
-            read = _ctx_reads(a.get("value"))
+            read = _ctx_reads(a.get("value")) | _ctx_reads(a.get("key"))
             n = len(path)
             kept = set()
             for q in fresh:  # a loop: a comprehension here would put n, path, read in cells
@@ -958,6 +991,41 @@ def _ctx_reads(node: Any) -> set[str]:
         args = n.get("args")
         if args:
             stack.extend(args)
+    return out
+
+
+def _pair(key: Evaluator, value: Evaluator) -> Evaluator:
+    return lambda c, e, s: (key(c, e, s), value(c, e, s))
+
+
+def _list_put(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def put(old: list[Any], kv: tuple[Any, Any]) -> list[Any]:
+        k, v = kv
+        if type(k) is not int or not 0 <= k < len(old):
+            raise ExprFault(f"index {k!r} is out of range for a list of {len(old)} items")
+        out = list(old)
+        out[k] = norm(v)
+        return out
+
+    return put
+
+
+def _map_put(longest: int, norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def put(old: dict[str, Any], kv: tuple[Any, Any]) -> dict[str, Any]:
+        k, v = kv
+        if k not in old and len(old) >= longest:
+            raise LimitExceeded(f"the map would have more than {longest:,} entries")
+        return {**old, k: norm(v)}
+
+    return put
+
+
+def _deleted(old: dict[str, Any], key: Any) -> dict[str, Any]:
+    # Deleting a key that is not there is not a fault, as removing a missing item is not.
+    if key not in old:
+        return old
+    out = dict(old)
+    del out[key]
     return out
 
 
@@ -1270,4 +1338,4 @@ def _arity(op: str, args: Sequence[Any], n: int) -> None:
         raise IRLoadError(f"`{op}` takes {n} operand(s), got {len(args)}")
 
 
-assert {"append", "remove"} == ACTION_FUNCTIONS
+assert {"append", "remove", "delete"} == ACTION_FUNCTIONS

@@ -82,14 +82,19 @@ class Action(IRModel):
     payload in `value`) and `if` (`branches`, tried in order; the first whose guard holds runs;
     a branch without a guard is the `else`, and comes last), and `for` (the list in `value`, the
     context field set to each item in `target`, the one set to its position in `index`, and
-    the body as the one branch, without a guard, of `branches`)."""
+    the body as the one branch, without a guard, of `branches`). It grew `put` (`xs[i] = v`,
+    `m[k] = v`: the list or map at `target`, the position or key in `key`, the new item in
+    `value`) and `delete` (`delete(m, k)`: the map at `target`, the key in `key`)."""
 
-    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if", "for"]
+    op: Literal[
+        "set", "add", "sub", "append", "remove", "raise", "emit", "if", "for", "put", "delete"
+    ]
     target: tuple[str, ...] = ()
     value: Expr | None = None
     event: str | None = None
     branches: tuple[Branch, ...] = ()
     index: str | None = None
+    key: Expr | None = None
 
 
 class Branch(IRModel):
@@ -121,7 +126,7 @@ TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject",
 StateKind = Literal["normal", "final", "choice", "compound", "parallel", "history"]
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
-V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for"})
+V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for", "put", "delete"})
 #: Expression ops added in version 2 (after it first shipped; see docs/ir.md).
 V2_EXPR_OPS: frozenset[str] = frozenset({"cond"})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
@@ -524,6 +529,10 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
     target = a.get("target")
     if type(target) is not list or not target or not all(type(p) is str for p in target):
         raise _Bad(f"{where} needs a target path of names")
+    if op in ("put", "delete"):
+        _expr(a.get("key"), f"{where} {op} key")
+        _expr(a.get("value"), f"{where} value", optional=op == "delete")
+        return
     _expr(a.get("value"), f"{where} value")
 
 

@@ -87,8 +87,12 @@ def action_text(action: Action) -> str:
             )
             arms.append(f"{head} {{ {actions_text(b.actions)} }}")
         return " ".join(arms)
-    assert action.value is not None, "set/add/sub/append/remove always have a value"
     target = ".".join(action.target)
+    if action.op == "delete" and action.key is not None:
+        return f"delete({target}, {expr_text(action.key)})"
+    assert action.value is not None, "set/add/sub/append/remove/put always have a value"
+    if action.op == "put" and action.key is not None:
+        return f"{target}[{expr_text(action.key)}] = {expr_text(action.value)}"
     symbol = {"set": "=", "add": "+=", "sub": "-="}.get(action.op)
     if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions
         return f"{action.op}({target}, {expr_text(action.value)})"

@@ -416,6 +416,7 @@ def test_statechart_faults_are_left_to_lark(text: str, code: str) -> None:
         "flow t\nevent go\nstate go { on go -> go }\n",
         # The conditional expression, nested, and `state` as a payload field.
         "flow t\nstate A { on go if if(n > 1, if(m, 1, 2), 3) > 0 -> A do n = if(a, b, c) }\n",
+        'flow t\nstate A { on go -> A do xs[i + 1] = 2; a.b["k"] = [1]; delete(m, k) }\n',
         "flow t\neffect fx(state: str)\n"
         "state A { on go if event.state == 1 -> A do emit fx(state: 1) }\n",
     ],
