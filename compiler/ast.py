@@ -145,6 +145,18 @@ class Conditional:
 
 
 @dataclass(frozen=True, slots=True)
+class Quantifier:
+    """`any(x in LIST: COND)`, also `all`, `count`, `sum`, `min`, `max`: BODY evaluated for
+    each item of LIST, with `var` naming the item (a name local to BODY)."""
+
+    func: Ident
+    var: Ident
+    iterable: Expr
+    body: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Invalid:
     """Stands in for an expression already reported as malformed; checks stay silent on it."""
 
@@ -165,6 +177,7 @@ Expr = (
     | Unary
     | Binary
     | Conditional
+    | Quantifier
     | Invalid
 )
 

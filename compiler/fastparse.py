@@ -1177,6 +1177,18 @@ class _Parser:
         self.depth -= 1
         return actions
 
+    def quantified(self, head: ast.Expr) -> ast.Quantifier:
+        """The rest of `NAME(ITEM in LIST: BODY)` after `ITEM in LIST`: a Quantifier whose name
+        and span the caller (`atom`) fills in."""
+        if not (type(head) is ast.Binary and head.op == "in" and type(head.left) is ast.Name):
+            _give_up()  # E003, worded by the Lark path
+        self.i += 1
+        body = self.operand()
+        self.expect(")")
+        self.depth -= 1
+        var = _ident(head.left.name, head.left.span)
+        return ast.Quantifier(var, var, head.right, body, body.span)
+
     def conditional(self) -> ast.Expr:
         """`if(COND, THEN, ELSE)` (the grammar's `conditional`)."""
         start = self.i
@@ -1190,10 +1202,19 @@ class _Parser:
 
     def arguments(self) -> tuple[ast.Expr, ...]:
         """`[expr ("," expr)*] ")"`: a call's arguments (no trailing comma) and its `)`."""
+        found = self.call_arguments()
+        if isinstance(found, ast.Quantifier):
+            _give_up()  # `if(x in xs: ...)`: the Lark path words the error
+        return found
+
+    def call_arguments(self) -> tuple[ast.Expr, ...] | ast.Quantifier:
+        """A call's arguments and its `)`, or, after `NAME(ITEM in LIST:`, the quantifier."""
         self.enter()
         args: list[ast.Expr] = []
         if self.kinds[self.i] != ")":
             args.append(self.operand())
+            if self.kinds[self.i] == ":":
+                return self.quantified(args[0])
             while self.kinds[self.i] == ",":
                 self.i += 1
                 args.append(self.operand())
@@ -1362,7 +1383,11 @@ class _Parser:
             span = _new_tuple(Span, (line, col, line, col + len(text)))
             if kinds[i + 1] == "(":
                 self.i = i + 2
-                args = self.arguments()
+                args = self.call_arguments()
+                if isinstance(args, ast.Quantifier):
+                    q = args
+                    func = _ident(text, span)
+                    return ast.Quantifier(func, q.var, q.iterable, q.body, _join(span, q.span))
                 last = args[-1].span if args else span
                 return _call(_ident(text, span), args, _join(span, last))
             self.i = i + 1

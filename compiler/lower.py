@@ -108,6 +108,9 @@ class Lowerer:
         self._binaries: dict[tuple[str, int, int], ir.Expr] = {}
         #: Filled as the IR is built: where each lowered part was written.
         self.source_map = SourceMap()
+        #: The local names in scope where an expression is lowered (`x` in `any(x in xs: ...)`
+        #: or a local loop's body), innermost last: a name here reads the local.
+        self.locals: list[str] = []
 
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
@@ -134,6 +137,8 @@ class Lowerer:
         if isinstance(node, ast.Literal_):
             return ("lit", node.value, ())
         if isinstance(node, ast.Name):
+            if node.name in self.locals:
+                return ("local", node.name, ())
             if node.name in symbols.context:
                 return ("ctx", node.name, ())
             return ("lit", node.name, ())  # an enum member
@@ -166,6 +171,14 @@ class Lowerer:
             return ("map", None, flat)
         if isinstance(node, ast.Unary):
             return (node.op, None, (self.expr(node.operand),))
+        if isinstance(node, ast.Quantifier):
+            listed = self.expr(node.iterable)
+            self.locals.append(node.var.name)
+            try:
+                body = self.expr(node.body)
+            finally:
+                self.locals.pop()
+            return (node.func.name, node.var.name, (listed, body))
         if isinstance(node, ast.Conditional):
             return (
                 "cond",
@@ -231,14 +244,24 @@ class Lowerer:
     ) -> ir.Action:
         """`if`, `raise`, `emit` and `for` (IR version 2)."""
         if isinstance(action, ast.ForAction):
-            # The body is the loop's one branch, without a guard.
-            body = _new(ir.Branch, guard=None, actions=self.actions(action.actions))
+            # The body is the loop's one branch, without a guard. A loop whose item is not a
+            # context field is `each`: its item and index are local to the body.
+            local = action.item.name not in self.symbols.context
+            names = [action.item.name] + ([action.index.name] if action.index else [])
+            listed = self.expr(action.iterable)
+            if local:
+                self.locals += names
+            try:
+                body = _new(ir.Branch, guard=None, actions=self.actions(action.actions))
+            finally:
+                if local:
+                    del self.locals[-len(names) :]
             return _new(
                 ir.Action,
-                op="for",
+                op="each" if local else "for",
                 target=(action.item.name,),
                 index=action.index.name if action.index is not None else None,
-                value=self.expr(action.iterable),
+                value=listed,
                 branches=(body,),
             )
         if isinstance(action, ast.IfAction):

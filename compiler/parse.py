@@ -1265,6 +1265,24 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         args = tuple(a for a in c[1:] if a is not None)
         return self._expr(ast.Call(c[0], args, _span(c)), *args)
 
+    def quantifier(self, c: list[Any]) -> Any:
+        # name, `ITEM in LIST`, body
+        func, head, body = c
+        span = _span(c)
+        if not (
+            isinstance(head, ast.Binary) and head.op == "in" and isinstance(head.left, ast.Name)
+        ):
+            if not isinstance(head, ast.Invalid):
+                self.report(
+                    "E003",
+                    f"`{func.name}(...: ...)` starts with `ITEM in LIST`",
+                    head.span,
+                    f"write `{func.name}(x in xs: ...)`",
+                )
+            return ast.Invalid(span)
+        var = ast.Ident(head.left.name, head.left.span)
+        return self._expr(ast.Quantifier(func, var, head.right, body, span), head.right, body)
+
     def conditional(self, c: list[Any]) -> Any:
         # IF, cond, then, else
         return self._expr(ast.Conditional(c[1], c[2], c[3], _span(c)), c[1], c[2], c[3])

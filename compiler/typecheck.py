@@ -24,7 +24,7 @@ from flowc.compiler.resolve import (
     suggest,
 )
 from flowc.compiler.source import Span
-from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.model import TypeRef
 from flowc.runtime.rejections import REJECTION_FIELDS
 
@@ -44,6 +44,18 @@ class Scope:
     narrowed: frozenset[str] = frozenset()
     #: the other events of `on a, b -> X`: a payload field read must be the same in each
     also: tuple[EventInfo, ...] = ()
+    #: names local to an expression or a loop body (`x` of `any(x in xs: ...)`), innermost
+    #: last, with their types
+    locals: tuple[tuple[str, t.Ty], ...] = ()
+
+    def local(self, name: str) -> t.Ty | None:
+        for known, ty in reversed(self.locals):
+            if known == name:
+                return ty
+        return None
+
+    def with_local(self, name: str, ty: t.Ty) -> Scope:
+        return replace(self, locals=(*self.locals, (name, ty)))
 
     def narrow(self, facts: frozenset[str]) -> Scope:
         return self if not facts else replace(self, narrowed=self.narrowed | facts)
@@ -406,7 +418,11 @@ class TypeChecker:
 
     def _check_for(self, action: ast.ForAction, scope: Scope) -> None:
         """`for item, i in LIST`: LIST is a list, each item fits the context field `item`, and
-        the field `i` takes an `int`."""
+        the field `i` takes an `int`; or, when `item` is no context field, both are names local
+        to the body (`_check_local_for`)."""
+        if action.item.name not in self.symbols.context:
+            self._check_local_for(action, scope)
+            return
         listed = self.infer(action.iterable, scope)
         item_ty = self._target_type((action.item,))
         if isinstance(listed, t.OptionalTy):
@@ -450,6 +466,20 @@ class TypeChecker:
                 )
         # The body runs again after it wrote: what it writes is unknown from its first action.
         self.check_actions(action.actions, scope.forget(_written_fields(action)))
+
+    def _check_local_for(self, action: ast.ForAction, scope: Scope) -> None:
+        item = self.local_item(action.item, action.iterable, scope, "`for`")
+        inner = scope.with_local(action.item.name, item)
+        if action.index is not None:
+            if action.index.name in self.symbols.context:
+                self.error(
+                    "E103",
+                    f"`{action.index.name}` is a context field, but the loop's item "
+                    f"`{action.item.name}` is not: both are fields, or both are local",
+                    action.index.span,
+                )
+            inner = inner.with_local(action.index.name, t.INT)
+        self.check_actions(action.actions, inner.forget(_written_fields(action)))
 
     def _check_if(self, action: ast.IfAction, scope: Scope) -> None:
         for branch in action.branches:
@@ -587,6 +617,15 @@ class TypeChecker:
         return ty
 
     def _check_assign(self, action: ast.Assign, scope: Scope) -> None:
+        if scope.local(action.target[0].name) is not None:
+            self.error(
+                "E202",
+                f"`{action.target[0].name}` is local to its loop and cannot be assigned",
+                action.target[0].span,
+                "assign a context field instead",
+            )
+            self.infer(action.value, scope)
+            return
         target_ty = self._target_type(action.target)
         target_text = ".".join(i.name for i in action.target)
         if action.op == "=":
@@ -808,6 +847,10 @@ class TypeChecker:
         return _LITERAL_TYPES[expr.kind]
 
     def _infer_Name(self, expr: ast.Name, scope: Scope) -> t.Ty:
+        if scope.locals:
+            local = scope.local(expr.name)
+            if local is not None:
+                return local
         symbols = self.symbols
         if not scope.constant and expr.name in symbols.context:
             return symbols.context[expr.name].ty
@@ -978,6 +1021,58 @@ class TypeChecker:
                 expr.span,
             )
         return joined
+
+    def _infer_Quantifier(self, expr: ast.Quantifier, scope: Scope) -> t.Ty:
+        """`any(x in xs: C)`, `all`, `count`: C a `bool`; `sum(x in xs: N)`, `min`, `max`: N a
+        number. `x` is local to the body, typed as the list's items."""
+        name = expr.func.name
+        item = self.local_item(expr.var, expr.iterable, scope, f"`{name}`")
+        body = self.infer(expr.body, scope.with_local(expr.var.name, item))
+        if name not in QUANTIFIERS:
+            return self.error(
+                "E117",
+                f"`{name}(x in xs: ...)` is not a quantifier",
+                expr.func.span,
+                suggest(name, QUANTIFIERS) or "quantifiers: " + ", ".join(QUANTIFIERS),
+            )
+        if t.is_any(body):
+            return t.BOOL if name in ("any", "all") else t.INT if name == "count" else t.ANY
+        if name in ("any", "all", "count"):
+            if body != t.BOOL:
+                self.error(
+                    "E205",
+                    f"the condition of `{name}` must be a `bool`, this is `{body}`",
+                    expr.body.span,
+                )
+            return t.INT if name == "count" else t.BOOL
+        if not t.is_numeric(body):
+            return self.error("E201", f"`{name}` needs numbers, this is `{body}`", expr.body.span)
+        return body
+
+    def local_item(self, var: ast.Ident, iterable: ast.Expr, scope: Scope, what: str) -> t.Ty:
+        """The type of a local name bound to each item of `iterable` (a list), reporting a
+        name that is already a context field and a value that is not a list."""
+        if var.name in self.symbols.context:
+            self.error(
+                "E103",
+                f"`{var.name}` is a context field; the item of {what} needs a name of its own",
+                var.span,
+            )
+        listed = self.infer(iterable, scope)
+        if isinstance(listed, t.ListTy):
+            return listed.item
+        if isinstance(listed, t.JsonTy):
+            return t.JSON  # a list when it runs, else a fault
+        if isinstance(listed, t.OptionalTy):
+            self.error(
+                "E208",
+                f"{what} over a list that may be none",
+                iterable.span,
+                "check it first, or use `coalesce(xs, [])`",
+            )
+        elif not t.is_any(listed):
+            self.error("E201", f"{what} goes through a list, this is `{listed}`", iterable.span)
+        return t.ANY
 
     def _infer_MapLit(self, expr: ast.MapLit, scope: Scope) -> t.Ty:
         values: list[t.Ty] = []

@@ -29,6 +29,11 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(
     }
 )
 
+#: Functions written `NAME(x in xs: BODY)` (version 2), each an expression op of its own in the
+#: IR: whether any / all items satisfy a condition, how many do, and the sum, least and greatest
+#: of a number computed from each.
+QUANTIFIERS: tuple[str, ...] = ("any", "all", "count", "sum", "min", "max")
+
 #: Functions usable only as an action statement (they change a context list or map in place):
 #: `append(xs, e)`, `remove(xs, e)`, and `delete(m, k)` (version 2: the IR's `delete` op).
 ACTION_FUNCTIONS: frozenset[str] = frozenset({"append", "remove", "delete"})

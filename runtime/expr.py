@@ -22,15 +22,15 @@ import contextlib
 import json
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
-from flowc.runtime.outputs import collecting, current_outputs
+from flowc.runtime.outputs import current_outputs, step_budget
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -254,6 +254,69 @@ def _or(a: Evaluator, b: Evaluator) -> Evaluator:
 
 def _not(a: Evaluator) -> Evaluator:
     return lambda c, e, s: not a(c, e, s)
+
+
+#: A local name's key in the context dict its body is evaluated with (`_quantifier`): no context
+#: field's name starts with it.
+LOCAL_PREFIX = "%"
+
+
+def _read_local(name: str) -> Evaluator:
+    key = LOCAL_PREFIX + name
+    return lambda c, e, s: c[key]
+
+
+def _quantifier(
+    kind: str, name: str, listed: Evaluator, body: Evaluator, limits: Limits
+) -> Evaluator:
+    """`any(x in xs: BODY)` and the other QUANTIFIERS: BODY evaluated on a shallow copy of the
+    context holding the local `x` (the context itself is never written), item by item; the
+    items are charged to the step's loop budget first."""
+    key = LOCAL_PREFIX + name
+    fold = _QUANTIFIED[kind]
+
+    def quantified(c: dict[str, Any], e: Any, s: Any) -> Any:
+        items = listed(c, e, s)
+        if type(items) is not list:
+            raise ExprFault(f"`{kind}` needs a list, got {_kind_of(items)}")
+        inner = dict(c)
+
+        def each(x: Any) -> Any:
+            inner[key] = x
+            return body(inner, e, s)
+
+        with step_budget() as out:  # one budget for the quantifiers nested in BODY too
+            out.charge_loop(len(items), limits)
+            return fold(map(each, items), limits)
+
+    return quantified
+
+
+def _fewest(values: Iterator[Any], limits: Limits) -> Any:
+    found = min(values, default=_NOTHING)
+    if found is _NOTHING:
+        raise ExprFault("`min` of an empty list")
+    return found
+
+
+def _most(values: Iterator[Any], limits: Limits) -> Any:
+    found = max(values, default=_NOTHING)
+    if found is _NOTHING:
+        raise ExprFault("`max` of an empty list")
+    return found
+
+
+_NOTHING = object()
+
+#: How each quantifier folds the body's values (taken lazily: `any` stops at the first true).
+_QUANTIFIED: dict[str, Callable[[Iterator[Any], Limits], Any]] = {
+    "any": lambda values, limits: any(values),
+    "all": lambda values, limits: all(values),
+    "count": lambda values, limits: sum(1 for v in values if v),
+    "sum": lambda values, limits: limits.check_computed(sum(values)),
+    "min": _fewest,
+    "max": _most,
+}
 
 
 def _cond(test: Evaluator, then: Evaluator, other: Evaluator) -> Evaluator:
@@ -488,6 +551,12 @@ class ExprCompiler:
         if op == "neg":
             _arity(op, args, 1)
             return _neg(self._build(args[0]))
+        if op == "local":
+            return _read_local(_name(value, op))
+        if op in QUANTIFIERS:
+            _arity(op, args, 2)
+            listed, body = self._build(args[0]), self._build(args[1])
+            return _quantifier(op, _name(value, op), listed, body, self.limits)
         if op == "cond":
             _arity(op, args, 3)
             return _cond(self._build(args[0]), self._build(args[1]), self._build(args[2]))
@@ -645,7 +714,7 @@ class ExprCompiler:
                 return self._if(raw, target_type, event_types)
             if op == "emit":
                 return self._emit(raw)
-            if op == "for":
+            if op == "for" or op == "each":
                 return self._for(raw, target_type, event_types)
             if op == "put" or op == "delete":
                 return self._keyed(raw, target_type, event_types, fresh_depth)
@@ -786,7 +855,10 @@ class ExprCompiler:
         """`for item, i in LIST { … }`: the body once per item of the list as it was when the
         loop started (SCXML's `<foreach>` goes through a shallow copy), with the context field
         `item` (and `i`) set first. A list holds at most `Limits.max_items` items, so a loop
-        ends; the body is a block of its own, as an `if` arm is (see `action_plan`)."""
+        ends; the body is a block of its own, as an `if` arm is (see `action_plan`).
+        `each` is the same loop with a local item and index: kept in the working context under
+        `LOCAL_PREFIX` keys while the body runs (read by `local` expressions), then taken out."""
+        local = raw.get("op") == "each"
         target = raw.get("target")
         if not isinstance(target, Sequence) or len(target) != 1 or not isinstance(target[0], str):
             raise IRLoadError("a `for` action needs the name of its item field")
@@ -801,10 +873,14 @@ class ExprCompiler:
         if not isinstance(body_raw, Mapping):
             raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
         listed = self.compile(raw.get("value"))
-        item_ty = target_type((item,))
-        norm = _normaliser(item_ty, (item,), None, event_types, item=False)
-        if index is not None:
-            target_type((index,))  # checks the field exists
+        norm: Callable[[Any], Any] = _identity  # a local item is read as it is, never stored
+        if local:
+            item, index = LOCAL_PREFIX + item, None if index is None else LOCAL_PREFIX + index
+        else:
+            item_ty = target_type((item,))
+            norm = _normaliser(item_ty, (item,), None, event_types, item=False)
+            if index is not None:
+                target_type((index,))  # checks the field exists
         body = self.actions(body_raw.get("actions") or (), target_type, event_types)
         limits = self.limits
 
@@ -812,16 +888,18 @@ class ExprCompiler:
             items = listed(c, e, s)
             if type(items) is not list:
                 raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
-            out = current_outputs()
-            if out is None:
-                # A step of a flow with loops always collects (`Machine.emits`): only a block
-                # run on its own gets here, and its loops share one budget from here.
-                with collecting() as out:
-                    out.charge_loop(len(items), limits)
+            # (A step of a flow with loops always collects, `Machine.emits`: the step's budget.)
+            with step_budget() as out:
+                out.charge_loop(len(items), limits)
+                if not local:
                     run(c, e, s, items)
-                return
-            out.charge_loop(len(items), limits)
-            run(c, e, s, items)
+                    return
+                try:
+                    run(c, e, s, items)
+                finally:  # the locals never outlive the loop, even one a fault ends
+                    c.pop(item, None)
+                    if index is not None:
+                        c.pop(index, None)
 
         def run(c: dict[str, Any], e: Any, s: Any, items: list[Any]) -> None:
             for i, x in enumerate(tuple(items)):
@@ -930,7 +1008,7 @@ def has_loop(raw: Any) -> bool:
     while stack:
         n = stack.pop()
         if type(n) is dict:
-            if n.get("op") == "for":
+            if n.get("op") == "for" or n.get("op") == "each":
                 return True
             stack.extend(n.values())
         elif type(n) is list or type(n) is tuple:
@@ -959,7 +1037,7 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
         plan.append((a, depth))
         if pos == last:
             break  # what the last action leaves copied is of no use to any other
-        if a.get("op") == "for":
+        if a.get("op") == "for" or a.get("op") == "each":
             # The body may store shared values anywhere: nothing copied before stays fresh.
             fresh = set()
             continue

@@ -241,9 +241,11 @@ def _emits(actions: Any) -> bool:
     """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
     for a in actions or ():
         op = a.get("op")
-        if op == "emit" or op == "for":  # a loop charges the step's budget in the collector
+        if op == "emit" or op == "for" or op == "each":  # a loop charges the step's budget
             return True
-        if op in ("if", "for") and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
+        if op in ("if", "for", "each") and any(
+            _emits(b.get("actions")) for b in a.get("branches") or ()
+        ):
             return True
     return False
 

@@ -16,6 +16,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from flowc.runtime.builtins import QUANTIFIERS
+
 #: Bumped on any change a loader written for the previous version could misread. The compiler
 #: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
 #: that uses no member added in version 2 is written as version 1, byte for byte as before.
@@ -84,10 +86,23 @@ class Action(IRModel):
     context field set to each item in `target`, the one set to its position in `index`, and
     the body as the one branch, without a guard, of `branches`). It grew `put` (`xs[i] = v`,
     `m[k] = v`: the list or map at `target`, the position or key in `key`, the new item in
-    `value`) and `delete` (`delete(m, k)`: the map at `target`, the key in `key`)."""
+    `value`), `delete` (`delete(m, k)`: the map at `target`, the key in `key`) and `each` (a
+    `for` whose `target` and `index` name locals of the body, read by `local` expressions,
+    rather than context fields)."""
 
     op: Literal[
-        "set", "add", "sub", "append", "remove", "raise", "emit", "if", "for", "put", "delete"
+        "set",
+        "add",
+        "sub",
+        "append",
+        "remove",
+        "raise",
+        "emit",
+        "if",
+        "for",
+        "each",
+        "put",
+        "delete",
     ]
     target: tuple[str, ...] = ()
     value: Expr | None = None
@@ -126,9 +141,9 @@ TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject",
 StateKind = Literal["normal", "final", "choice", "compound", "parallel", "history"]
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
-V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for", "put", "delete"})
+V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for", "each", "put", "delete"})
 #: Expression ops added in version 2 (after it first shipped; see docs/ir.md).
-V2_EXPR_OPS: frozenset[str] = frozenset({"cond"})
+V2_EXPR_OPS: frozenset[str] = frozenset({"cond", "local", *QUANTIFIERS})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
@@ -505,7 +520,7 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         return
-    if op == "for":
+    if op == "for" or op == "each":
         target = a.get("target")
         if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
             raise _Bad(f"{where} `for` needs the name of its item field")
@@ -514,7 +529,7 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         branches = _list(a.get("branches"), f"{where} `for` body")
         if len(branches) != 1:
             raise _Bad(f"{where} `for` needs one body")
-    if op in ("if", "for"):
+    if op in ("if", "for", "each"):
         if depth > 32:
             raise _Bad(f"{where} nests `if` or `for` too deeply")
         branches = _list(a.get("branches"), f"{where} branches")

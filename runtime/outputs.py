@@ -75,6 +75,19 @@ def current_outputs() -> StepOutputs | None:
 
 
 @contextmanager
+def step_budget() -> Iterator[StepOutputs]:
+    """The collector that keeps the running step's loop budget: the step's own, or, for work
+    run outside any step that collects (a guard of a flat flow, a block run on its own), one
+    shared by everything inside the block (loops nested in a loop, quantifiers in one)."""
+    out = _CURRENT.get()
+    if out is not None:
+        yield out
+        return
+    with collecting() as fresh:
+        yield fresh
+
+
+@contextmanager
 def collecting(outputs: StepOutputs | None = None) -> Iterator[StepOutputs]:
     """Collect what the actions run inside the block raise and emit."""
     out = outputs if outputs is not None else StepOutputs()

@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Iterable
 
+from flowc.runtime.builtins import QUANTIFIERS
 from flowc.runtime.model import Action, Expr
 
 # Binding strength, loosest first; mirrors the rule nesting in grammar/flow.lark.
@@ -74,7 +75,7 @@ def payload_text(value: Expr | None) -> str:
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
         return f"{action.op} {action.event}{payload_text(action.value)}"
-    if action.op == "for":
+    if action.op == "for" or action.op == "each":  # (`each`: the same loop, with locals)
         assert action.value is not None and action.branches, "a loop has a list and a body"
         head = ", ".join((*action.target, *((action.index,) if action.index else ())))
         body = actions_text(action.branches[0].actions)
@@ -167,6 +168,10 @@ def _text(expr: Expr) -> tuple[str, int]:
         keys, values = args[::2], args[1::2]
         entries = [f"{expr_text(k)}: {expr_text(v)}" for k, v in zip(keys, values, strict=False)]
         return "{" + ", ".join(entries) + "}", _ATOM
+    if op == "local":
+        return str(expr.value), _ATOM
+    if op in QUANTIFIERS and len(args) == 2:
+        return f"{op}({expr.value} in {expr_text(args[0])}: {expr_text(args[1])})", _ATOM
     if op == "cond" and len(args) == 3:
         return f"if({', '.join(expr_text(a) for a in args)})", _ATOM
     if op == "not":

@@ -131,7 +131,7 @@ def _fold_bool(op: str, args: tuple[Expr, ...]) -> object:
 
 def _constant(expr: Expr) -> bool:
     """Whether `expr` is made of literals only (so a value fold cannot give is a fault)."""
-    return expr.op not in ("ctx", "event", "state", "meta", "call") and all(
+    return expr.op not in ("ctx", "event", "state", "meta", "call", "local") and all(
         _constant(a) for a in expr.args
     )
 

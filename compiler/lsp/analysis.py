@@ -554,6 +554,8 @@ class FileIndex:
                 stack += [e.left, e.right]
             elif isinstance(e, ast.Conditional):
                 stack += [e.cond, e.then, e.other]
+            elif isinstance(e, ast.Quantifier):
+                stack += [e.iterable, e.body]
 
     # ---- text -----------------------------------------------------------------------------
 
