@@ -30,6 +30,7 @@ from typing import Any, NoReturn, TypeVar
 
 from flowc.compiler import ast
 from flowc.compiler.source import Span
+from flowc.runtime.operators import BINARY_OPERATORS, COMPARE, NOT, OR
 
 T = TypeVar("T")
 
@@ -62,11 +63,9 @@ _PUNCTUATION = [
     "->", "..", "==", "!=", "<=", ">=", "+=", "-=",
     "<", ">", "=", "+", "-", "*", "/", "%", "?", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".",
 ]  # fmt: skip
-#: Binary operators by precedence (see `_Parser.operation`); `not in` is a comparison too.
-_PRECEDENCE = {
-    "or": 1, "and": 2, "==": 4, "!=": 4, "<=": 4, ">=": 4, "<": 4, ">": 4, "in": 4,
-    "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
-}  # fmt: skip
+#: Binary operators by precedence (see `_Parser.operation`); `not in` (two tokens) is a
+#: comparison too, read apart.
+_PRECEDENCE = {s: op.level for s, op in BINARY_OPERATORS.items() if s != "not in"}
 _UNKNOWN = "!unknown"
 
 # The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; possessive, so
@@ -1290,7 +1289,7 @@ class _Parser:
     def expr(self) -> ast.Expr:
         """A whole expression where a statement takes one."""
         start = self.i
-        node = self.operation(1)  # `or_test`, one call fewer
+        node = self.operation(OR)  # `or_test`, one call fewer
         if self.i - start > _MAX_EXPR_TOKENS:
             _give_up()  # possibly past MAX_EXPR_DEPTH (E005): the Lark path decides
         return node
@@ -1300,17 +1299,17 @@ class _Parser:
     def or_test(self) -> ast.Expr:
         """An expression (the grammar's `or_test`), by precedence climbing: one call per operand
         rather than one per grammar level (`or_test` down to `factor`), for the same tree."""
-        return self.operation(1)
+        return self.operation(OR)
 
     def operation(self, lowest: int) -> ast.Expr:
-        """The operators of precedence `lowest` and tighter: `or` 1, `and` 2, `not` 3, a
-        comparison 4 (one only: `a < b < c` is no expression), `+ -` 5, `* / %` 6."""
+        """The operators of precedence `lowest` and tighter (runtime/operators.py): `or`, `and`,
+        `not`, a comparison (one only: `a < b < c` is no expression), `+ -`, `* / %`."""
         kinds = self.kinds
         i = self.i
         left: ast.Expr
-        if kinds[i] == "not" and lowest <= 3:
+        if kinds[i] == "not" and lowest <= NOT:
             self.i = i + 1
-            operand = self.operation(3)
+            operand = self.operation(NOT)
             # The grammar's "not" is an anonymous token: the node's span is its operand's.
             left = _unary("not", operand, operand.span)
         elif kinds[i] == "-":
@@ -1328,13 +1327,13 @@ class _Parser:
                 if op != "not" or kinds[self.i + 1] != "in":
                     return left
                 op = "not in"
-                level = 4
+                level = COMPARE
                 self.i += 1
             if level < lowest:
                 if op == "not in":
                     self.i -= 1
                 return left
-            if level == 4:
+            if level == COMPARE:
                 if compared:
                     _give_up()
                 compared = True

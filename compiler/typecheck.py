@@ -26,6 +26,7 @@ from flowc.compiler.resolve import (
 from flowc.compiler.source import Span
 from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.model import TypeRef
+from flowc.runtime.operators import BINARY_OPERATORS, BOOLEAN_RESULTS
 from flowc.runtime.rejections import REJECTION_FIELDS
 
 if TYPE_CHECKING:
@@ -1223,7 +1224,7 @@ class TypeChecker:
         right = self.infer(expr.right, right_scope)
         op = expr.op
         if t.is_any(left) or t.is_any(right):
-            return t.BOOL if op in _BOOL_RESULT else t.ANY
+            return t.BOOL if op in BOOLEAN_RESULTS else t.ANY
         if op in ("and", "or"):
             for side, ty in ((expr.left, left), (expr.right, right)):
                 if ty != t.BOOL:
@@ -1337,14 +1338,15 @@ class TypeChecker:
                 expr.span,
                 "use `coalesce(value, default)`",
             )
-        if op == "+" and left == right == t.STR:
+        rule = BINARY_OPERATORS[op]
+        if rule.concatenates and left == right == t.STR:
             return t.STR
-        if op == "+" and isinstance(left, t.ListTy) and isinstance(right, t.ListTy):
+        if rule.concatenates and isinstance(left, t.ListTy) and isinstance(right, t.ListTy):
             joined = t.join([left, right])
             if joined is not None:
                 return joined
         if t.is_numeric(left) and t.is_numeric(right):
-            if op == "/":
+            if rule.always_float:
                 return t.FLOAT
             return t.INT if left == right == t.INT else t.FLOAT
         return self.error("E201", f"cannot apply `{op}` to `{left}` and `{right}`", expr.span)
@@ -1579,7 +1581,6 @@ _LITERAL_TYPES: dict[str, t.Ty] = {
     "none": t.NONE,
 }
 
-_BOOL_RESULT = {"and", "or", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
 
 #: Scope for rules whose event is unknown (already reported): `event.x` stays silent.
 _UNKNOWN_EVENT_SCOPE = Scope(None, "")

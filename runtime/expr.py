@@ -30,6 +30,7 @@ from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS, QUANT
 from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
+from flowc.runtime.operators import BINARY_OPERATORS, EVALUATED
 from flowc.runtime.outputs import current_outputs, step_budget
 from flowc.runtime.validate import Invalid, Type
 
@@ -144,18 +145,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 assert set(FUNCTIONS) | {"coalesce", "active", "event_name"} == EXPRESSION_FUNCTIONS
 
 
-def _in(item: Any, container: Any) -> bool:
-    return item in container
-
-
-def _not_in(item: Any, container: Any) -> bool:
-    return item not in container
-
-
-def _div(a: Any, b: Any) -> Any:
-    return a / b
-
-
 #: A comparison's closure of two leaves: the leaves' values (two names, or a name and a value).
 Shape = Callable[[Any, Any], "Evaluator"]
 
@@ -213,21 +202,8 @@ _COMPARE: dict[Callable[[Any, Any], Any], dict[tuple[str, str], Shape]] = {
     ),
 }
 
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": _div,
-    "%": operator.mod,
-    "in": _in,
-    "not in": _not_in,
-}
+#: The binary operators' functions (runtime/operators.py, the one table of them).
+BINARY: dict[str, Callable[[Any, Any], Any]] = dict(EVALUATED)
 
 # ---- closure factories (one per shape, so that compiling a node makes only its own cells) ----
 
@@ -454,7 +430,10 @@ class ExprCompiler:
         self.limits = limits
         #: The binary operators' functions: `*` is bounded (it alone can grow a value past the
         #: limits within one expression: `n * n * n * n`).
-        self._binaries: dict[str, Callable[[Any, Any], Any]] = {**BINARY, "*": limits.mul}
+        self._binaries: dict[str, Callable[[Any, Any], Any]] = {
+            **BINARY,
+            **{s: limits.mul for s, op in BINARY_OPERATORS.items() if op.bounded},
+        }
         #: The effects an `emit` may name (None: any). A machine passes the flow's, so that a
         #: step's plan asks whether its blocks emit only in a flow that declares some.
         self.effects = effects

@@ -13,27 +13,25 @@ from collections.abc import Iterable
 
 from flowc.runtime.builtins import QUANTIFIERS
 from flowc.runtime.model import Action, Expr
+from flowc.runtime.operators import (
+    AND,
+    ATOM,
+    BINARY_OPERATORS,
+    COMPARE,
+    FACTOR,
+    NOT,
+    OR,
+    POSTFIX,
+    SUM,
+    TERM,
+)
 
-# Binding strength, loosest first; mirrors the rule nesting in grammar/flow.lark.
-_OR, _AND, _NOT, _CMP, _SUM, _TERM, _FACTOR, _POSTFIX, _ATOM = range(9)
+# Binding strength, loosest first (runtime/operators.py, which mirrors the grammar's nesting).
+_OR, _AND, _NOT, _CMP, _SUM, _TERM, _FACTOR, _POSTFIX, _ATOM = (
+    OR, AND, NOT, COMPARE, SUM, TERM, FACTOR, POSTFIX, ATOM,
+)  # fmt: skip
 
-_BINARY: dict[str, int] = {
-    "or": _OR,
-    "and": _AND,
-    "==": _CMP,
-    "!=": _CMP,
-    "<": _CMP,
-    "<=": _CMP,
-    ">": _CMP,
-    ">=": _CMP,
-    "in": _CMP,
-    "not in": _CMP,
-    "+": _SUM,
-    "-": _SUM,
-    "*": _TERM,
-    "/": _TERM,
-    "%": _TERM,
-}
+_BINARY: dict[str, int] = {s: op.level for s, op in BINARY_OPERATORS.items()}
 
 _STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
