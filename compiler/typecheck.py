@@ -24,7 +24,7 @@ from flowc.compiler.resolve import (
     suggest,
 )
 from flowc.compiler.source import Span
-from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS, QUANTIFIERS
+from flowc.runtime.builtins import ACTION_FUNCTIONS, BUILTINS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.model import TypeRef
 from flowc.runtime.operators import BINARY_OPERATORS, BOOLEAN_RESULTS
 from flowc.runtime.rejections import REJECTION_FIELDS
@@ -1184,7 +1184,7 @@ class TypeChecker:
             )
         if any(t.is_any(a) for a in args):
             return t.ANY
-        low, high = _ARITY[name]
+        low, high = BUILTINS[name].least, BUILTINS[name].most
         if not low <= len(args) <= high:
             wanted = str(low) if low == high else f"at least {low}"
             return self.error(
@@ -1531,25 +1531,6 @@ def _template_span(text: ast.Text, lineno: int | None) -> Span:
 
 
 #: (fewest, most) arguments of each expression function.
-_ARITY: dict[str, tuple[int, int]] = {
-    "len": (1, 1),
-    "min": (2, 99),
-    "max": (2, 99),
-    "abs": (1, 1),
-    "round": (1, 1),
-    "merge": (2, 2),
-    "keys": (1, 1),
-    "values": (1, 1),
-    "lower": (1, 1),
-    "upper": (1, 1),
-    "trim": (1, 1),
-    "coalesce": (2, 2),
-    "str": (1, 1),
-    "active": (1, 1),
-    "event_name": (0, 0),
-}
-
-
 def _synthetic_field(name: str, ty: t.Ty, span: Span) -> FieldInfo:
     """A payload field the compiler declares (done data's), as if written `name: ty`."""
     written = ast.TypeExpr(ast.Ident(str(ty), span), (), False, span)

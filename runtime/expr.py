@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS, QUANTIFIERS
+from flowc.runtime.builtins import ACTION_FUNCTIONS, BUILTINS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
@@ -639,6 +639,11 @@ class ExprCompiler:
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
+        known = BUILTINS[name]
+        if not known.least <= len(args) <= known.most:
+            raise IRLoadError(
+                f"`{name}` takes {known.least} to {known.most} arguments, got {len(args)}"
+            )
         fs = tuple(map(self._build, args))
         if len(fs) == 1:
             leaf = _leaf(args[0])

@@ -46,6 +46,7 @@ from flowc.compiler.scxml.expressions import (
     translate,
 )
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
+from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.model import Expr
 from flowc.runtime.operators import ARITHMETIC, BINARY_OPERATORS, BOOLEAN_RESULTS
 
@@ -1764,7 +1765,8 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
             return "float" if rule.always_float or "float" in (left, right) else "int"
         return None
     if op == "call":
-        return {"len": "int", "str": "str"}.get(str(expr.value))
+        known = BUILTINS.get(str(expr.value))
+        return None if known is None else known.result
     if op == "index":
         listed = _infer(expr.args[0], var_types, names)
         if listed is not None and listed.startswith("list["):

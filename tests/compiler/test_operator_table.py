@@ -13,8 +13,9 @@ from flowc.compiler.emit.expr_text import expr_text
 from flowc.compiler.fastparse import _PRECEDENCE
 from flowc.compiler.lint.fold import fold
 from flowc.compiler.scxml.importer import import_scxml
+from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.expr import BINARY, ExprCompiler
-from flowc.runtime.model import Expr
+from flowc.runtime.model import Expr, IRLoadError
 from flowc.runtime.operators import BINARY_OPERATORS, EVALUATED
 
 LOGIC = {"and", "or"}
@@ -92,3 +93,21 @@ def test_the_scxml_importer_types_a_division_as_a_float() -> None:
     assert "half: float = 0.0" in result.flow_text
     assert "n: int = 0" in result.flow_text
     assert compile_source(result.flow_text, "x.flow").errors == []
+
+
+@pytest.mark.parametrize(("name", "args"), [("len", 0), ("len", 2), ("min", 1), ("round", 3)])
+def test_the_runtime_refuses_a_call_with_the_wrong_number_of_arguments(
+    name: str, args: int
+) -> None:
+    node = {"op": "call", "value": name, "args": [{"op": "lit", "value": 1}] * args}
+    with pytest.raises(IRLoadError, match=f"`{name}` takes"):
+        ExprCompiler().compile(node)
+
+
+def test_the_type_checker_counts_arguments_from_the_same_table() -> None:
+    for name, known in BUILTINS.items():
+        if name in ("active", "coalesce"):
+            continue  # checked apart: a state name; a value and its fallback
+        too_many = ", ".join(["1"] * (known.most + 1))
+        result = compile_source(FLOW.format(guard=f"{name}({too_many}) == 1"), "t.flow")
+        assert "E118" in {d.code for d in result.errors}, name
