@@ -25,6 +25,7 @@ from flowc.compiler import ast
 from flowc.compiler.resolve import FieldInfo, StateNode, Symbols, state_path
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime import model as ir
+from flowc.runtime.builtins import QUANTIFIERS, WHOLE_ITEM
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -156,13 +157,18 @@ class Lowerer:
         if isinstance(node, ast.Subscript):
             return ("index", None, (self.expr(node.obj), self.expr(node.index)))
         if isinstance(node, ast.Call):
+            name = node.func.name
+            if name in QUANTIFIERS and (len(node.args) == 1 or name not in ("min", "max")):
+                # `sum(xs)` is `sum(x in xs: x)` (printed back as `sum(xs)`).
+                item = _new(ir.Expr, op="local", value=WHOLE_ITEM, args=())
+                return (name, WHOLE_ITEM, (self.expr(node.args[0]), item))
             if node.func.name == "active":
                 # The state's IR name, as a literal (typecheck resolved it to one state).
                 written = state_path(node.args[0])
                 assert written is not None
                 state = symbols.state_candidates(written)[0]
-                name = ast.Literal_(state, "str", node.args[0].span)
-                return ("call", "active", (self.expr(name),))
+                literal = ast.Literal_(state, "str", node.args[0].span)
+                return ("call", "active", (self.expr(literal),))
             return ("call", node.func.name, tuple(map(self.expr, node.args)))
         if isinstance(node, ast.ListLit):
             return ("list", None, tuple(map(self.expr, node.items)))

@@ -1050,6 +1050,45 @@ class TypeChecker:
             return self.error("E201", f"`{name}` needs numbers, this is `{body}`", expr.body.span)
         return body
 
+    def _whole_list(self, expr: ast.Call, scope: Scope) -> t.Ty:
+        """`sum(xs)`, `any(flags)`, ...: the quantifier over the items themselves, as
+        `sum(x in xs: x)` (lowering writes it so)."""
+        name = expr.func.name
+        if len(expr.args) != 1:
+            for arg in expr.args:
+                self.infer(arg, scope)
+            return self.error(
+                "E118",
+                f"`{name}` takes one list, or is written `{name}(x in xs: ...)`; "
+                f"got {len(expr.args)} arguments",
+                expr.span,
+            )
+        listed = self.infer(expr.args[0], scope)
+        if t.is_any(listed):
+            return t.ANY
+        item = listed.item if isinstance(listed, t.ListTy) else None
+        if name in ("any", "all", "count"):
+            if item == t.BOOL:
+                return t.INT if name == "count" else t.BOOL
+            wanted = "list[bool]"
+        else:
+            if item is not None and t.is_numeric(item):
+                return item
+            wanted = "list of numbers"
+        if isinstance(listed, t.OptionalTy):
+            return self.error(
+                "E208",
+                f"`{name}` of a list that may be none",
+                expr.args[0].span,
+                "check it first, or use `coalesce(xs, [])`",
+            )
+        return self.error(
+            "E201",
+            f"`{name}` needs a {wanted}, this is `{listed}`",
+            expr.args[0].span,
+            f"or go through the items: `{name}(x in xs: ...)`",
+        )
+
     def local_item(self, var: ast.Ident, iterable: ast.Expr, scope: Scope, what: str) -> t.Ty:
         """The type of a local name bound to each item of `iterable` (a list), reporting a
         name that is already a context field and a value that is not a list."""
@@ -1159,6 +1198,8 @@ class TypeChecker:
         name = expr.func.name
         if name == "active":
             return self._active(expr, scope)
+        if name in QUANTIFIERS and (len(expr.args) == 1 or name not in ("min", "max")):
+            return self._whole_list(expr, scope)
         if name == "coalesce" and len(expr.args) == 2:
             # The fallback is checked against the value's type, so record literals work.
             value = self.infer(expr.args[0], scope)

@@ -50,6 +50,8 @@ EXPRESSION_FUNCTIONS: frozenset[str] = frozenset(BUILTINS)
 #: IR: whether any / all items satisfy a condition, how many do, and the sum, least and greatest
 #: of a number computed from each.
 QUANTIFIERS: tuple[str, ...] = ("any", "all", "count", "sum", "min", "max")
+#: The local of the whole-list form (`sum(xs)`, `any(flags)`), written `sum(_item in xs: _item)`.
+WHOLE_ITEM = "_item"
 
 #: Functions usable only as an action statement (they change a context list or map in place):
 #: `append(xs, e)`, `remove(xs, e)`, and `delete(m, k)` (version 2: the IR's `delete` op).

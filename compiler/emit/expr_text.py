@@ -169,6 +169,8 @@ def _text(expr: Expr) -> tuple[str, int]:
     if op == "local":
         return str(expr.value), _ATOM
     if op in QUANTIFIERS and len(args) == 2:
+        if args[1].op == "local" and args[1].value == expr.value:
+            return f"{op}({expr_text(args[0])})", _ATOM  # `sum(xs)`: the items themselves
         return f"{op}({expr.value} in {expr_text(args[0])}: {expr_text(args[1])})", _ATOM
     if op == "cond" and len(args) == 3:
         return f"if({', '.join(expr_text(a) for a in args)})", _ATOM

@@ -125,3 +125,38 @@ def test_fmt_keeps_a_quantifier_on_one_line() -> None:
         FLOW.replace("count(l in event.lines: l.sku", "count( l in event.lines :l.sku")
     )
     assert "count(l in event.lines: l.sku" in text
+
+
+WHOLE = """flow whole
+context { xs: list[int] = [3, 1, 2], flags: list[bool] = [true, false], t: int = 0,
+  hi: int = 0, k: int = 0, none_yet: list[int]? = none }
+event e
+initial state A {
+  on e if any(flags) and not all(flags) and min(xs) < 2 -> A do
+    t = sum(xs); hi = max(xs); k = count(flags) + min(1, 2)
+}
+"""
+
+
+@pytest.mark.parametrize("hot_after", [0, 1000])
+def test_a_quantifier_over_the_items_themselves(hot_after: int) -> None:
+    machine = Machine.from_source(WHOLE)
+    machine.hot_after = hot_after
+    inst = machine.start()
+    assert type(inst.send("e")) is not Rejection
+    assert (inst.context["t"], inst.context["hi"], inst.context["k"]) == (6, 3, 2)
+    result = compile_source(WHOLE, "w.flow")
+    assert result.flow is not None
+    rule = result.flow.transitions[0]
+    assert rule.guard is not None
+    assert expr_text(rule.guard) == "any(flags) and not all(flags) and min(xs) < 2"
+    assert actions_text(rule.actions) == "t = sum(xs); hi = max(xs); k = count(flags) + min(1, 2)"
+
+
+@pytest.mark.parametrize(
+    ("expr", "code"),
+    [("sum(flags)", "E201"), ("count(xs)", "E201"), ("sum(none_yet)", "E208"), ("sum()", "E118")],
+)
+def test_whole_list_type_errors(expr: str, code: str) -> None:
+    src = WHOLE.replace("t = sum(xs)", f"t = {expr}")
+    assert [d.code for d in compile_source(src, "w.flow").errors] == [code]
