@@ -134,6 +134,29 @@ class Binary:
 
 
 @dataclass(frozen=True, slots=True)
+class Conditional:
+    """`if(COND, THEN, ELSE)`: THEN when COND holds, else ELSE; only the one chosen is
+    evaluated."""
+
+    cond: Expr
+    then: Expr
+    other: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Quantifier:
+    """`any(x in LIST: COND)`, also `all`, `count`, `sum`, `min`, `max`: BODY evaluated for
+    each item of LIST, with `var` naming the item (a name local to BODY)."""
+
+    func: Ident
+    var: Ident
+    iterable: Expr
+    body: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Invalid:
     """Stands in for an expression already reported as malformed; checks stay silent on it."""
 
@@ -153,6 +176,8 @@ Expr = (
     | Call
     | Unary
     | Binary
+    | Conditional
+    | Quantifier
     | Invalid
 )
 
@@ -164,6 +189,17 @@ Expr = (
 class Assign:
     target: tuple[Ident, ...]
     op: Literal["=", "+=", "-="]
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PutAction:
+    """`xs[i] = v` / `m[k] = v`: one item of a context list or map field replaced (or, in a
+    map, set)."""
+
+    target: tuple[Ident, ...]
+    key: Expr
     value: Expr
     span: Span
 
@@ -226,7 +262,7 @@ class ForAction:
     span: Span
 
 
-Action = Assign | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
+Action = Assign | PutAction | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
 
 
 # ---- declarations ---------------------------------------------------------------------------

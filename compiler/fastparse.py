@@ -30,6 +30,7 @@ from typing import Any, NoReturn, TypeVar
 
 from flowc.compiler import ast
 from flowc.compiler.source import Span
+from flowc.runtime.operators import BINARY_OPERATORS, COMPARE, NOT, OR
 
 T = TypeVar("T")
 
@@ -49,6 +50,8 @@ _SOFT = frozenset(
         "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif", "for",
     ]
 )  # fmt: skip
+#: Words a payload field's name may be (the grammar's `field_name`).
+_FIELD_WORDS = _SOFT | {"state"}
 #: Reserved words this parser knows.
 _HARD = frozenset(
     [
@@ -60,11 +63,9 @@ _PUNCTUATION = [
     "->", "..", "==", "!=", "<=", ">=", "+=", "-=",
     "<", ">", "=", "+", "-", "*", "/", "%", "?", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".",
 ]  # fmt: skip
-#: Binary operators by precedence (see `_Parser.operation`); `not in` is a comparison too.
-_PRECEDENCE = {
-    "or": 1, "and": 2, "==": 4, "!=": 4, "<=": 4, ">=": 4, "<": 4, ">": 4, "in": 4,
-    "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
-}  # fmt: skip
+#: Binary operators by precedence (see `_Parser.operation`); `not in` (two tokens) is a
+#: comparison too, read apart.
+_PRECEDENCE = {s: op.level for s, op in BINARY_OPERATORS.items() if s != "not in"}
 _UNKNOWN = "!unknown"
 
 # The scan: trivia (whitespace and comments, as the grammar's WS and COMMENT; possessive, so
@@ -422,6 +423,17 @@ class _Parser:
         text = self.texts[i]
         return _ident(text, _new_tuple(Span, (line, col, line, col + len(text))))
 
+    def field_name(self) -> ast.Ident:
+        """A payload field's name: a name, or `state` (the grammar's `field_name`)."""
+        if self.kinds[self.i] != "state":
+            return self.name()
+        i = self.i
+        self.i = i + 1
+        return _ident(
+            "state",
+            _new_tuple(Span, (self.lines[i], self.cols[i], self.lines[i], self.cols[i] + 5)),
+        )
+
     def is_name(self, i: int) -> bool:
         kind = self.kinds[i]
         return kind == "NAME" or kind in _SOFT
@@ -512,8 +524,8 @@ class _Parser:
         self.i += 1
         return tuple(found)
 
-    def field(self, *, trailing_comma: bool) -> ast.FieldDecl:
-        name = self.name()
+    def field(self, *, trailing_comma: bool, payload: bool = False) -> ast.FieldDecl:
+        name = self.field_name() if payload else self.name()
         self.expect(":")
         type_ = self.type_expr()
         default = None
@@ -559,12 +571,12 @@ class _Parser:
         self.i += 1
         found: list[ast.FieldDecl] = []
         if self.kinds[self.i] != ")":
-            found.append(self.field(trailing_comma=False))
+            found.append(self.field(trailing_comma=False, payload=True))
             while self.kinds[self.i] == ",":
                 self.i += 1
                 if self.kinds[self.i] == ")":
                     break
-                found.append(self.field(trailing_comma=False))
+                found.append(self.field(trailing_comma=False, payload=True))
         self.expect(")")
         return tuple(found)
 
@@ -731,7 +743,7 @@ class _Parser:
         self.i += 1
         payload: list[tuple[ast.Ident, ast.Expr]] = []
         while self.kinds[self.i] != ")":
-            key = self.name()
+            key = self.field_name()
             self.expect(":")
             payload.append((key, self.expr()))
             if self.kinds[self.i] != ",":
@@ -1103,6 +1115,13 @@ class _Parser:
         while kinds[self.i] == ".":
             self.i += 1
             target.append(self.name())
+        if kinds[self.i] == "[":
+            self.i += 1
+            key = self.expr()
+            self.expect("]")
+            self.expect("=")
+            value = self.expr()
+            return ast.PutAction(tuple(target), key, value, _join(first.span, value.span))
         op = kinds[self.i]
         if op != "=" and op != "+=" and op != "-=":
             _give_up()
@@ -1157,12 +1176,44 @@ class _Parser:
         self.depth -= 1
         return actions
 
+    def quantified(self, head: ast.Expr) -> ast.Quantifier:
+        """The rest of `NAME(ITEM in LIST: BODY)` after `ITEM in LIST`: a Quantifier whose name
+        and span the caller (`atom`) fills in."""
+        if not (type(head) is ast.Binary and head.op == "in" and type(head.left) is ast.Name):
+            _give_up()  # E003, worded by the Lark path
+        self.i += 1
+        body = self.operand()
+        self.expect(")")
+        self.depth -= 1
+        var = _ident(head.left.name, head.left.span)
+        return ast.Quantifier(var, var, head.right, body, body.span)
+
+    def conditional(self) -> ast.Expr:
+        """`if(COND, THEN, ELSE)` (the grammar's `conditional`)."""
+        start = self.i
+        if self.kinds[start + 1] != "(":
+            _give_up()
+        self.i = start + 2
+        args = self.arguments()
+        if len(args) != 3:
+            _give_up()  # the Lark path words the error
+        return ast.Conditional(*args, self.from_token(start, args[2].span))
+
     def arguments(self) -> tuple[ast.Expr, ...]:
         """`[expr ("," expr)*] ")"`: a call's arguments (no trailing comma) and its `)`."""
+        found = self.call_arguments()
+        if isinstance(found, ast.Quantifier):
+            _give_up()  # `if(x in xs: ...)`: the Lark path words the error
+        return found
+
+    def call_arguments(self) -> tuple[ast.Expr, ...] | ast.Quantifier:
+        """A call's arguments and its `)`, or, after `NAME(ITEM in LIST:`, the quantifier."""
         self.enter()
         args: list[ast.Expr] = []
         if self.kinds[self.i] != ")":
             args.append(self.operand())
+            if self.kinds[self.i] == ":":
+                return self.quantified(args[0])
             while self.kinds[self.i] == ",":
                 self.i += 1
                 args.append(self.operand())
@@ -1238,7 +1289,7 @@ class _Parser:
     def expr(self) -> ast.Expr:
         """A whole expression where a statement takes one."""
         start = self.i
-        node = self.operation(1)  # `or_test`, one call fewer
+        node = self.operation(OR)  # `or_test`, one call fewer
         if self.i - start > _MAX_EXPR_TOKENS:
             _give_up()  # possibly past MAX_EXPR_DEPTH (E005): the Lark path decides
         return node
@@ -1248,17 +1299,17 @@ class _Parser:
     def or_test(self) -> ast.Expr:
         """An expression (the grammar's `or_test`), by precedence climbing: one call per operand
         rather than one per grammar level (`or_test` down to `factor`), for the same tree."""
-        return self.operation(1)
+        return self.operation(OR)
 
     def operation(self, lowest: int) -> ast.Expr:
-        """The operators of precedence `lowest` and tighter: `or` 1, `and` 2, `not` 3, a
-        comparison 4 (one only: `a < b < c` is no expression), `+ -` 5, `* / %` 6."""
+        """The operators of precedence `lowest` and tighter (runtime/operators.py): `or`, `and`,
+        `not`, a comparison (one only: `a < b < c` is no expression), `+ -`, `* / %`."""
         kinds = self.kinds
         i = self.i
         left: ast.Expr
-        if kinds[i] == "not" and lowest <= 3:
+        if kinds[i] == "not" and lowest <= NOT:
             self.i = i + 1
-            operand = self.operation(3)
+            operand = self.operation(NOT)
             # The grammar's "not" is an anonymous token: the node's span is its operand's.
             left = _unary("not", operand, operand.span)
         elif kinds[i] == "-":
@@ -1276,13 +1327,13 @@ class _Parser:
                 if op != "not" or kinds[self.i + 1] != "in":
                     return left
                 op = "not in"
-                level = 4
+                level = COMPARE
                 self.i += 1
             if level < lowest:
                 if op == "not in":
                     self.i -= 1
                 return left
-            if level == 4:
+            if level == COMPARE:
                 if compared:
                     _give_up()
                 compared = True
@@ -1331,15 +1382,21 @@ class _Parser:
             span = _new_tuple(Span, (line, col, line, col + len(text)))
             if kinds[i + 1] == "(":
                 self.i = i + 2
-                args = self.arguments()
+                args = self.call_arguments()
+                if isinstance(args, ast.Quantifier):
+                    q = args
+                    func = _ident(text, span)
+                    return ast.Quantifier(func, q.var, q.iterable, q.body, _join(span, q.span))
                 last = args[-1].span if args else span
                 return _call(_ident(text, span), args, _join(span, last))
             self.i = i + 1
             return _name(text, span)
+        if kind == "if":
+            return self.conditional()
         if kind == "event":
             # `event.NAME`, read from the tokens (`self.name()` would build a node to discard)
             j = i + 2
-            if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _SOFT):
+            if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _FIELD_WORDS):
                 _give_up()
             self.i = j + 1
             text = self.texts[j]

@@ -25,6 +25,7 @@ from flowc.compiler import ast
 from flowc.compiler.resolve import FieldInfo, StateNode, Symbols, state_path
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime import model as ir
+from flowc.runtime.builtins import QUANTIFIERS, WHOLE_ITEM
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,6 +109,9 @@ class Lowerer:
         self._binaries: dict[tuple[str, int, int], ir.Expr] = {}
         #: Filled as the IR is built: where each lowered part was written.
         self.source_map = SourceMap()
+        #: The local names in scope where an expression is lowered (`x` in `any(x in xs: ...)`
+        #: or a local loop's body), innermost last: a name here reads the local.
+        self.locals: list[str] = []
 
     # ---- expressions -------------------------------------------------------------------
     def expr(self, node: ast.Expr) -> ir.Expr:
@@ -134,6 +138,8 @@ class Lowerer:
         if isinstance(node, ast.Literal_):
             return ("lit", node.value, ())
         if isinstance(node, ast.Name):
+            if node.name in self.locals:
+                return ("local", node.name, ())
             if node.name in symbols.context:
                 return ("ctx", node.name, ())
             return ("lit", node.name, ())  # an enum member
@@ -151,13 +157,18 @@ class Lowerer:
         if isinstance(node, ast.Subscript):
             return ("index", None, (self.expr(node.obj), self.expr(node.index)))
         if isinstance(node, ast.Call):
+            name = node.func.name
+            if name in QUANTIFIERS and (len(node.args) == 1 or name not in ("min", "max")):
+                # `sum(xs)` is `sum(x in xs: x)` (printed back as `sum(xs)`).
+                item = _new(ir.Expr, op="local", value=WHOLE_ITEM, args=())
+                return (name, WHOLE_ITEM, (self.expr(node.args[0]), item))
             if node.func.name == "active":
                 # The state's IR name, as a literal (typecheck resolved it to one state).
                 written = state_path(node.args[0])
                 assert written is not None
                 state = symbols.state_candidates(written)[0]
-                name = ast.Literal_(state, "str", node.args[0].span)
-                return ("call", "active", (self.expr(name),))
+                literal = ast.Literal_(state, "str", node.args[0].span)
+                return ("call", "active", (self.expr(literal),))
             return ("call", node.func.name, tuple(map(self.expr, node.args)))
         if isinstance(node, ast.ListLit):
             return ("list", None, tuple(map(self.expr, node.items)))
@@ -166,6 +177,20 @@ class Lowerer:
             return ("map", None, flat)
         if isinstance(node, ast.Unary):
             return (node.op, None, (self.expr(node.operand),))
+        if isinstance(node, ast.Quantifier):
+            listed = self.expr(node.iterable)
+            self.locals.append(node.var.name)
+            try:
+                body = self.expr(node.body)
+            finally:
+                self.locals.pop()
+            return (node.func.name, node.var.name, (listed, body))
+        if isinstance(node, ast.Conditional):
+            return (
+                "cond",
+                None,
+                (self.expr(node.cond), self.expr(node.then), self.expr(node.other)),
+            )
         raise AssertionError(f"cannot lower {type(node).__name__}")  # Invalid never gets here
 
     def constant(self, node: ast.Expr) -> Any:
@@ -191,6 +216,21 @@ class Lowerer:
                 op = _ASSIGN_OPS[action.op]
                 target = tuple([i.name for i in action.target])
                 lowered.append(_new(ir.Action, op=op, target=target, value=self.expr(action.value)))
+            elif isinstance(action, ast.PutAction):
+                lowered.append(
+                    _new(
+                        ir.Action,
+                        op="put",
+                        target=tuple([i.name for i in action.target]),
+                        key=self.expr(action.key),
+                        value=self.expr(action.value),
+                    )
+                )
+            elif isinstance(action, ast.ActionCall) and action.func.name == "delete":
+                path, key = action.args
+                lowered.append(
+                    _new(ir.Action, op="delete", target=_path(path), key=self.expr(key), value=None)
+                )
             elif isinstance(action, ast.ActionCall):
                 path, item = action.args
                 lowered.append(
@@ -210,14 +250,24 @@ class Lowerer:
     ) -> ir.Action:
         """`if`, `raise`, `emit` and `for` (IR version 2)."""
         if isinstance(action, ast.ForAction):
-            # The body is the loop's one branch, without a guard.
-            body = _new(ir.Branch, guard=None, actions=self.actions(action.actions))
+            # The body is the loop's one branch, without a guard. A loop whose item is not a
+            # context field is `each`: its item and index are local to the body.
+            local = action.item.name not in self.symbols.context
+            names = [action.item.name] + ([action.index.name] if action.index else [])
+            listed = self.expr(action.iterable)
+            if local:
+                self.locals += names
+            try:
+                body = _new(ir.Branch, guard=None, actions=self.actions(action.actions))
+            finally:
+                if local:
+                    del self.locals[-len(names) :]
             return _new(
                 ir.Action,
-                op="for",
+                op="each" if local else "for",
                 target=(action.item.name,),
                 index=action.index.name if action.index is not None else None,
-                value=self.expr(action.iterable),
+                value=listed,
                 branches=(body,),
             )
         if isinstance(action, ast.IfAction):

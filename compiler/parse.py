@@ -624,8 +624,16 @@ def _char_help(char: str) -> str | None:
     return None
 
 
+#: A reserved word's usual stand-in, for the help of a reserved word written as a name.
+_RENAMES = {"state": "status", "event": "kind", "in": "inside", "on": "enabled", "meta": "info"}
+
+
 def _token_help(token: Token, expected: set[str] | frozenset[str]) -> str | None:
     value = str(token)
+    if "NAME" in expected and value.isidentifier() and token.type not in {"NAME", *_SOFT_KEYWORDS}:
+        where = "a payload field may be `state`; " if value == "state" else ""
+        other = _RENAMES.get(value, value + "_")
+        return f"`{value}` is a reserved word, not a name here: {where}rename it (`{other}`)"
     if token.type == "NAME" and "SEMICOLON" in expected:
         return "separate actions with `;`: a line break does not continue a `do` list"
     if value == "=" and "COMPARE" in expected:
@@ -717,6 +725,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def name(self, children: list[Token]) -> ast.Ident:
         token = children[0]
         return ast.Ident(str(token), _token_span(token))
+
+    def field_name(self, children: list[Any]) -> ast.Ident:
+        found = children[0]
+        return found if isinstance(found, ast.Ident) else ast.Ident(str(found), _token_span(found))
 
     def text(self, children: list[Token]) -> ast.Text:
         token = children[0]
@@ -1117,6 +1129,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def assign(self, c: list[Any]) -> ast.Assign:
         return ast.Assign(c[0], str(c[1]), c[2], _span(c))  # type: ignore[arg-type]
 
+    def put_action(self, c: list[Any]) -> ast.PutAction:
+        # lvalue, key, EQUALS, value
+        return ast.PutAction(c[0], c[1], c[3], _span(c))
+
     def action_call(self, c: list[Any]) -> ast.ActionCall:
         args = tuple(a for a in c[1:] if a is not None)
         return ast.ActionCall(c[0], args, _span(c))
@@ -1248,6 +1264,28 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def call(self, c: list[Any]) -> Any:
         args = tuple(a for a in c[1:] if a is not None)
         return self._expr(ast.Call(c[0], args, _span(c)), *args)
+
+    def quantifier(self, c: list[Any]) -> Any:
+        # name, `ITEM in LIST`, body
+        func, head, body = c
+        span = _span(c)
+        if not (
+            isinstance(head, ast.Binary) and head.op == "in" and isinstance(head.left, ast.Name)
+        ):
+            if not isinstance(head, ast.Invalid):
+                self.report(
+                    "E003",
+                    f"`{func.name}(...: ...)` starts with `ITEM in LIST`",
+                    head.span,
+                    f"write `{func.name}(x in xs: ...)`",
+                )
+            return ast.Invalid(span)
+        var = ast.Ident(head.left.name, head.left.span)
+        return self._expr(ast.Quantifier(func, var, head.right, body, span), head.right, body)
+
+    def conditional(self, c: list[Any]) -> Any:
+        # IF, cond, then, else
+        return self._expr(ast.Conditional(c[1], c[2], c[3], _span(c)), c[1], c[2], c[3])
 
     def event_field(self, c: list[Any]) -> Any:
         return ast.EventField(c[1].name, _span(c))

@@ -24,8 +24,9 @@ from flowc.compiler.resolve import (
     suggest,
 )
 from flowc.compiler.source import Span
-from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.builtins import ACTION_FUNCTIONS, BUILTINS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.model import TypeRef
+from flowc.runtime.operators import BINARY_OPERATORS, BOOLEAN_RESULTS
 from flowc.runtime.rejections import REJECTION_FIELDS
 
 if TYPE_CHECKING:
@@ -44,9 +45,29 @@ class Scope:
     narrowed: frozenset[str] = frozenset()
     #: the other events of `on a, b -> X`: a payload field read must be the same in each
     also: tuple[EventInfo, ...] = ()
+    #: names local to an expression or a loop body (`x` of `any(x in xs: ...)`), innermost
+    #: last, with their types
+    locals: tuple[tuple[str, t.Ty], ...] = ()
+
+    def local(self, name: str) -> t.Ty | None:
+        for known, ty in reversed(self.locals):
+            if known == name:
+                return ty
+        return None
+
+    def with_local(self, name: str, ty: t.Ty) -> Scope:
+        return replace(self, locals=(*self.locals, (name, ty)))
 
     def narrow(self, facts: frozenset[str]) -> Scope:
         return self if not facts else replace(self, narrowed=self.narrowed | facts)
+
+    def forget(self, fields: frozenset[str]) -> Scope:
+        """This scope after the context `fields` may have been written: what was known of
+        them (or of a path into them) no longer holds."""
+        if not fields or not self.narrowed:
+            return self
+        kept = frozenset(f for f in self.narrowed if _context_root(f) not in fields)
+        return self if kept == self.narrowed else replace(self, narrowed=kept)
 
 
 Check = Callable[["TypeChecker", list[t.Ty], list[ast.Expr], Span], t.Ty]
@@ -376,22 +397,33 @@ class TypeChecker:
 
     def check_actions(self, actions: tuple[ast.Action, ...], scope: Scope) -> None:
         for action in actions:
-            if isinstance(action, ast.Assign):
-                self._check_assign(action, scope)
-            elif isinstance(action, ast.ActionCall):
-                self._check_action_call(action, scope)
-            elif isinstance(action, ast.IfAction):
-                self._check_if(action, scope)
-            elif isinstance(action, ast.RaiseAction):
-                self._check_raise(action, scope)
-            elif isinstance(action, ast.ForAction):
-                self._check_for(action, scope)
-            else:
-                self._check_emit(action, scope)
+            self._check_action(action, scope)
+            # A context field this action may write is no longer known not to be none.
+            scope = scope.forget(_written_fields(action))
+
+    def _check_action(self, action: ast.Action, scope: Scope) -> None:
+        if isinstance(action, ast.Assign):
+            self._check_assign(action, scope)
+        elif isinstance(action, ast.PutAction):
+            self._check_put(action, scope)
+        elif isinstance(action, ast.ActionCall):
+            self._check_action_call(action, scope)
+        elif isinstance(action, ast.IfAction):
+            self._check_if(action, scope)
+        elif isinstance(action, ast.RaiseAction):
+            self._check_raise(action, scope)
+        elif isinstance(action, ast.ForAction):
+            self._check_for(action, scope)
+        else:
+            self._check_emit(action, scope)
 
     def _check_for(self, action: ast.ForAction, scope: Scope) -> None:
         """`for item, i in LIST`: LIST is a list, each item fits the context field `item`, and
-        the field `i` takes an `int`."""
+        the field `i` takes an `int`; or, when `item` is no context field, both are names local
+        to the body (`_check_local_for`)."""
+        if action.item.name not in self.symbols.context:
+            self._check_local_for(action, scope)
+            return
         listed = self.infer(action.iterable, scope)
         item_ty = self._target_type((action.item,))
         if isinstance(listed, t.OptionalTy):
@@ -433,18 +465,35 @@ class TypeChecker:
                     f"`{action.index.name}` takes the position, an `int`; it is `{index_ty}`",
                     action.index.span,
                 )
-        self.check_actions(action.actions, scope)
+        # The body runs again after it wrote: what it writes is unknown from its first action.
+        self.check_actions(action.actions, scope.forget(_written_fields(action)))
+
+    def _check_local_for(self, action: ast.ForAction, scope: Scope) -> None:
+        item = self.local_item(action.item, action.iterable, scope, "`for`")
+        inner = scope.with_local(action.item.name, item)
+        if action.index is not None:
+            if action.index.name in self.symbols.context:
+                self.error(
+                    "E103",
+                    f"`{action.index.name}` is a context field, but the loop's item "
+                    f"`{action.item.name}` is not: both are fields, or both are local",
+                    action.index.span,
+                )
+            inner = inner.with_local(action.index.name, t.INT)
+        self.check_actions(action.actions, inner.forget(_written_fields(action)))
 
     def _check_if(self, action: ast.IfAction, scope: Scope) -> None:
         for branch in action.branches:
             inner = scope
             if branch.guard is not None:
                 self.check_guard(branch.guard, scope)
-                # As for a rule's guard: the payload cannot change inside the branch, context
-                # fields may (an earlier action of the branch may reassign them).
-                facts = _non_none_facts(branch.guard)
-                inner = scope.narrow(frozenset(f for f in facts if f.startswith("event:")))
+                # Nothing runs between the guard and the arm's first action, so a context
+                # field checked here stays known until an action may write it (check_actions).
+                inner = scope.narrow(_non_none_facts(branch.guard))
             self.check_actions(branch.actions, inner)
+            # A later arm runs only when this guard was false.
+            if branch.guard is not None:
+                scope = scope.narrow(_none_facts(branch.guard))
 
     def _check_raise(self, action: ast.RaiseAction, scope: Scope) -> None:
         name = action.event.name
@@ -569,6 +618,15 @@ class TypeChecker:
         return ty
 
     def _check_assign(self, action: ast.Assign, scope: Scope) -> None:
+        if scope.local(action.target[0].name) is not None:
+            self.error(
+                "E202",
+                f"`{action.target[0].name}` is local to its loop and cannot be assigned",
+                action.target[0].span,
+                "assign a context field instead",
+            )
+            self.infer(action.value, scope)
+            return
         target_ty = self._target_type(action.target)
         target_text = ".".join(i.name for i in action.target)
         if action.op == "=":
@@ -600,6 +658,52 @@ class TypeChecker:
             action.span,
         )
 
+    def _check_put(self, action: ast.PutAction, scope: Scope) -> None:
+        """`xs[i] = v`: `xs` a list field, `i` an `int`; `m[k] = v`: `m` a map field, `k` a
+        `str`; `v` fits an item."""
+        container = self._target_type(action.target)
+        text = _path_text(action.target)
+        if isinstance(container, t.ListTy | t.MapTy):
+            key_ty, item_ty = (
+                (t.INT, container.item)
+                if isinstance(container, t.ListTy)
+                else (t.STR, container.value)
+            )
+            self.expect(action.key, key_ty, scope, code="E201", what=f"a key of `{text}`")
+            self.expect(action.value, item_ty, scope, code="E202", what=f"an item of `{text}`")
+            return
+        self.infer(action.key, scope)
+        self.infer(action.value, scope)
+        if isinstance(container, t.OptionalTy):
+            self.error(
+                "E208",
+                f"`{text}` may be none: it has no item to set",
+                action.span,
+                "set the whole field first",
+            )
+        elif not t.is_any(container):
+            self.error(
+                "E201",
+                f"`{text}[...] = ` needs a list or a map, `{text}` is `{container}`",
+                action.span,
+            )
+
+    def _check_delete(self, action: ast.ActionCall, scope: Scope) -> None:
+        """`delete(m, k)`: `m` a context map field, `k` a `str`."""
+        target, key = action.args
+        self.expect(key, t.STR, scope, code="E201", what="the key")
+        path = _as_path(target)
+        if path is None:
+            self.error(
+                "E202", "the first argument of `delete` must be a context map field", target.span
+            )
+            return
+        map_ty = self._target_type(path)
+        if not t.is_any(map_ty) and not isinstance(map_ty, t.MapTy):
+            self.error(
+                "E201", f"`delete` needs a map, `{_path_text(path)}` is `{map_ty}`", target.span
+            )
+
     def _check_action_call(self, action: ast.ActionCall, scope: Scope) -> None:
         name = action.func.name
         if name not in ACTION_FUNCTIONS:
@@ -616,17 +720,22 @@ class TypeChecker:
                     f"unknown action `{name}`",
                     action.func.span,
                     suggest(name, ACTION_FUNCTIONS)
-                    or "actions: `x = e`, `x += e`, `x -= e`, `append(xs, e)`, `remove(xs, e)`",
+                    or "actions: `x = e`, `x += e`, `x -= e`, `xs[i] = e`, `append(xs, e)`, "
+                    "`remove(xs, e)`, `delete(m, k)`",
                 )
             for arg in action.args:
                 self.infer(arg, scope)
             return
         if len(action.args) != 2:
+            what = "a map field and a key" if name == "delete" else "a list field and an item"
             self.error(
                 "E118",
-                f"`{name}` takes 2 arguments (a list field and an item), got {len(action.args)}",
+                f"`{name}` takes 2 arguments ({what}), got {len(action.args)}",
                 action.span,
             )
+            return
+        if name == "delete":
+            self._check_delete(action, scope)
             return
         target, item = action.args
         path = _as_path(target)
@@ -739,6 +848,10 @@ class TypeChecker:
         return _LITERAL_TYPES[expr.kind]
 
     def _infer_Name(self, expr: ast.Name, scope: Scope) -> t.Ty:
+        if scope.locals:
+            local = scope.local(expr.name)
+            if local is not None:
+                return local
         symbols = self.symbols
         if not scope.constant and expr.name in symbols.context:
             return symbols.context[expr.name].ty
@@ -892,6 +1005,115 @@ class TypeChecker:
             )
         return t.ListTy(joined)
 
+    def _infer_Conditional(self, expr: ast.Conditional, scope: Scope) -> t.Ty:
+        """`if(c, a, b)`: `c` a `bool`; `a` and `b` of one type (as a list's items are), which
+        is the result's. `a` knows what `c` being true proves (`if(x != none, x + 1, 0)`), `b`
+        what its being false proves."""
+        self.check_guard(expr.cond, scope)
+        then = self.infer(expr.then, scope.narrow(_non_none_facts(expr.cond)))
+        other = self.infer(expr.other, scope.narrow(_none_facts(expr.cond)))
+        if t.is_any(then) or t.is_any(other):
+            return t.ANY
+        joined = t.join([then, other])
+        if joined is None:
+            return self.error(
+                "E201",
+                f"the two values of `if(...)` have different types: `{then}` and `{other}`",
+                expr.span,
+            )
+        return joined
+
+    def _infer_Quantifier(self, expr: ast.Quantifier, scope: Scope) -> t.Ty:
+        """`any(x in xs: C)`, `all`, `count`: C a `bool`; `sum(x in xs: N)`, `min`, `max`: N a
+        number. `x` is local to the body, typed as the list's items."""
+        name = expr.func.name
+        item = self.local_item(expr.var, expr.iterable, scope, f"`{name}`")
+        body = self.infer(expr.body, scope.with_local(expr.var.name, item))
+        if name not in QUANTIFIERS:
+            return self.error(
+                "E117",
+                f"`{name}(x in xs: ...)` is not a quantifier",
+                expr.func.span,
+                suggest(name, QUANTIFIERS) or "quantifiers: " + ", ".join(QUANTIFIERS),
+            )
+        if t.is_any(body):
+            return t.BOOL if name in ("any", "all") else t.INT if name == "count" else t.ANY
+        if name in ("any", "all", "count"):
+            if body != t.BOOL:
+                self.error(
+                    "E205",
+                    f"the condition of `{name}` must be a `bool`, this is `{body}`",
+                    expr.body.span,
+                )
+            return t.INT if name == "count" else t.BOOL
+        if not t.is_numeric(body):
+            return self.error("E201", f"`{name}` needs numbers, this is `{body}`", expr.body.span)
+        return body
+
+    def _whole_list(self, expr: ast.Call, scope: Scope) -> t.Ty:
+        """`sum(xs)`, `any(flags)`, ...: the quantifier over the items themselves, as
+        `sum(x in xs: x)` (lowering writes it so)."""
+        name = expr.func.name
+        if len(expr.args) != 1:
+            for arg in expr.args:
+                self.infer(arg, scope)
+            return self.error(
+                "E118",
+                f"`{name}` takes one list, or is written `{name}(x in xs: ...)`; "
+                f"got {len(expr.args)} arguments",
+                expr.span,
+            )
+        listed = self.infer(expr.args[0], scope)
+        if t.is_any(listed):
+            return t.ANY
+        item = listed.item if isinstance(listed, t.ListTy) else None
+        if name in ("any", "all", "count"):
+            if item == t.BOOL:
+                return t.INT if name == "count" else t.BOOL
+            wanted = "list[bool]"
+        else:
+            if item is not None and t.is_numeric(item):
+                return item
+            wanted = "list of numbers"
+        if isinstance(listed, t.OptionalTy):
+            return self.error(
+                "E208",
+                f"`{name}` of a list that may be none",
+                expr.args[0].span,
+                "check it first, or use `coalesce(xs, [])`",
+            )
+        return self.error(
+            "E201",
+            f"`{name}` needs a {wanted}, this is `{listed}`",
+            expr.args[0].span,
+            f"or go through the items: `{name}(x in xs: ...)`",
+        )
+
+    def local_item(self, var: ast.Ident, iterable: ast.Expr, scope: Scope, what: str) -> t.Ty:
+        """The type of a local name bound to each item of `iterable` (a list), reporting a
+        name that is already a context field and a value that is not a list."""
+        if var.name in self.symbols.context:
+            self.error(
+                "E103",
+                f"`{var.name}` is a context field; the item of {what} needs a name of its own",
+                var.span,
+            )
+        listed = self.infer(iterable, scope)
+        if isinstance(listed, t.ListTy):
+            return listed.item
+        if isinstance(listed, t.JsonTy):
+            return t.JSON  # a list when it runs, else a fault
+        if isinstance(listed, t.OptionalTy):
+            self.error(
+                "E208",
+                f"{what} over a list that may be none",
+                iterable.span,
+                "check it first, or use `coalesce(xs, [])`",
+            )
+        elif not t.is_any(listed):
+            self.error("E201", f"{what} goes through a list, this is `{listed}`", iterable.span)
+        return t.ANY
+
     def _infer_MapLit(self, expr: ast.MapLit, scope: Scope) -> t.Ty:
         values: list[t.Ty] = []
         for key, value in expr.entries:
@@ -976,6 +1198,8 @@ class TypeChecker:
         name = expr.func.name
         if name == "active":
             return self._active(expr, scope)
+        if name in QUANTIFIERS and (len(expr.args) == 1 or name not in ("min", "max")):
+            return self._whole_list(expr, scope)
         if name == "coalesce" and len(expr.args) == 2:
             # The fallback is checked against the value's type, so record literals work.
             value = self.infer(expr.args[0], scope)
@@ -1001,7 +1225,7 @@ class TypeChecker:
             )
         if any(t.is_any(a) for a in args):
             return t.ANY
-        low, high = _ARITY[name]
+        low, high = BUILTINS[name].least, BUILTINS[name].most
         if not low <= len(args) <= high:
             wanted = str(low) if low == high else f"at least {low}"
             return self.error(
@@ -1041,7 +1265,7 @@ class TypeChecker:
         right = self.infer(expr.right, right_scope)
         op = expr.op
         if t.is_any(left) or t.is_any(right):
-            return t.BOOL if op in _BOOL_RESULT else t.ANY
+            return t.BOOL if op in BOOLEAN_RESULTS else t.ANY
         if op in ("and", "or"):
             for side, ty in ((expr.left, left), (expr.right, right)):
                 if ty != t.BOOL:
@@ -1155,14 +1379,15 @@ class TypeChecker:
                 expr.span,
                 "use `coalesce(value, default)`",
             )
-        if op == "+" and left == right == t.STR:
+        rule = BINARY_OPERATORS[op]
+        if rule.concatenates and left == right == t.STR:
             return t.STR
-        if op == "+" and isinstance(left, t.ListTy) and isinstance(right, t.ListTy):
+        if rule.concatenates and isinstance(left, t.ListTy) and isinstance(right, t.ListTy):
             joined = t.join([left, right])
             if joined is not None:
                 return joined
         if t.is_numeric(left) and t.is_numeric(right):
-            if op == "/":
+            if rule.always_float:
                 return t.FLOAT
             return t.INT if left == right == t.INT else t.FLOAT
         return self.error("E201", f"cannot apply `{op}` to `{left}` and `{right}`", expr.span)
@@ -1347,25 +1572,6 @@ def _template_span(text: ast.Text, lineno: int | None) -> Span:
 
 
 #: (fewest, most) arguments of each expression function.
-_ARITY: dict[str, tuple[int, int]] = {
-    "len": (1, 1),
-    "min": (2, 99),
-    "max": (2, 99),
-    "abs": (1, 1),
-    "round": (1, 1),
-    "merge": (2, 2),
-    "keys": (1, 1),
-    "values": (1, 1),
-    "lower": (1, 1),
-    "upper": (1, 1),
-    "trim": (1, 1),
-    "coalesce": (2, 2),
-    "str": (1, 1),
-    "active": (1, 1),
-    "event_name": (0, 0),
-}
-
-
 def _synthetic_field(name: str, ty: t.Ty, span: Span) -> FieldInfo:
     """A payload field the compiler declares (done data's), as if written `name: ty`."""
     written = ast.TypeExpr(ast.Ident(str(ty), span), (), False, span)
@@ -1397,7 +1603,6 @@ _LITERAL_TYPES: dict[str, t.Ty] = {
     "none": t.NONE,
 }
 
-_BOOL_RESULT = {"and", "or", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
 
 #: Scope for rules whose event is unknown (already reported): `event.x` stays silent.
 _UNKNOWN_EVENT_SCOPE = Scope(None, "")
@@ -1466,6 +1671,32 @@ def _compared_with_none(expr: ast.Expr, op: str) -> str | None:
             if isinstance(other, ast.Literal_) and other.kind == "none":
                 return _path_key(value)
     return None
+
+
+def _context_root(key: str) -> str | None:
+    """The context field a path key (`ctx:a.b`) starts from, or None for other paths."""
+    if not key.startswith("ctx:"):
+        return None
+    return key[4:].split(".", 1)[0]
+
+
+def _written_fields(action: ast.Action) -> frozenset[str]:
+    """The context fields `action` may write (a loop writes its item and index fields)."""
+    if isinstance(action, ast.Assign | ast.PutAction):
+        return frozenset({action.target[0].name})
+    if isinstance(action, ast.ActionCall):
+        path = _as_path(action.args[0]) if action.args else None
+        return frozenset({path[0].name}) if path else frozenset()
+    if isinstance(action, ast.IfAction):
+        return frozenset().union(*(_written_in(b.actions) for b in action.branches))
+    if isinstance(action, ast.ForAction):
+        loop = {action.item.name} | ({action.index.name} if action.index else set())
+        return _written_in(action.actions) | loop
+    return frozenset()  # raise and emit queue work; they write no field
+
+
+def _written_in(actions: tuple[ast.Action, ...]) -> frozenset[str]:
+    return frozenset().union(*(_written_fields(a) for a in actions))
 
 
 def _non_none_facts(expr: ast.Expr) -> frozenset[str]:

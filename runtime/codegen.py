@@ -40,7 +40,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowc.runtime.expr import (
-    BINARY,
     FAULTS,
     FUNCTIONS,
     ExprFault,
@@ -52,6 +51,7 @@ from flowc.runtime.expr import _then as then
 from flowc.runtime.kernel import Plan, chart_plan, plan_of, with_ancestors
 from flowc.runtime.limits import LimitExceeded
 from flowc.runtime.model import IRLoadError
+from flowc.runtime.operators import BINARY_OPERATORS, Operator
 from flowc.runtime.validate import Invalid, Type
 from flowc.runtime.validate import _check_float as check_float
 
@@ -63,22 +63,11 @@ if TYPE_CHECKING:
 #: reason and the idempotency key.
 Dispatch = Callable[["Instance", Any, "str | None", "str | None"], "Outcome"]
 
-_OPERATORS: dict[str, str] = {
-    "==": "==",
-    "!=": "!=",
-    "<": "<",
-    "<=": "<=",
-    ">": ">",
-    ">=": ">=",
-    "+": "+",
-    "-": "-",
-    "*": "*",
-    "/": "/",
-    "%": "%",
-    "in": "in",
-    "not in": "not in",
+#: The evaluated binary operators, each written as Python writes it (the language's operators
+#: are Python's, runtime/operators.py); a bounded one calls its machine's function instead.
+_OPERATORS: dict[str, Operator] = {
+    s: op for s, op in BINARY_OPERATORS.items() if op.apply is not None
 }
-assert set(_OPERATORS) == set(BINARY)
 
 
 class _Unsupported(Exception):
@@ -356,13 +345,16 @@ class Generator:
             return f"p[{self.const(value)}]"
         if op in _OPERATORS and len(args) == 2:
             a, b = self.expr(args[0], s), self.expr(args[1], s)
-            if op == "*":  # bounded (Limits.mul), as in the closures
+            if _OPERATORS[op].bounded:  # (Limits.mul), as in the closures
                 return f"{self.const(self.m._compiler.binary(op))}({a}, {b})"
-            return f"({a} {_OPERATORS[op]} {b})"
+            return f"({a} {op} {b})"
         if op in ("and", "or") and len(args) == 2:
             return f"({self.expr(args[0], s)} {op} {self.expr(args[1], s)})"
         if op == "not" and len(args) == 1:
             return f"(not {self.expr(args[0], s)})"
+        if op == "cond" and len(args) == 3:
+            test, then, other = (self.expr(a, s) for a in args)
+            return f"({then} if {test} else {other})"
         if op == "neg" and len(args) == 1:
             return f"(-{self.expr(args[0], s)})"
         if op == "attr" and len(args) == 1 and isinstance(value, str):

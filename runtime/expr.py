@@ -22,15 +22,16 @@ import contextlib
 import json
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from flowc.runtime.builtins import ACTION_FUNCTIONS, EXPRESSION_FUNCTIONS
+from flowc.runtime.builtins import ACTION_FUNCTIONS, BUILTINS, EXPRESSION_FUNCTIONS, QUANTIFIERS
 from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
-from flowc.runtime.outputs import current_outputs
+from flowc.runtime.operators import BINARY_OPERATORS, EVALUATED
+from flowc.runtime.outputs import current_outputs, step_budget
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -144,18 +145,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 assert set(FUNCTIONS) | {"coalesce", "active", "event_name"} == EXPRESSION_FUNCTIONS
 
 
-def _in(item: Any, container: Any) -> bool:
-    return item in container
-
-
-def _not_in(item: Any, container: Any) -> bool:
-    return item not in container
-
-
-def _div(a: Any, b: Any) -> Any:
-    return a / b
-
-
 #: A comparison's closure of two leaves: the leaves' values (two names, or a name and a value).
 Shape = Callable[[Any, Any], "Evaluator"]
 
@@ -213,21 +202,8 @@ _COMPARE: dict[Callable[[Any, Any], Any], dict[tuple[str, str], Shape]] = {
     ),
 }
 
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": _div,
-    "%": operator.mod,
-    "in": _in,
-    "not in": _not_in,
-}
+#: The binary operators' functions (runtime/operators.py, the one table of them).
+BINARY: dict[str, Callable[[Any, Any], Any]] = dict(EVALUATED)
 
 # ---- closure factories (one per shape, so that compiling a node makes only its own cells) ----
 
@@ -254,6 +230,73 @@ def _or(a: Evaluator, b: Evaluator) -> Evaluator:
 
 def _not(a: Evaluator) -> Evaluator:
     return lambda c, e, s: not a(c, e, s)
+
+
+#: A local name's key in the context dict its body is evaluated with (`_quantifier`): no context
+#: field's name starts with it.
+LOCAL_PREFIX = "%"
+
+
+def _read_local(name: str) -> Evaluator:
+    key = LOCAL_PREFIX + name
+    return lambda c, e, s: c[key]
+
+
+def _quantifier(
+    kind: str, name: str, listed: Evaluator, body: Evaluator, limits: Limits
+) -> Evaluator:
+    """`any(x in xs: BODY)` and the other QUANTIFIERS: BODY evaluated on a shallow copy of the
+    context holding the local `x` (the context itself is never written), item by item; the
+    items are charged to the step's loop budget first."""
+    key = LOCAL_PREFIX + name
+    fold = _QUANTIFIED[kind]
+
+    def quantified(c: dict[str, Any], e: Any, s: Any) -> Any:
+        items = listed(c, e, s)
+        if type(items) is not list:
+            raise ExprFault(f"`{kind}` needs a list, got {_kind_of(items)}")
+        inner = dict(c)
+
+        def each(x: Any) -> Any:
+            inner[key] = x
+            return body(inner, e, s)
+
+        with step_budget() as out:  # one budget for the quantifiers nested in BODY too
+            out.charge_loop(len(items), limits)
+            return fold(map(each, items), limits)
+
+    return quantified
+
+
+def _fewest(values: Iterator[Any], limits: Limits) -> Any:
+    found = min(values, default=_NOTHING)
+    if found is _NOTHING:
+        raise ExprFault("`min` of an empty list")
+    return found
+
+
+def _most(values: Iterator[Any], limits: Limits) -> Any:
+    found = max(values, default=_NOTHING)
+    if found is _NOTHING:
+        raise ExprFault("`max` of an empty list")
+    return found
+
+
+_NOTHING = object()
+
+#: How each quantifier folds the body's values (taken lazily: `any` stops at the first true).
+_QUANTIFIED: dict[str, Callable[[Iterator[Any], Limits], Any]] = {
+    "any": lambda values, limits: any(values),
+    "all": lambda values, limits: all(values),
+    "count": lambda values, limits: sum(1 for v in values if v),
+    "sum": lambda values, limits: limits.check_computed(sum(values)),
+    "min": _fewest,
+    "max": _most,
+}
+
+
+def _cond(test: Evaluator, then: Evaluator, other: Evaluator) -> Evaluator:
+    return lambda c, e, s: then(c, e, s) if test(c, e, s) else other(c, e, s)
 
 
 def _neg(a: Evaluator) -> Evaluator:
@@ -387,7 +430,10 @@ class ExprCompiler:
         self.limits = limits
         #: The binary operators' functions: `*` is bounded (it alone can grow a value past the
         #: limits within one expression: `n * n * n * n`).
-        self._binaries: dict[str, Callable[[Any, Any], Any]] = {**BINARY, "*": limits.mul}
+        self._binaries: dict[str, Callable[[Any, Any], Any]] = {
+            **BINARY,
+            **{s: limits.mul for s, op in BINARY_OPERATORS.items() if op.bounded},
+        }
         #: The effects an `emit` may name (None: any). A machine passes the flow's, so that a
         #: step's plan asks whether its blocks emit only in a flow that declares some.
         self.effects = effects
@@ -484,6 +530,15 @@ class ExprCompiler:
         if op == "neg":
             _arity(op, args, 1)
             return _neg(self._build(args[0]))
+        if op == "local":
+            return _read_local(_name(value, op))
+        if op in QUANTIFIERS:
+            _arity(op, args, 2)
+            listed, body = self._build(args[0]), self._build(args[1])
+            return _quantifier(op, _name(value, op), listed, body, self.limits)
+        if op == "cond":
+            _arity(op, args, 3)
+            return _cond(self._build(args[0]), self._build(args[1]), self._build(args[2]))
         if op == "attr":
             _arity(op, args, 1)
             return self._attr(args[0], _name(value, op))
@@ -584,6 +639,11 @@ class ExprCompiler:
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
+        known = BUILTINS[name]
+        if not known.least <= len(args) <= known.most:
+            raise IRLoadError(
+                f"`{name}` takes {known.least} to {known.most} arguments, got {len(args)}"
+            )
         fs = tuple(map(self._build, args))
         if len(fs) == 1:
             leaf = _leaf(args[0])
@@ -638,8 +698,10 @@ class ExprCompiler:
                 return self._if(raw, target_type, event_types)
             if op == "emit":
                 return self._emit(raw)
-            if op == "for":
+            if op == "for" or op == "each":
                 return self._for(raw, target_type, event_types)
+            if op == "put" or op == "delete":
+                return self._keyed(raw, target_type, event_types, fresh_depth)
             raise IRLoadError(f"unknown action op {op!r}")
         path = tuple(raw.get("target") or ())
         for p in path:
@@ -689,6 +751,37 @@ class ExprCompiler:
             return _update(path, _added(norm), value, fresh_depth)
         return _update(path, _subtracted(norm), value, fresh_depth)  # sub
 
+    def _keyed(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+        fresh_depth: int,
+    ) -> ActionBlock:
+        """`xs[i] = v`, `m[k] = v` (`put`) and `delete(m, k)`: a new list or map at the target
+        path with the one item replaced, set or removed (copy-on-write, as `append`)."""
+        op = raw["op"]
+        path = tuple(raw.get("target") or ())
+        if not path or not all(type(p) is str for p in path):
+            raise IRLoadError(f"`{op}` needs a target path, got {raw.get('target')!r}")
+        ty = target_type(path)
+        kinds = ("list", "map") if op == "put" else ("map",)
+        if ty.kind not in kinds or ty.item is None:
+            raise IRLoadError(
+                f"`{op}` needs a {' or '.join(kinds)} field, `{'.'.join(path)}` is not"
+            )
+        key = self.compile(raw.get("key"))
+        if op == "delete":
+            return _update(path, _deleted, key, fresh_depth)
+        value_node = raw.get("value")
+        value = self.compile(value_node)
+        norm = _then(
+            self.bound("put", value_node, ty.item),
+            _normaliser(ty.item, path, value_node, event_types, item=True),
+        )
+        change = _list_put(norm) if ty.kind == "list" else _map_put(self.limits.max_items, norm)
+        return _update(path, change, _pair(key, value), fresh_depth)
+
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
         checked against the event's fields when the kernel takes it, as a sent one is)."""
@@ -698,11 +791,13 @@ class ExprCompiler:
         node = raw.get("value")
         payload = None if node is None else self.compile(node)
 
+        limits = self.limits
+
         def raised(c: dict[str, Any], e: Any, s: Any) -> None:
             out = current_outputs()
             if out is None:  # only the statechart kernel runs blocks that raise
                 raise IRLoadError(f"`raise {name}` outside a statechart step")
-            out.raised.append((name, None if payload is None else payload(c, e, s)))
+            out.raise_event(name, None if payload is None else payload(c, e, s), limits)
 
         return raised
 
@@ -744,7 +839,10 @@ class ExprCompiler:
         """`for item, i in LIST { … }`: the body once per item of the list as it was when the
         loop started (SCXML's `<foreach>` goes through a shallow copy), with the context field
         `item` (and `i`) set first. A list holds at most `Limits.max_items` items, so a loop
-        ends; the body is a block of its own, as an `if` arm is (see `action_plan`)."""
+        ends; the body is a block of its own, as an `if` arm is (see `action_plan`).
+        `each` is the same loop with a local item and index: kept in the working context under
+        `LOCAL_PREFIX` keys while the body runs (read by `local` expressions), then taken out."""
+        local = raw.get("op") == "each"
         target = raw.get("target")
         if not isinstance(target, Sequence) or len(target) != 1 or not isinstance(target[0], str):
             raise IRLoadError("a `for` action needs the name of its item field")
@@ -759,16 +857,35 @@ class ExprCompiler:
         if not isinstance(body_raw, Mapping):
             raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
         listed = self.compile(raw.get("value"))
-        item_ty = target_type((item,))
-        norm = _normaliser(item_ty, (item,), None, event_types, item=False)
-        if index is not None:
-            target_type((index,))  # checks the field exists
+        norm: Callable[[Any], Any] = _identity  # a local item is read as it is, never stored
+        if local:
+            item, index = LOCAL_PREFIX + item, None if index is None else LOCAL_PREFIX + index
+        else:
+            item_ty = target_type((item,))
+            norm = _normaliser(item_ty, (item,), None, event_types, item=False)
+            if index is not None:
+                target_type((index,))  # checks the field exists
         body = self.actions(body_raw.get("actions") or (), target_type, event_types)
+        limits = self.limits
 
         def loop(c: dict[str, Any], e: Any, s: Any) -> None:
             items = listed(c, e, s)
             if type(items) is not list:
                 raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
+            # (A step of a flow with loops always collects, `Machine.emits`: the step's budget.)
+            with step_budget() as out:
+                out.charge_loop(len(items), limits)
+                if not local:
+                    run(c, e, s, items)
+                    return
+                try:
+                    run(c, e, s, items)
+                finally:  # the locals never outlive the loop, even one a fault ends
+                    c.pop(item, None)
+                    if index is not None:
+                        c.pop(index, None)
+
+        def run(c: dict[str, Any], e: Any, s: Any, items: list[Any]) -> None:
             for i, x in enumerate(tuple(items)):
                 c[item] = norm(x)
                 if index is not None:
@@ -789,11 +906,13 @@ class ExprCompiler:
         node = raw.get("value")
         value = self.compile(node) if node is not None else None
 
+        limits = self.limits
+
         def emit(c: dict[str, Any], e: Any, s: Any) -> None:
             out = current_outputs()
             if out is None:
                 raise IRLoadError(f"effect {name!r} emitted outside a step that collects effects")
-            out.effects.append((name, value(c, e, s) if value is not None else {}))
+            out.emit(name, value(c, e, s) if value is not None else {}, limits)
 
         return emit
 
@@ -866,6 +985,21 @@ def _subtracted(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
     return lambda old, v: norm(old - v)
 
 
+def has_loop(raw: Any) -> bool:
+    """Whether raw IR (a flow, a block, an action) holds a `for` action somewhere: its steps
+    need a collector, which keeps the step's loop budget (`StepOutputs.charge_loop`)."""
+    stack = [raw]
+    while stack:
+        n = stack.pop()
+        if type(n) is dict:
+            if n.get("op") == "for" or n.get("op") == "each":
+                return True
+            stack.extend(n.values())
+        elif type(n) is list or type(n) is tuple:
+            stack.extend(n)
+    return False
+
+
 def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
     """Each action of a block with its fresh depth: how many leading containers of its target
     path an earlier action of the same block has already copied (and so may be changed in
@@ -887,7 +1021,7 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
         plan.append((a, depth))
         if pos == last:
             break  # what the last action leaves copied is of no use to any other
-        if a.get("op") == "for":
+        if a.get("op") == "for" or a.get("op") == "each":
             # The body may store shared values anywhere: nothing copied before stays fresh.
             fresh = set()
             continue
@@ -896,7 +1030,7 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
         if fresh:
             # The written path holds a value that may be shared; anything read by the value
             # may now be referenced from elsewhere: neither may be changed in place again.
-            read = _ctx_reads(a.get("value"))
+            read = _ctx_reads(a.get("value")) | _ctx_reads(a.get("key"))
             n = len(path)
             kept = set()
             for q in fresh:  # a loop: a comprehension here would put n, path, read in cells
@@ -919,6 +1053,41 @@ def _ctx_reads(node: Any) -> set[str]:
         args = n.get("args")
         if args:
             stack.extend(args)
+    return out
+
+
+def _pair(key: Evaluator, value: Evaluator) -> Evaluator:
+    return lambda c, e, s: (key(c, e, s), value(c, e, s))
+
+
+def _list_put(norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def put(old: list[Any], kv: tuple[Any, Any]) -> list[Any]:
+        k, v = kv
+        if type(k) is not int or not 0 <= k < len(old):
+            raise ExprFault(f"index {k!r} is out of range for a list of {len(old)} items")
+        out = list(old)
+        out[k] = norm(v)
+        return out
+
+    return put
+
+
+def _map_put(longest: int, norm: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def put(old: dict[str, Any], kv: tuple[Any, Any]) -> dict[str, Any]:
+        k, v = kv
+        if k not in old and len(old) >= longest:
+            raise LimitExceeded(f"the map would have more than {longest:,} entries")
+        return {**old, k: norm(v)}
+
+    return put
+
+
+def _deleted(old: dict[str, Any], key: Any) -> dict[str, Any]:
+    # Deleting a key that is not there is not a fault, as removing a missing item is not.
+    if key not in old:
+        return old
+    out = dict(old)
+    del out[key]
     return out
 
 
@@ -1231,4 +1400,4 @@ def _arity(op: str, args: Sequence[Any], n: int) -> None:
         raise IRLoadError(f"`{op}` takes {n} operand(s), got {len(args)}")
 
 
-assert {"append", "remove"} == ACTION_FUNCTIONS
+assert {"append", "remove", "delete"} == ACTION_FUNCTIONS

@@ -122,7 +122,8 @@ class Plan:
         elif not internal and target.raw.get("entry"):
             steps.append(Step("entry", target, "entry", target))
         self.steps: tuple[Step, ...] = tuple(steps)
-        #: Some block may `emit` an effect: the step runs with a collector (runtime/outputs.py).
+        #: Some block may `emit` an effect or loop: the step runs with a collector
+        #: (runtime/outputs.py).
         #: (Asked only in a flow that declares effects: an `emit` of any other is refused.)
         self.emits: bool = False
         if t.machine.emits:
@@ -240,9 +241,11 @@ def _emits(actions: Any) -> bool:
     """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
     for a in actions or ():
         op = a.get("op")
-        if op == "emit":
+        if op == "emit" or op == "for" or op == "each":  # a loop charges the step's budget
             return True
-        if op in ("if", "for") and any(_emits(b.get("actions")) for b in a.get("branches") or ()):
+        if op in ("if", "for", "each") and any(
+            _emits(b.get("actions")) for b in a.get("branches") or ()
+        ):
             return True
     return False
 

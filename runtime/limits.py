@@ -59,6 +59,15 @@ class Limits:
     #: eventless rules and the raised events processed before the step commits (run to
     #: completion). A step needing more is refused (`limit_exceeded`), nothing changed.
     max_microsteps: int = 100
+    #: Loop iterations in one step, all `for` loops together, nested ones included: a loop
+    #: charges its list's length when it starts, so a step past the budget is refused before
+    #: the loop does any of its work (`limit_exceeded`, nothing changed).
+    max_loop_iterations: int = 100_000
+    #: Effects emitted plus events raised by one step.
+    max_outputs: int = 1_000
+    #: Total size of the payloads of one step's effects and raised events, measured as
+    #: `max_value_size` is (characters of strings plus items of lists and maps).
+    max_output_size: int = 10_000_000
     _int_max: int = field(init=False, repr=False, compare=False)
     _int_bits: int = field(init=False, repr=False, compare=False)
 
@@ -75,6 +84,9 @@ class Limits:
             "max_issues",
             "max_argument",
             "max_microsteps",
+            "max_loop_iterations",
+            "max_outputs",
+            "max_output_size",
         ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
@@ -114,6 +126,22 @@ class Limits:
         the value, stopping as soon as its size is past `max_value_size`."""
         _measure(self, value, 0, [self.max_value_size])
         return value
+
+    def output_size(self, value: Any, room: int) -> int:
+        """The size of a payload `value` (as `check_computed` measures it), which a step's
+        outputs may still grow by `room`; raises `LimitExceeded` past it, having walked at most
+        `room` of the value."""
+        budget = [room]
+        try:
+            _measure(self, value, 0, budget)
+        except LimitExceeded:
+            if budget[0] >= 0:
+                raise  # a string, integer or nesting past its own limit
+            raise LimitExceeded(
+                f"the step's effects and raised events are larger than "
+                f"{self.max_output_size:,} (characters plus items; Limits.max_output_size)"
+            ) from None
+        return room - budget[0]
 
     def check_int(self, n: Any) -> Any:
         """`check_computed` for a number: `n` itself unless it is an integer past the limit."""

@@ -33,7 +33,7 @@ from pydantic_core import from_json
 
 from flowc.runtime.clock import Clock, system_clock
 from flowc.runtime.codegen import Dispatch, Generator, general, warming
-from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler
+from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler, has_loop
 from flowc.runtime.kernel import CONFIGURATION_CALLS, calls, leaf_chart
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
@@ -349,8 +349,13 @@ class Machine:
         self.clock: Clock = clock or system_clock
         #: The bounds on values and work of this machine's instances (limits.py).
         self.limits: Limits = limits or DEFAULT_LIMITS
-        #: The flow declares effects (`effect NAME(...)`): steps that may emit collect them.
-        self.emits: bool = bool(raw.get("effects")) if isinstance(raw, Mapping) else False
+        #: The flow declares effects (`effect NAME(...)`) or has loops: steps that may emit or
+        #: loop collect (runtime/outputs.py: the effects, and the step's loop budget).
+        self.emits: bool = (
+            bool(raw.get("effects")) or has_loop((raw.get("states"), raw.get("transitions")))
+            if isinstance(raw, Mapping)
+            else False
+        )
         # Loading allocates thousands of small objects that all live as long as the machine;
         # the cyclic collector would scan the whole parsed JSON again and again meanwhile.
         paused = gc.isenabled()

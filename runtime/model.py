@@ -16,6 +16,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from flowc.runtime.builtins import QUANTIFIERS
+
 #: Bumped on any change a loader written for the previous version could misread. The compiler
 #: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
 #: that uses no member added in version 2 is written as version 1, byte for byte as before.
@@ -82,14 +84,32 @@ class Action(IRModel):
     payload in `value`) and `if` (`branches`, tried in order; the first whose guard holds runs;
     a branch without a guard is the `else`, and comes last), and `for` (the list in `value`, the
     context field set to each item in `target`, the one set to its position in `index`, and
-    the body as the one branch, without a guard, of `branches`)."""
+    the body as the one branch, without a guard, of `branches`). It grew `put` (`xs[i] = v`,
+    `m[k] = v`: the list or map at `target`, the position or key in `key`, the new item in
+    `value`), `delete` (`delete(m, k)`: the map at `target`, the key in `key`) and `each` (a
+    `for` whose `target` and `index` name locals of the body, read by `local` expressions,
+    rather than context fields)."""
 
-    op: Literal["set", "add", "sub", "append", "remove", "raise", "emit", "if", "for"]
+    op: Literal[
+        "set",
+        "add",
+        "sub",
+        "append",
+        "remove",
+        "raise",
+        "emit",
+        "if",
+        "for",
+        "each",
+        "put",
+        "delete",
+    ]
     target: tuple[str, ...] = ()
     value: Expr | None = None
     event: str | None = None
     branches: tuple[Branch, ...] = ()
     index: str | None = None
+    key: Expr | None = None
 
 
 class Branch(IRModel):
@@ -121,7 +141,9 @@ TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject",
 StateKind = Literal["normal", "final", "choice", "compound", "parallel", "history"]
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
-V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for"})
+V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for", "each", "put", "delete"})
+#: Expression ops added in version 2 (after it first shipped; see docs/ir.md).
+V2_EXPR_OPS: frozenset[str] = frozenset({"cond", "local", *QUANTIFIERS})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
@@ -265,7 +287,7 @@ class CompiledFlow(IRModel):
                 return 2
         if any(_uses_v2_ops(s.entry) or _uses_v2_ops(s.exit) for s in self.states):
             return 2
-        if _reads_configuration(self):
+        if _uses_v2_expressions(self):
             return 2
         return 1
 
@@ -316,14 +338,16 @@ def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
     return any(a.op in V2_ACTION_OPS for a in actions)
 
 
-def _reads_configuration(flow: CompiledFlow) -> bool:
-    """Whether some expression calls `active` or `event_name` (version 2: a version 1 runtime
-    does not know them)."""
+def _uses_v2_expressions(flow: CompiledFlow) -> bool:
+    """Whether some expression calls `active` or `event_name`, or uses an op of
+    `V2_EXPR_OPS` (version 2: a version 1 runtime does not know them)."""
     stack: list[Any] = [flow.transitions, flow.states, flow.events, flow.invariants]
     while stack:
         node = stack.pop()
         if isinstance(node, Expr):
-            if node.op == "call" and node.value in ("active", "event_name"):
+            if node.op in V2_EXPR_OPS or (
+                node.op == "call" and node.value in ("active", "event_name")
+            ):
                 return True
             stack.extend(node.args)
         elif isinstance(node, BaseModel):
@@ -496,7 +520,7 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         return
-    if op == "for":
+    if op == "for" or op == "each":
         target = a.get("target")
         if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
             raise _Bad(f"{where} `for` needs the name of its item field")
@@ -505,7 +529,7 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         branches = _list(a.get("branches"), f"{where} `for` body")
         if len(branches) != 1:
             raise _Bad(f"{where} `for` needs one body")
-    if op in ("if", "for"):
+    if op in ("if", "for", "each"):
         if depth > 32:
             raise _Bad(f"{where} nests `if` or `for` too deeply")
         branches = _list(a.get("branches"), f"{where} branches")
@@ -520,6 +544,10 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
     target = a.get("target")
     if type(target) is not list or not target or not all(type(p) is str for p in target):
         raise _Bad(f"{where} needs a target path of names")
+    if op in ("put", "delete"):
+        _expr(a.get("key"), f"{where} {op} key")
+        _expr(a.get("value"), f"{where} value", optional=op == "delete")
+        return
     _expr(a.get("value"), f"{where} value")
 
 

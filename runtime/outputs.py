@@ -16,17 +16,54 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from flowc.runtime.limits import LimitExceeded, Limits
+
 
 class StepOutputs:
-    """The events raised and the effects emitted by one step's actions, in order."""
+    """The events raised and the effects emitted by one step's actions, in order, and the work
+    the step's loops have done: the step's bounds (`Limits.max_outputs`, `max_output_size`,
+    `max_loop_iterations`) are kept here, as the collector lives exactly as long as the step."""
 
-    __slots__ = ("effects", "raised")
+    __slots__ = ("effects", "iterations", "raised", "size")
 
     def __init__(self) -> None:
         #: (event name, payload or None), in the order the actions raised them
         self.raised: list[tuple[str, dict[str, Any] | None]] = []
         #: (effect name, payload), in the order the actions emitted them
         self.effects: list[tuple[str, dict[str, Any]]] = []
+        #: loop iterations charged so far (`charge_loop`)
+        self.iterations = 0
+        #: total size of the payloads above
+        self.size = 0
+
+    def emit(self, name: str, payload: dict[str, Any], limits: Limits) -> None:
+        self._charge(payload, limits)
+        self.effects.append((name, payload))
+
+    def raise_event(self, name: str, payload: dict[str, Any] | None, limits: Limits) -> None:
+        self._charge(payload, limits)
+        self.raised.append((name, payload))
+
+    def _charge(self, payload: dict[str, Any] | None, limits: Limits) -> None:
+        """Count one more output and its payload's size, refusing the step past the bounds
+        before the output is kept (a storm stops at the bound, not at a `MemoryError`)."""
+        if len(self.effects) + len(self.raised) >= limits.max_outputs:
+            raise LimitExceeded(
+                f"the step emits and raises more than {limits.max_outputs:,} effects and events "
+                "(Limits.max_outputs)"
+            )
+        if payload:
+            self.size += limits.output_size(payload, limits.max_output_size - self.size)
+
+    def charge_loop(self, items: int, limits: Limits) -> None:
+        """A loop over `items` items starts: refused when the step's loops would pass
+        `Limits.max_loop_iterations` in all."""
+        self.iterations += items
+        if self.iterations > limits.max_loop_iterations:
+            raise LimitExceeded(
+                f"the step's loops would run more than {limits.max_loop_iterations:,} "
+                "iterations in all (Limits.max_loop_iterations)"
+            )
 
 
 _CURRENT: ContextVar[StepOutputs | None] = ContextVar("flowc_step_outputs", default=None)
@@ -35,6 +72,19 @@ _CURRENT: ContextVar[StepOutputs | None] = ContextVar("flowc_step_outputs", defa
 def current_outputs() -> StepOutputs | None:
     """The collector of the step running in this thread or task, if it collects."""
     return _CURRENT.get()
+
+
+@contextmanager
+def step_budget() -> Iterator[StepOutputs]:
+    """The collector that keeps the running step's loop budget: the step's own, or, for work
+    run outside any step that collects (a guard of a flat flow, a block run on its own), one
+    shared by everything inside the block (loops nested in a loop, quantifiers in one)."""
+    out = _CURRENT.get()
+    if out is not None:
+        yield out
+        return
+    with collecting() as fresh:
+        yield fresh
 
 
 @contextmanager

@@ -11,28 +11,27 @@ import json
 import math
 from collections.abc import Iterable
 
+from flowc.runtime.builtins import QUANTIFIERS
 from flowc.runtime.model import Action, Expr
+from flowc.runtime.operators import (
+    AND,
+    ATOM,
+    BINARY_OPERATORS,
+    COMPARE,
+    FACTOR,
+    NOT,
+    OR,
+    POSTFIX,
+    SUM,
+    TERM,
+)
 
-# Binding strength, loosest first; mirrors the rule nesting in grammar/flow.lark.
-_OR, _AND, _NOT, _CMP, _SUM, _TERM, _FACTOR, _POSTFIX, _ATOM = range(9)
+# Binding strength, loosest first (runtime/operators.py, which mirrors the grammar's nesting).
+_OR, _AND, _NOT, _CMP, _SUM, _TERM, _FACTOR, _POSTFIX, _ATOM = (
+    OR, AND, NOT, COMPARE, SUM, TERM, FACTOR, POSTFIX, ATOM,
+)  # fmt: skip
 
-_BINARY: dict[str, int] = {
-    "or": _OR,
-    "and": _AND,
-    "==": _CMP,
-    "!=": _CMP,
-    "<": _CMP,
-    "<=": _CMP,
-    ">": _CMP,
-    ">=": _CMP,
-    "in": _CMP,
-    "not in": _CMP,
-    "+": _SUM,
-    "-": _SUM,
-    "*": _TERM,
-    "/": _TERM,
-    "%": _TERM,
-}
+_BINARY: dict[str, int] = {s: op.level for s, op in BINARY_OPERATORS.items()}
 
 _STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
 
@@ -74,7 +73,7 @@ def payload_text(value: Expr | None) -> str:
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
         return f"{action.op} {action.event}{payload_text(action.value)}"
-    if action.op == "for":
+    if action.op == "for" or action.op == "each":  # (`each`: the same loop, with locals)
         assert action.value is not None and action.branches, "a loop has a list and a body"
         head = ", ".join((*action.target, *((action.index,) if action.index else ())))
         body = actions_text(action.branches[0].actions)
@@ -87,8 +86,12 @@ def action_text(action: Action) -> str:
             )
             arms.append(f"{head} {{ {actions_text(b.actions)} }}")
         return " ".join(arms)
-    assert action.value is not None, "set/add/sub/append/remove always have a value"
     target = ".".join(action.target)
+    if action.op == "delete" and action.key is not None:
+        return f"delete({target}, {expr_text(action.key)})"
+    assert action.value is not None, "set/add/sub/append/remove/put always have a value"
+    if action.op == "put" and action.key is not None:
+        return f"{target}[{expr_text(action.key)}] = {expr_text(action.value)}"
     symbol = {"set": "=", "add": "+=", "sub": "-="}.get(action.op)
     if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions
         return f"{action.op}({target}, {expr_text(action.value)})"
@@ -163,6 +166,14 @@ def _text(expr: Expr) -> tuple[str, int]:
         keys, values = args[::2], args[1::2]
         entries = [f"{expr_text(k)}: {expr_text(v)}" for k, v in zip(keys, values, strict=False)]
         return "{" + ", ".join(entries) + "}", _ATOM
+    if op == "local":
+        return str(expr.value), _ATOM
+    if op in QUANTIFIERS and len(args) == 2:
+        if args[1].op == "local" and args[1].value == expr.value:
+            return f"{op}({expr_text(args[0])})", _ATOM  # `sum(xs)`: the items themselves
+        return f"{op}({expr.value} in {expr_text(args[0])}: {expr_text(args[1])})", _ATOM
+    if op == "cond" and len(args) == 3:
+        return f"if({', '.join(expr_text(a) for a in args)})", _ATOM
     if op == "not":
         return f"not {_wrap(args[0], _NOT)}", _NOT
     if op == "neg":

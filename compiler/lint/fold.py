@@ -11,12 +11,12 @@ expressions.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any, Final
 
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded
 from flowc.runtime.model import Expr
+from flowc.runtime.operators import BINARY_OPERATORS, COMPARISONS
 
 
 class _Unknown:
@@ -29,25 +29,14 @@ class _Unknown:
 #: The value of an expression that depends on something only known at run time.
 UNKNOWN: Final = _Unknown()
 
-_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
+#: The evaluated operators, as the runtime evaluates them (runtime/operators.py), a bounded one
+#: under the runtime's default limits.
+_EVALUATE: dict[str, Callable[[Any, Any], Any]] = {
+    s: DEFAULT_LIMITS.mul if op.bounded else op.apply
+    for s, op in BINARY_OPERATORS.items()
+    if op.apply is not None
 }
-
-_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": DEFAULT_LIMITS.mul,  # as the runtime bounds it
-    "/": operator.truediv,
-    "%": operator.mod,
-}
-
-
-_FOLDABLE = frozenset({*_COMPARE, *_ARITHMETIC, "in", "not in"})
+_FOLDABLE = frozenset(_EVALUATE)
 
 
 def fold(expr: Expr) -> object:
@@ -66,6 +55,12 @@ def fold(expr: Expr) -> object:
         return UNKNOWN
     if op in ("and", "or"):
         return _fold_bool(op, args)
+    if op == "cond" and len(args) == 3:
+        # As at run time: only the value the test chooses is taken.
+        test = fold(args[0])
+        if not isinstance(test, bool):
+            return UNKNOWN
+        return fold(args[1] if test else args[2])
     if op == "list":
         items = [fold(a) for a in args]
         return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
@@ -78,10 +73,10 @@ def fold(expr: Expr) -> object:
         if op in ("==", "!="):
             equal = _same_type_family(left, right) and left == right
             return equal if op == "==" else not equal
-        if op in _COMPARE:
+        if op in COMPARISONS:
             if not (_is_number(left) and _is_number(right)) and type(left) is not type(right):
                 return UNKNOWN
-            return bool(_COMPARE[op](left, right))
+            return bool(_EVALUATE[op](left, right))
         if op in ("in", "not in"):
             if not isinstance(right, tuple | str):
                 return UNKNOWN
@@ -94,7 +89,7 @@ def fold(expr: Expr) -> object:
             if op == "+" and type(left) is type(right) and isinstance(left, str | tuple):
                 return left + right  # type: ignore[operator]
             return UNKNOWN
-        return _ARITHMETIC[op](left, right)
+        return _EVALUATE[op](left, right)
     except (ArithmeticError, TypeError, ValueError, LimitExceeded):
         # Division by zero and friends fail at run time; that is not a constant.
         return UNKNOWN
@@ -125,7 +120,7 @@ def _fold_bool(op: str, args: tuple[Expr, ...]) -> object:
 
 def _constant(expr: Expr) -> bool:
     """Whether `expr` is made of literals only (so a value fold cannot give is a fault)."""
-    return expr.op not in ("ctx", "event", "state", "meta", "call") and all(
+    return expr.op not in ("ctx", "event", "state", "meta", "call", "local") and all(
         _constant(a) for a in expr.args
     )
 

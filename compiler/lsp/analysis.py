@@ -472,12 +472,14 @@ class FileIndex:
 
     def _actions(self, actions: tuple[ast.Action, ...], event: str | None, s: Symbols) -> None:
         for action in actions:
-            if isinstance(action, ast.Assign):
+            if isinstance(action, ast.Assign | ast.PutAction):
                 head, *rest = action.target
                 info = s.context.get(head.name)
                 if info is not None:
                     self._add("field", (head.name,), head.span, False)
                     self._record_path(info.ty, rest, s)
+                if isinstance(action, ast.PutAction):
+                    self._expr(action.key, event, s)
                 self._expr(action.value, event, s)
             elif isinstance(action, ast.ActionCall):
                 for arg in action.args:
@@ -550,6 +552,10 @@ class FileIndex:
                 stack.append(e.operand)
             elif isinstance(e, ast.Binary):
                 stack += [e.left, e.right]
+            elif isinstance(e, ast.Conditional):
+                stack += [e.cond, e.then, e.other]
+            elif isinstance(e, ast.Quantifier):
+                stack += [e.iterable, e.body]
 
     # ---- text -----------------------------------------------------------------------------
 

@@ -46,7 +46,9 @@ from flowc.compiler.scxml.expressions import (
     translate,
 )
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
+from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.model import Expr
+from flowc.runtime.operators import ARITHMETIC, BINARY_OPERATORS, BOOLEAN_RESULTS
 
 #: Effects the imported flow emits for its host; docs/scxml.md gives their contract.
 SEND_EFFECT = "scxml_send"
@@ -1800,20 +1802,23 @@ def _infer(expr: Expr, var_types: dict[str, str | None], names: Names) -> str | 
             if field_name == expr.value:
                 return var_types.get(var)
         return "str" if expr.value == "sessionid" else None
-    if op in ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "and", "or", "not"):
+    if op in BOOLEAN_RESULTS:
         return "bool"
     if op == "neg":
         return _infer(expr.args[0], var_types, names)
-    if op in ("+", "-", "*", "/", "%"):
+    if op in ARITHMETIC:
+        # As the type checker types it (runtime/operators.py).
+        rule = BINARY_OPERATORS[op]
         left = _infer(expr.args[0], var_types, names)
         right = _infer(expr.args[1], var_types, names)
-        if left == right and left in ("int", "float", "str"):
-            return left
-        if {left, right} == {"int", "float"}:
-            return "float"
+        if left == right == "str":
+            return "str" if rule.concatenates else None
+        if left in ("int", "float") and right in ("int", "float"):
+            return "float" if rule.always_float or "float" in (left, right) else "int"
         return None
     if op == "call":
-        return {"len": "int", "str": "str"}.get(str(expr.value))
+        known = BUILTINS.get(str(expr.value))
+        return None if known is None else known.result
     if op == "index":
         listed = _infer(expr.args[0], var_types, names)
         if listed is not None and listed.startswith("list["):

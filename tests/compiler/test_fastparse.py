@@ -414,6 +414,12 @@ def test_statechart_faults_are_left_to_lark(text: str, code: str) -> None:
         'flow t\nmessage m """one"""\nmessage k """\n"""    state B\n',
         # A word met again is the same kind (the scan remembers kinds by text).
         "flow t\nevent go\nstate go { on go -> go }\n",
+        # The conditional expression, nested, and `state` as a payload field.
+        "flow t\nstate A { on go if if(n > 1, if(m, 1, 2), 3) > 0 -> A do n = if(a, b, c) }\n",
+        'flow t\nstate A { on go -> A do xs[i + 1] = 2; a.b["k"] = [1]; delete(m, k) }\n',
+        "flow t\nstate A { on go if any(x in xs: x > 1) or sum(y in f(a): y.n + 1) > 2 -> A }\n",
+        "flow t\neffect fx(state: str)\n"
+        "state A { on go if event.state == 1 -> A do emit fx(state: 1) }\n",
     ],
 )
 def test_expressions_and_positions_take_the_fast_path(text: str) -> None:
@@ -422,7 +428,13 @@ def test_expressions_and_positions_take_the_fast_path(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["flow t\nstate A { on go if event.1 -> A }\n", "flow t\nstate A { on go if event. -> A }\n"],
+    [
+        "flow t\nstate A { on go if event.1 -> A }\n",
+        "flow t\nstate A { on go if event. -> A }\n",
+        "flow t\nstate A { on go if if(a, b) -> A }\n",
+        "flow t\nstate A { on go if any(xs: x) -> A }\n",
+        "flow t\nstate A { on go if if(x in xs: x) -> A }\n",
+    ],
 )
 def test_an_event_without_a_field_name_is_left_to_lark(text: str) -> None:
     assert fastparse.parse_module(text) is None

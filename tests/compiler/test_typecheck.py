@@ -51,6 +51,34 @@ def test_without_a_check_optional_values_are_refused(rule: str) -> None:
     assert [code for code, _ in check(rule)] == ["E208"]
 
 
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "on e -> B do if note != none { n = len(note) }",
+        "on e -> B do if note != none { last = note; n = len(note) }",
+        "on e -> B do if note == none { n = 0 } else { n = len(note) }",
+        "on e -> B do if note == none { n = 0 } elif len(note) > 2 { n = len(note) }",
+        "on e -> B do if note != none { for last in xs { n += len(note) } }",
+    ],
+)
+def test_an_if_narrows_a_context_field_until_it_is_written(rule: str) -> None:
+    assert check(rule) == []
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "on e -> B do if note != none { note = none; n = len(note) }",
+        "on e -> B do if note != none { if n > 1 { note = none }; n = len(note) }",
+        "on e -> B do if note != none { n = 1 } else { n = len(note) }",
+        "on e -> B do if note != none { for last in xs { n = len(note); note = none } }",
+        "on e -> B do if note != none { for note in xs { n = 1 }; n = len(note) }",
+    ],
+)
+def test_a_write_or_a_false_check_keeps_a_context_field_optional(rule: str) -> None:
+    assert [code for code, _ in check(rule)] == ["E208"]
+
+
 def test_coalesce_takes_a_record_literal_fallback() -> None:
     assert check('on e -> B do last = coalesce(event.ib, {"template_id": "t"}).template_id') == []
     errors = check('on e -> B do last = coalesce(event.ib, {"template": "t"}).template_id')

@@ -86,6 +86,7 @@ bool_exprs = st.recursive(
         st.tuples(st.sampled_from(["==", "!="]), children, children).map(
             lambda t: node(t[0], t[1], t[2])
         ),
+        st.tuples(children, children, children).map(lambda t: node("cond", *t)),
     ),
     max_leaves=8,
 )

@@ -109,7 +109,9 @@ def test_type_errors() -> None:
     assert errors("for x, name in event.xs { }") == [
         ("E202", "`name` takes the position, an `int`; it is `str`")
     ]
-    assert [c for c, _ in errors("for nope in event.xs { }")] == ["E107"]
+    # an item that is no context field is local to the loop (tests/runtime/test_locals.py)
+    assert errors("for nope in event.xs { }") == []
+    assert [c for c, _ in errors("for nope in event.xs { nope = 1 }")] == ["E202"]
     assert [c for c, _ in errors("for x in event.xs { total += name }")] == ["E202"]
 
 
