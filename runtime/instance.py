@@ -38,6 +38,7 @@ from flowc.runtime.kernel import (
     Refusal,
     Step,
     plan_of,
+    rivals,
     summary_of,
     with_ancestors,
 )
@@ -943,9 +944,9 @@ class Instance:
                     out.append(self._fault_in(exc, t, st, None, None))
                     continue
                 at = max(due, self._history[-1][_AT])
-                out.append(self._take(st, t, None, "timer", None, None, None, at, tried))
-                if self._config is not None:
-                    self._keep_untried(t, tried[i + 1 :], due)
+                group = tuple(x for x in tried if rivals(x, t))
+                out.append(self._take(st, t, None, "timer", None, None, None, at, group))
+                self._keep_untried(t, tried[i + 1 :], due)
                 break
         return out
 
@@ -963,7 +964,8 @@ class Instance:
         tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
         """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
-        `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
+        `tried`: for a timer, the timers of its group (`rivals`) due with it, which repeat
+        with it."""
         if self._config is not None:
             return self._take_chart(st, [t], p, kind, event, reason, key, at, tried)
         plan = t.plan
@@ -1086,8 +1088,7 @@ class Instance:
         kept = [(due, x) for due, x in self._timers or () if x.source not in exited]
         arm = tuple(x for s in config if s in run.entered for x in s.timers)
         if len(ts) == 1 and (ts[0].plan or plan_of(ts[0])).repeats and ts[0].source not in exited:
-            t = ts[0]
-            arm += tuple(x for x in tried if x.source is t.source) or (t,)
+            arm += tried or (ts[0],)
         if arm:
             try:
                 kept += _chart_timers(m, arm, now, c)
@@ -1118,15 +1119,16 @@ class Instance:
         return r
 
     def _keep_untried(self, taken: CTransition, rest: tuple[CTransition, ...], due: float) -> None:
-        """After a timer step of a statechart: the timers due with the one taken but not tried
-        stay pending (they are tried next, at the same deadline) when their state is still
-        active, was not re-entered, and is not the taken timer's (its rivals)."""
-        config = self._config or ()
+        """After a timer step: the timers due with the one taken but not tried stay pending
+        (they are tried next, at the same deadline) when their state is still active, was not
+        re-entered, and they are not of the taken timer's group (`rivals`): a deadline beside
+        a repeating `after D -> self` still fires."""
+        config = self._config if self._config is not None else (self._state,)
         pending = {x for _, x in self._timers or ()}
         keep = [
             (due, x)
             for x in rest
-            if x.source is not taken.source and x.source in config and x not in pending
+            if not rivals(x, taken) and x.source in config and x not in pending
         ]
         if keep:
             self._timers = _due_order([*(self._timers or ()), *keep])
@@ -1589,9 +1591,15 @@ def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) ->
 
 
 def _due_order(timers: list[tuple[float, CTransition]]) -> Timers:
-    """Soonest first; timers due together in source order."""
-    timers.sort(key=lambda x: (x[0], x[1].index))
+    """Soonest first; timers due together innermost state first (as an event's rules are
+    tried: a compound's timers after its children's), then in document order."""
+    timers.sort(key=_trial_order)
     return tuple(timers)
+
+
+def _trial_order(timer: tuple[float, CTransition]) -> tuple[float, int, int, int]:
+    t = timer[1]
+    return (timer[0], -len(t.source.ancestors), t.source.order, t.index)
 
 
 def _entered(history: list[Entry], state: str) -> float:

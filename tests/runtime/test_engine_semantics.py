@@ -1,0 +1,161 @@
+"""The step semantics decided in the engine (issue 24 item 6): an internal transition exits
+nothing it does not have to, a compound's rule to its own descendant is internal unless marked
+`reenter`, and timers due together are tried innermost first. Each is checked on both dispatch
+paths (generated functions and the general path) where a send is involved."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowc.runtime import FakeClock, Machine
+
+from .conftest import machine
+
+REPEAT_AND_DEADLINE = """
+flow repeat_and_deadline
+context { n: int = 0 }
+initial state A {
+  after 1s -> self do n += 1
+  after 3s -> B
+}
+final state B
+"""
+
+REMINDER_AND_DEADLINE = """
+flow reminder
+context { reminders: int = 0 }
+event answer
+initial state WAITING {
+  on answer -> DONE
+  after 24h -> self do reminders += 1
+  after 72h -> EXPIRED
+}
+final state DONE
+final state EXPIRED
+"""
+
+COMPOUND_TO_CHILD = """
+flow compound_to_child
+context { entries: int = 0, exits: int = 0 }
+event go
+event again
+event back
+initial state P {
+  entry do entries += 1
+  exit do exits += 1
+  after 5s -> Q
+  initial state c1 { }
+  state c2 { on back -> c1 }
+  on go -> c2
+  on again -> c2 reenter
+}
+final state Q
+"""
+
+
+def _hot(source: str, clock: FakeClock, hot_after: int) -> Machine:
+    m = machine(source, clock)
+    m.hot_after = hot_after
+    return m
+
+
+def _targets(outcomes: list[object]) -> list[str]:
+    return [o.to for o in outcomes]  # type: ignore[attr-defined]
+
+
+def test_a_deadline_beside_a_repeating_self_timer_fires_at_its_time() -> None:
+    clock = FakeClock()
+    inst = machine(REPEAT_AND_DEADLINE, clock).start()
+    seen = []
+    for _ in range(3):
+        clock.advance(1)
+        seen += _targets(inst.advance())
+    assert seen == ["A", "A", "A", "B"]
+    assert inst.state == "B" and inst.get("n") == 3
+    assert inst.history[-1].timestamp - inst.history[0].timestamp == 3
+
+
+def test_a_late_advance_fires_the_deadline_at_its_time_too() -> None:
+    clock = FakeClock()
+    inst = machine(REPEAT_AND_DEADLINE, clock).start()
+    clock.advance(10)
+    assert _targets(inst.advance()) == ["A", "A", "A", "B"]
+    start = inst.history[0].timestamp
+    assert [h.timestamp - start for h in inst.history] == [0, 1, 2, 3, 3]
+
+
+def test_a_72h_deadline_beside_a_24h_reminder_fires() -> None:
+    clock = FakeClock()
+    inst = machine(REMINDER_AND_DEADLINE, clock).start()
+    clock.advance(hours=72)
+    assert _targets(inst.advance()) == ["WAITING", "WAITING", "WAITING", "EXPIRED"]
+    assert inst.state == "EXPIRED" and inst.get("reminders") == 3
+
+
+@pytest.mark.parametrize("hot_after", [0, 1000])
+def test_an_event_self_rule_keeps_the_other_timers(hot_after: int) -> None:
+    source = """
+flow poke
+context { n: int = 0 }
+event poke
+initial state A {
+  on poke -> self do n += 1
+  after 3s -> B
+}
+final state B
+"""
+    clock = FakeClock()
+    inst = _hot(source, clock, hot_after).start()
+    for _ in range(5):
+        clock.advance(0.5)
+        assert inst.send("poke").ok
+    clock.advance(0.5)
+    assert _targets(inst.advance()) == ["B"]
+
+
+@pytest.mark.parametrize("hot_after", [0, 1000])
+def test_a_compounds_rule_to_its_own_child_is_internal(hot_after: int) -> None:
+    clock = FakeClock()
+    inst = _hot(COMPOUND_TO_CHILD, clock, hot_after).start()
+    for _ in range(3):
+        clock.advance(1)
+        assert inst.send("go").ok and inst.configuration == ("P", "c2")
+        assert inst.send("back").ok and inst.configuration == ("P", "c1")
+    assert inst.get("entries") == 1 and inst.get("exits") == 0
+    clock.advance(2)  # 5 s after P was entered: its timer was never restarted
+    assert _targets(inst.advance()) == ["Q"]
+
+
+@pytest.mark.parametrize("hot_after", [0, 1000])
+def test_reenter_makes_a_compounds_rule_to_its_child_external(hot_after: int) -> None:
+    clock = FakeClock()
+    inst = _hot(COMPOUND_TO_CHILD, clock, hot_after).start()
+    clock.advance(3)
+    assert inst.send("again").ok and inst.configuration == ("P", "c2")
+    assert inst.get("entries") == 2 and inst.get("exits") == 1
+    clock.advance(2)
+    assert inst.advance() == []  # P's timer started over at 3 s
+    clock.advance(3)
+    assert _targets(inst.advance()) == ["Q"]
+
+
+def test_simultaneous_timers_are_tried_innermost_first() -> None:
+    # The parent's timer is written after its child's but numbered before it in the IR;
+    # like an event's rules, the child's is tried first.
+    source = """
+flow nested
+context { n: int = 0 }
+initial state P {
+  initial state C {
+    after 2s -> D do n = 1
+  }
+  state D { }
+  after 2s -> Q do n = 2
+}
+final state Q
+"""
+    clock = FakeClock()
+    inst = machine(source, clock).start()
+    clock.advance(2)
+    outcomes = inst.advance()
+    assert _targets(outcomes) == ["D", "Q"] and inst.get("n") == 2
