@@ -623,7 +623,7 @@ class Generator:
         dest = plan.leaf
         chart = self.m.chart
         lines = [
-            "now = inst._clock()",
+            "now = round(inst._clock() * 1000)",  # `to_ms`: the instance keeps milliseconds
             "seq = inst._seq + 1",
             f"entry = (seq, now, _EVENT, {self.const(st.name)}, {self.const(dest.name)}, "
             f"{evname}, p, reason, _NO_VIA)",

@@ -28,7 +28,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
-from flowc.runtime.clock import Clock, to_datetime, to_seconds
+from flowc.runtime.clock import Clock, ms_to_datetime, to_ms
 from flowc.runtime.configuration import configuration, within
 from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import (
@@ -75,7 +75,7 @@ _PAYLOAD: Final = 6
 _REASON: Final = 7
 _VIA: Final = 8
 Entry: TypeAlias = tuple[
-    int, float, str, str | None, str, str | None, Any, str | None, tuple[str, ...]
+    int, int, str, str | None, str, str | None, Any, str | None, tuple[str, ...]
 ]
 
 
@@ -111,12 +111,12 @@ class HistoryEntry:
 
     @property
     def at(self) -> datetime:
-        return to_datetime(self._e[_AT])
+        return ms_to_datetime(self._e[_AT])
 
     @property
     def timestamp(self) -> float:
-        """`at` as seconds since the epoch."""
-        return self._e[_AT]
+        """`at` as seconds since the epoch (the history keeps integer milliseconds)."""
+        return self._e[_AT] / 1000
 
     @property
     def kind(self) -> str:
@@ -156,7 +156,7 @@ class HistoryEntry:
         e = self._e
         return {
             "seq": e[_SEQ],
-            "at": to_datetime(e[_AT]).isoformat(),
+            "at": ms_to_datetime(e[_AT]).isoformat(),
             "kind": e[_KIND],
             "source": e[_SOURCE],
             "target": e[_TARGET],
@@ -303,7 +303,7 @@ def render_journal(machine: Machine, name: str, entry: Entry, context: Mapping[s
     payload = entry[_PAYLOAD]
     variables = {
         "seq": entry[_SEQ],
-        "at": to_datetime(entry[_AT]),
+        "at": ms_to_datetime(entry[_AT]),
         "kind": entry[_KIND],
         "source": entry[_SOURCE],
         "target": entry[_TARGET],
@@ -421,7 +421,7 @@ class Instance:
             return _fault(
                 machine, exc, f"the entry actions of {initial.name}", initial, None, None, ctx
             )
-        now = clock()
+        now = round(clock() * 1000)  # `to_ms`, written out
         self = cls._blank(machine, id, clock)
         self._state = state
         self._ctx = ctx
@@ -460,7 +460,7 @@ class Instance:
         stuck = _stuck(machine, run, initial, None, None, ctx)
         if stuck is not None:
             return stuck
-        now = clock()
+        now = round(clock() * 1000)  # `to_ms`, written out
         config = tuple(sorted(run.config, key=_by_order))
         rules = tuple(t for s in config for t in s.timers)
         try:
@@ -558,7 +558,7 @@ class Instance:
         """Pending timers: `{"due": datetime, "target": state, "after_ms": ms}`, soonest first."""
         return [
             {
-                "due": to_datetime(due),
+                "due": ms_to_datetime(due),
                 "target": t.target.name if t.target else None,
                 "after_ms": t.after_ms,
             }
@@ -568,7 +568,7 @@ class Instance:
     @property
     def next_deadline(self) -> datetime | None:
         """When the next timer is due (to schedule a wake-up), or None."""
-        return to_datetime(self._timers[0][0]) if self._timers else None
+        return ms_to_datetime(self._timers[0][0]) if self._timers else None
 
     def accepted_events(self) -> list[AcceptedEvent]:
         """The events that may be accepted now, with their payload JSON Schemas.
@@ -921,7 +921,7 @@ class Instance:
         timer whose guard faults is dropped and its rejection returned."""
         if self._m.invariants and not self._guarded:
             return self._guard(partial(self.advance, now))
-        when = self._clock() if now is None else to_seconds(now)
+        when = to_ms(self._clock() if now is None else now)
         out: list[Outcome] = []
         while self._timers:
             due = self._timers[0][0]
@@ -960,7 +960,7 @@ class Instance:
         event: str | None,
         reason: str | None,
         key: str | None,
-        at: float | None,
+        at: int | None,
         tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
         """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
@@ -998,7 +998,7 @@ class Instance:
             except FAULTS as exc:
                 where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
-        now = self._clock() if at is None else at
+        now = round(self._clock() * 1000) if at is None else at
         armed: Timers | None = None
         if last.computed or plan.computed:
             # A computed delay is evaluated now, on the context the step commits: a fault in
@@ -1051,7 +1051,7 @@ class Instance:
         event: str | None,
         reason: str | None,
         key: str | None,
-        at: float | None,
+        at: int | None,
         tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
         """Take the transitions `ts` in a statechart and run to completion on working copies
@@ -1076,7 +1076,7 @@ class Instance:
             stuck = _stuck(m, run, st, event, p, self._ctx)
             if stuck is not None:
                 return stuck
-        now = self._clock() if at is None else at
+        now = round(self._clock() * 1000) if at is None else at
         config = tuple(sorted(run.config, key=_by_order))
         dest = summary_of(config)
         # The timers of the states left are cancelled; those of the states entered (and still
@@ -1118,7 +1118,7 @@ class Instance:
             self._notify(r)
         return r
 
-    def _keep_untried(self, taken: CTransition, rest: tuple[CTransition, ...], due: float) -> None:
+    def _keep_untried(self, taken: CTransition, rest: tuple[CTransition, ...], due: int) -> None:
         """After a timer step: the timers due with the one taken but not tried stay pending
         (they are tried next, at the same deadline) when their state is still active, was not
         re-entered, and they are not of the taken timer's group (`rivals`): a deadline beside
@@ -1327,7 +1327,7 @@ class Instance:
             "history": [HistoryEntry(e).to_dict() for e in self._history],
             "timers": [
                 {
-                    "due": to_datetime(due).isoformat(),
+                    "due": ms_to_datetime(due).isoformat(),
                     "index": t.index,
                     "source": t.source.name,
                     "target": t.target.name if t.target else None,
@@ -1398,7 +1398,7 @@ class Instance:
             history: list[Entry] = [
                 (
                     int(h["seq"]),
-                    to_seconds(h["at"]),
+                    to_ms(h["at"]),
                     str(h["kind"]),
                     h.get("source"),
                     str(h["target"]),
@@ -1426,7 +1426,7 @@ class Instance:
                 raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
         if not history:
             # A snapshot written by a host before it kept history: start it here.
-            history = [(seq, clock(), "start", None, state.name, None, None, None, _NO_VIA)]
+            history = [(seq, to_ms(clock()), "start", None, state.name, None, None, None, _NO_VIA)]
         self = cls._blank(machine, data.get("id"), clock)
         rules = state.timers
         if machine.chart:
@@ -1522,25 +1522,26 @@ def _phase_words(step: Step | None, t: CTransition) -> str:
     return f"the actions of {t.describe()}"
 
 
-Timers = tuple[tuple[float, CTransition], ...]
+#: pending timers: (due, in epoch milliseconds; the rule), in the order they are tried
+Timers = tuple[tuple[int, CTransition], ...]
 
 
-def _arm(state: CState, now: float) -> Timers:
+def _arm(state: CState, now: int) -> Timers:
     return _arm_rules(state.timers, now)
 
 
-def _arm_rules(rules: tuple[CTransition, ...], now: float) -> Timers:
-    return _due_order([(now + t.after_ms / 1000.0, t) for t in rules if t.after_ms])
+def _arm_rules(rules: tuple[CTransition, ...], now: int) -> Timers:
+    return _due_order([(now + t.after_ms, t) for t in rules if t.after_ms])
 
 
 def _chart_timers(
-    machine: Machine, rules: tuple[CTransition, ...], now: float, c: dict[str, Any]
+    machine: Machine, rules: tuple[CTransition, ...], now: int, c: dict[str, Any]
 ) -> Timers:
     """The timers of a statechart step: constant delays as `_arm_rules` arms them, computed
     ones evaluated against `c` with their own state as `state` (`_arm_computed`)."""
     if all(t.after_ms is not None for t in rules):
         return _arm_rules(rules, now)
-    timers: list[tuple[float, CTransition]] = []
+    timers: list[tuple[int, CTransition]] = []
     for t in rules:
         timers += _arm_computed(machine, (t,), now, c, t.source)
     return _due_order(timers)
@@ -1549,7 +1550,7 @@ def _chart_timers(
 def _arm_computed(
     machine: Machine,
     rules: tuple[CTransition, ...],
-    now: float,
+    now: int,
     c: dict[str, Any],
     st: CState,
     keep: Timers | None = None,
@@ -1573,7 +1574,7 @@ def _arm_computed(
                     f"the delay of {t.describe()} is {ms:,} ms, longer than any timer may wait"
                 )
             ms = max(ms, 1)
-        timers.append((now + ms / 1000.0, t))
+        timers.append((now + ms, t))
     return _due_order(timers)
 
 
@@ -1586,23 +1587,23 @@ def _kind(value: Any) -> str:
 MAX_DELAY_MS = 36_500 * 86_400_000
 
 
-def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) -> Timers:
-    return _due_order([*(timers or ()), *((now + (t.after_ms or 0) / 1000.0, t) for t in rules)])
+def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: int) -> Timers:
+    return _due_order([*(timers or ()), *((now + (t.after_ms or 0), t) for t in rules)])
 
 
-def _due_order(timers: list[tuple[float, CTransition]]) -> Timers:
+def _due_order(timers: list[tuple[int, CTransition]]) -> Timers:
     """Soonest first; timers due together innermost state first (as an event's rules are
     tried: a compound's timers after its children's), then in document order."""
     timers.sort(key=_trial_order)
     return tuple(timers)
 
 
-def _trial_order(timer: tuple[float, CTransition]) -> tuple[float, int, int, int]:
+def _trial_order(timer: tuple[int, CTransition]) -> tuple[int, int, int, int]:
     t = timer[1]
     return (timer[0], -len(t.source.ancestors), t.source.order, t.index)
 
 
-def _entered(history: list[Entry], state: str) -> float:
+def _entered(history: list[Entry], state: str) -> int:
     """When the instance last entered `state` (internal `-> self` steps do not count)."""
     for e in reversed(history):
         if e[_TARGET] == state and e[_SOURCE] != state:
@@ -1641,7 +1642,7 @@ def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
 def _restore_timers(
     rules: tuple[CTransition, ...],
     raw: Any,
-    entered: float,
+    entered: int,
     arm_missing: bool,
     states: Mapping[str, Any],
 ) -> Timers | None:
@@ -1650,7 +1651,7 @@ def _restore_timers(
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
     under the same flow a missing timer has fired already and stays gone."""
-    found: dict[int, float] = {}
+    found: dict[int, int] = {}
     try:
         for item in raw:
             target = item.get("target")
@@ -1659,7 +1660,7 @@ def _restore_timers(
                     f"a pending timer of the snapshot goes to state {target!r}, which does not "
                     "exist in this version of the flow (map it with a migration)"
                 )
-            due = to_seconds(item["due"])
+            due = to_ms(item["due"])
             match = next(
                 (
                     t
@@ -1690,7 +1691,7 @@ def _restore_timers(
     if not rules:
         return None
     timers = [
-        (found[t.index] if t.index in found else entered + (t.after_ms or 0) / 1000.0, t)
+        (found[t.index] if t.index in found else entered + (t.after_ms or 0), t)
         for t in rules
         if t.index in found or arm_missing
     ]

@@ -5,6 +5,8 @@ paths (generated functions and the general path) where a send is involved."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from flowc.runtime import FakeClock, Machine
@@ -159,3 +161,52 @@ final state Q
     clock.advance(2)
     outcomes = inst.advance()
     assert _targets(outcomes) == ["D", "Q"] and inst.get("n") == 2
+
+
+MS_DEADLINE = """
+flow ms_deadline
+initial state A {
+  after 3315ms -> B
+}
+final state B
+"""
+
+
+@pytest.mark.parametrize("start", [1735689600.0, 1735689600.123, 0.0, 4102444800.999])
+def test_time_is_whole_milliseconds_3314ms_then_1ms_fires_3315ms(start: float) -> None:
+    clock = FakeClock(start)
+    inst = machine(MS_DEADLINE, clock).start()
+    clock.advance(3.314)
+    assert inst.advance() == [] and inst.state == "A"
+    clock.advance(0.001)
+    assert _targets(inst.advance()) == ["B"]
+    assert inst.history[-1].at - inst.history[0].at == timedelta(milliseconds=3315)
+
+
+def test_advance_to_one_millisecond_before_and_then_at_a_deadline() -> None:
+    clock = FakeClock()
+    inst = machine(MS_DEADLINE, clock).start()
+    start = inst.history[0].at
+    assert inst.advance(start + timedelta(milliseconds=3314)) == []
+    assert inst.advance((start + timedelta(milliseconds=3315)).timestamp()) != []
+    assert inst.state == "B"
+
+
+def test_a_clock_reading_is_rounded_once_to_the_millisecond() -> None:
+    readings = iter([1735689600.0004, 1735689603.3146])
+    inst = machine(MS_DEADLINE).start(clock=lambda: next(readings))
+    assert inst.history[0].timestamp == 1735689600.0
+    assert inst.timers[0]["due"] == datetime(2025, 1, 1, 0, 0, 3, 315000, tzinfo=UTC)
+    assert _targets(inst.advance()) == ["B"]  # 1735689603.3146 s is 3315 ms after the start
+
+
+def test_a_snapshot_keeps_millisecond_deadlines_and_restores_them_exactly() -> None:
+    clock = FakeClock(1735689600.001)
+    m = machine(MS_DEADLINE, clock)
+    snap = m.start().snapshot()
+    assert snap["timers"][0]["due"] == "2025-01-01T00:00:03.316000+00:00"
+    # A snapshot written by earlier releases may hold float noise in its microseconds.
+    snap["timers"][0]["due"] = "2025-01-01T00:00:03.315999+00:00"
+    inst = m.restore(snap)
+    clock.advance(3.315)
+    assert _targets(inst.advance()) == ["B"]
