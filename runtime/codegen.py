@@ -626,7 +626,8 @@ class Generator:
             "now = round(inst._clock() * 1000)",  # `to_ms`: the instance keeps milliseconds
             "seq = inst._seq + 1",
             f"entry = (seq, now, _EVENT, {self.const(st.name)}, {self.const(dest.name)}, "
-            f"{evname}, p, reason, _NO_VIA)",
+            # No leaves recorded: one active leaf before and after, which the names say.
+            f"{evname}, p, reason, _NO_VIA, None)",
             "inst._history.append(entry)",
             "inst._seq = seq",
             "inst._ctx = c",

@@ -55,7 +55,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("flowc.runtime")
 
-SNAPSHOT_FORMAT: Final = "flowc.snapshot/1"
+#: The snapshot formats. /2 (engine 2): a statechart's history entries may carry
+#: `source_leaves` / `target_leaves`; a snapshot with none is written as /1, which earlier
+#: releases read, and a /1 written by them restores (its entries without leaves, its times
+#: rounded to the millisecond) and runs on under the current semantics (docs/runtime.md).
+SNAPSHOT_FORMAT: Final = "flowc.snapshot/2"
+SNAPSHOT_FORMAT_1: Final = "flowc.snapshot/1"
+SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
 KEYS_KEPT: Final = 1024
 _T = TypeVar("_T")
@@ -74,8 +80,12 @@ _EVENT: Final = 5
 _PAYLOAD: Final = 6
 _REASON: Final = 7
 _VIA: Final = 8
+#: a statechart step's active leaves before and after it (None in a flat flow, whose
+#: `source` and `target` are the leaves)
+_LEAVES: Final = 9
+Leaves: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]] | None
 Entry: TypeAlias = tuple[
-    int, int, str, str | None, str, str | None, Any, str | None, tuple[str, ...]
+    int, int, str, str | None, str, str | None, Any, str | None, tuple[str, ...], Leaves
 ]
 
 
@@ -152,6 +162,24 @@ class HistoryEntry:
     def via(self) -> tuple[str, ...]:
         return self._e[_VIA]
 
+    @property
+    def source_leaves(self) -> tuple[str, ...]:
+        """The active leaf states before the step, in document order: `(source,)` in a flat
+        flow, every active region's leaf in a parallel one (empty for the start)."""
+        leaves = self._e[_LEAVES]
+        if leaves is not None:
+            return leaves[0]
+        source = self._e[_SOURCE]
+        return () if source is None else (source,)
+
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        """The active leaf states after the step, in document order: `(target,)` in a flat
+        flow, every active region's leaf in a parallel one (where `target` is the state
+        holding them all)."""
+        leaves = self._e[_LEAVES]
+        return (self._e[_TARGET],) if leaves is None else leaves[1]
+
     def to_dict(self) -> dict[str, Any]:
         e = self._e
         return {
@@ -164,6 +192,7 @@ class HistoryEntry:
             "payload": copy_json(e[_PAYLOAD]),
             "reason": e[_REASON],
             "via": list(e[_VIA]),
+            **_leaves_dict(e[_LEAVES]),
         }
 
     def __eq__(self, other: object) -> bool:
@@ -175,7 +204,8 @@ class HistoryEntry:
 
     def __repr__(self) -> str:
         e = self._e
-        return f"<step {e[_SEQ]} {e[_SOURCE]} -> {e[_TARGET]} ({self.trigger})>"
+        source, target = _shown(e, 0, e[_SOURCE]), _shown(e, 1, e[_TARGET])
+        return f"<step {e[_SEQ]} {source} -> {target} ({self.trigger})>"
 
 
 class StepResult(HistoryEntry):
@@ -274,7 +304,8 @@ class StepResult(HistoryEntry):
 
     def __repr__(self) -> str:
         e = self._e
-        return f"StepResult({e[_SEQ]}, {e[_SOURCE]!r} -> {e[_TARGET]!r}, {self.trigger!r})"
+        source, target = _shown(e, 0, e[_SOURCE]), _shown(e, 1, e[_TARGET])
+        return f"StepResult({e[_SEQ]}, {source!r} -> {target!r}, {self.trigger!r})"
 
 
 Outcome: TypeAlias = StepResult | Rejection
@@ -311,6 +342,7 @@ def render_journal(machine: Machine, name: str, entry: Entry, context: Mapping[s
         "payload": wrap(payload) if payload is not None else None,
         "reason": entry[_REASON],
         "via": list(entry[_VIA]),
+        "leaves": list(HistoryEntry(entry).leaves),
         "state": wrap(target.view()) if target is not None else None,
         "context": wrap(context),
     }
@@ -426,7 +458,7 @@ class Instance:
         self._state = state
         self._ctx = ctx
         self._seq = 0
-        self._history = [(0, now, "start", None, state.name, None, None, None, via)]
+        self._history = [(0, now, "start", None, state.name, None, None, None, via, None)]
         if state.timers:
             if any(t.after_ms is None for t in state.timers):
                 try:
@@ -474,7 +506,8 @@ class Instance:
         self._ctx = ctx
         self._seq = 0
         via = tuple(run.via)
-        self._history = [(0, now, "start", None, state.name, None, None, None, via)]
+        leaves = _leaves_of((), None, config, state)
+        self._history = [(0, now, "start", None, state.name, None, None, None, via, leaves)]
         self._timers = timers or None
         self._start_rules = tuple(run.fired)
         return self
@@ -1014,7 +1047,7 @@ class Instance:
                 )
         # Commit: nothing below can fail.
         seq = self._seq + 1
-        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via)
+        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via, None)
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
@@ -1096,7 +1129,19 @@ class Instance:
                 return _fault(m, exc, "the delay of a timer", st, event, p, self._ctx)
         # Commit: nothing below can fail.
         seq = self._seq + 1
-        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, tuple(run.via))
+        leaves = _leaves_of(self._config, st, config, dest)
+        entry: Entry = (
+            seq,
+            now,
+            kind,
+            st.name,
+            dest.name,
+            event,
+            p,
+            reason,
+            tuple(run.via),
+            leaves,
+        )
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
@@ -1316,7 +1361,7 @@ class Instance:
         idempotency keys."""
         m = self._m
         snap = {
-            "format": SNAPSHOT_FORMAT,
+            "format": SNAPSHOT_FORMAT_1,
             "flow": m.name,
             "version": m.version,
             "hash": m.hash,
@@ -1324,7 +1369,7 @@ class Instance:
             "state": self._state.name,
             "seq": self._seq,
             "context": copy_json(self._ctx),
-            "history": [HistoryEntry(e).to_dict() for e in self._history],
+            "history": [HistoryEntry(e).to_dict() for e in self._history],  # (format: below)
             "timers": [
                 {
                     "due": ms_to_datetime(due).isoformat(),
@@ -1337,6 +1382,8 @@ class Instance:
             ],
             "keys": dict(self._keys or {}),
         }
+        if any(e[_LEAVES] is not None for e in self._history):
+            snap["format"] = SNAPSHOT_FORMAT
         if m.hierarchical and self._config is not None:
             # Only a hierarchical flow's snapshot has them: a flat flow's reads as before.
             snap["configuration"] = [s.name for s in self._config if s.atomic]
@@ -1360,7 +1407,7 @@ class Instance:
             raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
         if not isinstance(data, Mapping):
             raise SnapshotError("a snapshot is a JSON object")
-        if data.get("format", SNAPSHOT_FORMAT) != SNAPSHOT_FORMAT:
+        if data.get("format", SNAPSHOT_FORMAT) not in SNAPSHOT_FORMATS_READ:
             raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
         if data.get("flow") != machine.name:
             raise SnapshotError(
@@ -1406,6 +1453,7 @@ class Instance:
                     copy_json(h.get("payload")),
                     h.get("reason"),
                     tuple(h.get("via") or ()),
+                    _restored_leaves(h),
                 )
                 for h in data.get("history") or ()
             ]
@@ -1426,7 +1474,8 @@ class Instance:
                 raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
         if not history:
             # A snapshot written by a host before it kept history: start it here.
-            history = [(seq, to_ms(clock()), "start", None, state.name, None, None, None, _NO_VIA)]
+            at = to_ms(clock())
+            history = [(seq, at, "start", None, state.name, None, None, None, _NO_VIA, None)]
         self = cls._blank(machine, data.get("id"), clock)
         rules = state.timers
         if machine.chart:
@@ -1621,7 +1670,9 @@ def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
                 f"the snapshot's history is out of order: step {e[_SEQ]} after step {previous}"
             )
         previous = e[_SEQ]
-        for text in (e[_KIND], e[_SOURCE], e[_TARGET], e[_EVENT], e[_REASON], *e[_VIA]):
+        leaves = e[_LEAVES] or ((), ())
+        texts = (e[_KIND], e[_SOURCE], e[_TARGET], e[_EVENT], e[_REASON], *e[_VIA])
+        for text in (*texts, *leaves[0], *leaves[1]):
             if text is not None and (not isinstance(text, str) or text_problem(text)):
                 raise SnapshotError(f"the snapshot's history has a bad entry at step {e[_SEQ]}")
         if e[_PAYLOAD] is not None:
@@ -1745,6 +1796,48 @@ def _restore_configuration(
             raise SnapshotError(f"the snapshot's history {h!r} names unknown states")
         histories[h] = tuple(x for x in got if x is not None)
     return config, histories or None
+
+
+def _leaves_of(
+    before: tuple[CState, ...], source: CState | None, after: tuple[CState, ...], target: CState
+) -> Leaves:
+    """What a statechart's history entry records of its leaves: None when `source` and
+    `target` name them already (one active leaf each), else both sides."""
+    # `state` (the summary) is a leaf exactly when one leaf is active.
+    if (source is None or source.atomic) and target.atomic:
+        return None
+    return tuple(s.name for s in before if s.atomic), tuple(s.name for s in after if s.atomic)
+
+
+def _leaves_dict(leaves: Leaves) -> dict[str, list[str]]:
+    """A history entry's leaves as a snapshot writes them: only a statechart's entries have
+    them, so a flat flow's history reads as earlier releases wrote it."""
+    if leaves is None:
+        return {}
+    return {"source_leaves": list(leaves[0]), "target_leaves": list(leaves[1])}
+
+
+def _restored_leaves(h: Mapping[str, Any]) -> Leaves:
+    """The leaves of a snapshot's history entry; None for one written without them (a flat
+    flow's, or a statechart's written by flowc.snapshot/1)."""
+    source, target = h.get("source_leaves"), h.get("target_leaves")
+    if source is None and target is None:
+        return None
+    if not isinstance(source, list) or not isinstance(target, list):
+        raise SnapshotError(
+            f"the snapshot's history entry {h.get('seq')!r} has source_leaves and target_leaves "
+            "that are not both lists of state names"
+        )
+    return tuple(source), tuple(target)
+
+
+def _shown(e: Entry, side: int, name: str | None) -> str | None:
+    """How a step's repr names its source or target: the state, or in a parallel flow the
+    active leaves (`{Pending, Waiting}`) rather than the state holding them all."""
+    leaves = e[_LEAVES]
+    if leaves is None or len(leaves[side]) < 2:
+        return name
+    return "{" + ", ".join(leaves[side]) + "}"
 
 
 def _by_order(s: CState) -> int:

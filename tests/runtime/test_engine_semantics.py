@@ -5,11 +5,14 @@ paths (generated functions and the general path) where a send is involved."""
 
 from __future__ import annotations
 
+import copy
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from flowc.runtime import FakeClock, Machine
+from flowc.runtime import FakeClock, Instance, Machine
 
 from .conftest import machine
 
@@ -210,3 +213,65 @@ def test_a_snapshot_keeps_millisecond_deadlines_and_restores_them_exactly() -> N
     inst = m.restore(snap)
     clock.advance(3.315)
     assert _targets(inst.advance()) == ["B"]
+
+
+# ---- leaves in steps and history; snapshots written by earlier releases ----------------------
+
+V1 = json.loads((Path(__file__).parent / "snapshots_v1.json").read_text(encoding="utf-8"))
+
+
+def _restored(case: str) -> tuple[Instance, FakeClock]:
+    """A `flowc.snapshot/1` written by the release before engine 2 (snapshots_v1.json, made
+    with commit 1a72398), restored on a clock at the time it was written."""
+    data = V1[case]
+    clock = FakeClock()
+    clock.ms = data["clock_ms"]
+    m = Machine.from_source(data["source"], f"{case}.flow", clock=clock)
+    assert data["snapshot"]["format"] == "flowc.snapshot/1"
+    return m.restore(copy.deepcopy(data["snapshot"])), clock
+
+
+def test_a_parallel_flows_steps_and_history_record_the_leaves() -> None:
+    clock = FakeClock()
+    m = Machine.from_source(V1["parallel"]["source"], "review.flow", clock=clock)
+    inst = m.start()
+    assert inst.history[0].leaves == ("Pending", "Waiting")
+    step = inst.send("ci_passed").unwrap()
+    assert (step.source_leaves, step.leaves) == (("Pending", "Waiting"), ("Green", "Waiting"))
+    assert repr(step) == "StepResult(1, '{Pending, Waiting}' -> '{Green, Waiting}', 'ci_passed')"
+    entry = inst.history[1]
+    assert "root" not in repr(entry) and "{Green, Waiting}" in repr(entry)
+    snap = inst.snapshot()
+    assert snap["format"] == "flowc.snapshot/2"
+    assert snap["history"][1]["target_leaves"] == ["Green", "Waiting"]
+    again = m.restore(json.loads(json.dumps(snap)))
+    assert [h.leaves for h in again.history] == [h.leaves for h in inst.history]
+
+
+def test_a_flat_flows_entries_name_their_one_leaf_and_snapshot_as_before() -> None:
+    inst = machine(REMINDER_AND_DEADLINE).start()
+    step = inst.send("answer").unwrap()
+    assert (step.source_leaves, step.leaves) == (("WAITING",), ("DONE",))
+    assert inst.history[0].source_leaves == ()
+    assert all(
+        set(h) == set(V1["flat"]["snapshot"]["history"][0]) for h in inst.snapshot()["history"]
+    )
+
+
+def test_a_v1_flat_snapshot_restores_and_runs_on_under_the_new_timer_rules() -> None:
+    inst, clock = _restored("flat")
+    assert inst.state == "WAITING" and inst.get("reminders") == 1
+    # Written at 54 h, its reminder due at 48 h not fired yet: at 72 h the reminder fires at
+    # 48 h and 72 h, and the deadline beside it at 72 h.
+    clock.advance(hours=18)
+    assert _targets(inst.advance()) == ["WAITING", "WAITING", "EXPIRED"]
+    assert inst.get("reminders") == 3
+    assert inst.snapshot()["format"] == "flowc.snapshot/1"  # nothing /1 cannot hold
+
+
+def test_a_v1_parallel_snapshot_restores_and_runs_on() -> None:
+    inst, _ = _restored("parallel")
+    assert inst.configuration == ("Review", "CI", "Green", "Approvals", "Waiting")
+    assert [h.leaves for h in inst.history] == [("Review",), ("Review",)]  # not recorded then
+    step = inst.send("approved").unwrap()
+    assert step.source_leaves == ("Green", "Waiting") and step.to == "Merged"
