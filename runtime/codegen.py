@@ -562,7 +562,8 @@ class Generator:
             if dest is None:  # a `reject` rule
                 lines.append(
                     f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, src)}, "
-                    f"code={self.const(t.code)}, template={self.const(t.message)})"
+                    f"code={self.const(t.code)}, template={self.const(t.message)}, "
+                    f"rule={t.index})"
                 )
             elif t.back:  # taken only by a forced send, which goes to the general path
                 lines.append(
@@ -666,14 +667,8 @@ class Generator:
             "r._e = entry",
             "r._c = c",
             "r._m = _M",
-            *(
-                [
-                    f"r._g = {self.const(tuple(x.name for x in config))}",
-                    f"r._t = {self.const((t.index,))}",
-                ]
-                if chart
-                else []
-            ),
+            f"r._t = {self.const((t.index,))}",
+            *([f"r._g = {self.const(tuple(x.name for x in config))}"] if chart else []),
             "if inst._subs:",
             "    inst._notify(r)",
             "return r",

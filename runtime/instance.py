@@ -254,8 +254,10 @@ class StepResult(HistoryEntry):
     @property
     def rules_taken(self) -> tuple[int, ...] | None:
         """The IR indices (`Transition.index`) of the rules this step took, in the order it
-        took them, for a statechart's step; None for a flat flow's step, whose generated
-        dispatch does not record them (coverage tools work them out from the step)."""
+        took them: in a flat flow the rule and the routes of the choice states it passed
+        through; in a statechart every microstep's rules (eventless rules and completion
+        events included). Coverage tools read this rather than choosing the rule again.
+        None for a replayed step (nothing was taken this time)."""
         try:
             return self._t
         except AttributeError:
@@ -441,6 +443,7 @@ class Instance:
             return cls._start_chart(machine, ctx, id, clock)
         state = initial
         via = _NO_VIA
+        routes: tuple[int, ...] = ()
         try:
             if initial.entry is not None:
                 initial.entry(ctx, None, initial)
@@ -448,7 +451,7 @@ class Instance:
                 routed = _route(machine, initial, initial, ctx, None, None)
                 if type(routed) is Rejection:
                     return routed
-                state, via, _ = routed  # type: ignore[misc]
+                state, via, _, routes = routed  # type: ignore[misc]
         except FAULTS as exc:
             return _fault(
                 machine, exc, f"the entry actions of {initial.name}", initial, None, None, ctx
@@ -459,6 +462,7 @@ class Instance:
         self._ctx = ctx
         self._seq = 0
         self._history = [(0, now, "start", None, state.name, None, None, None, via, None)]
+        self._start_rules = routes
         if state.timers:
             if any(t.after_ms is None for t in state.timers):
                 try:
@@ -521,9 +525,10 @@ class Instance:
 
     @property
     def start_rules_taken(self) -> tuple[int, ...] | None:
-        """The IR indices of the rules a statechart's start took before it settled (eventless
-        rules, completion events), in order, as `StepResult.rules_taken` gives them for a
-        step; None for a flat flow and for a restored instance."""
+        """The IR indices of the rules the start took before it settled, in order, as
+        `StepResult.rules_taken` gives them for a step: a flat flow's routes out of an initial
+        choice state (often none), a statechart's eventless rules and completion events.
+        None for a restored instance."""
         return self._start_rules
 
     @property
@@ -748,7 +753,7 @@ class Instance:
                 rule = _DataOf(t)
                 data = _refusal_data(self._m, t, c, p, st)
                 return self._m.rejection(
-                    R.REJECT, st, event, p, c, data, code=t.code, template=t.message
+                    R.REJECT, st, event, p, c, data, code=t.code, template=t.message, rule=t.index
                 )
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, event, p)
@@ -836,8 +841,9 @@ class Instance:
                     rule = _DataOf(t)
                     data = _refusal_data(m, t, c, p, t.source)
                     return m.rejection(
-                        R.REJECT, st, event, p, c, data, code=t.code, template=t.message
-                    )
+                        R.REJECT, st, event, p, c, data,
+                        code=t.code, template=t.message, rule=t.index,
+                    )  # fmt: skip
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, event, p)
         if not enabled:
@@ -1011,6 +1017,7 @@ class Instance:
         c = self._ctx
         dest = plan.target
         via = _NO_VIA
+        taken: tuple[int, ...] = (t.index,)
         last = plan  # the plan whose target the instance rests in (after any routing)
         if plan.copies:
             c = dict(c)  # the working copy; the committed context is never touched
@@ -1027,7 +1034,8 @@ class Instance:
                     routed = _route(self._m, st, dest, c, p, event)
                     if type(routed) is Rejection:
                         return routed
-                    dest, via, last = routed  # type: ignore[misc]
+                    dest, via, last, routes = routed  # type: ignore[misc]
+                    taken += routes
             except FAULTS as exc:
                 where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
@@ -1067,6 +1075,7 @@ class Instance:
         r._e = entry
         r._c = c
         r._m = self._m
+        r._t = taken
         if self._m.emits:
             outputs = current_outputs()
             if outputs is not None and outputs.effects:
@@ -1512,12 +1521,13 @@ def _route(
     c: dict[str, Any],
     p: dict[str, Any] | None,
     event: str | None,
-) -> tuple[CState, tuple[str, ...], Plan] | Rejection:
+) -> tuple[CState, tuple[str, ...], Plan, tuple[int, ...]] | Rejection:
     """Route through choice states from `node` until a state that waits, running the plan of
-    each route taken on `c`; returns that state, the choice states passed and the last route's
-    plan. Entering the same choice state twice within one step is a loop, refused as
-    `routing_loop`."""
+    each route taken on `c`; returns that state, the choice states passed, the last route's
+    plan and the indices of the routes taken. Entering the same choice state twice within one
+    step is a loop, refused as `routing_loop`."""
     seen: list[CState] = []
+    taken: list[int] = []
     plan: Plan | None = None
     while node.choice:
         if node in seen:
@@ -1537,6 +1547,7 @@ def _route(
                     R.GUARD_FAILED, st, event, p, c, {"from": node.name, "to": None}
                 )
             plan = t.plan or plan_of(t)
+            taken.append(t.index)
             for step in plan.steps:
                 getattr(step.owner, step.block)(c, p, step.state)
         except FAULTS as exc:
@@ -1546,7 +1557,7 @@ def _route(
             return _fault(machine, exc, where, st, event, p, c)
         node = plan.target
     assert plan is not None, "routing starts at a choice state"
-    return node, tuple(s.name for s in seen), plan
+    return node, tuple(s.name for s in seen), plan, tuple(taken)
 
 
 def _fault(
@@ -1855,7 +1866,15 @@ def _refused(
     except FAULTS as exc:
         return _fault(machine, exc, f"the data of {t.describe()}", st, event, refused.payload, c)
     return machine.rejection(
-        R.REJECT, st, event, refused.payload, c, data, code=t.code, template=t.message
+        R.REJECT,
+        st,
+        event,
+        refused.payload,
+        c,
+        data,
+        code=t.code,
+        template=t.message,
+        rule=t.index,
     )
 
 

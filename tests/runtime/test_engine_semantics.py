@@ -275,3 +275,57 @@ def test_a_v1_parallel_snapshot_restores_and_runs_on() -> None:
     assert [h.leaves for h in inst.history] == [("Review",), ("Review",)]  # not recorded then
     step = inst.send("approved").unwrap()
     assert step.source_leaves == ("Green", "Waiting") and step.to == "Merged"
+
+
+# ---- every step reports the rules it took ------------------------------------------------
+
+ROUTED = """
+flow routed
+context { n: int = 0 }
+event go(k: int)
+event poke
+initial choice state Pick {
+  if n > 0 -> B
+  else -> A
+}
+state A {
+  on poke reject no_poke "No."
+  on go if event.k > 5 -> Pick do n = event.k
+  on go -> B
+  after 1s -> self
+}
+state B { }
+"""
+
+
+@pytest.mark.parametrize("hot_after", [0, 1000])
+def test_a_flat_step_reports_its_rule_and_its_routes(hot_after: int) -> None:
+    clock = FakeClock()
+    m = _hot(ROUTED, clock, hot_after)
+    rule = {
+        (t["source"], t.get("target") or t.get("code"), t["kind"]): t["index"]
+        for t in m.raw["transitions"]
+    }
+    inst = m.start()
+    assert inst.start_rules_taken == (rule["Pick", "A", "else"],)
+    refused = inst.send("poke")
+    assert refused.kind == "reject" and refused.rule == rule["A", "no_poke", "reject"]  # type: ignore[union-attr]
+    clock.advance(1)
+    [fired] = inst.advance()
+    assert fired.rules_taken == (rule["A", "A", "timer"],)  # type: ignore[union-attr]
+    step = inst.send("go", {"k": 7}).unwrap()
+    assert step.rules_taken == (rule["A", "Pick", "event"], rule["Pick", "B", "choice"])
+    assert inst.send("go", {"k": 1}).kind == "event_not_accepted"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("hot_after", [0, 1000])
+def test_a_generated_flat_step_reports_its_rule(hot_after: int) -> None:
+    m = _hot(
+        ROUTED.replace("if event.k > 5 -> Pick do n = event.k", "if false -> B"), None, hot_after
+    )  # type: ignore[arg-type]
+    inst = m.start()
+    [go_b] = [t.index for t in m.states["A"].on["go"][1] if t.guard is None]
+    for _ in range(3):  # warm the pair up to its generated function
+        again = m.start()
+        assert again.send("go", {"k": 1}).unwrap().rules_taken == (go_b,)
+    assert inst.send("go", {"k": 1}).unwrap().rules_taken == (go_b,)
