@@ -33,6 +33,10 @@ class FakeClock:
     def __call__(self) -> float:
         return self.ms / 1000
 
+    def read_ms(self) -> int:
+        """The time in integer milliseconds (what an instance on this clock reads)."""
+        return self.ms
+
     @property
     def now(self) -> float:
         """The time in seconds since the epoch."""
@@ -54,6 +58,24 @@ class FakeClock:
 
     def datetime(self) -> datetime:
         return to_datetime(self.now)
+
+
+def ms_reader(clock: Clock) -> tuple[Callable[[], int], int]:
+    """How to read `clock` in integer milliseconds, the one conversion of a clock reading
+    (`to_ms`): `read() // per_ms`. A step reads the clock once, on the hot path, so the system
+    clock is read as `time.time_ns` and a `FakeClock` as its milliseconds, with no function
+    of ours in between; any other clock's float seconds are rounded."""
+    if clock is system_clock:
+        return time.time_ns, 1_000_000
+    if isinstance(clock, FakeClock):
+        return clock.read_ms, 1
+    return lambda: round(clock() * 1000), 1
+
+
+def read_ms(clock: Clock) -> int:
+    """`clock`'s time in integer milliseconds, as an instance on it reads it."""
+    read, per_ms = ms_reader(clock)
+    return read() // per_ms
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -624,7 +624,7 @@ class Generator:
         dest = plan.leaf
         chart = self.m.chart
         lines = [
-            "now = round(inst._clock() * 1000)",  # `to_ms`: the instance keeps milliseconds
+            "now = inst._now() // inst._per_ms",  # the clock read in integer milliseconds
             "seq = inst._seq + 1",
             f"entry = (seq, now, _EVENT, {self.const(st.name)}, {self.const(dest.name)}, "
             # No leaves recorded: one active leaf before and after, which the names say.

@@ -28,7 +28,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
-from flowc.runtime.clock import Clock, ms_to_datetime, to_ms
+from flowc.runtime.clock import Clock, ms_reader, ms_to_datetime, read_ms, to_ms
 from flowc.runtime.configuration import configuration, within
 from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import (
@@ -376,6 +376,8 @@ class Instance:
         "_history",
         "_keys",
         "_m",
+        "_now",
+        "_per_ms",
         "_seq",
         "_start_rules",
         "_state",
@@ -398,6 +400,9 @@ class Instance:
     _keys: dict[str, int] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
+    #: `_clock` read in integer milliseconds: `_now() // _per_ms` (`clock.ms_reader`)
+    _now: Callable[[], int]
+    _per_ms: int
     #: the effects the initial state's entry actions emitted at the start (rarely set)
     _fx: list[tuple[str, dict[str, Any]]] | None
     #: the rules a statechart's start took (eventless rules, completion events)
@@ -410,6 +415,7 @@ class Instance:
         self: Instance = _new(cls)
         self._m = machine
         self._clock = clock
+        self._now, self._per_ms = ms_reader(clock)
         self._keys = None
         self._subs = None
         self._timers = None
@@ -456,7 +462,7 @@ class Instance:
             return _fault(
                 machine, exc, f"the entry actions of {initial.name}", initial, None, None, ctx
             )
-        now = round(clock() * 1000)  # `to_ms`, written out
+        now = read_ms(clock)
         self = cls._blank(machine, id, clock)
         self._state = state
         self._ctx = ctx
@@ -496,7 +502,7 @@ class Instance:
         stuck = _stuck(machine, run, initial, None, None, ctx)
         if stuck is not None:
             return stuck
-        now = round(clock() * 1000)  # `to_ms`, written out
+        now = read_ms(clock)
         config = tuple(sorted(run.config, key=_by_order))
         rules = tuple(t for s in config for t in s.timers)
         try:
@@ -510,7 +516,7 @@ class Instance:
         self._ctx = ctx
         self._seq = 0
         via = tuple(run.via)
-        leaves = _leaves_of((), None, config, state)
+        leaves = None if state.atomic else ((), _names(machine, config)[1])
         self._history = [(0, now, "start", None, state.name, None, None, None, via, leaves)]
         self._timers = timers or None
         self._start_rules = tuple(run.fired)
@@ -960,7 +966,7 @@ class Instance:
         timer whose guard faults is dropped and its rejection returned."""
         if self._m.invariants and not self._guarded:
             return self._guard(partial(self.advance, now))
-        when = to_ms(self._clock() if now is None else now)
+        when = self._now() // self._per_ms if now is None else to_ms(now)
         out: list[Outcome] = []
         while self._timers:
             due = self._timers[0][0]
@@ -1039,7 +1045,7 @@ class Instance:
             except FAULTS as exc:
                 where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
-        now = round(self._clock() * 1000) if at is None else at
+        now = self._now() // self._per_ms if at is None else at
         armed: Timers | None = None
         if last.computed or plan.computed:
             # A computed delay is evaluated now, on the context the step commits: a fault in
@@ -1118,7 +1124,7 @@ class Instance:
             stuck = _stuck(m, run, st, event, p, self._ctx)
             if stuck is not None:
                 return stuck
-        now = round(self._clock() * 1000) if at is None else at
+        now = self._now() // self._per_ms if at is None else at
         config = tuple(sorted(run.config, key=_by_order))
         dest = summary_of(config)
         # The timers of the states left are cancelled; those of the states entered (and still
@@ -1138,7 +1144,8 @@ class Instance:
                 return _fault(m, exc, "the delay of a timer", st, event, p, self._ctx)
         # Commit: nothing below can fail.
         seq = self._seq + 1
-        leaves = _leaves_of(self._config, st, config, dest)
+        names, leaf_names = _names(m, config)
+        leaves = None if st.atomic and dest.atomic else (_names(m, self._config)[1], leaf_names)
         entry: Entry = (
             seq,
             now,
@@ -1164,7 +1171,7 @@ class Instance:
         r._e = entry
         r._c = c
         r._m = m
-        r._g = tuple(s.name for s in config)
+        r._g = names
         r._t = tuple(run.fired)
         if out.effects:
             r._fx = out.effects
@@ -1483,7 +1490,7 @@ class Instance:
                 raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
         if not history:
             # A snapshot written by a host before it kept history: start it here.
-            at = to_ms(clock())
+            at = read_ms(clock)
             history = [(seq, at, "start", None, state.name, None, None, None, _NO_VIA, None)]
         self = cls._blank(machine, data.get("id"), clock)
         rules = state.timers
@@ -1654,13 +1661,8 @@ def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: int) -> T
 def _due_order(timers: list[tuple[int, CTransition]]) -> Timers:
     """Soonest first; timers due together innermost state first (as an event's rules are
     tried: a compound's timers after its children's), then in document order."""
-    timers.sort(key=_trial_order)
+    timers.sort(key=lambda x: (x[0], x[1].rank))
     return tuple(timers)
-
-
-def _trial_order(timer: tuple[int, CTransition]) -> tuple[int, int, int, int]:
-    t = timer[1]
-    return (timer[0], -len(t.source.ancestors), t.source.order, t.index)
 
 
 def _entered(history: list[Entry], state: str) -> int:
@@ -1809,15 +1811,22 @@ def _restore_configuration(
     return config, histories or None
 
 
-def _leaves_of(
-    before: tuple[CState, ...], source: CState | None, after: tuple[CState, ...], target: CState
-) -> Leaves:
-    """What a statechart's history entry records of its leaves: None when `source` and
-    `target` name them already (one active leaf each), else both sides."""
-    # `state` (the summary) is a leaf exactly when one leaf is active.
-    if (source is None or source.atomic) and target.atomic:
-        return None
-    return tuple(s.name for s in before if s.atomic), tuple(s.name for s in after if s.atomic)
+#: How many configurations' names a machine keeps (`Machine.config_names`).
+CONFIG_NAMES_KEPT: Final = 4096
+
+
+def _names(m: Machine, config: tuple[CState, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A statechart configuration's state names and leaf names (`StepResult.configuration`,
+    the leaves a history entry records), worked out once per configuration: a parallel
+    chart's every step records them. A history entry records leaves only when `source` or
+    `target` does not name them: `state` (the summary) is a leaf exactly when one is active."""
+    found = m.config_names.get(config)
+    if found is None:
+        if len(m.config_names) >= CONFIG_NAMES_KEPT:
+            m.config_names.clear()
+        names = tuple(s.name for s in config)
+        found = m.config_names[config] = (names, tuple(s.name for s in config if s.atomic))
+    return found
 
 
 def _leaves_dict(leaves: Leaves) -> dict[str, list[str]]:

@@ -73,6 +73,7 @@ class CTransition:
         "kind",
         "machine",
         "plan",
+        "rank",
         "raw",
         "source",
         "target",
@@ -101,6 +102,9 @@ class CTransition:
         self.internal = target is source and not raw.get("reenter")
         #: What taking it does (kernel.py), worked out on first use
         self.plan: Plan | None = None
+        #: Where it is tried among rules falling due together (timers): innermost state
+        #: first, as an event's rules are, then document order
+        self.rank: tuple[int, int, int] = (-len(source.ancestors), source.order, self.index)
 
     def _first_guard(self, c: dict[str, Any], e: Any, s: Any) -> Any:
         fn = self.guard = self.machine._compiler.compile(self.raw["guard"])
@@ -588,6 +592,9 @@ class Machine:
         self._written: dict[tuple[str, str], Dispatch] = {}
         #: event -> the general path's dispatch, in a statechart
         self._chart_steps: dict[str, Dispatch] = {}
+        #: A statechart's configurations seen -> (every state's name, the leaves' names), as
+        #: steps record them (`Instance._take_chart`); bounded, emptied when full.
+        self.config_names: dict[tuple[CState, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         #: A statechart whose configuration is always one leaf and its ancestors
         #: (kernel.py's `leaf_chart`): its (leaf, event) pairs get generated functions too.
         self.leaf_chart: bool = self.chart and leaf_chart(raw)
