@@ -62,6 +62,14 @@ log = logging.getLogger("flowc.runtime")
 SNAPSHOT_FORMAT: Final = "flowc.snapshot/2"
 SNAPSHOT_FORMAT_1: Final = "flowc.snapshot/1"
 SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
+#: Every top-level field a snapshot may have; any other is refused (a hand edit or a typo
+#: would otherwise be dropped without a word).
+SNAPSHOT_FIELDS: Final = frozenset(
+    {
+        "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
+        "timers", "keys", "configuration", "histories",
+    }
+)  # fmt: skip
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
 KEYS_KEPT: Final = 1024
 _T = TypeVar("_T")
@@ -1423,6 +1431,12 @@ class Instance:
             raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
         if not isinstance(data, Mapping):
             raise SnapshotError("a snapshot is a JSON object")
+        unknown = sorted(str(k) for k in data if k not in SNAPSHOT_FIELDS)
+        if unknown:
+            raise SnapshotError(
+                f"the snapshot has an unknown field {unknown[0][:100]!r} (a snapshot has "
+                f"only {', '.join(sorted(SNAPSHOT_FIELDS))})"
+            )
         if data.get("format", SNAPSHOT_FORMAT) not in SNAPSHOT_FORMATS_READ:
             raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
         if data.get("flow") != machine.name:
@@ -1481,6 +1495,7 @@ class Instance:
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
         _check_history(history, seq, machine)
+        same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         recorded = {e[_SEQ] for e in history}
         for key, at_seq in keys.items():
             if text_problem(key) is not None or len(key) > machine.limits.max_argument:
@@ -1504,7 +1519,6 @@ class Instance:
         self._seq = seq
         self._history = history
         self._keys = keys or None
-        same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         self._timers = _restore_timers(
             rules,
             data.get("timers") or (),
@@ -1714,10 +1728,11 @@ def _restore_timers(
     index when the rule is the
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
-    under the same flow a missing timer has fired already and stays gone."""
+    under the same flow a missing timer has fired already and stays gone, and a timer that
+    matches no rule (its target or delay edited by hand) is refused."""
     found: dict[int, int] = {}
     try:
-        for item in raw:
+        for position, item in enumerate(raw):
             target = item.get("target")
             if target is not None and target not in states:
                 raise SnapshotError(
@@ -1748,6 +1763,12 @@ def _restore_timers(
             )
             if match is not None:
                 found[match.index] = due
+            elif not arm_missing:
+                raise SnapshotError(
+                    f"pending timer {position} of the snapshot (index {item.get('index')!r}, "
+                    f"target {target!r}, after_ms {item.get('after_ms')!r}) matches no timer "
+                    "rule of the active states of the flow that wrote it"
+                )
     except SnapshotError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:

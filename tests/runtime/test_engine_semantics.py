@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from flowc.runtime import FakeClock, Instance, Machine
+from flowc.runtime import FakeClock, Instance, IRLoadError, Machine, SnapshotError
 
 from .conftest import machine
 
@@ -329,3 +331,56 @@ def test_a_generated_flat_step_reports_its_rule(hot_after: int) -> None:
         again = m.start()
         assert again.send("go", {"k": 1}).unwrap().rules_taken == (go_b,)
     assert inst.send("go", {"k": 1}).unwrap().rules_taken == (go_b,)
+
+
+# ---- hand-edited snapshots and IR are refused, naming the field (issue 25 item 21) ----------
+
+
+def test_an_unknown_top_level_snapshot_field_is_refused_by_name() -> None:
+    m = machine(REMINDER_AND_DEADLINE)
+    snap = m.start().snapshot()
+    snap["timerz"] = []
+    with pytest.raises(SnapshotError, match="unknown field 'timerz'"):
+        m.restore(snap)
+
+
+def test_a_pending_timer_whose_target_was_edited_is_refused() -> None:
+    m = machine(REMINDER_AND_DEADLINE)
+    snap = m.start().snapshot()
+    snap["timers"][1]["target"] = "DONE"
+    with pytest.raises(SnapshotError, match=r"pending timer 1 .*target 'DONE'.* matches no timer"):
+        m.restore(snap)
+
+
+def _edited_ir(edit: Callable[[dict[str, Any]], None]) -> str:
+    raw = copy.deepcopy(machine(ROUTED).raw)
+    raw.pop("hash", None)
+    edit(raw)
+    return json.dumps(raw)
+
+
+def test_an_unknown_messages_kind_in_the_ir_is_refused() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["messages"] = {"guard_faild": "No."}
+
+    with pytest.raises(IRLoadError, match="messages: 'guard_faild' is not a rejection kind"):
+        Machine.from_json(_edited_ir(edit))
+
+
+def test_a_transition_whose_index_is_not_its_position_is_refused() -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["transitions"][2]["index"] = 7
+
+    with pytest.raises(IRLoadError, match=r"transitions\[2\] has index 7"):
+        Machine.from_json(_edited_ir(edit))
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(5, "5"), ("yes", "a literal str"), (None, "a literal null")]
+)
+def test_a_non_bool_literal_guard_is_refused(value: object, shown: str) -> None:
+    def edit(raw: dict[str, Any]) -> None:
+        raw["transitions"][2]["guard"] = {"op": "lit", "value": value}
+
+    with pytest.raises(IRLoadError, match=f"transition #2 guard is {shown}, not a bool"):
+        Machine.from_json(_edited_ir(edit))
