@@ -384,3 +384,27 @@ def test_a_non_bool_literal_guard_is_refused(value: object, shown: str) -> None:
 
     with pytest.raises(IRLoadError, match=f"transition #2 guard is {shown}, not a bool"):
         Machine.from_json(_edited_ir(edit))
+
+
+def _docs_flow(name: str) -> str:
+    """The ```flow block of docs/language.md that declares `flow NAME`."""
+    text = (Path(__file__).parents[2] / "docs" / "language.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```flow\n")[1:]]
+    [block] = [b for b in blocks if b.startswith(f"flow {name}\n")]
+    return block
+
+
+def test_the_docs_microwave_keeps_its_compound_timer_through_its_own_rule() -> None:
+    # docs/language.md: `Cooking`'s `after 30m -> Idle` is not restarted by moves among its
+    # children, its own `on door_opened -> Paused` included (issue 25 item 12).
+    clock = FakeClock()
+    inst = machine(_docs_flow("microwave"), clock).start()
+    assert inst.send("start", {"seconds": 100_000}).ok
+    clock.advance(minutes=20)
+    inst.advance()
+    assert inst.send("door_opened").ok and inst.configuration == ("Cooking", "Paused")
+    assert inst.send("door_closed").ok and inst.state == "Heating"
+    clock.advance(minutes=10)
+    inst.advance()
+    assert inst.state == "Idle"
+    assert inst.history[-1].at - inst.history[0].at == timedelta(minutes=30)
