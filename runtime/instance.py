@@ -1425,31 +1425,7 @@ class Instance:
         clock: Clock,
         drop_unknown: bool,
     ) -> Instance:
-        try:
-            data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bytes not UTF-8
-            raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
-        if not isinstance(data, Mapping):
-            raise SnapshotError("a snapshot is a JSON object")
-        unknown = sorted(str(k) for k in data if k not in SNAPSHOT_FIELDS)
-        if unknown:
-            raise SnapshotError(
-                f"the snapshot has an unknown field {unknown[0][:100]!r} (a snapshot has "
-                f"only {', '.join(sorted(SNAPSHOT_FIELDS))})"
-            )
-        if data.get("format", SNAPSHOT_FORMAT) not in SNAPSHOT_FORMATS_READ:
-            raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
-        if data.get("flow") != machine.name:
-            raise SnapshotError(
-                f"the snapshot is of flow {data.get('flow')!r}, not {machine.name!r}"
-            )
-        version = data.get("version", machine.version)
-        if type(version) is not int or version > machine.version:
-            raise SnapshotError(
-                f"the snapshot is of version {version!r} of {machine.name}; this machine has "
-                f"version {machine.version} (a snapshot restores into its own version or a "
-                "newer one)"
-            )
+        data = _snapshot_data(snapshot, machine)
         raw_state = data.get("state")
         state = machine.states.get(raw_state) if isinstance(raw_state, str) else None
         if state is None:
@@ -1848,6 +1824,35 @@ def _names(m: Machine, config: tuple[CState, ...]) -> tuple[tuple[str, ...], tup
         names = tuple(s.name for s in config)
         found = m.config_names[config] = (names, tuple(s.name for s in config if s.atomic))
     return found
+
+
+def _snapshot_data(snapshot: Mapping[str, Any] | str | bytes, machine: Machine) -> Any:
+    """The snapshot as a mapping, once its top level is one `machine` may restore: JSON, an
+    object of known fields only, a format read, this flow, its version or an older one."""
+    try:
+        data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bytes not UTF-8
+        raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, Mapping):
+        raise SnapshotError("a snapshot is a JSON object")
+    unknown = sorted(str(k) for k in data if k not in SNAPSHOT_FIELDS)
+    if unknown:
+        raise SnapshotError(
+            f"the snapshot has an unknown field {unknown[0][:100]!r} (a snapshot has "
+            f"only {', '.join(sorted(SNAPSHOT_FIELDS))})"
+        )
+    if data.get("format", SNAPSHOT_FORMAT) not in SNAPSHOT_FORMATS_READ:
+        raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
+    if data.get("flow") != machine.name:
+        raise SnapshotError(f"the snapshot is of flow {data.get('flow')!r}, not {machine.name!r}")
+    version = data.get("version", machine.version)
+    if type(version) is not int or version > machine.version:
+        raise SnapshotError(
+            f"the snapshot is of version {version!r} of {machine.name}; this machine has "
+            f"version {machine.version} (a snapshot restores into its own version or a "
+            "newer one)"
+        )
+    return data
 
 
 def _leaves_dict(leaves: Leaves) -> dict[str, list[str]]:
