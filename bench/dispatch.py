@@ -1,6 +1,7 @@
 """Dispatch benchmark: the seed-004 attempt flow driven by four state machines in one run.
 
     python bench/dispatch.py [--episodes 3000] [--instances 10000] [--quick]
+    python bench/dispatch.py --against REV [--quick]   # before/after, in one process
 
 Contenders, each given the same 15-event episode (mode, explanation, pattern suggestions, a
 chosen pattern, two hints, code, a failed test run, retry, code, passing tests, reflection) with
@@ -1064,7 +1065,18 @@ def main(argv: list[str] | None = None) -> int:
         help="only these first-use figures of the compiled flow on standard input, as JSON "
         "(what this script has a fresh interpreter do)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="only compare dispatch with the runtime of git revision REV, in this process "
+        "(bench/against.py)",
+    )
     args = parser.parse_args(argv)
+    if args.against:
+        from against import compare
+
+        compare(args.against, 60 if args.quick else 400)
+        return 0
     if args.first_use:
         print(json.dumps(first_use_figures(args.first_use, sys.stdin.read(), args.quick)))
         return 0

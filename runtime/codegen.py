@@ -554,7 +554,8 @@ class Generator:
             if dest is None:  # a `reject` rule
                 lines.append(
                     f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, src)}, "
-                    f"code={self.const(t.code)}, template={self.const(t.message)})"
+                    f"code={self.const(t.code)}, template={self.const(t.message)}, "
+                    f"rule={t.index})"
                 )
             elif t.back:  # taken only by a forced send, which goes to the general path
                 lines.append(
@@ -615,10 +616,11 @@ class Generator:
         dest = plan.leaf
         chart = self.m.chart
         lines = [
-            "now = inst._clock()",
+            "now = inst._now() // inst._per_ms",  # the clock read in integer milliseconds
             "seq = inst._seq + 1",
             f"entry = (seq, now, _EVENT, {self.const(st.name)}, {self.const(dest.name)}, "
-            f"{evname}, p, reason, _NO_VIA)",
+            # No leaves recorded: one active leaf before and after, which the names say.
+            f"{evname}, p, reason, _NO_VIA, None)",
             "inst._history.append(entry)",
             "inst._seq = seq",
             "inst._ctx = c",
@@ -657,14 +659,8 @@ class Generator:
             "r._e = entry",
             "r._c = c",
             "r._m = _M",
-            *(
-                [
-                    f"r._g = {self.const(tuple(x.name for x in config))}",
-                    f"r._t = {self.const((t.index,))}",
-                ]
-                if chart
-                else []
-            ),
+            f"r._t = {self.const((t.index,))}",
+            *([f"r._g = {self.const(tuple(x.name for x in config))}"] if chart else []),
             "if inst._subs:",
             "    inst._notify(r)",
             "return r",

@@ -28,7 +28,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from flowc.runtime import rejections as R
-from flowc.runtime.clock import Clock, to_datetime, to_seconds
+from flowc.runtime.clock import Clock, ms_reader, ms_to_datetime, read_ms, to_ms
 from flowc.runtime.configuration import configuration, within
 from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
 from flowc.runtime.kernel import (
@@ -38,6 +38,7 @@ from flowc.runtime.kernel import (
     Refusal,
     Step,
     plan_of,
+    rivals,
     summary_of,
     with_ancestors,
 )
@@ -54,7 +55,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("flowc.runtime")
 
-SNAPSHOT_FORMAT: Final = "flowc.snapshot/1"
+#: The snapshot formats. /2 (engine 2): a statechart's history entries may carry
+#: `source_leaves` / `target_leaves`; a snapshot with none is written as /1, which earlier
+#: releases read, and a /1 written by them restores (its entries without leaves, its times
+#: rounded to the millisecond) and runs on under the current semantics (docs/runtime.md).
+SNAPSHOT_FORMAT: Final = "flowc.snapshot/2"
+SNAPSHOT_FORMAT_1: Final = "flowc.snapshot/1"
+SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
+#: Every top-level field a snapshot may have; any other is refused (a hand edit or a typo
+#: would otherwise be dropped without a word). `lineage` is the durable layer's (a fork's
+#: origin, `DurableFlows.fork`): an instance restores past it and the store carries it on.
+SNAPSHOT_FIELDS: Final = frozenset(
+    {
+        "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
+        "timers", "keys", "configuration", "histories", "lineage",
+    }
+)  # fmt: skip
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
 KEYS_KEPT: Final = 1024
 _T = TypeVar("_T")
@@ -73,8 +89,12 @@ _EVENT: Final = 5
 _PAYLOAD: Final = 6
 _REASON: Final = 7
 _VIA: Final = 8
+#: a statechart step's active leaves before and after it (None in a flat flow, whose
+#: `source` and `target` are the leaves)
+_LEAVES: Final = 9
+Leaves: TypeAlias = tuple[tuple[str, ...], tuple[str, ...]] | None
 Entry: TypeAlias = tuple[
-    int, float, str, str | None, str, str | None, Any, str | None, tuple[str, ...]
+    int, int, str, str | None, str, str | None, Any, str | None, tuple[str, ...], Leaves
 ]
 
 
@@ -110,12 +130,12 @@ class HistoryEntry:
 
     @property
     def at(self) -> datetime:
-        return to_datetime(self._e[_AT])
+        return ms_to_datetime(self._e[_AT])
 
     @property
     def timestamp(self) -> float:
-        """`at` as seconds since the epoch."""
-        return self._e[_AT]
+        """`at` as seconds since the epoch (the history keeps integer milliseconds)."""
+        return self._e[_AT] / 1000
 
     @property
     def kind(self) -> str:
@@ -151,11 +171,29 @@ class HistoryEntry:
     def via(self) -> tuple[str, ...]:
         return self._e[_VIA]
 
+    @property
+    def source_leaves(self) -> tuple[str, ...]:
+        """The active leaf states before the step, in document order: `(source,)` in a flat
+        flow, every active region's leaf in a parallel one (empty for the start)."""
+        leaves = self._e[_LEAVES]
+        if leaves is not None:
+            return leaves[0]
+        source = self._e[_SOURCE]
+        return () if source is None else (source,)
+
+    @property
+    def leaves(self) -> tuple[str, ...]:
+        """The active leaf states after the step, in document order: `(target,)` in a flat
+        flow, every active region's leaf in a parallel one (where `target` is the state
+        holding them all)."""
+        leaves = self._e[_LEAVES]
+        return (self._e[_TARGET],) if leaves is None else leaves[1]
+
     def to_dict(self) -> dict[str, Any]:
         e = self._e
         return {
             "seq": e[_SEQ],
-            "at": to_datetime(e[_AT]).isoformat(),
+            "at": ms_to_datetime(e[_AT]).isoformat(),
             "kind": e[_KIND],
             "source": e[_SOURCE],
             "target": e[_TARGET],
@@ -163,6 +201,7 @@ class HistoryEntry:
             "payload": copy_json(e[_PAYLOAD]),
             "reason": e[_REASON],
             "via": list(e[_VIA]),
+            **_leaves_dict(e[_LEAVES]),
         }
 
     def __eq__(self, other: object) -> bool:
@@ -174,7 +213,8 @@ class HistoryEntry:
 
     def __repr__(self) -> str:
         e = self._e
-        return f"<step {e[_SEQ]} {e[_SOURCE]} -> {e[_TARGET]} ({self.trigger})>"
+        source, target = _shown(e, 0, e[_SOURCE]), _shown(e, 1, e[_TARGET])
+        return f"<step {e[_SEQ]} {source} -> {target} ({self.trigger})>"
 
 
 class StepResult(HistoryEntry):
@@ -223,8 +263,10 @@ class StepResult(HistoryEntry):
     @property
     def rules_taken(self) -> tuple[int, ...] | None:
         """The IR indices (`Transition.index`) of the rules this step took, in the order it
-        took them, for a statechart's step; None for a flat flow's step, whose generated
-        dispatch does not record them (coverage tools work them out from the step)."""
+        took them: in a flat flow the rule and the routes of the choice states it passed
+        through; in a statechart every microstep's rules (eventless rules and completion
+        events included). Coverage tools read this rather than choosing the rule again.
+        None for a replayed step (nothing was taken this time)."""
         try:
             return self._t
         except AttributeError:
@@ -273,7 +315,8 @@ class StepResult(HistoryEntry):
 
     def __repr__(self) -> str:
         e = self._e
-        return f"StepResult({e[_SEQ]}, {e[_SOURCE]!r} -> {e[_TARGET]!r}, {self.trigger!r})"
+        source, target = _shown(e, 0, e[_SOURCE]), _shown(e, 1, e[_TARGET])
+        return f"StepResult({e[_SEQ]}, {source!r} -> {target!r}, {self.trigger!r})"
 
 
 Outcome: TypeAlias = StepResult | Rejection
@@ -302,7 +345,7 @@ def render_journal(machine: Machine, name: str, entry: Entry, context: Mapping[s
     payload = entry[_PAYLOAD]
     variables = {
         "seq": entry[_SEQ],
-        "at": to_datetime(entry[_AT]),
+        "at": ms_to_datetime(entry[_AT]),
         "kind": entry[_KIND],
         "source": entry[_SOURCE],
         "target": entry[_TARGET],
@@ -310,6 +353,7 @@ def render_journal(machine: Machine, name: str, entry: Entry, context: Mapping[s
         "payload": wrap(payload) if payload is not None else None,
         "reason": entry[_REASON],
         "via": list(entry[_VIA]),
+        "leaves": list(HistoryEntry(entry).leaves),
         "state": wrap(target.view()) if target is not None else None,
         "context": wrap(context),
     }
@@ -341,6 +385,8 @@ class Instance:
         "_history",
         "_keys",
         "_m",
+        "_now",
+        "_per_ms",
         "_seq",
         "_start_rules",
         "_state",
@@ -363,6 +409,9 @@ class Instance:
     _keys: dict[str, int] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
+    #: `_clock` read in integer milliseconds: `_now() // _per_ms` (`clock.ms_reader`)
+    _now: Callable[[], int]
+    _per_ms: int
     #: the effects the initial state's entry actions emitted at the start (rarely set)
     _fx: list[tuple[str, dict[str, Any]]] | None
     #: the rules a statechart's start took (eventless rules, completion events)
@@ -375,6 +424,7 @@ class Instance:
         self: Instance = _new(cls)
         self._m = machine
         self._clock = clock
+        self._now, self._per_ms = ms_reader(clock)
         self._keys = None
         self._subs = None
         self._timers = None
@@ -408,6 +458,7 @@ class Instance:
             return cls._start_chart(machine, ctx, id, clock)
         state = initial
         via = _NO_VIA
+        routes: tuple[int, ...] = ()
         try:
             if initial.entry is not None:
                 initial.entry(ctx, None, initial)
@@ -415,17 +466,18 @@ class Instance:
                 routed = _route(machine, initial, initial, ctx, None, None)
                 if type(routed) is Rejection:
                     return routed
-                state, via, _ = routed  # type: ignore[misc]
+                state, via, _, routes = routed  # type: ignore[misc]
         except FAULTS as exc:
             return _fault(
                 machine, exc, f"the entry actions of {initial.name}", initial, None, None, ctx
             )
-        now = clock()
+        now = read_ms(clock)
         self = cls._blank(machine, id, clock)
         self._state = state
         self._ctx = ctx
         self._seq = 0
-        self._history = [(0, now, "start", None, state.name, None, None, None, via)]
+        self._history = [(0, now, "start", None, state.name, None, None, None, via, None)]
+        self._start_rules = routes
         if state.timers:
             if any(t.after_ms is None for t in state.timers):
                 try:
@@ -459,7 +511,7 @@ class Instance:
         stuck = _stuck(machine, run, initial, None, None, ctx)
         if stuck is not None:
             return stuck
-        now = clock()
+        now = read_ms(clock)
         config = tuple(sorted(run.config, key=_by_order))
         rules = tuple(t for s in config for t in s.timers)
         try:
@@ -473,7 +525,8 @@ class Instance:
         self._ctx = ctx
         self._seq = 0
         via = tuple(run.via)
-        self._history = [(0, now, "start", None, state.name, None, None, None, via)]
+        leaves = None if state.atomic else ((), _names(machine, config)[1])
+        self._history = [(0, now, "start", None, state.name, None, None, None, via, leaves)]
         self._timers = timers or None
         self._start_rules = tuple(run.fired)
         return self
@@ -487,9 +540,10 @@ class Instance:
 
     @property
     def start_rules_taken(self) -> tuple[int, ...] | None:
-        """The IR indices of the rules a statechart's start took before it settled (eventless
-        rules, completion events), in order, as `StepResult.rules_taken` gives them for a
-        step; None for a flat flow and for a restored instance."""
+        """The IR indices of the rules the start took before it settled, in order, as
+        `StepResult.rules_taken` gives them for a step: a flat flow's routes out of an initial
+        choice state (often none), a statechart's eventless rules and completion events.
+        None for a restored instance."""
         return self._start_rules
 
     @property
@@ -557,7 +611,7 @@ class Instance:
         """Pending timers: `{"due": datetime, "target": state, "after_ms": ms}`, soonest first."""
         return [
             {
-                "due": to_datetime(due),
+                "due": ms_to_datetime(due),
                 "target": t.target.name if t.target else None,
                 "after_ms": t.after_ms,
             }
@@ -567,7 +621,7 @@ class Instance:
     @property
     def next_deadline(self) -> datetime | None:
         """When the next timer is due (to schedule a wake-up), or None."""
-        return to_datetime(self._timers[0][0]) if self._timers else None
+        return ms_to_datetime(self._timers[0][0]) if self._timers else None
 
     def accepted_events(self) -> list[AcceptedEvent]:
         """The events that may be accepted now, with their payload JSON Schemas.
@@ -714,7 +768,7 @@ class Instance:
                 rule = _DataOf(t)
                 data = _refusal_data(self._m, t, c, p, st)
                 return self._m.rejection(
-                    R.REJECT, st, event, p, c, data, code=t.code, template=t.message
+                    R.REJECT, st, event, p, c, data, code=t.code, template=t.message, rule=t.index
                 )
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, event, p)
@@ -802,8 +856,9 @@ class Instance:
                     rule = _DataOf(t)
                     data = _refusal_data(m, t, c, p, t.source)
                     return m.rejection(
-                        R.REJECT, st, event, p, c, data, code=t.code, template=t.message
-                    )
+                        R.REJECT, st, event, p, c, data,
+                        code=t.code, template=t.message, rule=t.index,
+                    )  # fmt: skip
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, event, p)
         if not enabled:
@@ -920,7 +975,7 @@ class Instance:
         timer whose guard faults is dropped and its rejection returned."""
         if self._m.invariants and not self._guarded:
             return self._guard(partial(self.advance, now))
-        when = self._clock() if now is None else to_seconds(now)
+        when = self._now() // self._per_ms if now is None else to_ms(now)
         out: list[Outcome] = []
         while self._timers:
             due = self._timers[0][0]
@@ -943,9 +998,9 @@ class Instance:
                     out.append(self._fault_in(exc, t, st, None, None))
                     continue
                 at = max(due, self._history[-1][_AT])
-                out.append(self._take(st, t, None, "timer", None, None, None, at, tried))
-                if self._config is not None:
-                    self._keep_untried(t, tried[i + 1 :], due)
+                group = tuple(x for x in tried if rivals(x, t))
+                out.append(self._take(st, t, None, "timer", None, None, None, at, group))
+                self._keep_untried(t, tried[i + 1 :], due)
                 break
         return out
 
@@ -959,11 +1014,12 @@ class Instance:
         event: str | None,
         reason: str | None,
         key: str | None,
-        at: float | None,
+        at: int | None,
         tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
         """Take `t`: interpret its plan (kernel.py), route through choice states, commit.
-        `tried`: for a timer, the timers due at the same deadline, which repeat with it."""
+        `tried`: for a timer, the timers of its group (`rivals`) due with it, which repeat
+        with it."""
         if self._config is not None:
             return self._take_chart(st, [t], p, kind, event, reason, key, at, tried)
         plan = t.plan
@@ -976,6 +1032,7 @@ class Instance:
         c = self._ctx
         dest = plan.target
         via = _NO_VIA
+        taken: tuple[int, ...] = (t.index,)
         last = plan  # the plan whose target the instance rests in (after any routing)
         if plan.copies:
             c = dict(c)  # the working copy; the committed context is never touched
@@ -992,11 +1049,12 @@ class Instance:
                     routed = _route(self._m, st, dest, c, p, event)
                     if type(routed) is Rejection:
                         return routed
-                    dest, via, last = routed  # type: ignore[misc]
+                    dest, via, last, routes = routed  # type: ignore[misc]
+                    taken += routes
             except FAULTS as exc:
                 where = _phase_words(step, t)
                 return _fault(self._m, exc, where, st, event, p, self._ctx)
-        now = self._clock() if at is None else at
+        now = self._now() // self._per_ms if at is None else at
         armed: Timers | None = None
         if last.computed or plan.computed:
             # A computed delay is evaluated now, on the context the step commits: a fault in
@@ -1012,7 +1070,7 @@ class Instance:
                 )
         # Commit: nothing below can fail.
         seq = self._seq + 1
-        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via)
+        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, via, None)
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
@@ -1032,6 +1090,7 @@ class Instance:
         r._e = entry
         r._c = c
         r._m = self._m
+        r._t = taken
         if self._m.emits:
             outputs = current_outputs()
             if outputs is not None and outputs.effects:
@@ -1049,7 +1108,7 @@ class Instance:
         event: str | None,
         reason: str | None,
         key: str | None,
-        at: float | None,
+        at: int | None,
         tried: tuple[CTransition, ...] = (),
     ) -> Outcome:
         """Take the transitions `ts` in a statechart and run to completion on working copies
@@ -1074,7 +1133,7 @@ class Instance:
             stuck = _stuck(m, run, st, event, p, self._ctx)
             if stuck is not None:
                 return stuck
-        now = self._clock() if at is None else at
+        now = self._now() // self._per_ms if at is None else at
         config = tuple(sorted(run.config, key=_by_order))
         dest = summary_of(config)
         # The timers of the states left are cancelled; those of the states entered (and still
@@ -1086,8 +1145,7 @@ class Instance:
         kept = [(due, x) for due, x in self._timers or () if x.source not in exited]
         arm = tuple(x for s in config if s in run.entered for x in s.timers)
         if len(ts) == 1 and (ts[0].plan or plan_of(ts[0])).repeats and ts[0].source not in exited:
-            t = ts[0]
-            arm += tuple(x for x in tried if x.source is t.source) or (t,)
+            arm += tried or (ts[0],)
         if arm:
             try:
                 kept += _chart_timers(m, arm, now, c)
@@ -1095,7 +1153,20 @@ class Instance:
                 return _fault(m, exc, "the delay of a timer", st, event, p, self._ctx)
         # Commit: nothing below can fail.
         seq = self._seq + 1
-        entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, tuple(run.via))
+        names, leaf_names = _names(m, config)
+        leaves = None if st.atomic and dest.atomic else (_names(m, self._config)[1], leaf_names)
+        entry: Entry = (
+            seq,
+            now,
+            kind,
+            st.name,
+            dest.name,
+            event,
+            p,
+            reason,
+            tuple(run.via),
+            leaves,
+        )
         self._history.append(entry)
         self._seq = seq
         self._ctx = c
@@ -1109,7 +1180,7 @@ class Instance:
         r._e = entry
         r._c = c
         r._m = m
-        r._g = tuple(s.name for s in config)
+        r._g = names
         r._t = tuple(run.fired)
         if out.effects:
             r._fx = out.effects
@@ -1117,16 +1188,17 @@ class Instance:
             self._notify(r)
         return r
 
-    def _keep_untried(self, taken: CTransition, rest: tuple[CTransition, ...], due: float) -> None:
-        """After a timer step of a statechart: the timers due with the one taken but not tried
-        stay pending (they are tried next, at the same deadline) when their state is still
-        active, was not re-entered, and is not the taken timer's (its rivals)."""
-        config = self._config or ()
+    def _keep_untried(self, taken: CTransition, rest: tuple[CTransition, ...], due: int) -> None:
+        """After a timer step: the timers due with the one taken but not tried stay pending
+        (they are tried next, at the same deadline) when their state is still active, was not
+        re-entered, and they are not of the taken timer's group (`rivals`): a deadline beside
+        a repeating `after D -> self` still fires."""
+        config = self._config if self._config is not None else (self._state,)
         pending = {x for _, x in self._timers or ()}
         keep = [
             (due, x)
             for x in rest
-            if x.source is not taken.source and x.source in config and x not in pending
+            if not rivals(x, taken) and x.source in config and x not in pending
         ]
         if keep:
             self._timers = _due_order([*(self._timers or ()), *keep])
@@ -1314,7 +1386,7 @@ class Instance:
         idempotency keys."""
         m = self._m
         snap = {
-            "format": SNAPSHOT_FORMAT,
+            "format": SNAPSHOT_FORMAT_1,
             "flow": m.name,
             "version": m.version,
             "hash": m.hash,
@@ -1322,10 +1394,10 @@ class Instance:
             "state": self._state.name,
             "seq": self._seq,
             "context": copy_json(self._ctx),
-            "history": [HistoryEntry(e).to_dict() for e in self._history],
+            "history": [HistoryEntry(e).to_dict() for e in self._history],  # (format: below)
             "timers": [
                 {
-                    "due": to_datetime(due).isoformat(),
+                    "due": ms_to_datetime(due).isoformat(),
                     "index": t.index,
                     "source": t.source.name,
                     "target": t.target.name if t.target else None,
@@ -1335,6 +1407,8 @@ class Instance:
             ],
             "keys": dict(self._keys or {}),
         }
+        if any(e[_LEAVES] is not None for e in self._history):
+            snap["format"] = SNAPSHOT_FORMAT
         if m.hierarchical and self._config is not None:
             # Only a hierarchical flow's snapshot has them: a flat flow's reads as before.
             snap["configuration"] = [s.name for s in self._config if s.atomic]
@@ -1352,25 +1426,7 @@ class Instance:
         clock: Clock,
         drop_unknown: bool,
     ) -> Instance:
-        try:
-            data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bytes not UTF-8
-            raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
-        if not isinstance(data, Mapping):
-            raise SnapshotError("a snapshot is a JSON object")
-        if data.get("format", SNAPSHOT_FORMAT) != SNAPSHOT_FORMAT:
-            raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
-        if data.get("flow") != machine.name:
-            raise SnapshotError(
-                f"the snapshot is of flow {data.get('flow')!r}, not {machine.name!r}"
-            )
-        version = data.get("version", machine.version)
-        if type(version) is not int or version > machine.version:
-            raise SnapshotError(
-                f"the snapshot is of version {version!r} of {machine.name}; this machine has "
-                f"version {machine.version} (a snapshot restores into its own version or a "
-                "newer one)"
-            )
+        data = _snapshot_data(snapshot, machine)
         raw_state = data.get("state")
         state = machine.states.get(raw_state) if isinstance(raw_state, str) else None
         if state is None:
@@ -1396,7 +1452,7 @@ class Instance:
             history: list[Entry] = [
                 (
                     int(h["seq"]),
-                    to_seconds(h["at"]),
+                    to_ms(h["at"]),
                     str(h["kind"]),
                     h.get("source"),
                     str(h["target"]),
@@ -1404,6 +1460,7 @@ class Instance:
                     copy_json(h.get("payload")),
                     h.get("reason"),
                     tuple(h.get("via") or ()),
+                    _restored_leaves(h),
                 )
                 for h in data.get("history") or ()
             ]
@@ -1415,6 +1472,7 @@ class Instance:
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
         _check_history(history, seq, machine)
+        same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         recorded = {e[_SEQ] for e in history}
         for key, at_seq in keys.items():
             if text_problem(key) is not None or len(key) > machine.limits.max_argument:
@@ -1424,7 +1482,8 @@ class Instance:
                 raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
         if not history:
             # A snapshot written by a host before it kept history: start it here.
-            history = [(seq, clock(), "start", None, state.name, None, None, None, _NO_VIA)]
+            at = read_ms(clock)
+            history = [(seq, at, "start", None, state.name, None, None, None, _NO_VIA, None)]
         self = cls._blank(machine, data.get("id"), clock)
         rules = state.timers
         if machine.chart:
@@ -1437,7 +1496,6 @@ class Instance:
         self._seq = seq
         self._history = history
         self._keys = keys or None
-        same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         self._timers = _restore_timers(
             rules,
             data.get("timers") or (),
@@ -1461,12 +1519,13 @@ def _route(
     c: dict[str, Any],
     p: dict[str, Any] | None,
     event: str | None,
-) -> tuple[CState, tuple[str, ...], Plan] | Rejection:
+) -> tuple[CState, tuple[str, ...], Plan, tuple[int, ...]] | Rejection:
     """Route through choice states from `node` until a state that waits, running the plan of
-    each route taken on `c`; returns that state, the choice states passed and the last route's
-    plan. Entering the same choice state twice within one step is a loop, refused as
-    `routing_loop`."""
+    each route taken on `c`; returns that state, the choice states passed, the last route's
+    plan and the indices of the routes taken. Entering the same choice state twice within one
+    step is a loop, refused as `routing_loop`."""
     seen: list[CState] = []
+    taken: list[int] = []
     plan: Plan | None = None
     while node.choice:
         if node in seen:
@@ -1486,6 +1545,7 @@ def _route(
                     R.GUARD_FAILED, st, event, p, c, {"from": node.name, "to": None}
                 )
             plan = t.plan or plan_of(t)
+            taken.append(t.index)
             for step in plan.steps:
                 getattr(step.owner, step.block)(c, p, step.state)
         except FAULTS as exc:
@@ -1495,7 +1555,7 @@ def _route(
             return _fault(machine, exc, where, st, event, p, c)
         node = plan.target
     assert plan is not None, "routing starts at a choice state"
-    return node, tuple(s.name for s in seen), plan
+    return node, tuple(s.name for s in seen), plan, tuple(taken)
 
 
 def _fault(
@@ -1520,25 +1580,26 @@ def _phase_words(step: Step | None, t: CTransition) -> str:
     return f"the actions of {t.describe()}"
 
 
-Timers = tuple[tuple[float, CTransition], ...]
+#: pending timers: (due, in epoch milliseconds; the rule), in the order they are tried
+Timers = tuple[tuple[int, CTransition], ...]
 
 
-def _arm(state: CState, now: float) -> Timers:
+def _arm(state: CState, now: int) -> Timers:
     return _arm_rules(state.timers, now)
 
 
-def _arm_rules(rules: tuple[CTransition, ...], now: float) -> Timers:
-    return _due_order([(now + t.after_ms / 1000.0, t) for t in rules if t.after_ms])
+def _arm_rules(rules: tuple[CTransition, ...], now: int) -> Timers:
+    return _due_order([(now + t.after_ms, t) for t in rules if t.after_ms])
 
 
 def _chart_timers(
-    machine: Machine, rules: tuple[CTransition, ...], now: float, c: dict[str, Any]
+    machine: Machine, rules: tuple[CTransition, ...], now: int, c: dict[str, Any]
 ) -> Timers:
     """The timers of a statechart step: constant delays as `_arm_rules` arms them, computed
     ones evaluated against `c` with their own state as `state` (`_arm_computed`)."""
     if all(t.after_ms is not None for t in rules):
         return _arm_rules(rules, now)
-    timers: list[tuple[float, CTransition]] = []
+    timers: list[tuple[int, CTransition]] = []
     for t in rules:
         timers += _arm_computed(machine, (t,), now, c, t.source)
     return _due_order(timers)
@@ -1547,7 +1608,7 @@ def _chart_timers(
 def _arm_computed(
     machine: Machine,
     rules: tuple[CTransition, ...],
-    now: float,
+    now: int,
     c: dict[str, Any],
     st: CState,
     keep: Timers | None = None,
@@ -1571,7 +1632,7 @@ def _arm_computed(
                     f"the delay of {t.describe()} is {ms:,} ms, longer than any timer may wait"
                 )
             ms = max(ms, 1)
-        timers.append((now + ms / 1000.0, t))
+        timers.append((now + ms, t))
     return _due_order(timers)
 
 
@@ -1584,17 +1645,18 @@ def _kind(value: Any) -> str:
 MAX_DELAY_MS = 36_500 * 86_400_000
 
 
-def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: float) -> Timers:
-    return _due_order([*(timers or ()), *((now + (t.after_ms or 0) / 1000.0, t) for t in rules)])
+def _rearm(timers: Timers | None, rules: tuple[CTransition, ...], now: int) -> Timers:
+    return _due_order([*(timers or ()), *((now + (t.after_ms or 0), t) for t in rules)])
 
 
-def _due_order(timers: list[tuple[float, CTransition]]) -> Timers:
-    """Soonest first; timers due together in source order."""
-    timers.sort(key=lambda x: (x[0], x[1].index))
+def _due_order(timers: list[tuple[int, CTransition]]) -> Timers:
+    """Soonest first; timers due together innermost state first (as an event's rules are
+    tried: a compound's timers after its children's), then in document order."""
+    timers.sort(key=lambda x: (x[0], x[1].rank))
     return tuple(timers)
 
 
-def _entered(history: list[Entry], state: str) -> float:
+def _entered(history: list[Entry], state: str) -> int:
     """When the instance last entered `state` (internal `-> self` steps do not count)."""
     for e in reversed(history):
         if e[_TARGET] == state and e[_SOURCE] != state:
@@ -1612,7 +1674,9 @@ def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
                 f"the snapshot's history is out of order: step {e[_SEQ]} after step {previous}"
             )
         previous = e[_SEQ]
-        for text in (e[_KIND], e[_SOURCE], e[_TARGET], e[_EVENT], e[_REASON], *e[_VIA]):
+        leaves = e[_LEAVES] or ((), ())
+        texts = (e[_KIND], e[_SOURCE], e[_TARGET], e[_EVENT], e[_REASON], *e[_VIA])
+        for text in (*texts, *leaves[0], *leaves[1]):
             if text is not None and (not isinstance(text, str) or text_problem(text)):
                 raise SnapshotError(f"the snapshot's history has a bad entry at step {e[_SEQ]}")
         if e[_PAYLOAD] is not None:
@@ -1633,7 +1697,7 @@ def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
 def _restore_timers(
     rules: tuple[CTransition, ...],
     raw: Any,
-    entered: float,
+    entered: int,
     arm_missing: bool,
     states: Mapping[str, Any],
 ) -> Timers | None:
@@ -1641,17 +1705,18 @@ def _restore_timers(
     index when the rule is the
     same, else by target and delay. Under a changed flow (`arm_missing`), timer rules the
     snapshot has no timer for (added since) are armed from the time the state was entered;
-    under the same flow a missing timer has fired already and stays gone."""
-    found: dict[int, float] = {}
+    under the same flow a missing timer has fired already and stays gone, and a timer that
+    matches no rule (its target or delay edited by hand) is refused."""
+    found: dict[int, int] = {}
     try:
-        for item in raw:
+        for position, item in enumerate(raw):
             target = item.get("target")
             if target is not None and target not in states:
                 raise SnapshotError(
                     f"a pending timer of the snapshot goes to state {target!r}, which does not "
                     "exist in this version of the flow (map it with a migration)"
                 )
-            due = to_seconds(item["due"])
+            due = to_ms(item["due"])
             match = next(
                 (
                     t
@@ -1675,6 +1740,12 @@ def _restore_timers(
             )
             if match is not None:
                 found[match.index] = due
+            elif not arm_missing:
+                raise SnapshotError(
+                    f"pending timer {position} of the snapshot (index {item.get('index')!r}, "
+                    f"target {target!r}, after_ms {item.get('after_ms')!r}) matches no timer "
+                    "rule of the active states of the flow that wrote it"
+                )
     except SnapshotError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -1682,7 +1753,7 @@ def _restore_timers(
     if not rules:
         return None
     timers = [
-        (found[t.index] if t.index in found else entered + (t.after_ms or 0) / 1000.0, t)
+        (found[t.index] if t.index in found else entered + (t.after_ms or 0), t)
         for t in rules
         if t.index in found or arm_missing
     ]
@@ -1738,6 +1809,84 @@ def _restore_configuration(
     return config, histories or None
 
 
+#: How many configurations' names a machine keeps (`Machine.config_names`).
+CONFIG_NAMES_KEPT: Final = 4096
+
+
+def _names(m: Machine, config: tuple[CState, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A statechart configuration's state names and leaf names (`StepResult.configuration`,
+    the leaves a history entry records), worked out once per configuration: a parallel
+    chart's every step records them. A history entry records leaves only when `source` or
+    `target` does not name them: `state` (the summary) is a leaf exactly when one is active."""
+    found = m.config_names.get(config)
+    if found is None:
+        if len(m.config_names) >= CONFIG_NAMES_KEPT:
+            m.config_names.clear()
+        names = tuple(s.name for s in config)
+        found = m.config_names[config] = (names, tuple(s.name for s in config if s.atomic))
+    return found
+
+
+def _snapshot_data(snapshot: Mapping[str, Any] | str | bytes, machine: Machine) -> Any:
+    """The snapshot as a mapping, once its top level is one `machine` may restore: JSON, an
+    object of known fields only, a format read, this flow, its version or an older one."""
+    try:
+        data: Any = json.loads(snapshot) if isinstance(snapshot, str | bytes) else snapshot
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bytes not UTF-8
+        raise SnapshotError(f"the snapshot is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, Mapping):
+        raise SnapshotError("a snapshot is a JSON object")
+    unknown = sorted(str(k) for k in data if k not in SNAPSHOT_FIELDS)
+    if unknown:
+        raise SnapshotError(
+            f"the snapshot has an unknown field {unknown[0][:100]!r} (a snapshot has "
+            f"only {', '.join(sorted(SNAPSHOT_FIELDS))})"
+        )
+    if data.get("format", SNAPSHOT_FORMAT) not in SNAPSHOT_FORMATS_READ:
+        raise SnapshotError(f"unknown snapshot format {data.get('format')!r}")
+    if data.get("flow") != machine.name:
+        raise SnapshotError(f"the snapshot is of flow {data.get('flow')!r}, not {machine.name!r}")
+    version = data.get("version", machine.version)
+    if type(version) is not int or version > machine.version:
+        raise SnapshotError(
+            f"the snapshot is of version {version!r} of {machine.name}; this machine has "
+            f"version {machine.version} (a snapshot restores into its own version or a "
+            "newer one)"
+        )
+    return data
+
+
+def _leaves_dict(leaves: Leaves) -> dict[str, list[str]]:
+    """A history entry's leaves as a snapshot writes them: only a statechart's entries have
+    them, so a flat flow's history reads as earlier releases wrote it."""
+    if leaves is None:
+        return {}
+    return {"source_leaves": list(leaves[0]), "target_leaves": list(leaves[1])}
+
+
+def _restored_leaves(h: Mapping[str, Any]) -> Leaves:
+    """The leaves of a snapshot's history entry; None for one written without them (a flat
+    flow's, or a statechart's written by flowc.snapshot/1)."""
+    source, target = h.get("source_leaves"), h.get("target_leaves")
+    if source is None and target is None:
+        return None
+    if not isinstance(source, list) or not isinstance(target, list):
+        raise SnapshotError(
+            f"the snapshot's history entry {h.get('seq')!r} has source_leaves and target_leaves "
+            "that are not both lists of state names"
+        )
+    return tuple(source), tuple(target)
+
+
+def _shown(e: Entry, side: int, name: str | None) -> str | None:
+    """How a step's repr names its source or target: the state, or in a parallel flow the
+    active leaves (`{Pending, Waiting}`) rather than the state holding them all."""
+    leaves = e[_LEAVES]
+    if leaves is None or len(leaves[side]) < 2:
+        return name
+    return "{" + ", ".join(leaves[side]) + "}"
+
+
 def _by_order(s: CState) -> int:
     return s.order
 
@@ -1753,7 +1902,15 @@ def _refused(
     except FAULTS as exc:
         return _fault(machine, exc, f"the data of {t.describe()}", st, event, refused.payload, c)
     return machine.rejection(
-        R.REJECT, st, event, refused.payload, c, data, code=t.code, template=t.message
+        R.REJECT,
+        st,
+        event,
+        refused.payload,
+        c,
+        data,
+        code=t.code,
+        template=t.message,
+        rule=t.index,
     )
 
 

@@ -100,7 +100,9 @@ class Plan:
         self.leaf: CState = target
         #: The transition's domain in a statechart (`_domain`): the step leaves the active
         #: states inside it and enters the target's branch in it.
-        self.domain: CState | None = _domain(t) if source.ancestors else None
+        self.domain: CState | None = (
+            _domain(t) if source.ancestors or source.kind == "compound" else None
+        )
         steps: list[Step] = []
         entering: list[Step] = []
         if internal:
@@ -188,12 +190,18 @@ class Plan:
 def _domain(t: CTransition) -> CState | None:
     """The transition's domain in a statechart: the innermost compound proper ancestor of its
     source that contains its target (None: the top, always so in a flat flow). The step
-    leaves the active states inside it and enters the target's branch in it."""
+    leaves the active states inside it and enters the target's branch in it. A compound's
+    rule to one of its own descendants is internal unless marked `reenter` (SCXML's
+    `type="internal"`): its domain is the compound itself, which stays active, its entry and
+    exit actions not run and its timers running."""
     if t.internal:
         return None
     target = t.target
     assert target is not None
-    for anc in t.source.ancestors:
+    source = t.source
+    if source.kind == "compound" and source in target.ancestors and not t.raw.get("reenter"):
+        return source
+    for anc in source.ancestors:
         if anc.kind == "compound" and anc in target.ancestors:
             return anc
     return None
@@ -281,6 +289,19 @@ def timers_of(state: CState) -> tuple[CTransition, ...]:
     if it has some: a first send, working out what its step arms, would otherwise build the
     whole of the state it leads to, to learn that it has no timers (most states have none)."""
     return state.timers if state.timed else ()
+
+
+def rivals(a: CTransition, b: CTransition) -> bool:
+    """Whether two timer rules are one group: the same state's timers with the same delay,
+    always armed and due together, tried in order like the rules for one event (the first
+    whose guard holds is taken, the others not; a repeating `-> self` re-arms the group).
+    A timer of another delay or state that falls due at the same moment is a trigger of its
+    own, tried next at that moment: a deadline beside a repeating reminder fires."""
+    return (
+        a.source is b.source
+        and a.after_ms == b.after_ms
+        and (a.after_ms is not None or a.raw.get("after_expr") == b.raw.get("after_expr"))
+    )
 
 
 def plan_of(t: CTransition) -> Plan:

@@ -73,6 +73,7 @@ class CTransition:
         "kind",
         "machine",
         "plan",
+        "rank",
         "raw",
         "source",
         "target",
@@ -101,6 +102,9 @@ class CTransition:
         self.internal = target is source and not raw.get("reenter")
         #: What taking it does (kernel.py), worked out on first use
         self.plan: Plan | None = None
+        #: Where it is tried among rules falling due together (timers): innermost state
+        #: first, as an event's rules are, then document order
+        self.rank: tuple[int, int, int] = (-len(source.ancestors), source.order, self.index)
 
     def _first_guard(self, c: dict[str, Any], e: Any, s: Any) -> Any:
         fn = self.guard = self.machine._compiler.compile(self.raw["guard"])
@@ -593,6 +597,9 @@ class Machine:
         self._written: dict[tuple[str, str], Dispatch] = {}
         #: event -> the general path's dispatch, in a statechart
         self._chart_steps: dict[str, Dispatch] = {}
+        #: A statechart's configurations seen -> (every state's name, the leaves' names), as
+        #: steps record them (`Instance._take_chart`); bounded, emptied when full.
+        self.config_names: dict[tuple[CState, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         #: A statechart whose configuration is always one leaf and its ancestors
         #: (kernel.py's `leaf_chart`): its (leaf, event) pairs get generated functions too.
         self.leaf_chart: bool = self.chart and leaf_chart(raw)
@@ -991,24 +998,33 @@ class Machine:
         code: str | None = None,
         template: str | None = None,
         data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None,
+        rule: int | None = None,
     ) -> Rejection:
         """A rejection with its message from the flow's template for `kind` (or the given one,
         for `reject` / `require`), rendered when first read: refusals are a hot path (agents
         make invalid calls all the time) and most are answered by their code. `context` and
         `payload` are never changed in place by the runtime, so rendering later sees what
         was true now; `data` is copied for the same reason. `data_of`, instead of `data`:
-        `data_of[0](*data_of[1])` gives the data when it is first read (or the message is)."""
+        `data_of[0](*data_of[1])` gives the data when it is first read (or the message is). `rule`:
+        the index of the `reject` rule refusing."""
         source = template if template is not None else self.messages.get(kind, kind)
         if "{" not in source:  # no Jinja2 markup: the text is the message
             return Rejection.pending(
                 kind, code or kind, state.name, event,
-                message=source.strip(), data=data, data_of=data_of,
+                message=source.strip(), data=data, data_of=data_of, rule=rule,
             )  # fmt: skip
         # The data the message sees: a copy of what is given now, else the data worked out.
         seen = None if data_of is not None else (dict(data) if data else _EMPTY)
         render = (self._message_text, (kind, state, event, payload, context, seen, code, source))
         return Rejection.pending(
-            kind, code or kind, state.name, event, render=render, data=data, data_of=data_of
+            kind,
+            code or kind,
+            state.name,
+            event,
+            render=render,
+            data=data,
+            data_of=data_of,
+            rule=rule,
         )
 
     def _message_text(

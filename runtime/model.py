@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from flowc.runtime.builtins import QUANTIFIERS
+from flowc.runtime.messages import MESSAGE_KINDS
 
 #: Bumped on any change a loader written for the previous version could misread. The compiler
 #: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
@@ -581,6 +582,17 @@ def _state(st: Any) -> None:
     _expr(st.get("done_data"), f"{where} done data", optional=True)
 
 
+def _bool_guard(guard: Any, where: str) -> None:
+    """A guard that is a literal must be `true` or `false` (the compiler never writes
+    another; a hand-edited `lit 5` would otherwise act as true)."""
+    if guard.get("op") != "lit":
+        return
+    value = guard.get("value")
+    if type(value) is not bool and not value_too_deep(value):  # (too deep: worded later)
+        shown = repr(value) if type(value) in (int, float) else f"a literal {_kind(value)}"
+        raise _Bad(f"{where} is {shown}, not a bool: a literal guard is `true` or `false`")
+
+
 def _transition(t: Any) -> None:
     _object(t, _TRANSITION, "a transition")
     where = f"transition #{t['index']}"
@@ -636,6 +648,7 @@ def _check_ir(raw: Any) -> None:
         for req in _list(ev.get("requires"), f"event {ev['name']} requires"):
             _object(req, _REQUIREMENT, f"a requirement of {ev['name']}")
             _expr(req["guard"], f"a requirement of {ev['name']}")
+            _bool_guard(req["guard"], f"a requirement of {ev['name']}")
             _is(req["code"], str, "a requirement's code")
             _is(req["message"], str, "a requirement's message")
     # States and transitions are most of a large flow: each is checked with one expression,
@@ -663,7 +676,7 @@ def _check_ir(raw: Any) -> None:
         if st.get("exit"):
             _actions(st["exit"], f"state {st['name']} exit")
     t_all, t_required = _TRANSITION
-    for t in _list(raw.get("transitions"), "transitions"):
+    for position, t in enumerate(_list(raw.get("transitions"), "transitions")):
         if not (
             type(t) is dict
             and t.keys() <= t_all
@@ -684,12 +697,22 @@ def _check_ir(raw: Any) -> None:
             and type(t.get("line", 0)) is int
         ):
             _transition(t)
+        if t["index"] != position:
+            raise _Bad(
+                f"transitions[{position}] has index {t['index']}: a transition's index is its "
+                "position in `transitions`"
+            )
         guard = t.get("guard")
-        if guard is not None and type(guard.get("op")) is not str:
-            _expr(guard, f"transition #{t['index']} guard")
+        if guard is not None:
+            if type(guard.get("op")) is not str:
+                _expr(guard, f"transition #{t['index']} guard")
+            _bool_guard(guard, f"transition #{t['index']} guard")
         if t.get("actions"):
             _actions(t["actions"], f"transition #{t['index']} actions")
     _str_map(raw.get("messages"), "messages")
+    for kind in raw.get("messages") or ():
+        if kind not in MESSAGE_KINDS:
+            raise _Bad(f"messages: {kind!r} is not a rejection kind (`MESSAGE_KINDS`)")
     _str_map(raw.get("templates"), "templates")
     for j in _list(raw.get("journals"), "journals"):
         _object(j, _JOURNAL, "a journal")

@@ -54,7 +54,8 @@ class Rejection:
     `require` for refusals written in the flow. `code`: what the host reports; the kind
     itself, or the flow's CODE for `reject` / `require`. `message`: the rendered text.
     `state`: the instance's state when it was refused. `event`: the event's name (None for
-    `goto`, `back` and `start`). `data`: the kind's own fields (see docs/runtime.md).
+    `goto`, `back` and `start`). `data`: the kind's own fields (see docs/runtime.md). `rule`:
+    for a `reject`, the IR index (`Transition.index`) of the rule that refused; else None.
 
     The runtime makes rejections whose message is rendered when it is first read (`message`,
     `to_dict()`, `repr`), from what was true when the step was refused: a refusal nobody
@@ -62,7 +63,17 @@ class Rejection:
     likewise worked out when `data` is first read.
     """
 
-    __slots__ = ("_data", "_data_of", "_message", "_render", "code", "event", "kind", "state")
+    __slots__ = (
+        "_data",
+        "_data_of",
+        "_message",
+        "_render",
+        "code",
+        "event",
+        "kind",
+        "rule",
+        "state",
+    )
 
     ok: Final = False
 
@@ -74,8 +85,10 @@ class Rejection:
         state: str | None,
         event: str | None = None,
         data: dict[str, Any] | None = None,
+        rule: int | None = None,
     ) -> None:
         self.kind = kind
+        self.rule = rule
         self.code = code
         self._message: str | None = message
         self._render: tuple[Callable[..., str], tuple[Any, ...]] | None = None
@@ -96,6 +109,7 @@ class Rejection:
         render: tuple[Callable[..., str], tuple[Any, ...]] | None = None,
         data: dict[str, Any] | None = None,
         data_of: tuple[Callable[..., dict[str, Any]], tuple[Any, ...]] | None = None,
+        rule: int | None = None,
     ) -> Rejection:
         """A rejection whose message is `message`, or `render[0](rejection, *render[1])` called
         when first read; whose data is `data`, or `data_of[0](*data_of[1])` called when first
@@ -109,6 +123,7 @@ class Rejection:
         self.event = event
         self._data = None if data_of is not None else (data if data is not None else {})
         self._data_of = data_of
+        self.rule = rule
         return self
 
     @property

@@ -12,7 +12,7 @@ from typing import Any
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.diagnostics import Diagnostic, render_text
 from flowc.compiler.driver import compile_file, find_flow_files, print_diagnostics, use_color
-from flowc.compiler.testing.coverage import coverage_of, describe, group_of
+from flowc.compiler.testing.coverage import coverage_of, group_of
 from flowc.compiler.testing.junit import junit_xml
 from flowc.compiler.testing.runner import FileRun, TestOutcome, run_file
 
@@ -143,9 +143,11 @@ def _coverage_report(runs: list[FileRun], out: Any) -> None:
             elsewhere = (
                 "; its rule is taken in another state" if cov.rule_taken_elsewhere(t) else ""
             )
-            out.write(f"  not taken: {group_of(t)[:-1]} line {t.line}: {describe(t)}{elsewhere}\n")
+            out.write(
+                f"  not taken: {group_of(t)[:-1]} line {t.line}: {cov.describe(t)}{elsewhere}\n"
+            )
         for t in cov.never_fire():
-            out.write(f"  can never fire (lint proves it): line {t.line}: {describe(t)}\n")
+            out.write(f"  can never fire (lint proves it): line {t.line}: {cov.describe(t)}\n")
 
 
 def _coverage_json(runs: list[FileRun]) -> dict[str, Any]:

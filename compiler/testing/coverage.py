@@ -1,6 +1,8 @@
 """Transition coverage: which rules of a flow (transitions, refusing `reject` rules, timers) the
-tests took, and which none did. Every IR transition counts on its own, so a rule written outside
-any state is covered state by state (each copy is a way out of a different state). Transitions
+tests took, and which none did. Each written rule counts once per state it applies in: a rule
+written outside any state is covered state by state (each copy is a way out of a different
+state), while `on a, b, c ...`, one IR transition per event, is one rule, taken when any of its
+events took it. Transitions
 that lint proves can never fire (an earlier rule on the same trigger always wins, or a constant
 false guard: `FlowGraph.dead`) are listed apart and left out of the percentage: no test could
 take them."""
@@ -35,6 +37,19 @@ def describe(t: Transition) -> str:
     return f"{t.source}: {trigger_text(t)} {target}{inherited}".replace("  ", " ")
 
 
+#: One written rule in one state: the IR transitions of `on a, b, c ...` (one per event) in
+#: that state. Coverage counts these, so such a rule is reported once.
+RuleKey = tuple[int, int, str]
+
+
+def rule_in_state(t: Transition) -> RuleKey:
+    """The key of `t`'s rule in its state; a transition without a source position (written
+    by a tool) is a rule of its own."""
+    if t.line:
+        return (t.line, t.column, t.source)
+    return (-t.index - 1, 0, t.source)
+
+
 @dataclass
 class Coverage:
     file: str
@@ -43,11 +58,24 @@ class Coverage:
     #: Indices of the transitions that can never fire.
     dead: set[int]
 
+    def units(self) -> dict[RuleKey, list[Transition]]:
+        """The transitions of each rule in each state, in IR order: what coverage counts. A
+        rule for several events is one unit per state; a rule outside any state one per state
+        it is copied into (each is a way out of a different state)."""
+        out: dict[RuleKey, list[Transition]] = {}
+        for t in self.flow.transitions:
+            out.setdefault(rule_in_state(t), []).append(t)
+        return out
+
+    def _taken(self, ts: list[Transition]) -> bool:
+        return any(t.index in self.fired for t in ts)
+
     def live(self) -> list[Transition]:
-        return [t for t in self.flow.transitions if t.index not in self.dead]
+        """The first transition of each unit that can fire (some of its transitions can)."""
+        return [ts[0] for ts in self.units().values() if any(t.index not in self.dead for t in ts)]
 
     def never_fire(self) -> list[Transition]:
-        return [t for t in self.flow.transitions if t.index in self.dead]
+        return [ts[0] for ts in self.units().values() if all(t.index in self.dead for t in ts)]
 
     @property
     def total(self) -> int:
@@ -55,7 +83,8 @@ class Coverage:
 
     @property
     def covered(self) -> int:
-        return sum(1 for t in self.live() if t.index in self.fired)
+        units = self.units()
+        return sum(1 for t in self.live() if self._taken(units[rule_in_state(t)]))
 
     @property
     def percent(self) -> float:
@@ -70,20 +99,36 @@ class Coverage:
 
     @property
     def rules_covered(self) -> int:
-        return sum(1 for ts in self.rules().values() if any(t.index in self.fired for t in ts))
+        return sum(1 for ts in self.rules().values() if self._taken(ts))
 
     def rule_taken_elsewhere(self, t: Transition) -> bool:
-        return any(o.index in self.fired for o in self.rules()[(t.line, t.column)])
+        """Whether `t`'s rule was taken in another state (a rule outside any state, copied)."""
+        return any(
+            o.index in self.fired and o.source != t.source for o in self.rules()[(t.line, t.column)]
+        )
 
     def uncovered(self) -> list[Transition]:
-        return [t for t in self.live() if t.index not in self.fired]
+        units = self.units()
+        return [t for t in self.live() if not self._taken(units[rule_in_state(t)])]
+
+    def events(self, t: Transition) -> list[str]:
+        """The events of `t`'s rule in its state (`on a, b, c`: all three)."""
+        return [o.event for o in self.units()[rule_in_state(t)] if o.event is not None]
+
+    def describe(self, t: Transition) -> str:
+        """`t`'s rule as the report names it: once, with every event it is written for."""
+        events = self.events(t)
+        if len(events) < 2:
+            return describe(t)
+        return describe(t.model_copy(update={"event": ", ".join(events)}))
 
     def to_dict(self) -> dict[str, Any]:
         groups: dict[str, dict[str, int]] = {g: {"total": 0, "covered": 0} for g in GROUPS}
+        units = self.units()
         for t in self.live():
             g = groups[group_of(t)]
             g["total"] += 1
-            g["covered"] += t.index in self.fired
+            g["covered"] += self._taken(units[rule_in_state(t)])
         return {
             "file": self.file,
             "flow": self.flow.name,
@@ -100,17 +145,18 @@ class Coverage:
                     "source": t.source,
                     "target": t.target,
                     "event": t.event,
+                    "events": self.events(t),
                     "code": t.code,
                     "inherited": t.inherited,
                     "line": t.line,
                     "column": t.column,
-                    "rule": describe(t),
+                    "rule": self.describe(t),
                     "rule_taken_elsewhere": self.rule_taken_elsewhere(t),
                 }
                 for t in self.uncovered()
             ],
             "never_fire": [
-                {"index": t.index, "line": t.line, "column": t.column, "rule": describe(t)}
+                {"index": t.index, "line": t.line, "column": t.column, "rule": self.describe(t)}
                 for t in self.never_fire()
             ],
         }

@@ -83,6 +83,7 @@ def test_spans_of_a_run_steps_refusals_effects_and_timers_share_one_trace(
         "flowc.step.source": "NEW",
         "flowc.step.target": "OPEN",
         "flowc.step.configuration": None,
+        "flowc.rules_taken": [0],  # every step, flat too, names the rules it took
     }
     assert attrs(refused)["flowc.refusal.code"] == "unknown_event"
     assert attrs(refused)["error.type"] == "unknown_event"

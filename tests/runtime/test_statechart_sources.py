@@ -120,4 +120,4 @@ def test_the_rules_a_start_and_a_step_took_are_told_by_index() -> None:
     assert step.rules_taken == (2, 0)
     assert instance.state == "over"
     assert Machine.from_source(BOOT).restore(instance.snapshot()).start_rules_taken is None
-    assert Machine.from_source("flow f\ninitial state a\n").start().start_rules_taken is None
+    assert Machine.from_source("flow f\ninitial state a\n").start().start_rules_taken == ()

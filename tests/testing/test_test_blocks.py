@@ -213,3 +213,22 @@ test "faults count, readings are ignored" {
     assert [(o.name, o.failure) for o in run_file(result).outcomes] == [
         ("faults count, readings are ignored", None)
     ]
+
+
+def test_advance_counts_whole_milliseconds() -> None:
+    source = """flow ms
+initial state A {
+  after 3315ms -> B
+}
+final state B
+test "one millisecond short, then on time" {
+  advance 3314ms
+  expect state A
+  advance 1ms
+  expect state B
+}
+"""
+    result = compile_source(source, "ms.flow")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    [outcome] = run_file(result).outcomes
+    assert outcome.failure is None, outcome.failure.message
