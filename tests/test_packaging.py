@@ -37,6 +37,30 @@ def test_every_folder_with_files_is_a_listed_package() -> None:
                 assert ".".join([name, *parts]) in listed, directory
 
 
+def test_an_editable_build_is_quiet_and_adds_only_src_to_the_path(tmp_path: Path) -> None:
+    """What `pip install -e .` asks setuptools for, with every warning shown: setuptools warns
+    ("BuildBackendWarning: Editable installation") for any layout but a plain src one."""
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "always",
+            "-c",
+            "import sys, setuptools.build_meta as b; b.build_editable(sys.argv[1])",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert re.findall(r"\b\w+Warning\b.*", build.stdout + build.stderr) == []
+    (wheel,) = tmp_path.glob("flowc-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (pth,) = [n for n in archive.namelist() if n.endswith(".pth")]
+        assert archive.read(pth).decode().split() == [str((ROOT / "src").resolve())]
+
+
 def test_built_wheel_contains_the_packages_and_the_grammar(tmp_path: Path) -> None:
     build = subprocess.run(
         [
