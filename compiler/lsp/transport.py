@@ -104,10 +104,12 @@ def _exactly(kind: type[Any]) -> Callable[[object, object], Any]:
 
 def strict_converter() -> Converter:
     """pygls' converter, but an integer field (a position's line, a version) must be a JSON
-    integer and a boolean field a JSON boolean: "3" and 3.5 are refused rather than read as 3."""
+    integer, a boolean a JSON boolean and a string a JSON string: "3" and 3.5 are refused rather
+    than read as 3, and 5 rather than read as "5"."""
     converter: Converter = default_converter()  # type: ignore[no-untyped-call]
     converter.register_structure_hook(int, _exactly(int))
     converter.register_structure_hook(bool, _exactly(bool))
+    converter.register_structure_hook(str, _exactly(str))
     return converter
 
 

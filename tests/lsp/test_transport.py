@@ -5,7 +5,6 @@ response instead of silence."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,13 @@ INVALID_PARAMS = -32602
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[tuple[LspClient, str]]:
-    client = LspClient()
-    try:
-        client.initialize(tmp_path)
-        uri = (tmp_path / "x.flow").as_uri()
-        client.open(uri, FLOW)
-        client.wait_for("textDocument/publishDiagnostics", uri=uri)
-        yield client, uri
-    finally:
-        assert client.close() == 0
+def session(lsp_client: LspClient, tmp_path: Path) -> tuple[LspClient, str]:
+    """The module's server (every test here leaves it answering), with a document of the
+    test's own open."""
+    uri = (tmp_path / "x.flow").as_uri()
+    lsp_client.open(uri, FLOW)
+    lsp_client.wait_for("textDocument/publishDiagnostics", uri=uri)
+    return lsp_client, uri
 
 
 def hover_at(uri: str, line: Any, character: Any) -> dict[str, Any]:
@@ -101,6 +97,15 @@ def test_a_position_without_a_character_gets_invalid_params(
         with pytest.raises(LspError) as refused:
             client.request(method, params)
         assert refused.value.args[0]["code"] == INVALID_PARAMS
+    hovers_event_go(client, uri)
+
+
+def test_a_document_named_by_a_number_gets_invalid_params(session: tuple[LspClient, str]) -> None:
+    client, uri = session
+    with pytest.raises(LspError) as refused:
+        client.request("textDocument/hover", {**hover_at(uri, 3, 6), "textDocument": {"uri": 5}})
+    assert refused.value.args[0]["code"] == INVALID_PARAMS
+    assert "uri" in refused.value.args[0]["message"]
     hovers_event_go(client, uri)
 
 
