@@ -8,12 +8,31 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PYTHON=${PYTHON:-python3}
+
+# quietly WHAT COMMAND...: run COMMAND with its output in a log, shown only if it fails (apt's
+# debconf notes and pip's notes about this machine's package indexes are noise when all is well).
+quietly() {
+  local what=$1 log status=0
+  shift
+  log=$(mktemp)
+  "$@" >"$log" 2>&1 || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "setup: $what failed (exit $status); its output:" >&2
+    cat "$log" >&2
+    rm -f "$log"
+    exit "$status"
+  fi
+  rm -f "$log"
+}
+
 apt_install() {
-  local sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
   echo "setup: installing Debian packages: $*"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+  # env inside sudo: sudo drops the caller's environment, and debconf would then try a dialog.
+  quietly "apt-get update" "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  quietly "apt-get install $*" "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q "$@"
 }
 
 missing=()
@@ -30,8 +49,10 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip setuptools wheel
-.venv/bin/python -m pip install -q -e ".[dev]"
+quietly "pip install --upgrade pip setuptools wheel" \
+  .venv/bin/python -m pip install --upgrade pip setuptools wheel
+echo "setup: installing flowc (editable) and its development tools"
+quietly "pip install -e .[dev]" .venv/bin/python -m pip install -e ".[dev]"
 
 echo "setup: flowc $(.venv/bin/flowc --version | cut -d' ' -f2) installed; checking the seed flows"
 .venv/bin/flowc check --strict flows/

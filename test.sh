@@ -2,6 +2,9 @@
 # The whole test suite: style (ruff), types (mypy) and pytest (with a throwaway PostgreSQL
 # server, .ci/postgres). Run ./setup.sh once first.
 # Extra arguments go to pytest, e.g. ./test.sh -k lint -x
+# pytest runs on one worker per core (pytest-xdist; FLOWC_TEST_WORKERS=N for N workers), unless
+# the arguments choose for themselves (-n N, -p no:xdist, --pdb). mypy runs meanwhile, as the
+# tests wait on processes and sockets, and its report follows pytest's.
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ ! -x .venv/bin/python ]; then
@@ -11,15 +14,24 @@ fi
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-echo "== mypy"
-.ci/typecheck
+
+pg_dir=""
+mypy_pid=""
+mypy_log=$(mktemp)
+cleanup() {
+  if [ -n "$mypy_pid" ]; then kill -- "-$mypy_pid" 2>/dev/null || kill "$mypy_pid" 2>/dev/null || true; fi
+  if [ -n "$pg_dir" ]; then .ci/postgres stop "$pg_dir"; fi
+  rm -f "$mypy_log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# In a process group of its own (setsid), so that an interrupted run stops mypy too.
+setsid .ci/typecheck >"$mypy_log" 2>&1 &
+mypy_pid=$!
+
 echo "== pytest"
 # A throwaway PostgreSQL server for the store tests, stopped on any exit. A URL already set in
 # FLOWC_TEST_POSTGRES_URL is used as it is. With CI=true its tests must run, so no server fails.
-pg_dir=""
-stop_postgres() { if [ -n "$pg_dir" ]; then .ci/postgres stop "$pg_dir"; fi; }
-trap stop_postgres EXIT
-trap 'exit 130' INT TERM
 if [ -z "${FLOWC_TEST_POSTGRES_URL:-}" ]; then
   pg_dir=$(mktemp -d)
   if url=$(.ci/postgres start "$pg_dir" -c fsync=off -c full_page_writes=off); then
@@ -32,4 +44,19 @@ if [ -z "${FLOWC_TEST_POSTGRES_URL:-}" ]; then
     echo "test: no PostgreSQL server; its tests are skipped" >&2
   fi
 fi
-.venv/bin/python -m pytest "$@"
+workers=(-n "${FLOWC_TEST_WORKERS:-auto}" --dist worksteal)
+for arg in "$@"; do
+  case "$arg" in
+  -n | -n* | --numprocesses* | no:xdist | -pno:xdist | --pdb | --trace) workers=() ;;
+  esac
+done
+pytest_status=0
+.venv/bin/python -m pytest "${workers[@]}" "$@" || pytest_status=$?
+
+echo "== mypy"
+mypy_status=0
+wait "$mypy_pid" || mypy_status=$?
+mypy_pid=""
+cat "$mypy_log"
+if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
+exit "$mypy_status"

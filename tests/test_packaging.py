@@ -10,12 +10,12 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-#: Each source folder and the package it installs as, as pyproject.toml maps them.
+#: Each source folder and the package it installs as: src/flowc/ links to each top-level
+#: package folder (compiler/, runtime/, hosts/, grammar/).
 MAPPING = {
-    folder: package
-    for package, folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
-        "setuptools"
-    ]["package-dir"].items()
+    link.resolve().name: f"flowc.{link.name}"
+    for link in sorted((ROOT / "src" / "flowc").iterdir())
+    if link.is_symlink()
 }
 
 
@@ -41,6 +41,30 @@ def test_every_folder_with_files_is_a_listed_package() -> None:
             if any(f.is_file() for f in directory.iterdir()):
                 parts = directory.relative_to(ROOT / folder).parts
                 assert ".".join([name, *parts]) in listed, directory
+
+
+def test_an_editable_build_is_quiet_and_adds_only_src_to_the_path(tmp_path: Path) -> None:
+    """What `pip install -e .` asks setuptools for, with every warning shown: setuptools warns
+    ("BuildBackendWarning: Editable installation") for any layout but a plain src one."""
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "always",
+            "-c",
+            "import sys, setuptools.build_meta as b; b.build_editable(sys.argv[1])",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert re.findall(r"\b\w+Warning\b.*", build.stdout + build.stderr) == []
+    (wheel,) = tmp_path.glob("flowc-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (pth,) = [n for n in archive.namelist() if n.endswith(".pth")]
+        assert archive.read(pth).decode().split() == [str((ROOT / "src").resolve())]
 
 
 def test_built_wheel_contains_the_packages_and_the_grammar(tmp_path: Path) -> None:
@@ -76,3 +100,13 @@ def test_built_wheel_contains_the_packages_and_the_grammar(tmp_path: Path) -> No
     ):
         assert required in names, required
     assert any(n.startswith("flowc/compiler/templates/") for n in names)
+
+
+def test_src_links_every_top_level_package() -> None:
+    """A package folder without its link in src/flowc/ would be left out of every install."""
+    assert MAPPING == {
+        "compiler": "flowc.compiler",
+        "runtime": "flowc.runtime",
+        "hosts": "flowc.hosts",
+        "grammar": "flowc.grammar",
+    }

@@ -8,8 +8,9 @@ compiler counts characters from 1, LSP counts UTF-16 units from 0) and types, an
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
-from typing import Any
+from typing import BinaryIO
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -25,6 +26,7 @@ from flowc.compiler.driver import CompileResult, compile_source
 from flowc.compiler.format import FormatError, format_source
 from flowc.compiler.lsp.analysis import FileIndex, Kind, Occurrence, Outline, allow_comment_edit
 from flowc.compiler.lsp.incremental import reparse
+from flowc.compiler.lsp.transport import serve_io, strict_converter
 from flowc.compiler.source import SourceFile, Span
 from flowc.runtime import __version__
 
@@ -105,7 +107,10 @@ class Analysis:
 class FlowServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "flowc", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full
+            "flowc",
+            __version__,
+            text_document_sync_kind=lsp.TextDocumentSyncKind.Full,
+            converter_factory=strict_converter,
         )
         self.analyses: dict[str, Analysis] = {}
 
@@ -389,6 +394,6 @@ def _symbol(outline: Outline, source: SourceFile) -> lsp.DocumentSymbol:
     )
 
 
-def serve(**io: Any) -> None:
+def serve(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Run the server on stdin/stdout until the client asks it to exit."""
-    build_server().start_io(**io)
+    serve_io(build_server(), stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)

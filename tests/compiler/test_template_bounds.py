@@ -39,9 +39,9 @@ def codes(source: str) -> list[tuple[str, int, int]]:
     ],
 )
 def test_a_constant_bomb_is_refused_at_its_text_quickly(template: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the work done, whatever else the machine runs
     found = codes(flow_with_message(template))
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert found == [("E210", 4, 18)]
 
 

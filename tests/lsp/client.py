@@ -26,7 +26,7 @@ class LspClient:
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         #: notifications received and not yet taken, in order
         self.notifications: list[dict[str, Any]] = []
-        self._responses: dict[int, dict[str, Any]] = {}
+        self._responses: dict[int | None, dict[str, Any]] = {}
         assert self.proc.stdout is not None
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
 
@@ -49,9 +49,12 @@ class LspClient:
             self._inbox.put(json.loads(body))
 
     def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        self.send_bytes(frame(message))
+
+    def send_bytes(self, data: bytes) -> None:
+        """Write `data` as it is: for frames that are wrong on purpose."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
+        self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
     def _pump(self) -> None:
@@ -68,15 +71,23 @@ class LspClient:
     # ---- API ------------------------------------------------------------------------------
 
     def request(self, method: str, params: Any) -> Any:
-        self._next_id += 1
-        ident = self._next_id
+        ident = self.next_id()
         self._send({"id": ident, "method": method, "params": params})
-        while ident not in self._responses:
-            self._pump()
-        response = self._responses.pop(ident)
+        response = self.response(ident)
         if "error" in response:
             raise LspError(response["error"])
         return response.get("result")
+
+    def next_id(self) -> int:
+        """An id for a request sent by hand (`send_bytes`)."""
+        self._next_id += 1
+        return self._next_id
+
+    def response(self, ident: int | None) -> dict[str, Any]:
+        """The response with id `ident` (None: one to a message the server could not read)."""
+        while ident not in self._responses:
+            self._pump()
+        return self._responses.pop(ident)
 
     def notify(self, method: str, params: Any) -> None:
         self._send({"method": method, "params": params})
@@ -134,6 +145,12 @@ class LspClient:
             for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 if stream is not None:
                     stream.close()
+
+
+def frame(message: dict[str, Any], wrong_by: int = 0) -> bytes:
+    """A JSON-RPC message with its Content-Length header, `wrong_by` bytes off if asked."""
+    body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+    return f"Content-Length: {len(body) + wrong_by}\r\n\r\n".encode("ascii") + body
 
 
 class LspError(Exception):

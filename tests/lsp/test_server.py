@@ -3,7 +3,6 @@ process, JSON-RPC on its stdin and stdout."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,11 @@ TYPO = FLOW.replace("  on retry -> DRAFT", "  on rety -> DRAFT")
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[LspClient, str]]:
+def server(lsp_client: LspClient, tmp_path: Path) -> tuple[LspClient, str]:
+    """The module's server, and a document URI of this test's own."""
     path = tmp_path / "review.flow"
     path.write_text(TYPO, encoding="utf-8")
-    client = LspClient()
-    try:
-        client.initialize(tmp_path)
-        yield client, path.as_uri()
-    finally:
-        assert client.close() == 0
+    return lsp_client, path.as_uri()
 
 
 def pos(text: str, needle: str, offset: int = 0, nth: int = 0) -> dict[str, int]:
@@ -154,7 +149,8 @@ def test_a_warning_can_be_allowed_by_a_code_action(server: tuple[LspClient, str]
     lines = text.split("\n")
     lines.insert(diag["range"]["start"]["line"], edit["newText"].rstrip("\n"))
     client.change(uri, "\n".join(lines), 2)
-    assert client.wait_for("textDocument/publishDiagnostics", version=2)["diagnostics"] == []
+    published = client.wait_for("textDocument/publishDiagnostics", uri=uri, version=2)
+    assert published["diagnostics"] == []
 
 
 def test_hover(server: tuple[LspClient, str]) -> None:
@@ -245,7 +241,8 @@ def test_rename_across_the_file(server: tuple[LspClient, str]) -> None:
     assert len(edits) == 2
     renamed = FLOW.replace("DRAFT", "EDITING")
     client.change(uri, renamed, 2)
-    assert client.wait_for("textDocument/publishDiagnostics", version=2)["diagnostics"] == []
+    published = client.wait_for("textDocument/publishDiagnostics", uri=uri, version=2)
+    assert published["diagnostics"] == []
 
     with pytest.raises(LspError):
         client.request(
@@ -377,54 +374,50 @@ state open {
 """
 
 
-def test_completion_in_a_statechart(tmp_path: Path) -> None:
+def test_completion_in_a_statechart(lsp_client: LspClient, tmp_path: Path) -> None:
     path = tmp_path / "oven.flow"
     path.write_text(CHART, encoding="utf-8")
-    client = LspClient()
-    try:
-        client.initialize(tmp_path)
-        uri = path.as_uri()
-        client.open(uri, CHART)
-        client.wait_for("textDocument/publishDiagnostics", uri=uri)
-        version = 1
+    client = lsp_client
+    uri = path.as_uri()
+    client.open(uri, CHART)
+    client.wait_for("textDocument/publishDiagnostics", uri=uri)
+    version = 1
 
-        def items(text: str, needle: str) -> dict[str, str | None]:
-            nonlocal version
-            version += 1
-            client.change(uri, text, version)
-            client.wait_for("textDocument/publishDiagnostics", uri=uri, version=version)
-            found = client.request(
-                "textDocument/completion",
-                {"textDocument": {"uri": uri}, "position": pos(text, needle, len(needle))},
-            )
-            return {item["label"]: item.get("detail") for item in found["items"]}
+    def items(text: str, needle: str) -> dict[str, str | None]:
+        nonlocal version
+        version += 1
+        client.change(uri, text, version)
+        client.wait_for("textDocument/publishDiagnostics", uri=uri, version=version)
+        found = client.request(
+            "textDocument/completion",
+            {"textDocument": {"uri": uri}, "position": pos(text, needle, len(needle))},
+        )
+        return {item["label"]: item.get("detail") for item in found["items"]}
 
-        # After `->`: nested states and the history state, by the names the flow writes them
-        # with (a short name repeated in two parents is written as its dotted path).
-        arrow = CHART.replace("on door_closed -> resume", "on door_closed -> ")
-        targets = items(arrow, "on door_closed -> ")
-        assert set(targets) == {
-            "closed", "idle", "cooking", "heating", "closed.cooking.paused", "resume", "open",
-            "lit", "open.paused", "self",
-        }  # fmt: skip
-        assert targets["cooking"] == "Cooking (in closed)"
-        assert targets["resume"] == "history (in closed)"
-        # After `-> STATE.`: the states declared in it.
-        dotted = CHART.replace("on door_closed -> resume", "on door_closed -> closed.")
-        assert set(items(dotted, "on door_closed -> closed.")) == {"idle", "cooking", "resume"}
-        deeper = CHART.replace("on door_closed -> resume", "on door_closed -> cooking.")
-        assert set(items(deeper, "on door_closed -> cooking.")) == {"heating", "paused"}
-        # Completion events: one per compound state, among the events after `on`, and their
-        # state names after `on done.state.`.
-        on = CHART.replace("on door_closed -> resume", "on ")
-        events = items(on, "  on ")
-        assert set(events) == {
-            "door_opened", "door_closed", "start", "done.state.closed", "done.state.cooking",
-            "done.state.open",
-        }  # fmt: skip
-        assert events["done.state.cooking"] == "raised when closed.cooking completes"
-        done = CHART.replace("on door_closed -> resume", "on done.state.")
-        assert set(items(done, "on done.state.")) == {"closed", "cooking", "open"}
-        assert set(items(done.replace("done.state.", "done."), "on done.")) == {"state"}
-    finally:
-        assert client.close() == 0
+    # After `->`: nested states and the history state, by the names the flow writes them
+    # with (a short name repeated in two parents is written as its dotted path).
+    arrow = CHART.replace("on door_closed -> resume", "on door_closed -> ")
+    targets = items(arrow, "on door_closed -> ")
+    assert set(targets) == {
+        "closed", "idle", "cooking", "heating", "closed.cooking.paused", "resume", "open",
+        "lit", "open.paused", "self",
+    }  # fmt: skip
+    assert targets["cooking"] == "Cooking (in closed)"
+    assert targets["resume"] == "history (in closed)"
+    # After `-> STATE.`: the states declared in it.
+    dotted = CHART.replace("on door_closed -> resume", "on door_closed -> closed.")
+    assert set(items(dotted, "on door_closed -> closed.")) == {"idle", "cooking", "resume"}
+    deeper = CHART.replace("on door_closed -> resume", "on door_closed -> cooking.")
+    assert set(items(deeper, "on door_closed -> cooking.")) == {"heating", "paused"}
+    # Completion events: one per compound state, among the events after `on`, and their
+    # state names after `on done.state.`.
+    on = CHART.replace("on door_closed -> resume", "on ")
+    events = items(on, "  on ")
+    assert set(events) == {
+        "door_opened", "door_closed", "start", "done.state.closed", "done.state.cooking",
+        "done.state.open",
+    }  # fmt: skip
+    assert events["done.state.cooking"] == "raised when closed.cooking completes"
+    done = CHART.replace("on door_closed -> resume", "on done.state.")
+    assert set(items(done, "on done.state.")) == {"closed", "cooking", "open"}
+    assert set(items(done.replace("done.state.", "done."), "on done.")) == {"state"}

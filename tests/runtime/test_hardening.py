@@ -99,14 +99,14 @@ def as_json(outcome: Any) -> str:
     ],
 )
 def test_constant_template_bombs_are_found_without_computing_them(source: str, words: str) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the work done, whatever else the machine runs
     problems = check_template(source)
     assert len(problems) == 1 and words in problems[0].message
     assert problems[0].line == source.count("\n") + 1
     with pytest.raises(TemplateLimitError, match=words) as caught:
         compile_template(source)
     assert caught.value.line == problems[0].line
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
 
 
 def test_a_loop_may_run_as_many_steps_as_the_budget() -> None:
@@ -170,10 +170,10 @@ def test_templates_that_would_run_away_are_template_errors(source: str) -> None:
     raw = dict(machine(BOMBS).raw)
     raw["templates"] = {**raw["templates"], "t": source}
     inst = Machine(raw).start({"s": "x" * 1000})
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(TemplateError):
         inst.render("t")
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
 
 
 # ---- 2. bombs driven by payloads -------------------------------------------------------------
@@ -181,10 +181,10 @@ def test_templates_that_would_run_away_are_template_errors(source: str) -> None:
 def test_payload_driven_template_bombs_are_refusals_in_bounded_time(path: int) -> None:
     inst = paths(BOMBS)[path].start()
     before = frozen(inst)
-    started = time.perf_counter()
+    started = time.process_time()
     nope = inst.send("nope", {"s": "ab", "k": 10**9})
     power = inst.send("pow", {"k": 10**7})
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     assert isinstance(nope, Rejection) and nope.code == "nope" and len(nope.message) < 100
     assert isinstance(power, Rejection) and power.code == "pow"
     assert frozen(inst) == before
@@ -451,11 +451,11 @@ def test_refusals_are_json_whatever_the_payload(path: int) -> None:
 
 def test_a_million_bad_entries_give_a_small_rejection_quickly() -> None:
     inst = paths(BOMBS)[0].start()
-    started = time.perf_counter()
+    started = time.process_time()
     refused = inst.send("many", {"m": {f"k{i}": "x" for i in range(1_000_000)}})
     assert refused.code == "invalid_payload" and len(as_json(refused)) < 2000
     some = inst.send("many", {"m": {f"k{i}": "x" for i in range(5_000)}})
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert some.data["issue_count"] == 5_000 and len(some.data["issues"]["invalid"]) == 100
     assert some.data["issues_left_out"] == 4_900 and len(as_json(some)) < 50_000
     assert some.feedback is not None and some.feedback["issues_left_out"] == 4_900

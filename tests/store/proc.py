@@ -33,8 +33,15 @@ from store.toy import bump, fire
 ENGINE = False
 
 
+_DURABLE: dict[int, DurableFlows] = {}
+
+
 def durable(store: Store) -> DurableFlows:
-    return DurableFlows(store, [machine(TALLY_V1), machine(TIMED)])
+    """The process's engine on `store`, made once, as a host makes it (a new one per step
+    would also save both graphs again at every step)."""
+    if id(store) not in _DURABLE:
+        _DURABLE[id(store)] = DurableFlows(store, [machine(TALLY_V1), machine(TIMED)])
+    return _DURABLE[id(store)]
 
 
 def send_inc(store: Store, target: str, key: str) -> StepOutcome | DurableOutcome:

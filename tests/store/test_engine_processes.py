@@ -12,6 +12,7 @@ from collections import Counter
 
 from flowc.runtime.store import Store, open_store
 from flowc.runtime.store.durable import DurableFlows
+from store.conftest import patient
 from store.flows import TALLY_V1, TIMED, machine
 from store.test_processes import finish, spawn
 
@@ -39,7 +40,8 @@ def test_eight_processes_lose_no_event(shared_store_url: str) -> None:
     ids = [f"t{n}" for n in range(10)]
     for name in ids:
         d.start("tally", id=name)
-    procs = [spawn("engine-increment", shared_store_url, "500", f"p{n}", *ids) for n in range(8)]
+    url = patient(shared_store_url)
+    procs = [spawn("engine-increment", url, "500", f"p{n}", *ids) for n in range(8)]
     results = [finish(p)[0] for p in procs]
     expected: Counter[str] = Counter()
     statuses: Counter[str] = Counter()

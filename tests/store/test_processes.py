@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from flowc.runtime.store import Store, TimerSpec, open_store
+from store.conftest import patient
 from store.toy import counter, move
 
 PROC = Path(__file__).with_name("proc.py")
@@ -52,7 +53,7 @@ def test_eight_processes_lose_no_increment(shared_store_url: str) -> None:
     store = open_store(shared_store_url)
     for name in ids:
         store.create(counter(name))
-    procs = [spawn("increment", shared_store_url, "500", f"p{n}", *ids) for n in range(8)]
+    procs = [spawn("increment", patient(shared_store_url), "500", f"p{n}", *ids) for n in range(8)]
     results = [finish(p)[0] for p in procs]
     expected: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
