@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,16 @@ from flowc.runtime.clock import to_datetime
 from flowc.runtime.instance import Instance
 from flowc.runtime.store.durable import DurableFlows, DurableOutcome
 from flowc.runtime.store.types import InstanceExists, InstanceNotFound, InstanceRecord, Json
-from flowc.runtime.tools import FORCE, HANDLE, REQUEST_ID, FlowTools, Tool, from_strict
+from flowc.runtime.tools import (
+    FORCE,
+    HANDLE,
+    REQUEST_ID,
+    FlowTools,
+    Tool,
+    from_strict,
+    input_fields,
+    visible_context,
+)
 
 #: Namespace of the instance ids `start` derives from a request_id (so a retried start finds
 #: the instance its first attempt created).
@@ -73,9 +82,18 @@ class ToolDispatcher:
     """Runs calls of `tools` (default: the tools of every flow `flows` was given) on the
     instances kept by `flows`."""
 
-    def __init__(self, flows: DurableFlows, tools: FlowTools | None = None) -> None:
+    def __init__(
+        self,
+        flows: DurableFlows,
+        tools: FlowTools | None = None,
+        *,
+        on_status: Callable[[str], dict[str, Json]] | None = None,
+    ) -> None:
         self.flows = flows
         self.tools = tools if tools is not None else FlowTools(flows.flows.machines())
+        #: more for a `status` result, given the instance's id (`flowc mcp --effects` adds the
+        #: effects still waiting for delivery)
+        self.on_status = on_status
 
     def call(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, strict: bool = False
@@ -127,7 +145,11 @@ class ToolDispatcher:
             )
         if tool.op == "status":
             instance = self._instance(record)
-            return ToolResult(False, {**self._view(instance), "context": instance.context})
+            context = visible_context(instance.machine, instance.context)
+            view = {**self._view(instance), "context": context}
+            if self.on_status is not None:
+                view.update(self.on_status(instance_id))
+            return ToolResult(False, view)
         if tool.op == "history":
             return ToolResult(False, self._history(instance_id, record.state))
         try:
@@ -163,6 +185,10 @@ class ToolDispatcher:
             context = {}
         elif not isinstance(context, Mapping):
             problems.invalid.append(_issue("context", context, "an object"))
+        else:
+            # Least privilege: a caller sets only the fields the flow marks `input`.
+            allowed = set(input_fields(self.flows.flows.latest(tool.flow)))
+            problems.unknown.extend(f"context.{k}" for k in sorted(context) if k not in allowed)
         problems.unknown.extend(sorted(args))
         if problems:
             return _error(problems.feedback(tool))
@@ -189,7 +215,11 @@ class ToolDispatcher:
         if not out.ok:
             return _error(_under("context", out.data))
         assert out.record is not None
-        return ToolResult(False, self._view(self._instance(out.record)))
+        view = self._view(self._instance(out.record))
+        effects = effects_of(out.instance_id, out.data)
+        if effects:
+            view["effects"] = effects
+        return ToolResult(False, view)
 
     def _own_arguments(
         self, tool: Tool, args: dict[str, Any], problems: _Problems
@@ -220,6 +250,9 @@ class ToolDispatcher:
                 else self.flows.load(instance_id)
             )
             view = self._view(instance)
+            effects = effects_of(instance_id, out.data)
+            if effects:
+                view["effects"] = effects
             if out.replayed:
                 view["replayed"] = True
             return ToolResult(False, view)
@@ -271,6 +304,8 @@ class ToolDispatcher:
             "meta": instance.meta,
             "final": instance.is_final,
         }
+        if len(instance.configuration) > 1:
+            view["active"] = active_leaves(instance)
         view.update(self._allowed(instance, with_arguments=False))
         return view
 
@@ -284,6 +319,38 @@ class ToolDispatcher:
         if self.tools.tool(instance.machine.name, "goto") is not None:
             out["goto_targets"] = instance.allowed_targets()
         return out
+
+
+def active_leaves(instance: Instance) -> list[Json]:
+    """A statechart's active leaves (one per region of a parallel state), each with its title
+    and meta: what `state`, `title` and `meta` give of a flat flow."""
+    states = instance.machine.states
+    out: list[Json] = []
+    for name in instance.configuration:
+        state = states[name]
+        if state.atomic:
+            out.append({"state": name, "title": state.title, "meta": dict(state.meta)})
+    return out
+
+
+def effects_of(instance_id: str, data: Mapping[str, Json]) -> list[Json]:
+    """The effects a committed step emitted, as a result lists them: each with the id its
+    delivery from the outbox carries (`OutboxEffect.id`), its name and fields."""
+    seq = data.get("seq")
+    found = data.get("effects")
+    if not isinstance(found, list):
+        return []
+    out: list[Json] = []
+    for i, e in enumerate(found):
+        if isinstance(e, dict):
+            out.append(
+                {
+                    "id": f"{instance_id}/{seq}/{i}",
+                    "effect": e.get("effect"),
+                    "fields": e.get("payload"),
+                }
+            )
+    return out
 
 
 # ---- feedback -----------------------------------------------------------------------------------
@@ -418,4 +485,4 @@ def _error(data: dict[str, Json]) -> ToolResult:
     return ToolResult(True, data)
 
 
-__all__ = ["ToolDispatcher", "ToolResult"]
+__all__ = ["ToolDispatcher", "ToolResult", "active_leaves", "effects_of"]
