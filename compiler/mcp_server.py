@@ -15,9 +15,13 @@ Built on the official `mcp` SDK (the `flowc[mcp]` extra), imported only here.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,12 +188,10 @@ class FlowServer:
         )
 
     async def run_stdio(self) -> None:
-        from mcp.server.stdio import stdio_server
-
         server = self.server()
         async with anyio.create_task_group() as tasks:
             self._start_delivery(tasks)
-            async with stdio_server() as (read, write):
+            async with stdio_streams() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
@@ -415,6 +417,63 @@ class FlowServer:
             elif v in instance.machine.templates and v != prompt.template:
                 variables[v] = instance.render(v)
         return instance.render(prompt.template, **variables)
+
+
+@contextlib.asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The server's streams over standard input and output, as the SDK's `stdio_server` gives
+    them, with two differences. A message is parsed by Python's `json` before the SDK's models
+    check it: pydantic's JSON parser stops at 200 levels of nesting, and the SDK drops a line
+    it cannot parse without an answer (a client sends arguments nested about 290 deep). And a
+    client that stops reading ends the server quietly. While serving, file descriptor 1 points
+    at standard error, so that nothing else the process prints (an effect handler's output)
+    reaches the protocol; both are restored on exit."""
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    sys.stdout.flush()
+    saved_out = os.dup(1)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    reader = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    writer = anyio.wrap_file(os.fdopen(protocol_out, "w", encoding="utf-8"))
+    read_in, read_out = create_context_streams[SessionMessage | Exception](0)
+    write_in, write_out = create_context_streams[SessionMessage](0)
+
+    async def read_lines() -> None:
+        async with read_in:
+            async for line in reader:
+                try:
+                    message = types.jsonrpc_message_adapter.validate_python(
+                        json.loads(line), by_name=False
+                    )
+                except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
+                    await read_in.send(exc)
+                    continue
+                await read_in.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with write_out:
+            async for sent in write_out:
+                text = sent.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await writer.write(text + "\n")
+                    await writer.flush()
+                except OSError:  # a broken pipe: the client stopped reading
+                    tasks.cancel_scope.cancel()
+                    return
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_lines)
+            tasks.start_soon(write_lines)
+            yield read_out, write_in
+            tasks.cancel_scope.cancel()
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            await writer.aclose()
+        os.dup2(saved_out, 1)
+        os.close(saved_out)
 
 
 def _variable_text(machine: Machine, variable: str) -> str:

@@ -99,7 +99,13 @@ class ToolDispatcher:
         self, name: str, arguments: Mapping[str, Any] | None = None, *, strict: bool = False
     ) -> ToolResult:
         """Run the call. `strict=True` takes arguments written against the OpenAI strict-mode
-        schema (`Tool.openai(strict=True)`)."""
+        schema (`Tool.openai(strict=True)`). A value nested deeper than `SHOWN_DEPTH` (an
+        argument echoed in feedback) is shown as a placeholder: JSON encoders and MCP's
+        models stop at a few hundred levels, and the answer must reach the model."""
+        result = self._call(name, arguments, strict=strict)
+        return ToolResult(result.is_error, _shallow(result.data, SHOWN_DEPTH))
+
+    def _call(self, name: str, arguments: Mapping[str, Any] | None, *, strict: bool) -> ToolResult:
         tool = self.tools.get(name)
         if tool is None:
             return _error(
@@ -479,6 +485,26 @@ def _own_schema(tool: Tool) -> dict[str, Json]:
         "required": [r for r in schema["required"] if r in props],
         "additionalProperties": False,
     }
+
+
+#: How deep a value in a result may nest before it is shown as `TOO_DEEP`.
+SHOWN_DEPTH = 32
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def _shallow(data: dict[str, Json], depth: int) -> dict[str, Json]:
+    out: dict[str, Json] = {}
+    for key, value in data.items():
+        out[key] = _cut(value, depth - 1)
+    return out
+
+
+def _cut(value: Json, depth: int) -> Json:
+    if type(value) is dict:
+        return TOO_DEEP if depth <= 0 else _shallow(value, depth)
+    if type(value) is list:
+        return TOO_DEEP if depth <= 0 else [_cut(v, depth - 1) for v in value]
+    return value
 
 
 def _error(data: dict[str, Json]) -> ToolResult:
