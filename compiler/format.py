@@ -215,8 +215,8 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
                 continue
             if child[1] < 0:  # a token shifted directly into this rule
                 index = child[0]
-                if origin == "name":
-                    is_name[index] = True
+                if origin == "name" or (origin == "expect_effect" and kinds[index] == "NAME"):
+                    is_name[index] = True  # (`expect effect NAME(...)` takes a bare NAME)
                 elif position == 0 and kinds[index] == "MINUS":
                     is_sign[index] = True
                 child = (index, index)

@@ -26,11 +26,11 @@ flow lamp
 version 1
 
 context {
-  input room: str = ""  # flowc: allow W312
+  input room: str = ""          # flowc: allow W312
   input hidden owner: str = ""  # flowc: allow W312
   hidden watts: int = 0
-  input: int = 0  # flowc: allow W312 (a field may still be called input)
-  no: bool = false  # flowc: allow W312
+  input: int = 0                # flowc: allow W312 (a field may still be called input)
+  no: bool = false              # flowc: allow W312
 }
 
 effect light(lit: bool, watts: int = 60)
@@ -169,3 +169,12 @@ def test_paths_writes_the_effects_its_steps_emit_and_they_pass() -> None:
     text = generate(flow).text()
     assert "  send press\n  expect effect light(lit: true, watts: 60)\n" in text
     assert all(message is None for _, message in outcomes(text.split("\n\n", 1)[1]))
+
+
+def test_the_formatter_keeps_marks_and_effect_expectations_in_their_layout() -> None:
+    from flowc.compiler.format import format_source
+
+    text = LAMP + (
+        'test "t" {\n  send press\n  expect effect light(lit: true)\n  expect no effect light\n}\n'
+    )
+    assert format_source(text) == text
