@@ -106,6 +106,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W315": (Severity.WARNING, "state can never complete"),
     "W316": (Severity.WARNING, "regions write one field in one step"),
     "W317": (Severity.WARNING, "raise loop without a guard"),
+    "W318": (Severity.WARNING, "hidden field shown to a model"),
+    "W319": (Severity.WARNING, "required field no tool can set"),
     # E4xx: SCXML import and export (compiler/scxml/, docs/scxml.md)
     "E401": (Severity.ERROR, "SCXML file is not well-formed XML"),
     "E402": (Severity.ERROR, "DTD or entity refused"),

@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W317, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W319, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.lint import cycles, reach, regions, transitions, usage
+from flowc.compiler.lint import agents, cycles, reach, regions, transitions, usage
 from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.lint.suppress import apply as apply_suppressions
 from flowc.compiler.lint.suppress import codes_naming_no_warning
@@ -42,6 +42,8 @@ RULES: dict[str, Rule] = {
     "W315": regions.never_completes,
     "W316": regions.shared_writes,
     "W317": cycles.raise_loops,
+    "W318": agents.hidden_fields_shown,
+    "W319": agents.required_fields_no_tool_sets,
 }
 
 

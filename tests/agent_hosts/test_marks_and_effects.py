@@ -178,3 +178,56 @@ def test_the_formatter_keeps_marks_and_effect_expectations_in_their_layout() -> 
         'test "t" {\n  send press\n  expect effect light(lit: true)\n  expect no effect light\n}\n'
     )
     assert format_source(text) == text
+
+
+GATE = """\
+flow gate
+version 1
+
+context {
+  input ticket: str            # flowc: allow W312
+  hidden email: str = ""
+  owner: str                   # flowc: allow W312
+  hidden note: str = ""        # flowc: allow W312
+}
+
+message event_not_accepted "Not now ({{ context.note }})."
+
+event go
+
+initial state A {
+  on go if email == "" reject nope "No, {{ context.email }}."
+  on go -> B
+}
+
+final state B
+"""
+
+
+def lint_codes(text: str) -> list[tuple[str, int, str]]:
+    return [(d.code, d.span.line, d.message) for d in compile_source(text, "gate.flow").diagnostics]
+
+
+def test_lint_says_which_fields_a_model_sees_and_which_no_tool_sets() -> None:
+    assert lint_codes(GATE) == [
+        (
+            "W318",
+            6,
+            "hidden context field `email` is printed by the refusal `nope` of A, which a model "
+            "reads",
+        ),
+        (
+            "W319",
+            7,
+            "context field `owner` is required at start but not marked `input`: no tool can "
+            "start the flow",
+        ),
+        (
+            "W318",
+            8,
+            "hidden context field `note` is printed by the `event_not_accepted` message, which "
+            "a model reads",
+        ),
+    ]
+    unmarked = GATE.replace("input ", "").replace("hidden ", "")
+    assert lint_codes(unmarked) == []  # a flow not written for tools is not checked

@@ -144,6 +144,20 @@ CASES = [
         "initial state A { on ping -> B do raise pong\n on stop -> DONE }\n"
         "state B { on pong if n < 3 -> A do n += 1; raise ping }\nfinal state DONE\n",
     ),
+    (
+        "W318",
+        "flow d\ncontext { hidden n: int = 0 }\nevent go\ninitial state A {\n"
+        ' on go if n > 0 reject no "{{ context.n }} left"\n on go -> DONE\n}\nfinal state DONE\n',
+        "flow d\ncontext { hidden n: int = 0 }\nevent go\ninitial state A {\n"
+        ' on go if n > 0 reject no "some left"\n on go -> DONE\n}\nfinal state DONE\n',
+    ),
+    (
+        "W319",
+        "flow d\ncontext { input a: int\n b: int }\nevent go\n"
+        "initial state A { on go if a > b -> DONE }\nfinal state DONE\n",
+        "flow d\ncontext { input a: int\n input b: int }\nevent go\n"
+        "initial state A { on go if a > b -> DONE }\nfinal state DONE\n",
+    ),
 ]
 
 
