@@ -128,12 +128,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # tools that would share a name
         print(f"flowc mcp: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        pass
     except BaseException as exc:
-        if not _client_gone(exc):
+        if _client_gone(exc):
+            _quiet_stdout()  # the client stopped reading: nothing is left to say to it
+        elif not _only(exc, KeyboardInterrupt):  # Ctrl-C, alone or from the server's tasks
             raise
-        _quiet_stdout()  # the client stopped reading: nothing is left to say to it
     finally:
         store.close()
     return EXIT_OK
@@ -152,6 +151,13 @@ def load_handler(spec: str) -> Callable[..., object] | str:
     if not callable(found):
         return f"{module_name} has no function {name}"
     return cast("Callable[..., object]", found)
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `exc` is a `kind`, or a group of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only(e, kind) for e in exc.exceptions)
+    return isinstance(exc, kind)
 
 
 def _client_gone(exc: BaseException) -> bool:
