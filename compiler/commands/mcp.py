@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
         description=(
             "Serve FLOW... to MCP clients (agent hosts). Each event is a tool taking the "
             "event's fields, an instance_id and an optional request_id; `start` creates an "
-            "instance from a context, `status` and `history` read one, `goto` and `back` move "
+            "instance from the context fields the flow marks `input` (no others), `status` and "
+            "`history` read one (leaving out fields marked `hidden`), `goto` and `back` move "
             "one where the flow has such edges. The tool list never changes; each result says "
             "which tools the instance accepts now, and a refused call says why. Diagrams, "
             "reference pages, snapshots and histories are resources; the flows' templates are "
