@@ -96,8 +96,11 @@ def test_parallel_results_give_each_leaf_and_only_the_tools_every_region_takes(
                 "REFUNDED",
                 "TALKING",
             ]
-            # TALKING refuses a second refund: the tool is not offered, and a call is refused.
-            assert "refund" not in refunded["allowed_tools"]
+            _, reopened = await call(s, "close", instance_id=iid)
+            assert [a["state"] for a in reopened["active"]] == ["OPEN", "TALKING"]
+            # OPEN takes a refund, TALKING refuses a second one, which refuses the whole step:
+            # the tool is not offered, and a call is refused.
+            assert reopened["allowed_tools"] == ["reply", "resolve"]
             error, again = await call(s, "refund", instance_id=iid, cents=1)
             assert error and again["error"] == "already_refunded"
 
