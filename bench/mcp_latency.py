@@ -13,11 +13,18 @@ time, as an agent host would. Measures the round trip of each call as the client
 Prints p50, p99 and the mean per kind, in milliseconds. For comparison it also times the same
 event through `ToolDispatcher` in this process (no MCP, no stdio), which is what the server
 adds its transport to.
+
+Effect delivery (`flowc mcp --effects MODULE:FUNCTION`): a second server, on a one-state flow
+whose event emits an effect, with a handler that logs when it got each effect. For each call:
+the round trip of the event (which now includes the delivery: the server hands the effect to
+the handler after the commit, before it answers), the time from the client's call to the
+handler's receipt, and from the step's commit (`OutboxEffect.at`) to the receipt.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -34,6 +41,27 @@ from flowc.runtime.tool_calls import ToolDispatcher
 
 FLOW = Path(__file__).resolve().parent.parent / "flows" / "interactive_stage.flow"
 CONTEXT = {"stage": "dream", "finalization_tool": "submit_dream", "max_discuss_turns": 10**9}
+
+
+EFFECT_FLOW = """\
+flow pinger
+version 1
+
+effect ping(n: int)
+
+event send(n: int)
+
+initial state ON {
+  on send -> self do emit ping(n: event.n)
+}
+"""
+HANDLER = """\
+import os, time
+
+def deliver(effect):
+    with open(os.environ["BENCH_EFFECT_LOG"], "a") as log:
+        log.write(f"{effect.payload['n']} {time.time()} {time.time() - effect.at}\\n")
+"""
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -82,6 +110,43 @@ async def through_server(store: str, calls: int, warmup: int) -> None:
         report("stdio, SQLite: read (status)", await timed(status, calls, warmup))
 
 
+async def effect_delivery(folder: Path, calls: int, warmup: int) -> None:
+    flow, log = folder / "pinger.flow", folder / "effects.log"
+    flow.write_text(EFFECT_FLOW)
+    (folder / "bench_effects.py").write_text(HANDLER)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            *("-m", "flowc.compiler.cli", "mcp", str(flow)),
+            *("--store", f"sqlite:///{folder / 'effects.db'}"),
+            *("--effects", "bench_effects:deliver"),
+        ],
+        env={"PYTHONPATH": os.pathsep.join([str(folder), *sys.path]), "BENCH_EFFECT_LOG": str(log)},
+    )
+    sent: dict[int, float] = {}
+    round_trips: list[float] = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        started = await session.call_tool("start", {})
+        iid = started.structured_content["instance_id"]  # type: ignore[union-attr,index]
+        for n in range(warmup + calls):
+            sent[n] = time.time()
+            t0 = time.perf_counter()
+            result = await session.call_tool("send", {"instance_id": iid, "n": n})
+            assert not result.is_error  # type: ignore[union-attr]
+            if n >= warmup:
+                round_trips.append(time.perf_counter() - t0)
+    to_handler, after_commit = [], []
+    for line in log.read_text().splitlines():
+        n, at, since_commit = line.split()
+        if int(n) >= warmup:
+            to_handler.append(float(at) - sent[int(n)])
+            after_commit.append(float(since_commit))
+    report("stdio, SQLite, --effects: event", round_trips)
+    report("  call -> handler has the effect", to_handler)
+    report("  commit -> handler has the effect", after_commit)
+
+
 def in_process(store: str, calls: int, warmup: int) -> None:
     with open_durable(store, [Machine.from_file(FLOW)]) as durable:
         dispatcher = ToolDispatcher(durable)
@@ -102,6 +167,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         anyio.run(through_server, f"sqlite:///{Path(tmp) / 'server.db'}", args.calls, args.warmup)
+        anyio.run(effect_delivery, Path(tmp), args.calls, args.warmup)
         in_process(f"sqlite:///{Path(tmp) / 'local.db'}", args.calls, args.warmup)
 
 

@@ -294,6 +294,9 @@ class FieldDecl:
     type: TypeExpr
     default: Expr | None
     span: Span
+    #: A context field's marks, in source order: `input` (a caller may set it at start),
+    #: `hidden` (a model may not read it). Empty for record fields and parameters.
+    marks: tuple[Ident, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,8 +593,36 @@ class ExpectValue:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class ExpectEffect:
+    """`expect effect NAME(field: EXPR, ...)`: the step before emitted the effect with these
+    field values (fields not written may be anything)."""
+
+    effect: Ident
+    fields: tuple[tuple[Ident, Expr], ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectNoEffect:
+    """`expect no effect [NAME]`: the step before emitted no effect (none called NAME)."""
+
+    effect: Ident | None
+    span: Span
+
+
 TestStep = (
-    Given | Send | Goto | Back | Advance | ExpectState | ExpectReject | ExpectJournal | ExpectValue
+    Given
+    | Send
+    | Goto
+    | Back
+    | Advance
+    | ExpectState
+    | ExpectReject
+    | ExpectJournal
+    | ExpectEffect
+    | ExpectNoEffect
+    | ExpectValue
 )
 
 

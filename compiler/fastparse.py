@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import fields
+from dataclasses import fields, replace
 from functools import cache
 from importlib import resources
 from typing import Any, NoReturn, TypeVar
@@ -48,10 +48,13 @@ _SOFT = frozenset(
         "message", "journal", "template", "require", "back", "migrate", "from", "field", "drop",
         "invariant", "test", "given", "send", "goto", "advance", "expect", "force", "with",
         "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif", "for",
+        "input", "hidden", "no",
     ]
 )  # fmt: skip
 #: Words a payload field's name may be (the grammar's `field_name`).
 _FIELD_WORDS = _SOFT | {"state"}
+#: The marks a context field may start with.
+_FIELD_MARKS = frozenset(["input", "hidden"])
 #: Reserved words this parser knows.
 _HARD = frozenset(
     [
@@ -516,11 +519,17 @@ class _Parser:
         last = members[-1].span if members else name.span
         return ast.EnumDecl(name, tuple(members), self.from_token(start, last))
 
-    def fields(self) -> tuple[ast.FieldDecl, ...]:
-        """`field*` up to the closing `}` of a record type or the context."""
+    def fields(self, *, marked: bool = False) -> tuple[ast.FieldDecl, ...]:
+        """`field*` up to the closing `}` of a record type, or the context's `context_field*`
+        (`marked`: each may start with `input` / `hidden`)."""
         found: list[ast.FieldDecl] = []
         while self.kinds[self.i] != "}":
-            found.append(self.field(trailing_comma=True))
+            marks: list[ast.Ident] = []
+            while marked and self.kinds[self.i] in _FIELD_MARKS and self.kinds[self.i + 1] != ":":
+                marks.append(ast.Ident(self.texts[self.i], self.token_span(self.i)))
+                self.i += 1
+            decl = self.field(trailing_comma=True)
+            found.append(replace(decl, marks=tuple(marks)) if marks else decl)
         self.i += 1
         return tuple(found)
 
@@ -548,7 +557,7 @@ class _Parser:
     def context_decl(self) -> ast.ContextDecl:
         start = self.expect("context")
         self.expect("{")
-        found = self.fields()
+        found = self.fields(marked=True)
         last = found[-1].span if found else self.token_span(start)
         return ast.ContextDecl(found, self.from_token(start, last))
 
@@ -732,9 +741,29 @@ class _Parser:
                 ident = ast.Ident(self.texts[journal], self.token_span(journal))
                 text = self.text()
                 return ast.ExpectJournal(ident, text, self.from_token(start, text.span))
+            if after == "effect" and following == "NAME":
+                return self.expect_effect(start)
+            if after == "no" and following == "effect":
+                self.i += 2
+                end = self.token_span(self.i - 1)
+                name = None
+                if self.kinds[self.i] == "NAME":
+                    name = ast.Ident(self.texts[self.i], self.token_span(self.i))
+                    end = name.span
+                    self.i += 1
+                return ast.ExpectNoEffect(name, self.from_token(start, end))
             expr = self.expr()
             return ast.ExpectValue(expr, self.from_token(start, expr.span))
         _give_up()
+
+    def expect_effect(self, start: int) -> ast.ExpectEffect:
+        """`expect effect NAME [(field: expr, ...)]`, after the `expect` at `start`."""
+        effect = self.i + 1
+        self.i += 2
+        ident = ast.Ident(self.texts[effect], self.token_span(effect))
+        fields = self.payload()
+        last = fields[-1][1].span if fields else ident.span
+        return ast.ExpectEffect(ident, fields, self.from_token(start, last))
 
     def payload(self) -> ast.Payload:
         """`[payload]` of a `send` or a `raise`: `(name: expr, ...)`, or nothing."""

@@ -215,8 +215,14 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
                 continue
             if child[1] < 0:  # a token shifted directly into this rule
                 index = child[0]
-                if origin == "name" or (origin == "atom" and kinds[index] == "IF"):
-                    is_name[index] = True  # (`if(c, a, b)` is written as a call is)
+                if (
+                    origin == "name"
+                    or (origin == "atom" and kinds[index] == "IF")
+                    or (origin == "expect_effect" and kinds[index] == "NAME")
+                ):
+                    # (`if(c, a, b)` is written as a call is; `expect effect NAME(...)` takes
+                    # a bare NAME)
+                    is_name[index] = True
                 elif position == 0 and kinds[index] == "MINUS":
                     is_sign[index] = True
                 child = (index, index)

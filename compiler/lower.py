@@ -324,6 +324,8 @@ class Lowerer:
             type=info.ref,
             required=default is None and not optional,
             default=self.constant(default) if default is not None else None,
+            input=any(m.name == "input" for m in info.decl.marks),
+            hidden=any(m.name == "hidden" for m in info.decl.marks),
         )
 
     def flow(self, *, hashed: bool = True) -> ir.CompiledFlow:

@@ -96,6 +96,9 @@ _SOFT_KEYWORDS = frozenset(
         "EMIT",
         "RAISE",
         "ELIF",
+        "INPUT",
+        "HIDDEN",
+        "NO",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -788,6 +791,14 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     param = field
 
+    def context_field(self, c: list[Any]) -> ast.FieldDecl:
+        # field_mark*, field
+        decl: ast.FieldDecl = c[-1]
+        return replace(decl, marks=tuple(c[:-1]))
+
+    def field_mark(self, c: list[Any]) -> ast.Ident:
+        return ast.Ident(str(c[0]), _token_span(c[0]))
+
     def params(self, c: list[Any]) -> tuple[ast.FieldDecl, ...]:
         return tuple(p for p in c if p is not None)
 
@@ -870,6 +881,19 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     def expect_journal(self, c: list[Any]) -> ast.ExpectJournal:
         return ast.ExpectJournal(ast.Ident(str(c[2]), _token_span(c[2])), c[3], _span(c))
+
+    def expect_effect(self, c: list[Any]) -> ast.ExpectEffect:
+        # EXPECT, EFFECT, NAME, effect_args|None
+        name = ast.Ident(str(c[2]), _token_span(c[2]))
+        return ast.ExpectEffect(name, c[3] or (), _span(c))
+
+    effect_args = payload
+    effect_arg = payload_arg
+
+    def expect_no_effect(self, c: list[Any]) -> ast.ExpectNoEffect:
+        # EXPECT, NO, EFFECT, NAME|None
+        name = ast.Ident(str(c[3]), _token_span(c[3])) if c[3] is not None else None
+        return ast.ExpectNoEffect(name, _span(c))
 
     def expect_value(self, c: list[Any]) -> ast.ExpectValue:
         return ast.ExpectValue(c[1], _span(c))

@@ -502,6 +502,20 @@ class Resolver:
             )
         if blocks:
             self.symbols.context = self._fields(blocks[0].fields, "the context")
+            for decl in blocks[0].fields:
+                self._check_marks(decl)
+
+    def _check_marks(self, decl: ast.FieldDecl) -> None:
+        seen: set[str] = set()
+        for mark in decl.marks:
+            if mark.name in seen:
+                self.error(
+                    "E103",
+                    f"field `{decl.name.name}` is marked `{mark.name}` twice",
+                    mark.span,
+                    "write each mark once",
+                )
+            seen.add(mark.name)
 
     def _collect_events(self, decls: tuple[ast.Decl, ...]) -> None:
         for decl in decls:

@@ -83,6 +83,8 @@ class TestChecker:
                         suggest(name, self.symbols.journals)
                         or f'declare it: `journal {name} "..."`',
                     )
+            elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect):
+                self.check_effect(step, acted)
             elif isinstance(step, ast.ExpectValue):
                 self.types.check_guard(step.expr, _EXPECT_SCOPE)
             acted = acted or isinstance(step, ACTIONS)
@@ -148,6 +150,35 @@ class TestChecker:
                 name.span,
                 suggest(name.name, self.symbols.states),
             )
+
+    def check_effect(self, step: ast.ExpectEffect | ast.ExpectNoEffect, acted: bool) -> None:
+        """`expect effect NAME(...)` / `expect no effect [NAME]`: after a step, a declared
+        effect, and field values of its parameters' types."""
+        if not acted:
+            self.error(
+                "E123",
+                "`expect effect` before any step",
+                step.span,
+                "write it after the `send`, `goto`, `back` or `advance` whose effects it checks",
+            )
+        if step.effect is None:
+            return
+        name = step.effect.name
+        info = self.symbols.effects.get(name)
+        if info is None:
+            self.error(
+                "E214",
+                f"unknown effect `{name}`",
+                step.effect.span,
+                suggest(name, self.symbols.effects) or f"declare it: `effect {name}(...)`",
+            )
+            return
+        seen: set[str] = set()
+        for field, value in step.fields if isinstance(step, ast.ExpectEffect) else ():
+            if field.name in seen:
+                self.error("E103", f"effect field `{field.name}` is given twice", field.span)
+            seen.add(field.name)
+            self.check_value(field, value, info.params, f"effect `{name}`")
 
     def check_reject(self, step: ast.ExpectReject, previous: ast.TestStep | None) -> None:
         if not isinstance(previous, ACTIONS):

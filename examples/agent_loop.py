@@ -11,6 +11,11 @@ and recovers from each using only what the result told it: `allowed_tools`, the 
 what seed 003's ConversationRunner does: it offers the phase's tools, runs the validator on the
 artifact and reports the verdict with `validated`.
 
+The accepted artifact is an effect of the flow (`write_artifact`): the result of the step that
+emitted it lists it (what the model sees), and the server delivers it after the commit to
+`save_artifact` below (`flowc mcp --effects agent_loop:save_artifact`), which writes the file
+once per effect id.
+
 Every call and result is printed; `main()` returns the transcript (the test suite runs it).
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -124,6 +130,21 @@ class ScriptedModel:
         return True
 
 
+#: Where `save_artifact` writes (the server's environment names the folder).
+ARTIFACTS = "AGENT_LOOP_ARTIFACTS"
+
+
+def save_artifact(effect: Any) -> None:
+    """The server's effect handler (`--effects agent_loop:save_artifact`): writes the accepted
+    artifact, named by its stage. Delivery is at least once, so the write is keyed by the
+    effect's stable id: a second delivery of the same effect finds it done."""
+    folder = Path(os.environ[ARTIFACTS])
+    target = folder / f"{effect.payload['stage']}.json"
+    if target.exists() and json.loads(target.read_text())["id"] == effect.id:
+        return
+    target.write_text(json.dumps({"id": effect.id, **effect.payload}))
+
+
 def validate(artifact: dict[str, str]) -> dict[str, Any]:
     """The host's validator of the DREAM artifact, answering with `validated`'s payload."""
     missing = [{"field": f, "requirement": "a string"} for f in DREAM_FIELDS if f not in artifact]
@@ -144,6 +165,8 @@ async def run_loop(session: ClientSession, say: Printer, max_calls: int = 30) ->
             if error
             else f"ok -> {data['state']}"
         )
+        if data.get("effects"):  # what the step caused, for the model to know
+            outcome += f" (effects: {', '.join(e['effect'] for e in data['effects'])})"
         transcript.append(f"{line} => {outcome}")
         say(f"  {line}\n    => {outcome}")
         return error, data
@@ -170,10 +193,14 @@ async def run_loop(session: ClientSession, say: Printer, max_calls: int = 30) ->
     return transcript
 
 
-async def main_async(store: str, say: Printer) -> list[str]:
+async def main_async(store: str, artifacts: Path, say: Printer) -> list[str]:
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "flowc.compiler.cli", "mcp", str(FLOW), "--store", store],
+        args=[
+            *("-m", "flowc.compiler.cli", "mcp", str(FLOW), "--store", store),
+            *("--effects", "agent_loop:save_artifact"),
+        ],
+        env={"PYTHONPATH": str(Path(__file__).parent), ARTIFACTS: str(artifacts)},
     )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -185,7 +212,12 @@ async def main_async(store: str, say: Printer) -> list[str]:
 def main(store: str | None = None, say: Printer = print) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         url = store or f"sqlite:///{Path(tmp) / 'agent.db'}"
-        result: list[str] = anyio.run(main_async, url, say)
+        result: list[str] = anyio.run(main_async, url, Path(tmp), say)
+        for written in sorted(Path(tmp).glob("*.json")):
+            saved = json.loads(written.read_text())
+            step_and_index = "/".join(saved["id"].split("/")[-2:])  # the id ends SEQ/INDEX
+            result.append(f"delivered {step_and_index}: {written.name}")
+            say(f"the handler wrote {written.name}: {json.dumps(saved)}")
         return result
 
 

@@ -15,12 +15,18 @@ Built on the official `mcp` SDK (the `flowc[mcp]` extra), imported only here.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-from collections.abc import Sequence
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import jinja2
 import jinja2.meta
@@ -38,9 +44,9 @@ from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow
 from flowc.runtime.store.durable import DurableFlows
 from flowc.runtime.store.handles import InvalidHandle
-from flowc.runtime.store.types import InstanceNotFound
+from flowc.runtime.store.types import InstanceNotFound, Json, OutboxEffect
 from flowc.runtime.tool_calls import ToolDispatcher
-from flowc.runtime.tools import HANDLE, FlowTools
+from flowc.runtime.tools import HANDLE, FlowTools, visible_context
 
 SCHEME = "flowc"
 #: JSON-RPC's "invalid params": a resource or prompt asked for something that does not exist.
@@ -68,6 +74,66 @@ with field-level `issues`. Pass a `request_id` to make a call safe to retry.\
 """
 
 
+class EffectDelivery:
+    """`flowc mcp --effects`: hands the outbox's effects to the host's `handler` after each
+    commit, at least once, each with its stable `OutboxEffect.id`. A handler that raises leaves
+    the effect (and the ones after it) in the outbox; the server retries them with a growing
+    pause, and `status` shows them with their attempts and last error."""
+
+    def __init__(self, handler: Callable[[OutboxEffect], object]) -> None:
+        self.handler = handler
+        #: effect id -> (attempts that raised, the last error)
+        self.failures: dict[str, tuple[int, str]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, effect: OutboxEffect) -> object:
+        try:
+            result = self.handler(effect)
+        except Exception as exc:
+            with self._lock:
+                attempts = self.failures.get(effect.id, (0, ""))[0] + 1
+                self.failures[effect.id] = (attempts, f"{type(exc).__name__}: {exc}"[:500])
+            raise
+        with self._lock:
+            self.failures.pop(effect.id, None)
+        return result
+
+    def pending(self, durable: DurableFlows, instance_id: str) -> dict[str, Json]:
+        """What `status` adds: the instance's effects not yet delivered."""
+        waiting: list[Json] = []
+        for effect in durable.store.pending_effects(limit=_PENDING_SHOWN):
+            if effect.instance_id != instance_id:
+                continue
+            attempts, error = self.failures.get(effect.id, (0, None))
+            waiting.append(
+                {
+                    "id": effect.id,
+                    "effect": effect.effect,
+                    "attempts": attempts,
+                    "last_error": error,
+                }
+            )
+        return {"effects_pending": waiting}
+
+    async def retry(self, durable: DurableFlows) -> None:
+        """Deliver what is left in the outbox now (a crash or a stop left it there), then
+        again and again while some delivery fails: 1 s after a failure, doubling to 60 s."""
+        pause = _RETRY_FIRST
+        while True:
+            await anyio.to_thread.run_sync(durable.deliver_effects)
+            failing = bool(self.failures)
+            pause = min(pause * 2, _RETRY_MAX) if failing else _RETRY_FIRST
+            await anyio.sleep(pause if failing else _RETRY_IDLE)
+
+
+#: how long `EffectDelivery.retry` waits after a failed delivery (doubling), and between checks
+#: of an outbox whose last delivery worked (effects committed by another process sharing it)
+_RETRY_FIRST = 0.5
+_RETRY_MAX = 60.0
+_RETRY_IDLE = 5.0
+_PENDING_SHOWN = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class FlowPrompt:
     """A flow's `template` offered as an MCP prompt."""
@@ -89,11 +155,19 @@ class FlowServer:
         *,
         prefix: bool | None = None,
         name: str = "flowc",
+        delivery: EffectDelivery | None = None,
     ) -> None:
         self.compiled = {f.name: f for f in flows}
         self.durable = durable
         self.tools = FlowTools(durable.flows.machines(), prefix=prefix)
-        self.dispatcher = ToolDispatcher(durable, self.tools)
+        self.delivery = delivery
+        if delivery is not None:
+            durable.on_effect = delivery
+        self.dispatcher = ToolDispatcher(
+            durable,
+            self.tools,
+            on_status=(lambda i: delivery.pending(durable, i)) if delivery is not None else None,
+        )
         self.prompts = {p.name: p for p in self._flow_prompts()}
         self.name = name
 
@@ -115,18 +189,26 @@ class FlowServer:
         )
 
     async def run_stdio(self) -> None:
-        from mcp.server.stdio import stdio_server
-
         server = self.server()
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        async with anyio.create_task_group() as tasks:
+            self._start_delivery(tasks)
+            async with stdio_streams() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            tasks.cancel_scope.cancel()
 
     async def run_http(self, host: str, port: int, path: str = "/mcp") -> None:
         import uvicorn
 
         app = self.server().streamable_http_app(streamable_http_path=path, host=host)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-        await uvicorn.Server(config).serve()
+        async with anyio.create_task_group() as tasks:
+            self._start_delivery(tasks)
+            await uvicorn.Server(config).serve()
+            tasks.cancel_scope.cancel()
+
+    def _start_delivery(self, tasks: anyio.abc.TaskGroup) -> None:
+        if self.delivery is not None:
+            tasks.start_soon(self.delivery.retry, self.durable)
 
     # -- tools --------------------------------------------------------------------------------
 
@@ -223,7 +305,10 @@ class FlowServer:
         except (InstanceNotFound, InvalidHandle) as exc:
             raise MCPError(_INVALID_PARAMS, str(exc)) from None
         if leaf == "snapshot.json":
-            return json.dumps(self.durable.load(instance_id).snapshot(), indent=2)
+            instance = self.durable.load(instance_id)
+            snapshot = instance.snapshot()
+            snapshot["context"] = visible_context(instance.machine, snapshot.get("context", {}))
+            return json.dumps(snapshot, indent=2)
         rows = self.durable.store.history(instance_id)
         history = [
             {
@@ -335,6 +420,63 @@ class FlowServer:
         return instance.render(prompt.template, **variables)
 
 
+@contextlib.asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The server's streams over standard input and output, as the SDK's `stdio_server` gives
+    them, with two differences. A message is parsed by Python's `json` before the SDK's models
+    check it: pydantic's JSON parser stops at 200 levels of nesting, and the SDK drops a line
+    it cannot parse without an answer (a client sends arguments nested about 290 deep). And a
+    client that stops reading ends the server quietly. While serving, file descriptor 1 points
+    at standard error, so that nothing else the process prints (an effect handler's output)
+    reaches the protocol; both are restored on exit."""
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
+    sys.stdout.flush()
+    saved_out = os.dup(1)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    reader = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    writer = anyio.wrap_file(os.fdopen(protocol_out, "w", encoding="utf-8"))
+    read_in, read_out = create_context_streams[SessionMessage | Exception](0)
+    write_in, write_out = create_context_streams[SessionMessage](0)
+
+    async def read_lines() -> None:
+        async with read_in:
+            async for line in reader:
+                try:
+                    message = types.jsonrpc_message_adapter.validate_python(
+                        json.loads(line), by_name=False
+                    )
+                except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
+                    await read_in.send(exc)
+                    continue
+                await read_in.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with write_out:
+            async for sent in write_out:
+                text = sent.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await writer.write(text + "\n")
+                    await writer.flush()
+                except OSError:  # a broken pipe: the client stopped reading
+                    tasks.cancel_scope.cancel()
+                    return
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read_lines)
+            tasks.start_soon(write_lines)
+            yield read_out, write_in
+            tasks.cancel_scope.cancel()
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            await writer.aclose()
+        os.dup2(saved_out, 1)
+        os.close(saved_out)
+
+
 def _variable_text(machine: Machine, variable: str) -> str:
     if variable in machine.templates:
         return f"Text for {{{{ {variable} }}}}; default: the template {variable!r} rendered."
@@ -356,13 +498,16 @@ def serve(
     port: int = 8000,
     path: str = "/mcp",
     prefix: bool | None = None,
+    effects: Callable[[OutboxEffect], object] | None = None,
 ) -> None:
-    """Run the server until its transport closes (stdio) or it is interrupted (HTTP)."""
-    server = FlowServer(flows, durable, prefix=prefix)
+    """Run the server until its transport closes (stdio) or it is interrupted (HTTP).
+    `effects` delivers the outbox (`EffectDelivery`)."""
+    delivery = EffectDelivery(effects) if effects is not None else None
+    server = FlowServer(flows, durable, prefix=prefix, delivery=delivery)
     if transport == "stdio":
         anyio.run(server.run_stdio)
     else:
         anyio.run(server.run_http, host, port, path)
 
 
-__all__ = ["FlowPrompt", "FlowServer", "serve"]
+__all__ = ["EffectDelivery", "FlowPrompt", "FlowServer", "serve"]

@@ -636,11 +636,15 @@ class Instance:
             # A statechart: the events of every active leaf (each with its candidates there
             # and in its ancestors), in document order; `done.state.*` are not the host's.
             internal = self._m.internal_events
-            for leaf in self._leaves():
+            leaves = self._leaves()
+            for leaf in leaves:
                 for name, (ev, candidates) in leaf.on.items():
                     if name in internal or any(a.name == name for a in out):
                         continue
-                    if self._may_accept(st, ev, candidates, c):
+                    if self._may_accept(st, ev, candidates, c) and not any(
+                        name in other.on and _refuses(other.on[name][1], c) for other in leaves
+                    ):
+                        # (a `reject` that holds now in another region refuses the whole step)
                         out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
             return out
         for name, (ev, candidates) in st.on.items():
@@ -1978,6 +1982,19 @@ def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:
         if isinstance(exc, IRLoadError):
             raise
         return False
+
+
+def _refuses(candidates: tuple[CTransition, ...], c: dict[str, Any]) -> bool:
+    """Whether a state's candidates for an event refuse it now whatever the payload: the first
+    rule sure to fire is a `reject`, and no rule before it might take the event."""
+    for t in candidates:
+        if t.guard is not None and t.uses_event():
+            if t.kind != "reject":
+                return False
+            continue
+        if t.guard is None or _holds(t.guard, c, t.source):
+            return t.kind == "reject"
+    return False
 
 
 def _mentions_payload(node: Any) -> bool:

@@ -22,9 +22,9 @@ from flowc.runtime.messages import MESSAGE_KINDS
 #: Bumped on any change a loader written for the previous version could misread. The compiler
 #: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
 #: that uses no member added in version 2 is written as version 1, byte for byte as before.
-IR_VERSION = 2
+IR_VERSION = 3
 #: The versions this runtime reads.
-READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2)
+READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3)
 
 
 class IRModel(BaseModel):
@@ -49,6 +49,11 @@ class FieldDef(IRModel):
     type: TypeRef
     required: bool = True
     default: JsonValue = None
+    #: Version 3, context fields only: `input`, a caller may set it at start (a model's `start`
+    #: tool offers only these); `hidden`, a model may not read it. A flow of version 1 or 2 has
+    #: neither: through tools it takes no start input and hides nothing.
+    input: bool = False
+    hidden: bool = False
 
 
 class EnumDef(IRModel):
@@ -277,8 +282,11 @@ class CompiledFlow(IRModel):
         return "sha256:" + hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
 
     def required_version(self) -> int:
-        """The lowest IR version that can express this flow: 2 when it uses a member added in
-        version 2, else 1 (so flows that do not are written exactly as before)."""
+        """The lowest IR version that can express this flow: 3 when a context field is marked
+        `input` or `hidden`, 2 when it uses a member added in version 2, else 1 (so flows that
+        do not are written exactly as before)."""
+        if any(f.input or f.hidden for f in self.context):
+            return 3
         if self.effects or any(
             s.kind in V2_STATE_KINDS or s.parent is not None for s in self.states
         ):
@@ -483,6 +491,8 @@ def _fields(raw: Any, where: str) -> None:
             raise _Bad(f"the default of {where} {f['name']} is nested too deeply")
         _type_ref(f["type"], f"{where} {f['name']}.type")
         _is(f.get("required", True), bool, f"{where} {f['name']}.required")
+        _is(f.get("input", False), bool, f"{where} {f['name']}.input")
+        _is(f.get("hidden", False), bool, f"{where} {f['name']}.hidden")
 
 
 def _expr(value: Any, where: str, optional: bool = False) -> None:

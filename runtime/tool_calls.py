@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +29,23 @@ from flowc.runtime.clock import to_datetime
 from flowc.runtime.instance import Instance
 from flowc.runtime.store.durable import DurableFlows, DurableOutcome
 from flowc.runtime.store.handles import InvalidHandle, check_handle
-from flowc.runtime.store.types import InstanceExists, InstanceNotFound, InstanceRecord, Json
-from flowc.runtime.tools import FORCE, HANDLE, REQUEST_ID, FlowTools, Tool, from_strict
+from flowc.runtime.store.types import (
+    InstanceExists,
+    InstanceNotFound,
+    InstanceRecord,
+    Json,
+    effect_id,
+)
+from flowc.runtime.tools import (
+    FORCE,
+    HANDLE,
+    REQUEST_ID,
+    FlowTools,
+    Tool,
+    from_strict,
+    input_fields,
+    visible_context,
+)
 
 #: Namespace of the instance ids `start` derives from a request_id (so a retried start finds
 #: the instance its first attempt created).
@@ -74,21 +89,33 @@ class ToolDispatcher:
     """Runs calls of `tools` (default: the tools of every flow `flows` was given) on the
     instances kept by `flows`."""
 
-    def __init__(self, flows: DurableFlows, tools: FlowTools | None = None) -> None:
+    def __init__(
+        self,
+        flows: DurableFlows,
+        tools: FlowTools | None = None,
+        *,
+        on_status: Callable[[str], dict[str, Json]] | None = None,
+    ) -> None:
         self.flows = flows
         self.tools = tools if tools is not None else FlowTools(flows.flows.machines())
+        #: more for a `status` result, given the instance's id (`flowc mcp --effects` adds the
+        #: effects still waiting for delivery)
+        self.on_status = on_status
 
     def call(
         self, name: str, arguments: Mapping[str, Any] | None = None, *, strict: bool = False
     ) -> ToolResult:
         """Run the call. `strict=True` takes arguments written against the OpenAI strict-mode
-        schema (`Tool.openai(strict=True)`)."""
+        schema (`Tool.openai(strict=True)`). A value nested deeper than `SHOWN_DEPTH` (an
+        argument echoed in feedback) is shown as a placeholder: JSON encoders and MCP's
+        models stop at a few hundred levels, and the answer must reach the model."""
         try:
-            return self._call(name, arguments, strict)
+            result = self._call(name, arguments, strict=strict)
         except InvalidHandle as refused:  # an instance_id or request_id no store can keep
             return _error(refused.to_dict({"id": HANDLE, "key": REQUEST_ID}))
+        return ToolResult(result.is_error, _shallow(result.data, SHOWN_DEPTH))
 
-    def _call(self, name: str, arguments: Mapping[str, Any] | None, strict: bool) -> ToolResult:
+    def _call(self, name: str, arguments: Mapping[str, Any] | None, *, strict: bool) -> ToolResult:
         tool = self.tools.get(name)
         if tool is None:
             return _error(
@@ -134,7 +161,11 @@ class ToolDispatcher:
             )
         if tool.op == "status":
             instance = self._instance(record)
-            return ToolResult(False, {**self._view(instance), "context": instance.context})
+            context = visible_context(instance.machine, instance.context)
+            view = {**self._view(instance), "context": context}
+            if self.on_status is not None:
+                view.update(self.on_status(instance_id))
+            return ToolResult(False, view)
         if tool.op == "history":
             return ToolResult(False, self._history(instance_id, record.state))
         try:
@@ -170,6 +201,10 @@ class ToolDispatcher:
             context = {}
         elif not isinstance(context, Mapping):
             problems.invalid.append(_issue("context", context, "an object"))
+        else:
+            # Least privilege: a caller sets only the fields the flow marks `input`.
+            allowed = set(input_fields(self.flows.flows.latest(tool.flow)))
+            problems.unknown.extend(f"context.{k}" for k in sorted(context) if k not in allowed)
         problems.unknown.extend(sorted(args))
         if problems:
             return _error(problems.feedback(tool))
@@ -198,7 +233,11 @@ class ToolDispatcher:
         if not out.ok:
             return _error(_under("context", out.data))
         assert out.record is not None
-        return ToolResult(False, self._view(self._instance(out.record)))
+        view = self._view(self._instance(out.record))
+        effects = effects_of(out.instance_id, out.record.incarnation, out.data)
+        if effects:
+            view["effects"] = effects
+        return ToolResult(False, view)
 
     def _own_arguments(
         self, tool: Tool, args: dict[str, Any], problems: _Problems
@@ -229,6 +268,10 @@ class ToolDispatcher:
                 else self.flows.load(instance_id)
             )
             view = self._view(instance)
+            record = out.record or self.flows.store.load(instance_id)
+            effects = effects_of(instance_id, record.incarnation, out.data)
+            if effects:
+                view["effects"] = effects
             if out.replayed:
                 view["replayed"] = True
             return ToolResult(False, view)
@@ -280,6 +323,8 @@ class ToolDispatcher:
             "meta": instance.meta,
             "final": instance.is_final,
         }
+        if len(instance.configuration) > 1:
+            view["active"] = active_leaves(instance)
         view.update(self._allowed(instance, with_arguments=False))
         return view
 
@@ -293,6 +338,39 @@ class ToolDispatcher:
         if self.tools.tool(instance.machine.name, "goto") is not None:
             out["goto_targets"] = instance.allowed_targets()
         return out
+
+
+def active_leaves(instance: Instance) -> list[Json]:
+    """A statechart's active leaves (one per region of a parallel state), each with its title
+    and meta: what `state`, `title` and `meta` give of a flat flow."""
+    states = instance.machine.states
+    out: list[Json] = []
+    for name in instance.configuration:
+        state = states[name]
+        if state.atomic:
+            out.append({"state": name, "title": state.title, "meta": dict(state.meta)})
+    return out
+
+
+def effects_of(instance_id: str, incarnation: str | None, data: Mapping[str, Json]) -> list[Json]:
+    """The effects a committed step emitted, as a result lists them: each with the id its
+    delivery from the outbox carries (`OutboxEffect.id`, of the instance's `incarnation`), its
+    name and fields."""
+    seq = data.get("seq")
+    found = data.get("effects")
+    if not isinstance(found, list):
+        return []
+    out: list[Json] = []
+    for i, e in enumerate(found):
+        if isinstance(e, dict):
+            out.append(
+                {
+                    "id": effect_id(instance_id, incarnation, int(seq or 0), i),
+                    "effect": e.get("effect"),
+                    "fields": e.get("payload"),
+                }
+            )
+    return out
 
 
 # ---- feedback -----------------------------------------------------------------------------------
@@ -423,8 +501,28 @@ def _own_schema(tool: Tool) -> dict[str, Json]:
     }
 
 
+#: How deep a value in a result may nest before it is shown as `TOO_DEEP`.
+SHOWN_DEPTH = 32
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def _shallow(data: dict[str, Json], depth: int) -> dict[str, Json]:
+    out: dict[str, Json] = {}
+    for key, value in data.items():
+        out[key] = _cut(value, depth - 1)
+    return out
+
+
+def _cut(value: Json, depth: int) -> Json:
+    if type(value) is dict:
+        return TOO_DEEP if depth <= 0 else _shallow(value, depth)
+    if type(value) is list:
+        return TOO_DEEP if depth <= 0 else [_cut(v, depth - 1) for v in value]
+    return value
+
+
 def _error(data: dict[str, Json]) -> ToolResult:
     return ToolResult(True, data)
 
 
-__all__ = ["ToolDispatcher", "ToolResult"]
+__all__ = ["ToolDispatcher", "ToolResult", "active_leaves", "effects_of"]

@@ -218,7 +218,11 @@ class FlowTools:
                             "description": "Optional. The id to give the new instance (a key "
                             "of the host's, such as a session id); by default a new one.",
                         },
-                        "context": _described(machine.context_schema(), "The initial context."),
+                        "context": _described(
+                            start_schema(machine),
+                            "The initial context: only the fields listed here may be given "
+                            "(the others start at their defaults).",
+                        ),
                     },
                     ["context"],
                     handle=False,
@@ -240,8 +244,8 @@ class FlowTools:
                 _arguments({}, [], request_id=False),
             ),
         ]
-        for name in machine.events:
-            states = _states_accepting(transitions, name)
+        for name in tool_events(machine):
+            states = _states_accepting(machine, transitions, name)
             where = f" Accepted in: {', '.join(states)}." if states else ""
             schema = machine.event_schema(name)
             fields: dict[str, Any] = dict(schema.get("properties", {}))
@@ -307,6 +311,39 @@ class FlowTools:
         return tools
 
 
+def input_fields(machine: Machine) -> list[str]:
+    """The context fields a caller may give at start through a tool (marked `input`)."""
+    return [str(f["name"]) for f in machine.raw.get("context", ()) if f.get("input")]
+
+
+def hidden_fields(machine: Machine) -> frozenset[str]:
+    """The context fields a model may not read (marked `hidden`)."""
+    return frozenset(str(f["name"]) for f in machine.raw.get("context", ()) if f.get("hidden"))
+
+
+def visible_context(machine: Machine, context: Mapping[str, Any]) -> dict[str, Any]:
+    """`context` without the fields marked `hidden`: what a model may read of it."""
+    hidden = hidden_fields(machine)
+    return {k: v for k, v in context.items() if k not in hidden}
+
+
+def start_schema(machine: Machine) -> dict[str, Any]:
+    """The JSON Schema of the `context` a `start` tool takes: the fields marked `input` only
+    (the others keep their defaults; a trusted host sets them through the runtime's API)."""
+    schema = machine.context_schema()
+    allowed = set(input_fields(machine))
+    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k in allowed}
+    schema["required"] = [r for r in schema.get("required", ()) if r in allowed]
+    schema["additionalProperties"] = False
+    return schema
+
+
+def tool_events(machine: Machine) -> list[str]:
+    """The events that are tools: those a caller may send (the `done.state.*` events the
+    runtime raises when a compound state completes are its own)."""
+    return [name for name in machine.events if name not in machine.internal_events]
+
+
 def has_backward_edge(instance: Instance) -> bool:
     """Whether the instance's current state has a backward edge (what `back` could take)."""
     if instance.is_final:
@@ -322,12 +359,39 @@ def _what(tool: Tool) -> str:
     return f"the event `{tool.event}` of {tool.flow}" if tool.event else f"{tool.flow}'s {tool.op}"
 
 
-def _states_accepting(transitions: Iterable[Mapping[str, Any]], event: str) -> list[str]:
-    states: list[str] = []
+def _states_accepting(
+    machine: Machine, transitions: Iterable[Mapping[str, Any]], event: str
+) -> list[str]:
+    """The states a model sees (leaves, the `state` of results) where some rule takes `event`:
+    a rule of a compound or parallel state counts in each leaf under it, written with the
+    leaf's title and the region it is in."""
+    sources: set[str] = set()
     for t in transitions:
-        if t.get("kind") == "event" and t.get("event") == event and t["source"] not in states:
-            states.append(str(t["source"]))
-    return states
+        if t.get("kind") == "event" and t.get("event") == event:
+            sources.add(str(t["source"]))
+    out: list[str] = []
+    for state in machine.states.values():
+        if not state.atomic or state.kind == "choice":
+            continue
+        around = _ancestors(state)
+        if state.name in sources or any(a.name in sources for a in around):
+            out.append(_leaf_text(state, around))
+    return out
+
+
+def _ancestors(state: Any) -> list[Any]:
+    out = []
+    parent = state.parent
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _leaf_text(state: Any, around: list[Any]) -> str:
+    text = state.name if state.raw_title is None else f"{state.name} ({state.raw_title!r})"
+    region = next((a for a in around if a.parent is not None and a.parent.kind == "parallel"), None)
+    return text if region is None else f"{text} in the region {region.name}"
 
 
 def _described(schema: dict[str, Any], text: str) -> dict[str, Any]:
@@ -475,5 +539,10 @@ __all__ = [
     "ToolOp",
     "from_strict",
     "has_backward_edge",
+    "hidden_fields",
+    "input_fields",
+    "start_schema",
     "strict_schema",
+    "tool_events",
+    "visible_context",
 ]

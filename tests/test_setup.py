@@ -38,7 +38,9 @@ def git(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_every_file_the_readme_commands_write_is_ignored_or_tracked() -> None:
     paths = sorted({p for command in readme_use_commands() for p in written_paths(command)})
-    assert {"flowc.db", "flowc.sarif", "attempt.json", "attempt.svg", "door_lock.flow"} <= set(paths)
+    assert {"flowc.db", "flowc.sarif", "attempt.json", "attempt.svg", "door_lock.flow"} <= set(
+        paths
+    )
     for path in paths:
         tracked = git("ls-files", "--error-unmatch", path).returncode == 0  # docs/flows: kept
         ignored = git("check-ignore", "--no-index", "-q", path).returncode == 0

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,12 @@ def _failure_text(r: FileRun, o: TestOutcome, color: bool) -> str:
 
 def _coverages(runs: list[FileRun]) -> list[Any]:
     return [
-        coverage_of(r.result.source.path, r.result.flow, (i for o in r.outcomes for i in o.fired))
+        coverage_of(
+            r.result.source.path,
+            r.result.flow,
+            (i for o in r.outcomes for i in o.fired),
+            sum((o.emitted for o in r.outcomes), Counter()),
+        )
         for r in runs
         if r.compiled and r.result.flow is not None
     ]
@@ -148,6 +154,13 @@ def _coverage_report(runs: list[FileRun], out: Any) -> None:
             )
         for t in cov.never_fire():
             out.write(f"  can never fire (lint proves it): line {t.line}: {cov.describe(t)}\n")
+        effects = cov.effects()
+        if effects:
+            out.write(
+                "  effects emitted: "
+                + ", ".join(f"{name} {count}x" for name, count in effects.items())
+                + "\n"
+            )
 
 
 def _coverage_json(runs: list[FileRun]) -> dict[str, Any]:

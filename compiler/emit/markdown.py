@@ -96,9 +96,15 @@ def to_markdown(
             for e in flow.events
         ],
         context=[
-            _Named(f.name, type=f"`{type_text(f.type)}`", default=_default_text(f))
+            _Named(
+                f.name,
+                type=f"`{type_text(f.type)}`",
+                default=_default_text(f),
+                members=_access_text(f),
+            )
             for f in flow.context
         ],
+        marked=any(f.input or f.hidden for f in flow.context),
         enums=[_Named(e.name, members=", ".join(f"`{m}`" for m in e.members)) for e in flow.enums],
         records=[
             _Named(r.name, fields=", ".join(_field_text(f) for f in r.fields)) for r in flow.records
@@ -282,6 +288,13 @@ def _field_text(f: FieldDef) -> str:
     if not f.required:
         text += f" = {literal_text(f.default)}"
     return _code(text)
+
+
+def _access_text(f: FieldDef) -> str:
+    """What a model may do with a context field: `input` ones it may set at start, `hidden`
+    ones it never reads."""
+    parts = ["set at start" if f.input else "", "hidden" if f.hidden else "readable"]
+    return ", ".join(p for p in parts if p)
 
 
 def _default_text(f: FieldDef) -> str:

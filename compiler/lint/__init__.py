@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.lint import cycles, reach, regions, transitions, usage
+from flowc.compiler.lint import agents, cycles, reach, regions, transitions, usage
 from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.lint.suppress import apply as apply_suppressions
 from flowc.compiler.lint.suppress import codes_naming_no_warning
@@ -44,6 +44,8 @@ RULES: dict[str, Rule] = {
     "W317": cycles.raise_loops,
     "W318": transitions.inherited_never_fire,
     "W319": transitions.starved_timers,
+    "W320": agents.hidden_fields_shown,
+    "W321": agents.required_fields_no_tool_sets,
 }
 
 

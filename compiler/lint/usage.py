@@ -55,7 +55,7 @@ def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
         return
     used = _context_names_used(g.flow, fields)
     if not fields <= used:
-        used |= _context_fields_in_templates(_templates(g.flow), fields) & fields
+        used |= context_fields_in_templates(_templates(g.flow), fields) & fields
     for f in g.flow.context:
         if f.name in used:
             continue
@@ -161,7 +161,7 @@ def _templates(flow: CompiledFlow) -> Iterator[str]:
             yield r.message
 
 
-def _context_fields_in_templates(templates: Iterable[str], fields: set[str]) -> set[str]:
+def context_fields_in_templates(templates: Iterable[str], fields: set[str]) -> set[str]:
     """The context fields templates read: `context.x` and `context["x"]`; every field when a
     template uses `context` itself (passes it to a filter, loops over it, aliases it)."""
     used: set[str] = set()

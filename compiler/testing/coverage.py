@@ -9,8 +9,8 @@ take them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowc.compiler.emit.labels import trigger_text
@@ -57,6 +57,12 @@ class Coverage:
     fired: set[int]
     #: Indices of the transitions that can never fire.
     dead: set[int]
+    #: How many times the tests emitted each effect, by name.
+    emitted: dict[str, int] = field(default_factory=dict)
+
+    def effects(self) -> dict[str, int]:
+        """Each declared effect and how many times the tests emitted it (0: never)."""
+        return {e.name: self.emitted.get(e.name, 0) for e in self.flow.effects}
 
     def units(self) -> dict[RuleKey, list[Transition]]:
         """The transitions of each rule in each state, in IR order: what coverage counts. A
@@ -155,6 +161,7 @@ class Coverage:
                 }
                 for t in self.uncovered()
             ],
+            "effects": self.effects(),
             "never_fire": [
                 {"index": t.index, "line": t.line, "column": t.column, "rule": self.describe(t)}
                 for t in self.never_fire()
@@ -162,6 +169,11 @@ class Coverage:
         }
 
 
-def coverage_of(file: str, flow: CompiledFlow, fired: Iterable[int]) -> Coverage:
+def coverage_of(
+    file: str,
+    flow: CompiledFlow,
+    fired: Iterable[int],
+    emitted: Mapping[str, int] | None = None,
+) -> Coverage:
     graph = FlowGraph(flow, SourceFile(file, ""), SourceMap.from_ir(flow))
-    return Coverage(file, flow, set(fired), graph.dead)
+    return Coverage(file, flow, set(fired), graph.dead, dict(emitted or {}))

@@ -19,6 +19,7 @@ from flowc.compiler.source import SourceFile
 from flowc.compiler.sourcemap import SourceMap
 from flowc.compiler.testing.coverage import describe
 from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
+from flowc.compiler.testing.values import ValueSource
 from flowc.runtime import Rejection, StepResult
 from flowc.runtime.model import CompiledFlow, Transition
 
@@ -202,9 +203,27 @@ def _path(
     if how is not None and isinstance(how.outcome, Rejection):
         steps.append(f"expect reject {how.outcome.code}")
     else:
+        if how is not None and isinstance(how.outcome, StepResult):
+            steps += effect_steps(flow, how.outcome)
         steps += [f"expect state {leaf}" for leaf in _final_leaves(flow, found, moves, how)]
     given = [(k, text) for k, (_, text) in found.given.items()]
     return Path(name.replace('"', "'"), given, steps)
+
+
+def effect_steps(flow: CompiledFlow, step: StepResult) -> list[str]:
+    """`expect effect NAME(field: value, ...)` for each effect the last step emitted."""
+    declared = {e.name: {f.name: f.type for f in e.fields} for e in flow.effects}
+    values = ValueSource(flow)
+    out: list[str] = []
+    for effect in step.effects:
+        types = declared.get(effect["effect"], {})
+        fields = ", ".join(
+            f"{k}: {values.text_of(types[k], v)}"
+            for k, v in effect["payload"].items()
+            if k in types
+        )
+        out.append(f"expect effect {effect['effect']}" + (f"({fields})" if fields else ""))
+    return out
 
 
 def _final_leaves(

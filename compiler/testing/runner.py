@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ class TestOutcome:
     seconds: float
     #: indices of the IR transitions the test took (refusing `reject` rules included)
     fired: set[int] = field(default_factory=set)
+    #: how many times the test's steps emitted each effect, by name
+    emitted: Counter[str] = field(default_factory=Counter)
 
     @property
     def passed(self) -> bool:
@@ -93,13 +96,14 @@ class FileTests:
 def _run_test(path: str, test: ast.TestDecl, player: Player, lowerer: Lowerer) -> TestOutcome:
     started = time.perf_counter()
     fired: set[int] = set()
+    emitted: Counter[str] = Counter()
     failure: Failure | None = None
     try:
-        _steps(test, player, lowerer, fired)
+        _steps(test, player, lowerer, fired, emitted)
     except _Failed as failed:
         failure = failed.failure
     return TestOutcome(
-        path, test.name.value, test.span, failure, time.perf_counter() - started, fired
+        path, test.name.value, test.span, failure, time.perf_counter() - started, fired, emitted
     )
 
 
@@ -122,7 +126,13 @@ def _state_name(lowerer: Lowerer, written: str) -> str:
     return found[0] if len(found) == 1 else written
 
 
-def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]) -> None:
+def _steps(
+    test: ast.TestDecl,
+    player: Player,
+    lowerer: Lowerer,
+    fired: set[int],
+    emitted: Counter[str],
+) -> None:
     steps = test.steps
     context: dict[str, Any] = {
         s.field.name: lowerer.constant(s.value) for s in steps if isinstance(s, ast.Given)
@@ -132,6 +142,7 @@ def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]
         raise _Failed(f"the instance could not start: {_refusal(started)}", test.name.span)
     instance: Instance = started
     fired.update(player.start_routes(instance))
+    emitted.update(e["effect"] for e in instance.start_effects)
     _check_invariants(player, instance, test.name.span, "at the start")
     last: tuple[ast.TestStep, MoveResult] | None = None
     for i, step in enumerate(steps):
@@ -140,6 +151,7 @@ def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]
         if isinstance(step, ast.Send | ast.Goto | ast.Back | ast.Advance):
             result = player.play(instance, _move(step, lowerer))
             fired.update(result.fired)
+            emitted.update(e["effect"] for e in emitted_effects(result))
             refused = result.rejection
             following = steps[i + 1] if i + 1 < len(steps) else None
             if refused is not None and not isinstance(following, ast.ExpectReject):
@@ -182,6 +194,51 @@ def _steps(test: ast.TestDecl, player: Player, lowerer: Lowerer, fired: set[int]
                 )
         elif isinstance(step, ast.ExpectJournal):
             _check_journal(step, last)
+        elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect):
+            assert last is not None  # the checker requires a step before
+            _check_effect(step, last[1], lowerer)
+
+
+def _check_effect(
+    step: ast.ExpectEffect | ast.ExpectNoEffect, result: MoveResult, lowerer: Lowerer
+) -> None:
+    """The effects the last move's steps emitted, against `expect effect` / `expect no effect`."""
+    emitted = emitted_effects(result)
+    name = step.effect.name if step.effect is not None else None
+    named = [e for e in emitted if name is None or e["effect"] == name]
+    if isinstance(step, ast.ExpectNoEffect):
+        if named:
+            raise _Failed(
+                f"expected no effect{_named(name)}, got {_effects_text(named)}", step.span
+            )
+        return
+    wanted = {field.name: lowerer.constant(value) for field, value in step.fields}
+    for effect in named:
+        if all(effect["payload"].get(k, _MISSING) == v for k, v in wanted.items()):
+            return
+    expected = f"`{name}`" + (f" with {json.dumps(wanted, ensure_ascii=False)}" if wanted else "")
+    got = _effects_text(emitted) if emitted else "no effect"
+    raise _Failed(f"expected the effect {expected}, the step emitted {got}", step.span)
+
+
+def emitted_effects(result: MoveResult) -> list[dict[str, Any]]:
+    """Every effect a move's accepted steps emitted, in order (`{"effect", "payload"}`)."""
+    return [e for o in result.outcomes if isinstance(o, StepResult) for e in o.effects]
+
+
+_MISSING = object()
+
+
+def _named(name: str | None) -> str:
+    return f" `{name}`" if name is not None else ""
+
+
+def _effects_text(effects: list[dict[str, Any]]) -> str:
+    text = ", ".join(
+        f"{e['effect']}{json.dumps(e['payload'], ensure_ascii=False, default=repr)}"
+        for e in effects
+    )
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _check_journal(step: ast.ExpectJournal, last: tuple[ast.TestStep, MoveResult] | None) -> None:

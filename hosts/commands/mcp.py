@@ -8,9 +8,12 @@ several servers may share one store. Needs the `flowc[mcp]` extra.
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.render import load_flow
@@ -29,7 +32,8 @@ def register(sub: Any) -> None:
         description=(
             "Serve FLOW... to MCP clients (agent hosts). Each event is a tool taking the "
             "event's fields, an instance_id and an optional request_id; `start` creates an "
-            "instance from a context, `status` and `history` read one, `goto` and `back` move "
+            "instance from the context fields the flow marks `input` (no others), `status` and "
+            "`history` read one (leaving out fields marked `hidden`), `goto` and `back` move "
             "one where the flow has such edges. The tool list never changes; each result says "
             "which tools the instance accepts now, and a refused call says why. Diagrams, "
             "reference pages, snapshots and histories are resources; the flows' templates are "
@@ -66,6 +70,13 @@ def register(sub: Any) -> None:
         default=None,
         help="prefix tool and prompt names with the flow's name (default: only for several flows)",
     )
+    parser.add_argument(
+        "--effects",
+        metavar="MODULE:FUNCTION",
+        help="deliver the flows' effects to this function (called with each OutboxEffect, "
+        "after its step commits; at least once, with a stable id; a raise is retried and "
+        "shown in status). The module must be importable (PYTHONPATH)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -89,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
     if twice:
         print(f"flowc mcp: the flow {twice[0]} is given twice", file=sys.stderr)
         return EXIT_USAGE
+    handler: Callable[..., object] | None = None
+    if args.effects is not None:
+        found = load_handler(args.effects)
+        if isinstance(found, str):
+            print(f"flowc mcp: --effects {args.effects}: {found}", file=sys.stderr)
+            return EXIT_USAGE
+        handler = found
     try:
         store = open_store(store_url(args.store))
     except StoreError as exc:
@@ -104,12 +122,57 @@ def run(args: argparse.Namespace) -> int:
             port=args.port,
             path=args.path,
             prefix=args.prefix,
+            effects=handler,
         )
     except ValueError as exc:  # tools that would share a name
         print(f"flowc mcp: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        pass
+    except BaseException as exc:
+        if _client_gone(exc):
+            _quiet_stdout()  # the client stopped reading: nothing is left to say to it
+        elif not _only(exc, KeyboardInterrupt):  # Ctrl-C, alone or from the server's tasks
+            raise
     finally:
         store.close()
     return EXIT_OK
+
+
+def load_handler(spec: str) -> Callable[..., object] | str:
+    """The function `MODULE:FUNCTION` names, or why there is none."""
+    module_name, colon, name = spec.partition(":")
+    if not colon or not module_name or not name:
+        return "write it as MODULE:FUNCTION"
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an import error, or one the module raised while loading
+        return f"cannot import {module_name}: {type(exc).__name__}: {exc}"
+    found = getattr(module, name, None)
+    if not callable(found):
+        return f"{module_name} has no function {name}"
+    return cast("Callable[..., object]", found)
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `exc` is a `kind`, or a group of nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only(e, kind) for e in exc.exceptions)
+    return isinstance(exc, kind)
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether `exc` (or every exception of a group) says the client closed its end."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_client_gone(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError | ConnectionResetError) or (
+        type(exc).__name__ in ("BrokenResourceError", "ClosedResourceError")
+    )
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that flushing it at exit raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

@@ -301,7 +301,14 @@ class DurableFlows:
         record = self.store.create(_new(instance_id, machine, snapshot, rows, first, effects))
         if started.start_effects and self.on_effect is not None:
             self.deliver_effects()
-        data = {"ok": True, "id": instance_id, "state": started.state, "seq": started.seq}
+        data: dict[str, Json] = {
+            "ok": True,
+            "id": instance_id,
+            "state": started.state,
+            "seq": started.seq,
+        }
+        if started.start_effects:
+            data["effects"] = started.start_effects
         return DurableOutcome("committed", instance_id, data, None, record)
 
     def load(self, instance_id: str, *, full_history: bool = True) -> Instance:

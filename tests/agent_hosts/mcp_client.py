@@ -26,10 +26,15 @@ def server_args(flows: list[Path], store: str, *extra: str) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(flows: list[Path], store: str) -> AsyncIterator[ClientSession]:
+async def stdio_session(
+    flows: list[Path], store: str, *extra: str, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
     """A session with a server the client starts itself, as MCP clients do for stdio."""
     params = StdioServerParameters(
-        command=FLOWC[0], args=[*FLOWC[1:], *server_args(flows, store)], cwd=str(ROOT)
+        command=FLOWC[0],
+        args=[*FLOWC[1:], *server_args(flows, store, *extra)],
+        cwd=str(ROOT),
+        env=env,
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -38,6 +38,7 @@ def test_the_agent_loop_recovers_from_each_mistake_and_finishes(tmp_path: Path) 
         'validated({"result": "validation_failed", "missing": [{"field": "audience", '
         '"requirement": "a string"}]}) => ok -> SERIALIZE',
         'tool_call({"name": "submit_dream"}) => ok -> SERIALIZE',
-        'validated({"result": "accepted", "missing": []}) => ok -> DONE',
+        'validated({"result": "accepted", "missing": []}) => ok -> DONE (effects: write_artifact)',
+        "delivered 7/0: dream.json",
     ]
     assert any("validation feedback to the model" in line for line in printed)

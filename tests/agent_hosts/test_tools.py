@@ -54,7 +54,7 @@ def test_one_tool_per_event_plus_start_status_history() -> None:
     assert tool.input_schema["required"] == ["instance_id", "name"]
     assert list(tool.input_schema["properties"]) == ["instance_id", "name", "request_id"]
     assert tool.input_schema["additionalProperties"] is False
-    assert "Accepted in: DISCUSS, SERIALIZE." in tool.description
+    assert "Accepted in: DISCUSS ('Discuss'), SERIALIZE ('Serialize')." in tool.description
     start = tools.get("start")
     assert start is not None and start.input_schema["required"] == ["context"]
     assert start.input_schema["properties"]["context"]["required"] == [
@@ -263,7 +263,7 @@ def test_strict_calls_dispatch(durable: DurableFlows) -> None:
     calls = dispatcher(durable, QUESTIONS)
     iid = calls.call(
         "start",
-        {"context": {"solution_id": "s1", "answers": None}, "request_id": None},
+        {"context": {"solution_id": "s1"}, "request_id": None},
         strict=True,
     ).data["instance_id"]
     out = calls.call(

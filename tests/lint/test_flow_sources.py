@@ -158,6 +158,20 @@ CASES = [
         "flow d\ncontext { n: int = 0 }\nevent go\ninitial state A { on go -> DONE\n"
         " after 1m if n < 3 -> DONE do n += 1\n after 2m -> DONE }\nfinal state DONE\n",
     ),
+    (
+        "W320",
+        "flow d\ncontext { hidden n: int = 0 }\nevent go\ninitial state A {\n"
+        ' on go if n > 0 reject no "{{ context.n }} left"\n on go -> DONE\n}\nfinal state DONE\n',
+        "flow d\ncontext { hidden n: int = 0 }\nevent go\ninitial state A {\n"
+        ' on go if n > 0 reject no "some left"\n on go -> DONE\n}\nfinal state DONE\n',
+    ),
+    (
+        "W321",
+        "flow d\ncontext { input a: int\n b: int }\nevent go\n"
+        "initial state A { on go if a > b -> DONE }\nfinal state DONE\n",
+        "flow d\ncontext { input a: int\n input b: int }\nevent go\n"
+        "initial state A { on go if a > b -> DONE }\nfinal state DONE\n",
+    ),
 ]
 
 
