@@ -40,7 +40,7 @@ command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 if ! "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then missing+=(python3-venv); fi
 # The PostgreSQL server binaries, for the throwaway server test.sh starts (.ci/postgres).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then missing+=(postgresql); fi
-# A headless browser and its driver, for the inspector's browser test (tests/inspect).
+# A headless browser and its driver, for the inspector's browser test (tests/inspector).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
