@@ -1,6 +1,7 @@
 """OpenTelemetry spans of MCP tool calls (`flowc.runtime.tracing.trace_tool_calls`, `flowc mcp
---trace`): the real `FlowServer` driven in process by the MCP SDK's client, on a SQLite file,
-recorded with the SDK's in-memory exporter; and the command's `--trace console` as a process."""
+--trace`): the real `FlowServer` driven in process by the MCP SDK's client, on a SQLite file
+(and PostgreSQL), recorded with the SDK's in-memory exporter; and `--trace console` in a real
+`flowc mcp` process."""
 
 from __future__ import annotations
 
@@ -43,6 +44,14 @@ def provider(exporter: InMemorySpanExporter) -> TracerProvider:
     return provider
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return f"sqlite:///{tmp_path / 'flows.db'}"
+
+
 def attrs(span: ReadableSpan) -> dict[str, Any]:
     return dict(span.attributes or {})
 
@@ -57,12 +66,12 @@ async def call(client: Client, tool: str, **arguments: Any) -> Any:
 
 
 def test_tool_calls_over_mcp_are_execute_tool_spans_in_the_instance_trace(
-    tmp_path: Path, provider: TracerProvider, exporter: InMemorySpanExporter
+    store_url: str, provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
     flow = load_flow(SUPPORT, "test")
     assert not isinstance(flow, int)
     delivered: list[OutboxEffect] = []
-    with open_durable(f"sqlite:///{tmp_path / 'flows.db'}", [Machine(flow)]) as durable:
+    with open_durable(store_url, [Machine(flow)]) as durable:
         server = FlowServer(
             [flow],
             durable,
