@@ -17,7 +17,8 @@ on, with the refusal code as `error.type`; the steps it takes are its children.
 
 Every span of an instance is in one trace, whatever process records it and however long the
 instance lives: the trace id is derived from the instance id, and each span's parent is the
-instance's own (virtual) root span, whose id is derived the same way. Nothing is stored.
+instance's own (virtual) root span, whose id is derived the same way, or a span of that trace
+current at its start (a traced tool call's). Nothing is stored.
 
 Only `opentelemetry-api` is needed (`flowc[otel]`); without an SDK configured, the spans cost
 next to nothing and go nowhere.
