@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -47,6 +47,10 @@ from flowc.runtime.store.handles import InvalidHandle
 from flowc.runtime.store.types import InstanceNotFound, Json, OutboxEffect
 from flowc.runtime.tool_calls import ToolDispatcher
 from flowc.runtime.tools import HANDLE, FlowTools, visible_context
+from flowc.runtime.tracing import trace_flows, trace_tool_calls
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 SCHEME = "flowc"
 #: JSON-RPC's "invalid params": a resource or prompt asked for something that does not exist.
@@ -156,7 +160,10 @@ class FlowServer:
         prefix: bool | None = None,
         name: str = "flowc",
         delivery: EffectDelivery | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
+        """`tracer_provider`: record OpenTelemetry spans of every tool call, step and effect
+        with it (`flowc.runtime.tracing`, docs/observability.md)."""
         self.compiled = {f.name: f for f in flows}
         self.durable = durable
         self.tools = FlowTools(durable.flows.machines(), prefix=prefix)
@@ -168,6 +175,9 @@ class FlowServer:
             self.tools,
             on_status=(lambda i: delivery.pending(durable, i)) if delivery is not None else None,
         )
+        if tracer_provider is not None:  # after `on_effect` is set: its deliveries are traced
+            trace_flows(durable, tracer_provider)
+            trace_tool_calls(self.dispatcher, tracer_provider)
         self.prompts = {p.name: p for p in self._flow_prompts()}
         self.name = name
 
@@ -499,11 +509,14 @@ def serve(
     path: str = "/mcp",
     prefix: bool | None = None,
     effects: Callable[[OutboxEffect], object] | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> None:
     """Run the server until its transport closes (stdio) or it is interrupted (HTTP).
-    `effects` delivers the outbox (`EffectDelivery`)."""
+    `effects` delivers the outbox (`EffectDelivery`); `tracer_provider` traces (`FlowServer`)."""
     delivery = EffectDelivery(effects) if effects is not None else None
-    server = FlowServer(flows, durable, prefix=prefix, delivery=delivery)
+    server = FlowServer(
+        flows, durable, prefix=prefix, delivery=delivery, tracer_provider=tracer_provider
+    )
     if transport == "stdio":
         anyio.run(server.run_stdio)
     else:

@@ -52,6 +52,12 @@ from flowc.runtime.tools import (
 _START_IDS = uuid.UUID("5b1f8a3e-3c1d-4d0e-9a57-7f2a0c6e4b11")
 
 
+def start_id(flow: str, request_id: str) -> str:
+    """The id of the instance a `start` of `flow` with this `request_id` (and no
+    `instance_id`) creates: the same at every retry."""
+    return uuid.uuid5(_START_IDS, f"{flow}\0{request_id}").hex
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The answer to one tool call. `data` is what the model reads (as `text()`)."""
@@ -210,9 +216,7 @@ class ToolDispatcher:
             return _error(problems.feedback(tool))
         if request_id is not None:
             check_handle("key", request_id)
-        instance_id = chosen or (
-            uuid.uuid5(_START_IDS, f"{tool.flow}\0{request_id}").hex if request_id else None
-        )
+        instance_id = chosen or (start_id(tool.flow, request_id) if request_id else None)
         try:
             out = self.flows.start(tool.flow, context, id=instance_id)
         except InstanceExists:
@@ -525,4 +529,4 @@ def _error(data: dict[str, Json]) -> ToolResult:
     return ToolResult(True, data)
 
 
-__all__ = ["ToolDispatcher", "ToolResult", "active_leaves", "effects_of"]
+__all__ = ["ToolDispatcher", "ToolResult", "active_leaves", "effects_of", "start_id"]

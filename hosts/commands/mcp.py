@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.commands.render import load_flow
@@ -23,6 +23,10 @@ from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow
 from flowc.runtime.store import StoreError, open_store
 from flowc.runtime.store.durable import DurableFlows
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 
 def register(sub: Any) -> None:
@@ -77,7 +81,42 @@ def register(sub: Any) -> None:
         "after its step commits; at least once, with a stable id; a raise is retried and "
         "shown in status). The module must be importable (PYTHONPATH)",
     )
+    parser.add_argument(
+        "--trace",
+        choices=TRACE_EXPORTERS,
+        help="record OpenTelemetry spans of every tool call, step and effect (GenAI "
+        "conventions, one trace per instance) and export them: console (JSON on standard "
+        "error) or otlp (OTEL_EXPORTER_OTLP_* settings). Needs pip install 'flowc[otel]' "
+        "opentelemetry-sdk, and opentelemetry-exporter-otlp for otlp",
+    )
     parser.set_defaults(handler=run)
+
+
+#: `--trace`'s exporters
+TRACE_EXPORTERS = ("console", "otlp")
+_OTLP_EXPORTER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+
+
+def tracer_provider(exporter: str) -> TracerProvider | str:
+    """An SDK tracer provider exporting to `exporter` (batched), or why there is none: the
+    SDK and the exporters are optional, imported only when asked for."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+    except ImportError:
+        return "needs the OpenTelemetry SDK: pip install 'flowc[otel]' opentelemetry-sdk"
+    chosen: SpanExporter
+    if exporter == "console":
+        chosen = ConsoleSpanExporter(out=sys.stderr)  # standard output may be the protocol's
+    else:
+        try:
+            otlp = importlib.import_module(_OTLP_EXPORTER)
+        except ImportError:
+            return "needs an OTLP exporter: pip install opentelemetry-exporter-otlp-proto-http"
+        chosen = otlp.OTLPSpanExporter()  # configured by the OTEL_EXPORTER_OTLP_* variables
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(chosen))
+    return provider
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,6 +146,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"flowc mcp: --effects {args.effects}: {found}", file=sys.stderr)
             return EXIT_USAGE
         handler = found
+    provider: TracerProvider | None = None
+    if args.trace is not None:
+        made = tracer_provider(args.trace)
+        if isinstance(made, str):
+            print(f"flowc mcp: --trace {args.trace}: {made}", file=sys.stderr)
+            return EXIT_USAGE
+        provider = made
+        # Process-wide too: the MCP SDK's own `tools/call` spans (in the client's trace), which
+        # flowc's tool-call spans link to, go to the same exporter.
+        from opentelemetry import trace
+
+        trace.set_tracer_provider(provider)
     try:
         store = open_store(store_url(args.store))
     except StoreError as exc:
@@ -123,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
             path=args.path,
             prefix=args.prefix,
             effects=handler,
+            tracer_provider=provider,
         )
     except ValueError as exc:  # tools that would share a name
         print(f"flowc mcp: {exc}", file=sys.stderr)
@@ -133,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         elif not _only(exc, KeyboardInterrupt):  # Ctrl-C, alone or from the server's tasks
             raise
     finally:
+        if provider is not None:
+            provider.shutdown()  # export what is batched
         store.close()
     return EXIT_OK
 
