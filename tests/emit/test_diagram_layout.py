@@ -4,6 +4,7 @@ state is a loop, not a reset; an arrow clipped at a box border keeps its label o
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -104,3 +105,32 @@ def test_a_history_circle_is_inside_its_parent() -> None:
     assert isinstance(objects, list)
     history = next(o for o in objects if o.get("name") == "before_close")
     assert _inside(history["pos"], _box(layout, "cluster_open"))
+
+
+def _regions_out_of_order(flow: CompiledFlow, rankdir: str) -> list[tuple[str, str]]:
+    """Pairs of regions (written one after the other) whose boxes dot did not draw in that
+    order: left to right in a top-down layout, top to bottom in a left-to-right one."""
+    laid_out = json.loads(to_dot(flow, rankdir=rankdir).pipe(format="json"))
+    wrong = []
+    for state in flow.states:
+        if state.kind != "parallel":
+            continue
+        regions = [s.name for s in flow.states if s.parent == state.name and s.kind != "history"]
+        for first, then in itertools.pairwise(regions):
+            a, b = _box(laid_out, f"cluster_{first}"), _box(laid_out, f"cluster_{then}")
+            # dot's y grows upwards
+            in_order = a[2] <= b[0] if rankdir == "TB" else a[1] >= b[3]
+            if not in_order:
+                wrong.append((first, then))
+    return wrong
+
+
+@needs_dot
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+@pytest.mark.parametrize("name", ["elevator", "microwave", "pr_review"])
+def test_the_regions_of_a_parallel_state_are_drawn_in_the_order_written(
+    name: str, rankdir: str
+) -> None:
+    result = compile_file(ROOT / "flows" / "examples" / f"{name}.flow")
+    assert result.flow is not None
+    assert _regions_out_of_order(result.flow, rankdir) == []
