@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,19 @@ def test_the_regions_of_a_parallel_state_are_drawn_in_the_order_written(
     result = compile_file(ROOT / "flows" / "examples" / f"{name}.flow")
     assert result.flow is not None
     assert _regions_out_of_order(result.flow, rankdir) == []
+
+
+@needs_dot
+@pytest.mark.parametrize("seed", [30608085, 3803628812])
+@pytest.mark.parametrize("rankdir", ["TB", "LR"])
+def test_aligning_regions_never_asks_dot_for_ranks_it_cannot_give(seed: int, rankdir: str) -> None:
+    # Random charts on which earlier ways of aligning regions made dot 2.43 fail: a chain
+    # across regions ("lost edge"), and two same-rank sets that arrows rank against each
+    # other ("trouble in init_rank").
+    from .test_hierarchy_property import random_flow
+
+    source = to_dot(random_flow(seed), labels="full", rankdir=rankdir).source
+    run = subprocess.run(
+        ["dot", "-Tsvg"], input=source.encode(), capture_output=True, check=False, timeout=60
+    )
+    assert run.returncode == 0, run.stderr.decode()
