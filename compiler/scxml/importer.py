@@ -776,7 +776,11 @@ class _Importer:
         context: list[str] = []
         for var, ty in self.var_types.items():
             default = self.data_default(var)
-            if default is None:
+            if default is None and ty in self.records:
+                # A record with no value: the exported flow's start input, as declared (a
+                # zero value of a record type does not exist, and `none` would bar its fields).
+                context.append(f"  {flow_name(var, 'v')}: {ty}")
+            elif default is None:
                 context.append(f"  {flow_name(var, 'v')}: {_with_default(ty)}")
             else:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")

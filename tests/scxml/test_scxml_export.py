@@ -236,6 +236,16 @@ def test_records_are_dicts_in_the_export_and_fields_when_imported() -> None:
     assert [form for form in imported_forms if form not in back] == [], back
 
 
+def test_a_record_given_at_start_stays_a_start_input() -> None:
+    source = (
+        "flow q\ntype R { n: int }\ncontext { r: R }\nevent go\n"
+        "initial state A { on go if r.n > 1 -> B }\nfinal state B\n"
+    )
+    _, back = there_and_back(source)
+    assert "  r: R\n" in back
+    assert compile_source(back, "back.flow").ok
+
+
 RECORD_STEPS = st.lists(
     st.tuples(
         st.sampled_from(["add", "rename", "bogus"]), st.integers(-1, 3), st.sampled_from(["x", ""])
