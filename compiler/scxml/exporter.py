@@ -47,6 +47,11 @@ _METHODS = {"trim": "strip", "lower": "lower", "upper": "upper"}
 
 _SCXML_EFFECTS = frozenset({SEND_EFFECT, CANCEL_EFFECT, LOG_EFFECT})
 
+#: Expressions whose Python text needs no parentheses inside another.
+_ATOMIC = frozenset(
+    {"lit", "ctx", "local", "event", "index", "attr", "meta", "call", "list", "map"}
+)
+
 _PY_BINARY = {
     "and",
     "or",
@@ -114,6 +119,8 @@ def python_text(expr: Expr) -> str:
         return repr(expr.value)  # JSON values: None, bools, numbers, strings, lists, dicts
     if op == "ctx":
         return "_sessionid" if expr.value == "sessionid" else str(expr.value)
+    if op == "local" and isinstance(expr.value, str) and expr.value.isidentifier():
+        return expr.value  # a `for` variable: a datamodel variable `<foreach>` declares
     if op == "event":
         return f"_event.data[{expr.value!r}]"
     if op == "index":
@@ -151,8 +158,7 @@ def python_text(expr: Expr) -> str:
 
 def _py(expr: Expr) -> str:
     text = python_text(expr)
-    simple = expr.op in ("lit", "ctx", "event", "index", "attr", "meta", "call", "list", "map")
-    return text if simple else f"({text})"
+    return text if expr.op in _ATOMIC else f"({text})"
 
 
 def export_scxml(
@@ -437,7 +443,7 @@ class _Writer:
                     parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
                 parts.extend(self.action(x) for x in branch.actions)
             return "".join(parts) + "</if>"
-        if a.op == "for" and a.value is not None and a.branches:
+        if a.op in ("for", "each") and a.value is not None and a.branches:
             index = f" index={quoteattr(a.index)}" if a.index else ""
             body = "".join(self.action(x) for x in a.branches[0].actions)
             head = f"<foreach array={quoteattr(python_text(a.value))} item={quoteattr(a.target[0])}"

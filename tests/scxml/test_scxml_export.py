@@ -246,6 +246,20 @@ def test_a_record_given_at_start_stays_a_start_input() -> None:
     assert compile_source(back, "back.flow").ok
 
 
+def test_a_loop_with_its_own_variables_is_a_foreach() -> None:
+    # `x` and `i` are local to the loop (no context field of those names): SCXML's <foreach>
+    # declares them in the datamodel, so they come back as variables.
+    source = (
+        "flow q\ncontext { xs: list[int] = [1, 2], total: int = 0 }\nevent go\n"
+        "initial state A {\n  on go -> B do\n    for x, i in xs { total += x * i }\n}\n"
+        "final state B\n"
+    )
+    text, back = there_and_back(source)
+    assert '<foreach array="xs" item="x" index="i">' in text
+    assert "for x, i in xs { total = total + x * i }" in back
+    assert compile_source(back, "back.flow").ok
+
+
 RECORD_STEPS = st.lists(
     st.tuples(
         st.sampled_from(["add", "rename", "bogus"]), st.integers(-1, 3), st.sampled_from(["x", ""])
