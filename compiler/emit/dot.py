@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import graphviz
+import networkx as nx
 
 from flowc.compiler.emit.expr_text import expr_text
 from flowc.compiler.emit.hierarchy import StateTree, is_hierarchical
@@ -115,7 +116,7 @@ def to_dot(
     visited = mark.visited
     refused = refusals(flow) if labels == "full" else {}
     if is_hierarchical(flow):
-        _Hierarchy(graph, flow, labels, mark, refused).draw()
+        _Hierarchy(graph, flow, labels, mark, refused, rankdir).draw()
         return graph
     for state in flow.states:
         _state_node(
@@ -341,8 +342,10 @@ class _Hierarchy:
         labels: LabelMode,
         mark: Highlight,
         refused: dict[str, list[Transition]],
+        rankdir: str,
     ) -> None:
         self.graph = graph
+        self.rankdir = rankdir
         self.flow = flow
         self.labels = labels
         self.mark = mark
@@ -359,6 +362,10 @@ class _Hierarchy:
         #: written at the top level after every node: a node named first in an arrow inside a
         #: cluster would belong to that cluster.
         self.inner: list[tuple[_Ends, dict[str, str]]] = []
+        #: the arrows that rank nodes (all but `back` ones), as dot reads them
+        self.ranked: nx.DiGraph[str] = nx.DiGraph()
+        #: node -> the node standing for the same-rank set it was put in (`align`)
+        self.aligned: dict[str, str] = {}
 
     def draw(self) -> None:
         graph, flow = self.graph, self.flow
@@ -372,12 +379,17 @@ class _Hierarchy:
             for bundle in [[arrows[i] for i in group]]
         ]
         start = self.ends(START, flow.initial)
+        self.ranked.add_edge(start.tail, start.head)
         for state in flow.states:
             first = self.tree.initial_child(state.name) if state.kind == "compound" else None
             if first is not None:
                 self.inner.append((self.ends(_initial_id(state.name), first.name), _INITIAL))
             if state.kind == "history" and state.default in self.tree.states:
                 self.inner.append((self.ends(state.name, state.default), _TO_DEFAULT))
+        self.ranked.add_edges_from((ends.tail, ends.head) for ends, _ in self.inner)
+        self.ranked.add_edges_from(
+            (ends.tail, ends.head) for bundle, ends, _ in plans if not bundle[0].transition.back
+        )
         self.level(graph, None)
         if any(e.inherited for e in arrows):
             _any_state_box(graph, ANY_STATE)
@@ -445,7 +457,12 @@ class _Hierarchy:
 
     def level(self, graph: graphviz.Digraph, parent: str | None) -> None:
         in_parallel = parent is not None and self.tree.kind(parent) == "parallel"
-        for state in self.tree.kids(parent):
+        kids = self.tree.kids(parent)
+        # dot 2.43 lays out the boxes of a cluster in the reverse of the order they are
+        # written, and then turns a left-to-right drawing over: the regions of a parallel state
+        # are written backwards in a top-down one, so that both show them in document order
+        # (with `align`; tests/emit/test_diagram_layout.py checks it with the real dot).
+        for state in reversed(kids) if in_parallel and self.rankdir != "LR" else kids:
             if self.tree.is_container(state.name):
                 self.container(graph, state, region=in_parallel)
             elif in_parallel and state.kind != "history":
@@ -508,6 +525,33 @@ class _Hierarchy:
             if name in self.boxes:
                 _any_state_box(box, _any_id(name))
             self.level(box, name)
+            if state.kind == "parallel":
+                self.align(box, [self.anchor(k.name) for k in kids])
+
+    def align(self, box: graphviz.Digraph, anchors: list[str]) -> None:
+        """The regions of a parallel state start on one rank, which `newrank` allows across
+        boxes, so that dot keeps them in the order their boxes are written (`level`). Only
+        when no arrow path joins two anchors, counting the sets already aligned as one node:
+        dot 2.43 fails ("trouble in init_rank") on a same-rank set that arrows rank apart."""
+        ranked = self.ranked
+        ranked.add_nodes_from(anchors)
+        heads = list(dict.fromkeys(self.aligned.get(a, a) for a in anchors))
+        if len(heads) < 2 or any(
+            a != b and nx.has_path(ranked, a, b) for a in heads for b in heads
+        ):
+            return
+        first, *rest = heads
+        for other in rest:
+            # One node for the set from now on, so that later sets are checked against it.
+            nx.contracted_nodes(ranked, first, other, self_loops=False, copy=False)
+            for node, head in list(self.aligned.items()):
+                if head == other:
+                    self.aligned[node] = first
+            self.aligned[other] = first
+        with box.subgraph() as same:
+            same.attr(rank="same")
+            for anchor in anchors:
+                same.node(anchor)
 
     def history(self, graph: graphviz.Digraph, state: State) -> None:
         deep = state.history == "deep"

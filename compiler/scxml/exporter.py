@@ -3,9 +3,9 @@
 What SCXML has no word for is kept in the `flowc` namespace (`FLOWC_NS`), which SCXML
 processors ignore: the types of context fields (`flowc:type` on `<data>`) and the declared
 events with their payload fields (`<flowc:event>`), so that importing the export gives back the
-same declarations. What cannot be expressed at all (rules the host takes by name, refusals
-with codes, `require` clauses, enums and records, effects other than the SCXML ones) is
-refused with E420 naming the rule or declaration.
+same declarations: record types too (`<flowc:record>`), whose values are dicts in the
+datamodel. What cannot be expressed at all (computed timer delays, functions and actions with
+no Python form) is refused with E420 naming the rule or declaration.
 
 Timers: `after D -> T` in state S becomes `<send event="flowc.timer.S.N" delay="Dms"
 id="flowc.timer.S.N"/>` on entry, a `<cancel>` on exit and a transition on that event, which
@@ -32,12 +32,25 @@ from flowc.compiler.scxml.importer import (
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS
 from flowc.compiler.source import NO_SPAN, Span
 from flowc.compiler.sourcemap import SourceMap
-from flowc.runtime.model import Action, CompiledFlow, Expr, State, Transition, TypeRef
+from flowc.runtime.model import (
+    Action,
+    CompiledFlow,
+    Expr,
+    FieldDef,
+    State,
+    Transition,
+    TypeRef,
+)
 
 #: flowc's string functions as the Python methods that compute them.
 _METHODS = {"trim": "strip", "lower": "lower", "upper": "upper"}
 
 _SCXML_EFFECTS = frozenset({SEND_EFFECT, CANCEL_EFFECT, LOG_EFFECT})
+
+#: Expressions whose Python text needs no parentheses inside another.
+_ATOMIC = frozenset(
+    {"lit", "ctx", "local", "event", "index", "attr", "meta", "call", "list", "map"}
+)
 
 _PY_BINARY = {
     "and",
@@ -78,6 +91,8 @@ def type_text(ty: TypeRef) -> str:
         return ty.kind
     if ty.kind == "enum":
         return "str"  # an enum's members are strings at run time, as SCXML sees them
+    if ty.kind == "record" and ty.name:
+        return ty.name  # declared by a `<flowc:record>`; its values are dicts in the datamodel
     if ty.kind == "list" and ty.item is not None:
         return f"list[{type_text(ty.item)}]"
     if ty.kind == "map" and ty.item is not None:
@@ -87,23 +102,33 @@ def type_text(ty: TypeRef) -> str:
     raise _Refused(f"the type `{ty.name or ty.kind}` has no SCXML form")
 
 
-#: The state whose rules are being written, when it is a leaf: there `state.name` is a constant.
-_HERE: ContextVar[str | None] = ContextVar("scxml_export_state", default=None)
+#: The state whose rules are being written, when it is a leaf: there `state.name` and the
+#: state's `meta` values are constants.
+_HERE: ContextVar[State | None] = ContextVar("scxml_export_state", default=None)
 
 
 def python_text(expr: Expr) -> str:
     """Python-datamodel text of an IR expression, fully parenthesised where nested."""
     op, args = expr.op, expr.args
-    if op == "state" and expr.value == "name" and _HERE.get() is not None:
-        return repr(_HERE.get())
+    here = _HERE.get()
+    if op == "state" and expr.value == "name" and here is not None:
+        return repr(here.name)
+    if op == "meta" and here is not None:
+        return repr(here.meta.get(str(expr.value)))
     if op == "lit":
         return repr(expr.value)  # JSON values: None, bools, numbers, strings, lists, dicts
     if op == "ctx":
         return "_sessionid" if expr.value == "sessionid" else str(expr.value)
+    if op == "local" and isinstance(expr.value, str) and expr.value.isidentifier():
+        return expr.value  # a `for` variable: a datamodel variable `<foreach>` declares
     if op == "event":
         return f"_event.data[{expr.value!r}]"
     if op == "index":
         return f"{_py(args[0])}[{python_text(args[1])}]"
+    if op == "attr" and len(args) == 1:
+        # A record is a dict in the Python datamodel: its field is read by key. The importer
+        # turns a string key on a value of a declared record type back into `.field`.
+        return f"{_py(args[0])}[{str(expr.value)!r}]"
     if op == "call" and expr.value == "active" and len(args) == 1:
         return f"In({python_text(args[0])})"
     if op == "call" and expr.value in _METHODS and len(args) == 1:
@@ -133,8 +158,7 @@ def python_text(expr: Expr) -> str:
 
 def _py(expr: Expr) -> str:
     text = python_text(expr)
-    simple = expr.op in ("lit", "ctx", "event", "index", "call", "list", "map")
-    return text if simple else f"({text})"
+    return text if expr.op in _ATOMIC else f"({text})"
 
 
 def export_scxml(
@@ -156,6 +180,21 @@ def export_scxml(
         return ExportResult(
             None, [Diagnostic(diag.code, diag.message, diag.span, path, diag.help, diag.severity)]
         )
+
+
+def _fields_text(fields: tuple[FieldDef, ...]) -> str:
+    """`name: type; name: type = default`: the fields of an event or record, as the importer
+    reads them back."""
+    return "; ".join(
+        f"{f.name}: {type_text(f.type)}" + ("" if f.required else f" = {literal_text(f.default)}")
+        for f in fields
+    )
+
+
+def _location(target: tuple[str, ...]) -> str:
+    """An assignment's location: a record field is a key of the dict its variable holds
+    (`order['total']`)."""
+    return target[0] + "".join(f"[{part!r}]" for part in target[1:])
 
 
 @contextmanager
@@ -182,19 +221,6 @@ class _Writer:
 
     def document(self) -> str:
         flow = self.flow
-        for record in flow.records:
-            raise _Refused(
-                f"the record type `{record.name}` has no SCXML form",
-                self.where.records.get(record.name),
-            )
-        for event in flow.events:
-            if event.requires and any(s.parent is not None for s in flow.states):
-                # In a statechart a clause holds wherever an enclosing state's rule takes the
-                # event too: one refusal per state with rules would miss those.
-                raise _Refused(
-                    f"`require` on event `{event.name}` of a statechart has no SCXML form",
-                    self.where.events.get(event.name),
-                )
         self.lines.append('<?xml version="1.0" encoding="UTF-8"?>')
         self.lines.append(
             f'<scxml xmlns="{SCXML_NS}" xmlns:flowc="{FLOWC_NS}" version="1.0" '
@@ -203,13 +229,15 @@ class _Writer:
             + (f" flowc:title={quoteattr(flow.title)}" if flow.title else "")
             + ">"
         )
+        for record in flow.records:
+            with _at(self.where.records.get(record.name, NO_SPAN)):
+                fields = _fields_text(record.fields)
+            self.lines.append(
+                f"  <flowc:record name={quoteattr(record.name)} fields={quoteattr(fields)}/>"
+            )
         for event in flow.events:
             with _at(self.where.events.get(event.name, NO_SPAN)):
-                fields = "; ".join(
-                    f"{f.name}: {type_text(f.type)}"
-                    + ("" if f.required else f" = {literal_text(f.default)}")
-                    for f in event.fields
-                )
+                fields = _fields_text(event.fields)
             attr = f" fields={quoteattr(fields)}" if fields else ""
             self.lines.append(f"  <flowc:event name={quoteattr(event.name)}{attr}/>")
         for effect in flow.effects:
@@ -248,7 +276,7 @@ class _Writer:
 
     def state(self, state: State, pad: str) -> None:
         leaf = not self.children(state.name)
-        here = _HERE.set(state.name if leaf else None)
+        here = _HERE.set(state if leaf else None)
         try:
             with _at(self.where.state(state.name)):
                 self.state_body(state, pad)
@@ -325,9 +353,17 @@ class _Writer:
         return attrs
 
     def requirements(self, state: State, pad: str) -> None:
-        """An event's `require` clauses, in a state with rules for it: refusals tried before
-        the state's own rules (`cond` is the clause's negation)."""
-        handled = {t.event for t in self.flow.transitions if t.source == state.name}
+        """An event's `require` clauses, in each leaf where it or an enclosing state has rules
+        for the event: refusals tried before any of those rules (`cond` is the clause's
+        negation). In every leaf, so that no region of a parallel state takes the event."""
+        if self.children(state.name):
+            return
+        holders = {state.name}
+        parent = state.parent
+        while parent is not None:
+            holders.add(parent)
+            parent = next(s.parent for s in self.flow.states if s.name == parent)
+        handled = {t.event for t in self.flow.transitions if t.source in holders}
         for event in self.flow.events:
             if event.name not in handled:
                 continue
@@ -379,15 +415,13 @@ class _Writer:
 
     def action(self, a: Action) -> str:
         if a.op in ("set", "add", "sub") and a.value is not None:
-            if len(a.target) != 1:
-                raise _Refused(f"assigning to the record field `{'.'.join(a.target)}`")
-            var = a.target[0]
+            var = _location(a.target)
             value = python_text(a.value)
             if a.op != "set":
                 value = f"{var} {'+' if a.op == 'add' else '-'} {_py(a.value)}"
             return f"<assign location={quoteattr(var)} expr={quoteattr(value)}/>"
         if a.op == "append" and a.value is not None:
-            var = a.target[0]
+            var = _location(a.target)
             value = quoteattr(f"{var} + [{python_text(a.value)}]")
             return f"<assign location={quoteattr(var)} expr={value}/>"
         if a.op == "raise":
@@ -409,7 +443,7 @@ class _Writer:
                     parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
                 parts.extend(self.action(x) for x in branch.actions)
             return "".join(parts) + "</if>"
-        if a.op == "for" and a.value is not None and a.branches:
+        if a.op in ("for", "each") and a.value is not None and a.branches:
             index = f" index={quoteattr(a.index)}" if a.index else ""
             body = "".join(self.action(x) for x in a.branches[0].actions)
             head = f"<foreach array={quoteattr(python_text(a.value))} item={quoteattr(a.target[0])}"

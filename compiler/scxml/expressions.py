@@ -104,6 +104,9 @@ class Names:
     #: Whether the rule being translated is for done events that carry no data (no
     #: `<donedata>`, or done data SCXML could not evaluate): `_event.data` is `None` there.
     data_is_none: bool = False
+    #: Whether `base[key]` reads the field `key` of a record (an export writes a field read
+    #: so, its records being dicts in the datamodel); None: no record types are declared.
+    is_record_field: Callable[[Expr, str], bool] | None = None
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -126,15 +129,20 @@ def translate(text: str, names: Names) -> Expr:
 
 
 def location(text: str, names: Names) -> str:
-    """The context field an `<assign location=...>` names."""
+    """The context field an `<assign location=...>` names, or the field of a record held in
+    one (`order['total']` is `order.total`)."""
     expr = translate(text, names)
+    path: list[str] = []
+    while expr.op == "attr" and len(expr.args) == 1 and isinstance(expr.value, str):
+        path.insert(0, expr.value)
+        expr = expr.args[0]
     if expr.op != "ctx" or not isinstance(expr.value, str):
         raise Refusal(
             "E410",
             f"cannot assign to `{text.strip()}`",
-            "flowc assigns whole `<data>` variables only",
+            "flowc assigns whole `<data>` variables and the fields of records they hold",
         )
-    return expr.value
+    return ".".join([expr.value, *path])
 
 
 def diagnostic(refusal: Refusal, element: str, span: Span, path: str) -> Diagnostic:
@@ -299,7 +307,17 @@ class _Translator:
             raise Refusal("E416", "`_event.data[...]` takes a string literal key")
         if isinstance(node.slice, ast.Slice):
             raise Refusal("E410", "slices have no flowc equivalent")
-        return Expr(op="index", args=(self.node(node.value), self.node(node.slice)))
+        base, key = self.node(node.value), node.slice
+        record_field = self.names.is_record_field
+        if (
+            record_field is not None
+            and isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and record_field(base, key.value)
+        ):
+            _refuse_dunder(key.value)
+            return Expr(op="attr", value=key.value, args=(base,))
+        return Expr(op="index", args=(base, self.node(key)))
 
     def _BinOp(self, node: ast.BinOp) -> Expr:
         op = _BINARY.get(type(node.op))

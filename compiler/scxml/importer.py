@@ -61,7 +61,7 @@ HOST_TARGET = "#_flowc_host"
 #: T), on a transition marked `flowc:direct`.
 DIRECT_PREFIX = "flowc.goto."
 #: What an export declares in the flowc namespace at the top of the document.
-_DECLARATIONS = frozenset({"event", "effect"})
+_DECLARATIONS = frozenset({"event", "effect", "record"})
 #: I/O processors SCXML names that flowc does not have: refused (E409) rather than turned into
 #: the error.execution SCXML raises for a type a processor does not know.
 OTHER_PROCESSORS = frozenset({"http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor", "basichttp"})
@@ -210,6 +210,8 @@ class _Importer:
         self.declared_fields: set[str] = set()
         #: effects sent to HOST_TARGET -> field -> type (declared by `<flowc:effect>`)
         self.effects: dict[str, dict[str, str | None]] = {}
+        #: record type -> field -> `type` or `type = default` (declared by `<flowc:record>`)
+        self.records: dict[str, dict[str, str]] = {}
         #: Actions written at the end (`later`), and whether the last action written fails.
         self.deferred: list[Callable[[], str]] = []
         self.failed = False
@@ -306,6 +308,7 @@ class _Importer:
             {k: flow_name(k, "v") for k in self.var_types},
             root.attrs.get("name", ""),
             on_state=self.in_state,
+            is_record_field=self.is_record_field if self.records else None,
         )
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
@@ -622,6 +625,15 @@ class _Importer:
 
     def collect_declarations(self, root: Element) -> None:
         """Types an export kept in the flowc namespace (exporter.py): they win over inference."""
+        for record in root.children:
+            if record.namespace == FLOWC_NS and record.tag == "record":
+                record_fields = self.records.setdefault(
+                    flow_name(record.attrs.get("name", ""), "T"), {}
+                )
+                for item in record.attrs.get("fields", "").split(";"):
+                    name, _, ty = item.partition(":")
+                    if name.strip() and ty.strip():
+                        record_fields[name.strip()] = ty.strip()
         for data in self.walk(root, "data"):
             declared = data.attrs.get(f"{FLOWC_NS} type")
             if declared and data.attrs.get("id") in self.var_types:
@@ -692,6 +704,30 @@ class _Importer:
                 return sid
         return None
 
+    def is_record_field(self, base: Expr, key: str) -> bool:
+        """Whether `base` holds a value of a declared record type with the field `key`."""
+        return key in self.records.get(self.declared_type(base) or "", {})
+
+    def declared_type(self, expr: Expr) -> str | None:
+        """The type an export declared for `expr` (a variable, a payload field, a record's
+        field, an item of either), without its default or `?`; None when not declared."""
+        ty: str | None = None
+        if expr.op == "ctx":
+            ty = self.var_types.get(self.variable_of(str(expr.value)))
+        elif expr.op == "event":
+            found = {fields.get(str(expr.value)) for fields in self.events.values()} - {None}
+            ty = found.pop() if len(found) == 1 else None
+        elif expr.op == "attr" and expr.args:
+            record = self.records.get(self.declared_type(expr.args[0]) or "", {})
+            ty = record.get(str(expr.value))
+        elif expr.op == "index" and expr.args:
+            ty = _item_type(self.declared_type(expr.args[0]))
+        elif expr.op == "call" and expr.value == "coalesce" and expr.args:
+            ty = self.declared_type(expr.args[0])
+        if ty is None:
+            return None
+        return ty.partition("=")[0].strip().removesuffix("?")
+
     def type_of(self, text: str, names: Names) -> str | None:
         try:
             return _infer(translate(text, Names(dict(names.variables), "")), self.var_types, names)
@@ -714,6 +750,10 @@ class _Importer:
         if root.attrs.get(f"{FLOWC_NS} unhandled") != "refuse":
             lines.append("# SCXML discards the events a state does not handle.")
             lines.append("unhandled ignore")
+        for record, typed in self.records.items():
+            lines.append(f"type {record} {{")
+            lines.extend(f"  {name}: {ty}" for name, ty in typed.items())
+            lines.append("}")
         for event, fields in self.events.items():
             if event.startswith("done.state."):
                 continue
@@ -736,7 +776,11 @@ class _Importer:
         context: list[str] = []
         for var, ty in self.var_types.items():
             default = self.data_default(var)
-            if default is None:
+            if default is None and ty in self.records:
+                # A record with no value: the exported flow's start input, as declared (a
+                # zero value of a record type does not exist, and `none` would bar its fields).
+                context.append(f"  {flow_name(var, 'v')}: {ty}")
+            elif default is None:
                 context.append(f"  {flow_name(var, 'v')}: {_with_default(ty)}")
             else:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
@@ -1165,7 +1209,7 @@ class _Importer:
                 return None
             declared = self.var_types.get(self.variable_of(var))
             found = _infer(value, self.var_types, self.names)
-            if _clash(declared, found):
+            if "." not in var and _clash(declared, found):
                 self.error(
                     "E410",
                     f"`{var}` holds `{declared}` values and is assigned a `{found}`",
@@ -1174,6 +1218,10 @@ class _Importer:
                 )
                 return None
             self.used.append((var, value))
+            item = _appended_map(var, value)
+            if item is not None:
+                # `append` gives the literal its type from the list (a record's, say)
+                return f"append({var}, {expr_text(item)})"
             return f"{var} = {expr_text(value)}"
         if tag == "raise":
             self.features.add("raise")
@@ -1709,6 +1757,32 @@ def _clash(declared: str | None, found: str | None) -> bool:
 
 _TYPED_PAIRS = frozenset({"==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%"})
 _ZERO = {"int": "0", "float": "0.0", "str": '""', "bool": "false"}
+
+
+def _appended_map(var: str, value: Expr) -> Expr | None:
+    """The map literal of `var = var + [{...}]` (how an export writes `append`), else None."""
+    if value.op != "+" or len(value.args) != 2:
+        return None
+    listed, added = value.args
+    if added.op != "list" or len(added.args) != 1 or added.args[0].op != "map":
+        return None
+    path: list[str] = []
+    while listed.op == "attr" and listed.args:
+        path.insert(0, str(listed.value))
+        listed = listed.args[0]
+    if listed.op != "ctx" or ".".join([str(listed.value), *path]) != var:
+        return None
+    return added.args[0]
+
+
+def _item_type(ty: str | None) -> str | None:
+    """The type of an item of a `list[T]` or a `map[str, T]`."""
+    if ty is None:
+        return None
+    for head in ("list[", "map[str, "):
+        if ty.startswith(head) and ty.endswith("]"):
+            return ty[len(head) : -1]
+    return None
 
 
 def _with_default(ty: str | None) -> str:

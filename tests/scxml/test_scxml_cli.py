@@ -82,12 +82,12 @@ def test_export_then_import_from_the_command_line(
 def test_export_refusal_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flow = tmp_path / "d.flow"
     flow.write_text(
-        'flow d\ntype R { n: int }\ncontext { r: R = {"n": 1} }\ninitial state A\n',
+        "flow d\ncontext { d: int = 5 }\ninitial state A {\n  after d s -> A\n}\n",
         encoding="utf-8",
     )
     code, out, err = run(capsys, "export", "scxml", str(flow))
     assert code == 1 and out == ""
-    assert f"{flow}:2:6: error[E420]" in err  # at the record type's declaration
+    assert f"{flow}:4:3: error[E420]" in err  # at the timer whose delay is computed
 
 
 @pytest.mark.parametrize(
