@@ -65,10 +65,12 @@ SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
 #: Every top-level field a snapshot may have; any other is refused (a hand edit or a typo
 #: would otherwise be dropped without a word). `lineage` is the durable layer's (a fork's
 #: origin, `DurableFlows.fork`): an instance restores past it and the store carries it on.
+#: `retired_states`: states of older versions of the flow that the history still names (an
+#: instance moved to a newer version keeps its past; only then may a name be unknown).
 SNAPSHOT_FIELDS: Final = frozenset(
     {
         "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
-        "timers", "keys", "configuration", "histories", "lineage",
+        "timers", "keys", "configuration", "histories", "lineage", "retired_states",
     }
 )  # fmt: skip
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
@@ -387,6 +389,7 @@ class Instance:
         "_m",
         "_now",
         "_per_ms",
+        "_retired",
         "_seq",
         "_start_rules",
         "_state",
@@ -407,6 +410,8 @@ class Instance:
     _config: tuple[CState, ...] | None
     _hist: dict[str, tuple[CState, ...]] | None
     _keys: dict[str, int] | None
+    #: states of older versions that the history names (None: none, the usual case)
+    _retired: frozenset[str] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
     #: `_clock` read in integer milliseconds: `_now() // _per_ms` (`clock.ms_reader`)
@@ -426,6 +431,7 @@ class Instance:
         self._clock = clock
         self._now, self._per_ms = ms_reader(clock)
         self._keys = None
+        self._retired = None
         self._subs = None
         self._timers = None
         self._guarded = False
@@ -1417,6 +1423,8 @@ class Instance:
             # Only a hierarchical flow's snapshot has them: a flat flow's reads as before.
             snap["configuration"] = [s.name for s in self._config if s.atomic]
             snap["histories"] = {h: [s.name for s in v] for h, v in (self._hist or {}).items()}
+        if self._retired:
+            snap["retired_states"] = sorted(self._retired)
         return snap
 
     def snapshot_json(self) -> str:
@@ -1477,6 +1485,7 @@ class Instance:
             raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
         _check_history(history, seq, machine)
         same_flow = bool(machine.hash) and data.get("hash") == machine.hash
+        retired = _retired_states(history, data, machine, same_flow)
         recorded = {e[_SEQ] for e in history}
         for key, at_seq in keys.items():
             if text_problem(key) is not None or len(key) > machine.limits.max_argument:
@@ -1500,6 +1509,7 @@ class Instance:
         self._seq = seq
         self._history = history
         self._keys = keys or None
+        self._retired = retired or None
         self._timers = _restore_timers(
             rules,
             data.get("timers") or (),
@@ -1666,6 +1676,32 @@ def _entered(history: list[Entry], state: str) -> int:
         if e[_TARGET] == state and e[_SOURCE] != state:
             return e[_AT]
     return history[-1][_AT]
+
+
+def _retired_states(
+    history: list[Entry], data: Mapping[str, Any], machine: Machine, same_flow: bool
+) -> frozenset[str]:
+    """The states of older versions that a restored history may name. A snapshot of this very
+    graph names only its states and those its `retired_states` lists (kept from a move to this
+    version); one of another graph (an older version, migrated or not) may name any: they are
+    the states it had then, and become its retired states."""
+    raw = data.get("retired_states") or []
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise SnapshotError("the snapshot's retired_states is not a list of state names")
+    retired = frozenset(raw)
+    for e in history:
+        leaves = e[_LEAVES] or ((), ())
+        for name in (e[_SOURCE], e[_TARGET], *e[_VIA], *leaves[0], *leaves[1]):
+            if name is None or name in machine.states or name in retired:
+                continue
+            if same_flow:
+                raise SnapshotError(
+                    f"the snapshot's history entry at step {e[_SEQ]} names state {name!r}, "
+                    f"which does not exist in {machine.name} version {machine.version} "
+                    "(field history)"
+                )
+            retired |= {name}
+    return retired
 
 
 def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
