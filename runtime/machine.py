@@ -497,7 +497,24 @@ class Machine:
             fields = self.types.fields(ev.get("fields", ()), f"event {name}")
             requires = tuple(Requirement(r) for r in ev.get("requires", ()))
             self.events[name] = CEvent(name, fields, requires)
+        v2 = raw.get("ir_version", 1) >= 2
+        self._load_states(raw, v2)
+        # Every transition is checked now; the runtime structures of a state are built when
+        # it is first used (`_wire_now`).
+        self._load_transitions(raw, v2)
+        # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
+        # (in the same thread) when it has not been used yet.
+        self._wiring = threading.RLock()
+        if v2:
+            self._load_chart_flags(raw)
+        self._load_dispatch(raw)
+        self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
+        self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
+        self.templates: dict[str, str] = dict(raw.get("templates") or {})
+        self.template_cache = TemplateCache(self.limits)
 
+    def _load_states(self, raw: Mapping[str, Any], v2: bool) -> None:
+        """The states, unwired, the initial one, and (IR version 2) their hierarchy."""
         self.states: dict[str, CState] = {}
         for s in raw.get("states", ()):
             state: CState = _UnwiredState(s)
@@ -519,7 +536,6 @@ class Machine:
         #: Whether a statechart step must look for eventless rules after each microstep: the
         #: flow has `always` rules or choice states (whose routes are tried the same way).
         self.eventless: bool = False
-        v2 = raw.get("ir_version", 1) >= 2
         #: Whether some expression may call `active(...)`: a first use then asks whether the
         #: rule's own actions do (kernel.py's `Plan.blind`). Never in IR version 1, which has
         #: no such function (`ExprCompiler` refuses it there); in a version 2 flow, what the
@@ -529,9 +545,10 @@ class Machine:
             self._load_hierarchy()
             self.eventless = any(s.choice for s in self.states.values())
 
-        # Every transition is checked now; the runtime structures of a state are built when
-        # it is first used (`_wire_now`).
-        states, events = self.states, self.events
+    def _load_transitions(self, raw: Mapping[str, Any], v2: bool) -> None:
+        """Check every transition and group them by source (`_unwired`); mark the states with
+        timers, and whether the flow needs the statechart kernel (`always` rules, raises)."""
+        states = self.states
         by_source: dict[str, list[Mapping[str, Any]]] = {}
         timed: set[str] = set()
         for t in raw.get("transitions", ()):
@@ -540,32 +557,9 @@ class Machine:
                 raise IRLoadError(
                     f"transition #{t.get('index')} leaves unknown state {t['source']!r}"
                 )
-            index, kind = t["index"], t["kind"]
-            if kind not in TRANSITION_KINDS:
-                raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
-            target = t.get("target")
-            if target is not None:
-                if target not in states:
-                    raise IRLoadError(f"transition #{index} goes to unknown state {target!r}")
-            elif kind != "reject":
-                raise IRLoadError(f"transition #{index} ({kind}) has no target")
-            if kind in ("event", "reject") and t.get("event") not in events:
-                raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
-            if self.hierarchical and states[source].history is not None:
-                raise IRLoadError(f"transition #{index} leaves history state {source!r}")
-            raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
-            if kind == "always":
-                self.chart = self.eventless = True
-            elif raises:
-                self.chart = True
+            kind = self._check_transition(t, v2)
             if kind == "timer":
                 timed.add(source)
-                after_ms = t.get("after_ms")
-                if t.get("after_expr") is not None:
-                    if after_ms is not None:
-                        raise IRLoadError(f"timer transition #{index} has both delays")
-                elif not (isinstance(after_ms, int) and after_ms > 0):
-                    raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
             group = by_source.get(source)
             if group is None:
                 by_source[source] = [t]
@@ -574,21 +568,58 @@ class Machine:
         self._unwired = by_source
         for name in timed:
             states[name].timed = True
-        # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
-        # (in the same thread) when it has not been used yet.
-        self._wiring = threading.RLock()
-        if v2:
-            for s in raw["states"]:
-                for block in ("entry", "exit", "initial_actions"):
-                    if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
-                        self.chart = True
-            if not self.chart:
-                found = calls((raw.get("transitions"), raw["states"]), CONFIGURATION_CALLS)
-                # The statechart kernel keeps the event being processed for `event_name()`,
-                # through timers, `goto` and the start too.
-                self.chart = "event_name" in found
-                self.reads_active = "active" in found
 
+    def _check_transition(self, t: Mapping[str, Any], v2: bool) -> str:
+        """Check one transition of the IR (its source exists); returns its kind."""
+        states, events = self.states, self.events
+        source = t["source"]
+        index, kind = t["index"], t["kind"]
+        if kind not in TRANSITION_KINDS:
+            raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
+        target = t.get("target")
+        if target is not None:
+            if target not in states:
+                raise IRLoadError(f"transition #{index} goes to unknown state {target!r}")
+        elif kind != "reject":
+            raise IRLoadError(f"transition #{index} ({kind}) has no target")
+        if kind in ("event", "reject") and t.get("event") not in events:
+            raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
+        if self.hierarchical and states[source].history is not None:
+            raise IRLoadError(f"transition #{index} leaves history state {source!r}")
+        raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
+        if kind == "always":
+            self.chart = self.eventless = True
+        elif raises:
+            self.chart = True
+        if kind == "timer":
+            after_ms = t.get("after_ms")
+            if t.get("after_expr") is not None:
+                if after_ms is not None:
+                    raise IRLoadError(f"timer transition #{index} has both delays")
+            elif not (isinstance(after_ms, int) and after_ms > 0):
+                raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
+        return str(kind)
+
+    def _load_chart_flags(self, raw: Mapping[str, Any]) -> None:
+        """An IR version 2 flow needs the statechart kernel when a state's actions raise
+        events or some expression reads the event being processed; note whether one may call
+        `active(...)`."""
+        for s in raw["states"]:
+            for block in ("entry", "exit", "initial_actions"):
+                if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
+                    self.chart = True
+        if not self.chart:
+            found = calls((raw.get("transitions"), raw["states"]), CONFIGURATION_CALLS)
+            # The statechart kernel keeps the event being processed for `event_name()`,
+            # through timers, `goto` and the start too.
+            self.chart = "event_name" in found
+            self.reads_active = "active" in found
+
+    def _load_dispatch(self, raw: Mapping[str, Any]) -> None:
+        """The expression compiler and what dispatch keeps: generated functions, the general
+        path's per-event steps, the configurations seen."""
+        states = self.states
+        v2 = raw.get("ir_version", 1) >= 2
         effects = frozenset(e.get("name") for e in raw.get("effects") or ())
         self._compiler = ExprCompiler(self.limits, configuration=v2, effects=effects)
         self._generator: Generator | None = None
@@ -607,11 +638,6 @@ class Machine:
             self.reads_active = False  # `leaf_chart` found no call of `active`
         for state in states.values():
             state._loader = self
-
-        self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
-        self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
-        self.templates: dict[str, str] = dict(raw.get("templates") or {})
-        self.template_cache = TemplateCache(self.limits)
 
     def _raises(self, actions: Any, where: str) -> bool:
         """Whether an action block raises events; each must be declared (`IRLoadError`)."""
