@@ -639,6 +639,19 @@ def _check_ir(raw: Any) -> None:
     _is(raw.get("title"), str, "title", optional=True)
     _is(raw.get("version", 1), int, "version")
     _is(raw.get("hash", ""), str, "hash")
+    _check_types(raw)
+    if raw.get("ir_version", 1) not in READABLE_IR_VERSIONS:
+        raise _Bad(f"ir_version {raw['ir_version']!r} is not one this runtime reads")
+    _check_events(raw)
+    # States and transitions are most of a large flow: each is checked with one expression,
+    # and worded only when that fails.
+    _check_states(raw)
+    _check_transitions(raw)
+    _check_tables(raw)
+
+
+def _check_types(raw: dict[str, Any]) -> None:
+    """The enums, records and context fields."""
     for e in _list(raw.get("enums"), "enums"):
         _object(e, _ENUM, "an enum")
         _is(e["name"], str, "an enum's name")
@@ -649,8 +662,10 @@ def _check_ir(raw: Any) -> None:
         _is(r["name"], str, "a record's name")
         _fields(r["fields"], f"record {r['name']}")
     _fields(raw.get("context"), "context")
-    if raw.get("ir_version", 1) not in READABLE_IR_VERSIONS:
-        raise _Bad(f"ir_version {raw['ir_version']!r} is not one this runtime reads")
+
+
+def _check_events(raw: dict[str, Any]) -> None:
+    """The events and effects, with their fields and preconditions."""
     for ev in [*_list(raw.get("events"), "events"), *_list(raw.get("effects"), "effects")]:
         _object(ev, _EVENT, "an event")
         _is(ev["name"], str, "an event's name")
@@ -661,8 +676,9 @@ def _check_ir(raw: Any) -> None:
             _bool_guard(req["guard"], f"a requirement of {ev['name']}")
             _is(req["code"], str, "a requirement's code")
             _is(req["message"], str, "a requirement's message")
-    # States and transitions are most of a large flow: each is checked with one expression,
-    # and worded only when that fails.
+
+
+def _check_states(raw: dict[str, Any]) -> None:
     state_all, state_required = _STATE
     for st in _list(raw.get("states"), "states"):
         if not (
@@ -685,6 +701,9 @@ def _check_ir(raw: Any) -> None:
             _actions(st["entry"], f"state {st['name']} entry")
         if st.get("exit"):
             _actions(st["exit"], f"state {st['name']} exit")
+
+
+def _check_transitions(raw: dict[str, Any]) -> None:
     t_all, t_required = _TRANSITION
     for position, t in enumerate(_list(raw.get("transitions"), "transitions")):
         if not (
@@ -719,6 +738,10 @@ def _check_ir(raw: Any) -> None:
             _bool_guard(guard, f"transition #{t['index']} guard")
         if t.get("actions"):
             _actions(t["actions"], f"transition #{t['index']} actions")
+
+
+def _check_tables(raw: dict[str, Any]) -> None:
+    """The messages, templates, journals and migrations."""
     _str_map(raw.get("messages"), "messages")
     for kind in raw.get("messages") or ():
         if kind not in MESSAGE_KINDS:
