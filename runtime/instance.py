@@ -1446,53 +1446,12 @@ class Instance:
                 f"state {data.get('state')!r} of the snapshot does not exist in "
                 f"{machine.name} version {machine.version}"
             )
-        raw_ctx = data.get("context") or {}
-        if not isinstance(raw_ctx, Mapping):
-            raise SnapshotError("the snapshot's context is not an object")
-        if drop_unknown:
-            known = {f.name for f in machine.context_fields}
-            raw_ctx = {k: v for k, v in raw_ctx.items() if k in known}
-        try:
-            ctx = machine.context_type.check(raw_ctx)
-        except (Invalid, RecursionError):
-            issues = report(machine.context_type, raw_ctx, limits=machine.limits)
-            raise SnapshotError(
-                "the snapshot's context does not fit the flow: "
-                + json.dumps(issues.as_dict(), default=repr)
-            ) from None
-        try:
-            history: list[Entry] = [
-                (
-                    int(h["seq"]),
-                    to_ms(h["at"]),
-                    str(h["kind"]),
-                    h.get("source"),
-                    str(h["target"]),
-                    h.get("event"),
-                    copy_json(h.get("payload")),
-                    h.get("reason"),
-                    tuple(h.get("via") or ()),
-                    _restored_leaves(h),
-                )
-                for h in data.get("history") or ()
-            ]
-            seq = int(data.get("seq", history[-1][_SEQ] if history else 0))
-            # Oldest first, as they were applied: the cap evicts from the front, and JSON
-            # writers (ours included, with sort_keys) do not keep the order.
-            applied = sorted((int(v), str(k)) for k, v in (data.get("keys") or {}).items())
-            keys = {k: v for v, k in applied}
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
+        ctx = _restored_context(data, machine, drop_unknown)
+        history, seq, keys = _restored_history(data)
         _check_history(history, seq, machine)
         same_flow = bool(machine.hash) and data.get("hash") == machine.hash
         retired = _retired_states(history, data, machine, same_flow)
-        recorded = {e[_SEQ] for e in history}
-        for key, at_seq in keys.items():
-            if text_problem(key) is not None or len(key) > machine.limits.max_argument:
-                raise SnapshotError("the snapshot has an idempotency key no store can keep")
-            if at_seq not in recorded:
-                # Its replay would have no step to return.
-                raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
+        _check_keys(keys, history, machine)
         if not history:
             # A snapshot written by a host before it kept history: start it here.
             at = read_ms(clock)
@@ -1676,6 +1635,68 @@ def _entered(history: list[Entry], state: str) -> int:
         if e[_TARGET] == state and e[_SOURCE] != state:
             return e[_AT]
     return history[-1][_AT]
+
+
+def _restored_context(
+    data: Mapping[str, Any], machine: Machine, drop_unknown: bool
+) -> dict[str, Any]:
+    """The snapshot's context, checked against the flow (fields it dropped forgotten when
+    `drop_unknown`)."""
+    raw_ctx = data.get("context") or {}
+    if not isinstance(raw_ctx, Mapping):
+        raise SnapshotError("the snapshot's context is not an object")
+    if drop_unknown:
+        known = {f.name for f in machine.context_fields}
+        raw_ctx = {k: v for k, v in raw_ctx.items() if k in known}
+    try:
+        ctx: dict[str, Any] = machine.context_type.check(raw_ctx)
+    except (Invalid, RecursionError):
+        issues = report(machine.context_type, raw_ctx, limits=machine.limits)
+        raise SnapshotError(
+            "the snapshot's context does not fit the flow: "
+            + json.dumps(issues.as_dict(), default=repr)
+        ) from None
+    return ctx
+
+
+def _restored_history(data: Mapping[str, Any]) -> tuple[list[Entry], int, dict[str, int]]:
+    """The snapshot's history entries, its seq and its idempotency keys (oldest first), as
+    read; `_check_history` and `_check_keys` say whether they can be kept."""
+    try:
+        history: list[Entry] = [
+            (
+                int(h["seq"]),
+                to_ms(h["at"]),
+                str(h["kind"]),
+                h.get("source"),
+                str(h["target"]),
+                h.get("event"),
+                copy_json(h.get("payload")),
+                h.get("reason"),
+                tuple(h.get("via") or ()),
+                _restored_leaves(h),
+            )
+            for h in data.get("history") or ()
+        ]
+        seq = int(data.get("seq", history[-1][_SEQ] if history else 0))
+        # Oldest first, as they were applied: the cap evicts from the front, and JSON
+        # writers (ours included, with sort_keys) do not keep the order.
+        applied = sorted((int(v), str(k)) for k, v in (data.get("keys") or {}).items())
+        keys = {k: v for v, k in applied}
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
+    return history, seq, keys
+
+
+def _check_keys(keys: dict[str, int], history: list[Entry], machine: Machine) -> None:
+    """Every idempotency key is text a store can keep and names a step of the history."""
+    recorded = {e[_SEQ] for e in history}
+    for key, at_seq in keys.items():
+        if text_problem(key) is not None or len(key) > machine.limits.max_argument:
+            raise SnapshotError("the snapshot has an idempotency key no store can keep")
+        if at_seq not in recorded:
+            # Its replay would have no step to return.
+            raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
 
 
 def _retired_states(
