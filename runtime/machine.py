@@ -592,12 +592,7 @@ class Machine:
         elif raises:
             self.chart = True
         if kind == "timer":
-            after_ms = t.get("after_ms")
-            if t.get("after_expr") is not None:
-                if after_ms is not None:
-                    raise IRLoadError(f"timer transition #{index} has both delays")
-            elif not (isinstance(after_ms, int) and after_ms > 0):
-                raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
+            _check_delay(t)
         return str(kind)
 
     def _load_chart_flags(self, raw: Mapping[str, Any]) -> None:
@@ -656,81 +651,13 @@ class Machine:
             st.order = i
             name = st.raw.get("parent")
             if name is not None:
-                parent = states.get(name)
-                if parent is None:
-                    raise IRLoadError(f"state {st.name!r} has unknown parent {name!r}")
-                if parent.kind not in ("compound", "parallel"):
-                    raise IRLoadError(
-                        f"state {st.name!r} has parent {name!r}, which is not a compound or "
-                        "parallel state"
-                    )
-                if parent.order >= i and parent is not st:
-                    raise IRLoadError(
-                        f"state {st.name!r} is listed before its parent {name!r} (states are "
-                        "in document order)"
-                    )
-                if parent is st:
-                    raise IRLoadError(f"state {st.name!r} is its own parent")
-                st.parent = parent
-                st.ancestors = (parent, *parent.ancestors)
-                parent.children = (*parent.children, st)
-                if parent.ignores:
-                    st.ignores = True
+                _link_parent(st, name, states)
                 self.hierarchical = True
             if st.kind in ("compound", "parallel", "history"):
                 self.hierarchical = True
         if self.initial.parent is not None:
             raise IRLoadError(f"the initial state {self.initial.name!r} is not a top-level state")
-        done: list[str] = []
-        for st in states.values():
-            st.regions = tuple(c for c in st.children if c.kind != "history")
-            if st.kind in ("compound", "parallel"):
-                if not st.regions:
-                    raise IRLoadError(f"{st.kind} state {st.name!r} has no child states")
-                done.append(f"done.state.{st.name}")
-            elif st.children:
-                raise IRLoadError(f"{st.kind} state {st.name!r} has child states")
-            if st.kind == "compound":
-                initials = [c for c in st.regions if c.raw.get("initial")]
-                if len(initials) != 1:
-                    found = ", ".join(c.name for c in initials) or "none"
-                    raise IRLoadError(
-                        f"compound state {st.name!r} needs exactly one initial child ({found})"
-                    )
-                st.initial_child = initials[0]
-                targets = []
-                for name in st.raw.get("initial_targets") or ():
-                    target = states.get(name)
-                    own_history = target is not None and target.kind == "history"
-                    if target is None or not (
-                        initials[0] in (target, *target.ancestors)
-                        or (own_history and target.parent is st)
-                    ):
-                        raise IRLoadError(
-                            f"initial target {name!r} of {st.name!r} is not a state inside its "
-                            "initial child, nor one of its histories"
-                        )
-                    targets.append(target)
-                st.initial_targets = tuple(targets)
-            if st.kind == "history":
-                if st.parent is None:
-                    raise IRLoadError(
-                        f"history state {st.name!r} is not inside a compound or parallel state"
-                    )
-                st.history = st.raw.get("history") or "shallow"
-                default = st.raw.get("default")
-                if default is not None:
-                    target = states.get(default)
-                    if target is None or st.parent not in target.ancestors:
-                        raise IRLoadError(
-                            f"the default {default!r} of history state {st.name!r} is not a "
-                            f"state inside {st.parent.name!r}"
-                        )
-                    if target.kind == "history":
-                        raise IRLoadError(
-                            f"the default of history state {st.name!r} is a history state"
-                        )
-                    st.default = target
+        done = [f"done.state.{st.name}" for st in states.values() if _link_children(st, states)]
         # `done.state.NAME` of every compound and parallel state, without a payload, unless
         # the flow declares it.
         implicit = [name for name in done if name not in self.events]
@@ -1107,6 +1034,98 @@ def _parse_json(text: str | bytes) -> Any:
 
 
 _raw_index = operator.itemgetter("index")
+
+
+def _check_delay(t: Mapping[str, Any]) -> None:
+    """A timer transition has one delay: a computed one, or `after_ms` > 0."""
+    index, after_ms = t["index"], t.get("after_ms")
+    if t.get("after_expr") is not None:
+        if after_ms is not None:
+            raise IRLoadError(f"timer transition #{index} has both delays")
+    elif not (isinstance(after_ms, int) and after_ms > 0):
+        raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
+
+
+def _link_parent(st: CState, name: str, states: Mapping[str, CState]) -> None:
+    """Make `st` a child of the state `name`, which must be a compound or parallel state
+    listed before it."""
+    parent = states.get(name)
+    if parent is None:
+        raise IRLoadError(f"state {st.name!r} has unknown parent {name!r}")
+    if parent.kind not in ("compound", "parallel"):
+        raise IRLoadError(
+            f"state {st.name!r} has parent {name!r}, which is not a compound or parallel state"
+        )
+    if parent.order >= st.order and parent is not st:
+        raise IRLoadError(
+            f"state {st.name!r} is listed before its parent {name!r} (states are in document order)"
+        )
+    if parent is st:
+        raise IRLoadError(f"state {st.name!r} is its own parent")
+    st.parent = parent
+    st.ancestors = (parent, *parent.ancestors)
+    parent.children = (*parent.children, st)
+    if parent.ignores:
+        st.ignores = True
+
+
+def _link_children(st: CState, states: Mapping[str, CState]) -> bool:
+    """Check what `st`'s kind says of its children (a compound state's initial child, a
+    history state's default); whether it is a compound or parallel state, which completes."""
+    st.regions = tuple(c for c in st.children if c.kind != "history")
+    completes = st.kind in ("compound", "parallel")
+    if completes:
+        if not st.regions:
+            raise IRLoadError(f"{st.kind} state {st.name!r} has no child states")
+    elif st.children:
+        raise IRLoadError(f"{st.kind} state {st.name!r} has child states")
+    if st.kind == "compound":
+        _link_initial(st, states)
+    if st.kind == "history":
+        _link_history(st, states)
+    return completes
+
+
+def _link_initial(st: CState, states: Mapping[str, CState]) -> None:
+    """A compound state's one initial child, and the states its initial transition targets
+    (inside that child, or one of its own histories)."""
+    initials = [c for c in st.regions if c.raw.get("initial")]
+    if len(initials) != 1:
+        found = ", ".join(c.name for c in initials) or "none"
+        raise IRLoadError(f"compound state {st.name!r} needs exactly one initial child ({found})")
+    st.initial_child = initials[0]
+    targets = []
+    for name in st.raw.get("initial_targets") or ():
+        target = states.get(name)
+        own_history = target is not None and target.kind == "history"
+        if target is None or not (
+            initials[0] in (target, *target.ancestors) or (own_history and target.parent is st)
+        ):
+            raise IRLoadError(
+                f"initial target {name!r} of {st.name!r} is not a state inside its "
+                "initial child, nor one of its histories"
+            )
+        targets.append(target)
+    st.initial_targets = tuple(targets)
+
+
+def _link_history(st: CState, states: Mapping[str, CState]) -> None:
+    """A history state: inside a compound or parallel state, its kind, and its default (a
+    state inside that parent, not a history state)."""
+    if st.parent is None:
+        raise IRLoadError(f"history state {st.name!r} is not inside a compound or parallel state")
+    st.history = st.raw.get("history") or "shallow"
+    default = st.raw.get("default")
+    if default is not None:
+        target = states.get(default)
+        if target is None or st.parent not in target.ancestors:
+            raise IRLoadError(
+                f"the default {default!r} of history state {st.name!r} is not a "
+                f"state inside {st.parent.name!r}"
+            )
+        if target.kind == "history":
+            raise IRLoadError(f"the default of history state {st.name!r} is a history state")
+        st.default = target
 
 
 def _check_version(raw: Mapping[str, Any]) -> None:
