@@ -1829,24 +1829,13 @@ def _restore_configuration(
     """A statechart's configuration and histories from a snapshot. A snapshot without a
     `configuration` (written for a flat flow, or by a host) has its `state` and that state's
     default descendants active."""
-    states = machine.states
     names = data.get("configuration")
     if names is None:
         entered: set[CState] = set()
         Macrostep((), {}, {}, 1, []).add_descendants(state, entered)
         leaves = list(entered)
     else:
-        if not isinstance(names, list) or not names:
-            raise SnapshotError("the snapshot's configuration is not a list of state names")
-        leaves = []
-        for name in names:
-            leaf = states.get(name) if isinstance(name, str) else None
-            if leaf is None or not leaf.atomic:
-                raise SnapshotError(
-                    f"state {name!r} of the snapshot's configuration is not a leaf state of "
-                    f"{machine.name} version {machine.version}"
-                )
-            leaves.append(leaf)
+        leaves = _restored_leaf_states(machine, names)
     config = tuple(with_ancestors(leaves))
     active = set(config)
     for s in config:
@@ -1855,6 +1844,30 @@ def _restore_configuration(
             s.kind == "parallel" and len(inside) != len(s.regions)
         ):
             raise SnapshotError(f"the snapshot's configuration is not consistent at {s.name!r}")
+    return config, _restored_histories(machine, data)
+
+
+def _restored_leaf_states(machine: Machine, names: Any) -> list[CState]:
+    """The leaf states a snapshot's `configuration` names."""
+    if not isinstance(names, list) or not names:
+        raise SnapshotError("the snapshot's configuration is not a list of state names")
+    leaves = []
+    for name in names:
+        leaf = machine.states.get(name) if isinstance(name, str) else None
+        if leaf is None or not leaf.atomic:
+            raise SnapshotError(
+                f"state {name!r} of the snapshot's configuration is not a leaf state of "
+                f"{machine.name} version {machine.version}"
+            )
+        leaves.append(leaf)
+    return leaves
+
+
+def _restored_histories(
+    machine: Machine, data: Mapping[str, Any]
+) -> dict[str, tuple[CState, ...]] | None:
+    """What a snapshot's `histories` recorded, by history state (None: nothing)."""
+    states = machine.states
     histories: dict[str, tuple[CState, ...]] = {}
     raw = data.get("histories") or {}
     if not isinstance(raw, Mapping):
@@ -1867,7 +1880,7 @@ def _restore_configuration(
         if not got or any(x is None for x in got):
             raise SnapshotError(f"the snapshot's history {h!r} names unknown states")
         histories[h] = tuple(x for x in got if x is not None)
-    return config, histories or None
+    return histories or None
 
 
 #: How many configurations' names a machine keeps (`Machine.config_names`).
