@@ -356,6 +356,17 @@ class Generator:
             return f"c[{self.const(value)}]"
         if op == "event" and isinstance(value, str):
             return f"p[{self.const(value)}]"
+        written = self._operation(op, args, s)
+        if written is None:
+            written = self._structure(op, value, args, s)
+        if written is not None:
+            return written
+        # `state.name`, `meta.x`, `active(X)` and anything unusual: the closure, called with the
+        # state.
+        return f"{self.const(self.m._compiler.compile(node))}(c, p, {s})"
+
+    def _operation(self, op: Any, args: list[Any], s: str) -> str | None:
+        """An operator applied to `args` (None: `op` is not one written inline)."""
         if op in _OPERATORS and len(args) == 2:
             a, b = self.expr(args[0], s), self.expr(args[1], s)
             if _OPERATORS[op].bounded:  # (Limits.mul), as in the closures
@@ -370,10 +381,14 @@ class Generator:
             return f"({then} if {test} else {other})"
         if op == "neg" and len(args) == 1:
             return f"(-{self.expr(args[0], s)})"
-        if op == "attr" and len(args) == 1 and isinstance(value, str):
-            return f"{self.expr(args[0], s)}[{self.const(value)}]"
         if op == "index" and len(args) == 2:
             return f"_index({self.expr(args[0], s)}, {self.expr(args[1], s)})"
+        return None
+
+    def _structure(self, op: Any, value: Any, args: list[Any], s: str) -> str | None:
+        """A member, a list, a map or a function call (None: not one written inline)."""
+        if op == "attr" and len(args) == 1 and isinstance(value, str):
+            return f"{self.expr(args[0], s)}[{self.const(value)}]"
         if op == "list":
             return "[" + "".join(f"{self.expr(a, s)}, " for a in args) + "]"
         if op == "map" and len(args) % 2 == 0:
@@ -400,9 +415,7 @@ class Generator:
             if fn is None:
                 raise _Unsupported
             return f"{self.const(fn)}({', '.join(self.expr(a, s) for a in args)})"
-        # `state.name`, `meta.x`, `active(X)` and anything unusual: the closure, called with the
-        # state.
-        return f"{self.const(self.m._compiler.compile(node))}(c, p, {s})"
+        return None
 
     # ---- actions ----------------------------------------------------------------------------
     def actions(
