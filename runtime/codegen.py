@@ -446,22 +446,7 @@ class Generator:
         value_node = a.get("value")
         ty = self.m.target_type(path)
         if op == "append":
-            if len(path) != 1 or ty.item is None:
-                raise _Unsupported
-            bound = self.m._compiler.bound(op, value_node, ty.item)
-            norm = then(bound, normaliser(ty.item, path, value_node, event_types, item=True))
-            k = self.const(path[0])
-            v = self.expr(value_node, s)
-            item = "_v" if norm is identity else f"{self.const(norm)}(_v)"
-            return [
-                f"{ind}_o = c[{k}]",
-                f"{ind}_v = {v}",
-                f"{ind}if len(_o) >= {self.const(self.m.limits.max_items)}:",
-                f"{ind}    raise _LimitExceeded('')",
-                f"{ind}c[{k}] = [*_o, {item}]",
-            ]
-        if op not in ("set", "add", "sub"):
-            raise _Unsupported
+            return self._append(path, ty, value_node, s, event_types, ind)
         norm = normaliser(ty, path, value_node, event_types)
         bound = self.m._compiler.bound(str(op), value_node, ty)
         v = self.expr(value_node, s)
@@ -499,6 +484,31 @@ class Generator:
             f"{ind}    raise _none()",
             f"{ind}_n = c[{head}] = dict(_n)",
             f"{ind}_n[{last}] = _w",
+        ]
+
+    def _append(
+        self,
+        path: tuple[str, ...],
+        ty: Type,
+        value_node: Any,
+        s: str,
+        event_types: Mapping[str, Type],
+        ind: str,
+    ) -> list[str]:
+        """`append` to a list field of the context: a new list, bounded by `max_items`."""
+        if len(path) != 1 or ty.item is None:
+            raise _Unsupported
+        bound = self.m._compiler.bound("append", value_node, ty.item)
+        norm = then(bound, normaliser(ty.item, path, value_node, event_types, item=True))
+        k = self.const(path[0])
+        v = self.expr(value_node, s)
+        item = "_v" if norm is identity else f"{self.const(norm)}(_v)"
+        return [
+            f"{ind}_o = c[{k}]",
+            f"{ind}_v = {v}",
+            f"{ind}if len(_o) >= {self.const(self.m.limits.max_items)}:",
+            f"{ind}    raise _LimitExceeded('')",
+            f"{ind}c[{k}] = [*_o, {item}]",
         ]
 
     # ---- dispatch ---------------------------------------------------------------------------
