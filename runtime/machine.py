@@ -718,18 +718,8 @@ class Machine:
         state.timers = tuple(timers)
         state.back_edges = tuple(back_edges)
         state.always = tuple(always)
-        parent = state.parent
-        if parent is not None:
-            # The rules of the ancestors apply here after the state's own (innermost first),
-            # so finding the candidates stays one lookup (`parent.on` wires the parent first).
-            for name, (ev, ts) in parent.on.items():
-                mine = state.on.get(name)
-                state.on[name] = (ev, (*mine[1], *ts)) if mine else (ev, ts)
-            for name, ts in parent.direct.items():
-                own = state.direct.get(name)
-                state.direct[name] = (*own, *ts) if own else ts
-            state.back_edges = (*state.back_edges, *parent.back_edges)
-            state.always = (*state.always, *parent.always)
+        if state.parent is not None:
+            _inherit_rules(state, state.parent)
 
     def _wire_now(self, state: CState) -> None:
         """Build the runtime structures of `state` (on its first use)."""
@@ -826,22 +816,11 @@ class Machine:
     def preload(self) -> Machine:
         """Compile every guard, action and requirement now (checking each expression) instead
         of on first use. Returns the machine."""
-        c = self._compiler
         paused = gc.isenabled()
         gc.disable()  # see __init__: thousands of closures, all as long-lived as the machine
         try:
             for state in self.states.values():
-                if state._loader is not None:
-                    self._wire_now(state)
-                for which in ("entry", "exit", "initial_actions"):
-                    if state.raw.get(which):
-                        setattr(state, which, c.actions(state.raw[which], self.target_type))
-                for t in state.transitions:
-                    if t.raw.get("guard") is not None:
-                        t.guard = c.compile(t.raw["guard"])
-                    if t.raw.get("actions"):
-                        t.actions = self._compile_transition_actions(t)
-                    self._refusal_data(t)
+                self._preload_state(state)
             for ev in self.events.values():
                 for req in ev.requires:
                     self._requirement_guard(req)
@@ -850,6 +829,22 @@ class Machine:
             if paused:
                 gc.enable()
         return self
+
+    def _preload_state(self, state: CState) -> None:
+        """Wire `state` and compile its action blocks and its rules' guards, actions and
+        refusal data."""
+        c = self._compiler
+        if state._loader is not None:
+            self._wire_now(state)
+        for which in ("entry", "exit", "initial_actions"):
+            if state.raw.get(which):
+                setattr(state, which, c.actions(state.raw[which], self.target_type))
+        for t in state.transitions:
+            if t.raw.get("guard") is not None:
+                t.guard = c.compile(t.raw["guard"])
+            if t.raw.get("actions"):
+                t.actions = self._compile_transition_actions(t)
+            self._refusal_data(t)
 
     def target_type(self, path: Sequence[str]) -> Type:
         """The type of the context location an action writes (`stats.hits`)."""
@@ -1034,6 +1029,19 @@ def _parse_json(text: str | bytes) -> Any:
 
 
 _raw_index = operator.itemgetter("index")
+
+
+def _inherit_rules(state: CState, parent: CState) -> None:
+    """The rules of the ancestors apply in `state` after its own (innermost first), so finding
+    the candidates stays one lookup (reading `parent.on` wires the parent first)."""
+    for name, (ev, ts) in parent.on.items():
+        mine = state.on.get(name)
+        state.on[name] = (ev, (*mine[1], *ts)) if mine else (ev, ts)
+    for name, ts in parent.direct.items():
+        own = state.direct.get(name)
+        state.direct[name] = (*own, *ts) if own else ts
+    state.back_edges = (*state.back_edges, *parent.back_edges)
+    state.always = (*state.always, *parent.always)
 
 
 def _check_delay(t: Mapping[str, Any]) -> None:
