@@ -522,6 +522,32 @@ def _actions(raw: Any, where: str) -> None:
         _action(a, where)
 
 
+def _loop_head(a: Any, where: str) -> None:
+    """A `for` action's item field, index, list and one body."""
+    target = a.get("target")
+    if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
+        raise _Bad(f"{where} `for` needs the name of its item field")
+    _is(a.get("index"), str, f"{where} `for` index", optional=True)
+    _expr(a.get("value"), f"{where} `for` list")
+    branches = _list(a.get("branches"), f"{where} `for` body")
+    if len(branches) != 1:
+        raise _Bad(f"{where} `for` needs one body")
+
+
+def _branches(a: Any, where: str, depth: int) -> None:
+    """The branches of an `if` or `for` action, each a guard and actions, nested boundedly."""
+    if depth > 32:
+        raise _Bad(f"{where} nests `if` or `for` too deeply")
+    branches = _list(a.get("branches"), f"{where} branches")
+    if not branches:
+        raise _Bad(f"{where} `if` needs at least one branch")
+    for b in branches:
+        _object(b, _BRANCH, f"{where} branch")
+        _expr(b.get("guard"), f"{where} branch guard", optional=True)
+        for inner in _list(b.get("actions"), f"{where} branch actions"):
+            _action(inner, where, depth + 1)
+
+
 def _action(a: Any, where: str, depth: int = 0) -> None:
     _object(a, _ACTION, where)
     op = a["op"]
@@ -532,25 +558,9 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         return
     if op == "for" or op == "each":
-        target = a.get("target")
-        if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
-            raise _Bad(f"{where} `for` needs the name of its item field")
-        _is(a.get("index"), str, f"{where} `for` index", optional=True)
-        _expr(a.get("value"), f"{where} `for` list")
-        branches = _list(a.get("branches"), f"{where} `for` body")
-        if len(branches) != 1:
-            raise _Bad(f"{where} `for` needs one body")
+        _loop_head(a, where)
     if op in ("if", "for", "each"):
-        if depth > 32:
-            raise _Bad(f"{where} nests `if` or `for` too deeply")
-        branches = _list(a.get("branches"), f"{where} branches")
-        if not branches:
-            raise _Bad(f"{where} `if` needs at least one branch")
-        for b in branches:
-            _object(b, _BRANCH, f"{where} branch")
-            _expr(b.get("guard"), f"{where} branch guard", optional=True)
-            for inner in _list(b.get("actions"), f"{where} branch actions"):
-                _action(inner, where, depth + 1)
+        _branches(a, where, depth)
         return
     target = a.get("target")
     if type(target) is not list or not target or not all(type(p) is str for p in target):
