@@ -272,44 +272,51 @@ class Generator:
         if kind == "optional" and t.item is not None:
             return [f"{ind}if {v} is not None:", *self.value(t.item, v, ind + "    ", inlined)]
         if kind == "list" and t.item is not None:
-            # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
-            item, i, out = t.item, self._fresh("i"), self._fresh("o")
-            generic = self.const(t.check)
-            most = self.const(self.m.limits.max_items)
-            item_needs = self._needs_check(item, i)
-            if item_needs is not None:
-                # Copy, then look: items that need no check are kept as they are.
-                return [
-                    f"{ind}if type({v}) is list and len({v}) <= {most}:",
-                    f"{ind}    {v} = {v}.copy()",
-                    f"{ind}    for {i} in {v}:",
-                    f"{ind}        if {item_needs}:",
-                    f"{ind}            {v} = {generic}({v})",
-                    f"{ind}            break",
-                    f"{ind}else:",
-                    f"{ind}    {v} = {generic}({v})",
-                ]
-            if item.kind == "record" and self._inlinable(item, inlined):
-                each = [
-                    f"{ind}        if type({i}) is dict:",
-                    *self.record_body(item, i, i, ind + "            ", inlined),
-                    f"{ind}        else:",
-                    f"{ind}            {i} = {self.const(item.check)}({i})",
-                    f"{ind}        {out}.append({i})",
-                ]
-            else:
-                fn = self.record(item) if item.kind == "record" else self.const(item.check)
-                each = [f"{ind}        {out}.append({fn}({i}))"]
+            return self._list_value(t, t.item, v, ind, inlined)
+        return [f"{ind}{v} = {self.const(t.check)}({v})"]
+
+    def _list_value(
+        self, t: Type, item: Type, v: str, ind: str, inlined: tuple[int, ...]
+    ) -> list[str]:
+        """`value` for a list of `item`: a new list of the items normalised, or the generic
+        check for anything else (or too long)."""
+        # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
+        i, out = self._fresh("i"), self._fresh("o")
+        generic = self.const(t.check)
+        most = self.const(self.m.limits.max_items)
+        item_needs = self._needs_check(item, i)
+        if item_needs is not None:
+            # Copy, then look: items that need no check are kept as they are.
             return [
                 f"{ind}if type({v}) is list and len({v}) <= {most}:",
-                f"{ind}    {out} = []",
+                f"{ind}    {v} = {v}.copy()",
                 f"{ind}    for {i} in {v}:",
-                *each,
-                f"{ind}    {v} = {out}",
+                f"{ind}        if {item_needs}:",
+                f"{ind}            {v} = {generic}({v})",
+                f"{ind}            break",
                 f"{ind}else:",
                 f"{ind}    {v} = {generic}({v})",
             ]
-        return [f"{ind}{v} = {self.const(t.check)}({v})"]
+        if item.kind == "record" and self._inlinable(item, inlined):
+            each = [
+                f"{ind}        if type({i}) is dict:",
+                *self.record_body(item, i, i, ind + "            ", inlined),
+                f"{ind}        else:",
+                f"{ind}            {i} = {self.const(item.check)}({i})",
+                f"{ind}        {out}.append({i})",
+            ]
+        else:
+            fn = self.record(item) if item.kind == "record" else self.const(item.check)
+            each = [f"{ind}        {out}.append({fn}({i}))"]
+        return [
+            f"{ind}if type({v}) is list and len({v}) <= {most}:",
+            f"{ind}    {out} = []",
+            f"{ind}    for {i} in {v}:",
+            *each,
+            f"{ind}    {v} = {out}",
+            f"{ind}else:",
+            f"{ind}    {v} = {generic}({v})",
+        ]
 
     def _needs_check(self, t: Type, v: str) -> str | None:
         """For `bool`, `str` and `int`: a condition, true when `v` must go through `t.check`
