@@ -458,18 +458,8 @@ class Generator:
         bound = self.m._compiler.bound(str(op), value_node, ty)
         v = self.expr(value_node, s)
 
-        # A computed value goes through the machine's bound (as in the closures); a value that
-        # needs normalising through the generated check of its type: it raises `Invalid`
-        # where the normaliser raises a fault, and both send the step to the general path.
         def store(x: str, into: str) -> list[str]:
-            if norm is identity and bound is None:
-                return [f"{ind}{into} = {x}"]
-            lines = [f"{ind}_v = {x}"]
-            if bound is not None:
-                lines.append(f"{ind}_v = {self.const(bound)}(_v)")
-            if norm is not identity:
-                lines += self.value(ty, "_v", ind)
-            return [*lines, f"{ind}{into} = _v"]
+            return self._store(x, into, ty, bound, norm is not identity, ind)
 
         if op in ("add", "sub"):
             if len(path) != 1:
@@ -492,6 +482,22 @@ class Generator:
             f"{ind}_n = c[{head}] = dict(_n)",
             f"{ind}_n[{last}] = _w",
         ]
+
+    def _store(
+        self, x: str, into: str, ty: Type, bound: Any, normalise: bool, ind: str
+    ) -> list[str]:
+        """Lines storing the value `x` into `into`. A computed value goes through the
+        machine's bound (as in the closures); a value that needs normalising through the
+        generated check of its type: it raises `Invalid` where the normaliser raises a fault,
+        and both send the step to the general path."""
+        if not normalise and bound is None:
+            return [f"{ind}{into} = {x}"]
+        lines = [f"{ind}_v = {x}"]
+        if bound is not None:
+            lines.append(f"{ind}_v = {self.const(bound)}(_v)")
+        if normalise:
+            lines += self.value(ty, "_v", ind)
+        return [*lines, f"{ind}{into} = _v"]
 
     def _append(
         self,
