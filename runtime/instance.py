@@ -941,22 +941,28 @@ class Instance:
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
-        if self._config is None:
-            back_edges = st.back_edges
-        else:  # a statechart: the backward edges of every active leaf (and its ancestors)
-            back_edges = tuple(dict.fromkeys(t for s in self._leaves() for t in s.back_edges))
-        targets = {t.target.name for t in back_edges if t.target is not None}
-        previous = None
-        for entry in reversed(self._history):
-            source = entry[_SOURCE]
-            if source in targets:
-                previous = source
-                break
+        back_edges = self._back_edges()
+        previous = self._previous({t.target.name for t in back_edges if t.target is not None})
         if previous is None:
             return m.rejection(R.NO_PREVIOUS_STATE, st, None, None, c, {"from": st.name})
         data = {"from": st.name, "to": previous}
         if not force:
             return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
+        taken = self._take_back_edge(back_edges, previous, reason, key)
+        if taken is not None:
+            return taken
+        return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+
+    def _take_back_edge(
+        self,
+        back_edges: tuple[CTransition, ...],
+        previous: str,
+        reason: str | None,
+        key: str | None,
+    ) -> Outcome | None:
+        """Take the first backward edge to `previous` whose event needs no payload and whose
+        preconditions and guard hold (None: no edge does)."""
+        st, c, m = self._state, self._ctx, self._m
         rule: Any = None
         try:
             for t in back_edges:
@@ -975,7 +981,22 @@ class Instance:
                     return self._take(st, t, p, "back", t.event, reason, key, None)
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, None, None)
-        return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+        return None
+
+    def _back_edges(self) -> tuple[CTransition, ...]:
+        """The backward edges of the current state; in a statechart, of every active leaf
+        (and its ancestors)."""
+        if self._config is None:
+            return self._state.back_edges
+        return tuple(dict.fromkeys(t for s in self._leaves() for t in s.back_edges))
+
+    def _previous(self, targets: set[str]) -> str | None:
+        """The most recent state the history left that is one of `targets`."""
+        for entry in reversed(self._history):
+            source = entry[_SOURCE]
+            if source in targets:
+                return source
+        return None
 
     def advance(self, now: float | datetime | None = None) -> list[Outcome]:
         """Fire every timer due at `now` (default: the clock's time), soonest first, each as
