@@ -909,7 +909,18 @@ class Instance:
             return m.rejection(kind, st, None, None, c, data)
         if not force and all(t.back for t in edges):
             return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
-        chosen = None
+        chosen = self._first_open(edges, force)
+        if chosen is None:
+            return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+        if isinstance(chosen, Rejection):
+            return chosen
+        return self._take(st, chosen, None, "goto", None, reason, key, None)
+
+    def _first_open(
+        self, edges: tuple[CTransition, ...], force: bool
+    ) -> CTransition | Rejection | None:
+        """The first of the direct `edges` whose guard holds (a backward one only with
+        `force`); None when none does, the rejection when a guard faults."""
         rule: Any = None
         try:
             with configuration(self._config):
@@ -917,14 +928,11 @@ class Instance:
                     if t.back and not force:
                         continue
                     rule = t
-                    if t.guard is None or t.guard(c, None, t.source):
-                        chosen = t
-                        break
+                    if t.guard is None or t.guard(self._ctx, None, t.source):
+                        return t
         except FAULTS as exc:
-            return self._fault_in(exc, rule, st, None, None)
-        if chosen is None:
-            return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
-        return self._take(st, chosen, None, "goto", None, reason, key, None)
+            return self._fault_in(exc, rule, self._state, None, None)
+        return None
 
     def back(
         self, *, force: bool = False, reason: str | None = None, key: str | None = None
