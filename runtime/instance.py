@@ -447,11 +447,7 @@ class Instance:
         cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
     ) -> Instance | Rejection:
         if machine.emits and current_outputs() is None:
-            with collecting() as outputs:
-                started = cls._start(machine, context, id, clock)
-            if type(started) is not Rejection and outputs.effects:
-                started._fx = outputs.effects  # type: ignore[union-attr]
-            return started
+            return cls._start_collecting(machine, context, id, clock)
         initial = machine.initial
         given = context if context is not None else _EMPTY
         try:
@@ -485,15 +481,23 @@ class Instance:
         self._history = [(0, now, "start", None, state.name, None, None, None, via, None)]
         self._start_rules = routes
         if state.timers:
-            if any(t.after_ms is None for t in state.timers):
-                try:
-                    self._timers = _arm_computed(machine, state.timers, now, ctx, state) or None
-                except FAULTS as exc:
-                    where = f"the delay of a timer of {state.name}"
-                    return _fault(machine, exc, where, state, None, None, ctx)
-            else:
-                self._timers = _arm(state, now)
+            timers = _start_timers(machine, state, now, ctx)
+            if isinstance(timers, Rejection):
+                return timers
+            self._timers = timers
         return self
+
+    @classmethod
+    def _start_collecting(
+        cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
+    ) -> Instance | Rejection:
+        """`_start` of a flow that emits effects: the effects of its start are kept for the
+        start's result."""
+        with collecting() as outputs:
+            started = cls._start(machine, context, id, clock)
+        if type(started) is not Rejection and outputs.effects:
+            started._fx = outputs.effects  # type: ignore[union-attr]
+        return started
 
     @classmethod
     def _start_chart(
@@ -1656,6 +1660,20 @@ def _due_order(timers: list[tuple[int, CTransition]]) -> Timers:
     tried: a compound's timers after its children's), then in document order."""
     timers.sort(key=lambda x: (x[0], x[1].rank))
     return tuple(timers)
+
+
+def _start_timers(
+    machine: Machine, state: CState, now: int, ctx: dict[str, Any]
+) -> Timers | Rejection | None:
+    """The timers a flat flow's start arms in `state`; the rejection when a computed delay
+    faults."""
+    if any(t.after_ms is None for t in state.timers):
+        try:
+            return _arm_computed(machine, state.timers, now, ctx, state) or None
+        except FAULTS as exc:
+            where = f"the delay of a timer of {state.name}"
+            return _fault(machine, exc, where, state, None, None, ctx)
+    return _arm(state, now)
 
 
 def _entered(history: list[Entry], state: str) -> int:
