@@ -37,6 +37,7 @@ this module's templates and those names only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flowc.runtime.expr import (
@@ -72,6 +73,18 @@ _OPERATORS: dict[str, Operator] = {
 
 class _Unsupported(Exception):
     """A shape the generator leaves to the closures."""
+
+
+@dataclass(slots=True)
+class _Branches:
+    """The accepting branches of one dispatch function, as its candidates are written: the
+    rules and their plans in order, and (when there are several) the local variable that
+    records which one was taken."""
+
+    many: bool
+    which: str
+    accepting: list[CTransition] = field(default_factory=list)
+    plans: list[Plan] = field(default_factory=list)
 
 
 def _index(o: Any, k: Any) -> Any:
@@ -259,44 +272,51 @@ class Generator:
         if kind == "optional" and t.item is not None:
             return [f"{ind}if {v} is not None:", *self.value(t.item, v, ind + "    ", inlined)]
         if kind == "list" and t.item is not None:
-            # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
-            item, i, out = t.item, self._fresh("i"), self._fresh("o")
-            generic = self.const(t.check)
-            most = self.const(self.m.limits.max_items)
-            item_needs = self._needs_check(item, i)
-            if item_needs is not None:
-                # Copy, then look: items that need no check are kept as they are.
-                return [
-                    f"{ind}if type({v}) is list and len({v}) <= {most}:",
-                    f"{ind}    {v} = {v}.copy()",
-                    f"{ind}    for {i} in {v}:",
-                    f"{ind}        if {item_needs}:",
-                    f"{ind}            {v} = {generic}({v})",
-                    f"{ind}            break",
-                    f"{ind}else:",
-                    f"{ind}    {v} = {generic}({v})",
-                ]
-            if item.kind == "record" and self._inlinable(item, inlined):
-                each = [
-                    f"{ind}        if type({i}) is dict:",
-                    *self.record_body(item, i, i, ind + "            ", inlined),
-                    f"{ind}        else:",
-                    f"{ind}            {i} = {self.const(item.check)}({i})",
-                    f"{ind}        {out}.append({i})",
-                ]
-            else:
-                fn = self.record(item) if item.kind == "record" else self.const(item.check)
-                each = [f"{ind}        {out}.append({fn}({i}))"]
+            return self._list_value(t, t.item, v, ind, inlined)
+        return [f"{ind}{v} = {self.const(t.check)}({v})"]
+
+    def _list_value(
+        self, t: Type, item: Type, v: str, ind: str, inlined: tuple[int, ...]
+    ) -> list[str]:
+        """`value` for a list of `item`: a new list of the items normalised, or the generic
+        check for anything else (or too long)."""
+        # Loops rather than comprehensions: before Python 3.12 a comprehension is a call.
+        i, out = self._fresh("i"), self._fresh("o")
+        generic = self.const(t.check)
+        most = self.const(self.m.limits.max_items)
+        item_needs = self._needs_check(item, i)
+        if item_needs is not None:
+            # Copy, then look: items that need no check are kept as they are.
             return [
                 f"{ind}if type({v}) is list and len({v}) <= {most}:",
-                f"{ind}    {out} = []",
+                f"{ind}    {v} = {v}.copy()",
                 f"{ind}    for {i} in {v}:",
-                *each,
-                f"{ind}    {v} = {out}",
+                f"{ind}        if {item_needs}:",
+                f"{ind}            {v} = {generic}({v})",
+                f"{ind}            break",
                 f"{ind}else:",
                 f"{ind}    {v} = {generic}({v})",
             ]
-        return [f"{ind}{v} = {self.const(t.check)}({v})"]
+        if item.kind == "record" and self._inlinable(item, inlined):
+            each = [
+                f"{ind}        if type({i}) is dict:",
+                *self.record_body(item, i, i, ind + "            ", inlined),
+                f"{ind}        else:",
+                f"{ind}            {i} = {self.const(item.check)}({i})",
+                f"{ind}        {out}.append({i})",
+            ]
+        else:
+            fn = self.record(item) if item.kind == "record" else self.const(item.check)
+            each = [f"{ind}        {out}.append({fn}({i}))"]
+        return [
+            f"{ind}if type({v}) is list and len({v}) <= {most}:",
+            f"{ind}    {out} = []",
+            f"{ind}    for {i} in {v}:",
+            *each,
+            f"{ind}    {v} = {out}",
+            f"{ind}else:",
+            f"{ind}    {v} = {generic}({v})",
+        ]
 
     def _needs_check(self, t: Type, v: str) -> str | None:
         """For `bool`, `str` and `int`: a condition, true when `v` must go through `t.check`
@@ -343,6 +363,17 @@ class Generator:
             return f"c[{self.const(value)}]"
         if op == "event" and isinstance(value, str):
             return f"p[{self.const(value)}]"
+        written = self._operation(op, args, s)
+        if written is None:
+            written = self._structure(op, value, args, s)
+        if written is not None:
+            return written
+        # `state.name`, `meta.x`, `active(X)` and anything unusual: the closure, called with the
+        # state.
+        return f"{self.const(self.m._compiler.compile(node))}(c, p, {s})"
+
+    def _operation(self, op: Any, args: list[Any], s: str) -> str | None:
+        """An operator applied to `args` (None: `op` is not one written inline)."""
         if op in _OPERATORS and len(args) == 2:
             a, b = self.expr(args[0], s), self.expr(args[1], s)
             if _OPERATORS[op].bounded:  # (Limits.mul), as in the closures
@@ -357,10 +388,14 @@ class Generator:
             return f"({then} if {test} else {other})"
         if op == "neg" and len(args) == 1:
             return f"(-{self.expr(args[0], s)})"
-        if op == "attr" and len(args) == 1 and isinstance(value, str):
-            return f"{self.expr(args[0], s)}[{self.const(value)}]"
         if op == "index" and len(args) == 2:
             return f"_index({self.expr(args[0], s)}, {self.expr(args[1], s)})"
+        return None
+
+    def _structure(self, op: Any, value: Any, args: list[Any], s: str) -> str | None:
+        """A member, a list, a map or a function call (None: not one written inline)."""
+        if op == "attr" and len(args) == 1 and isinstance(value, str):
+            return f"{self.expr(args[0], s)}[{self.const(value)}]"
         if op == "list":
             return "[" + "".join(f"{self.expr(a, s)}, " for a in args) + "]"
         if op == "map" and len(args) % 2 == 0:
@@ -387,9 +422,7 @@ class Generator:
             if fn is None:
                 raise _Unsupported
             return f"{self.const(fn)}({', '.join(self.expr(a, s) for a in args)})"
-        # `state.name`, `meta.x`, `active(X)` and anything unusual: the closure, called with the
-        # state.
-        return f"{self.const(self.m._compiler.compile(node))}(c, p, {s})"
+        return None
 
     # ---- actions ----------------------------------------------------------------------------
     def actions(
@@ -420,38 +453,13 @@ class Generator:
         value_node = a.get("value")
         ty = self.m.target_type(path)
         if op == "append":
-            if len(path) != 1 or ty.item is None:
-                raise _Unsupported
-            bound = self.m._compiler.bound(op, value_node, ty.item)
-            norm = then(bound, normaliser(ty.item, path, value_node, event_types, item=True))
-            k = self.const(path[0])
-            v = self.expr(value_node, s)
-            item = "_v" if norm is identity else f"{self.const(norm)}(_v)"
-            return [
-                f"{ind}_o = c[{k}]",
-                f"{ind}_v = {v}",
-                f"{ind}if len(_o) >= {self.const(self.m.limits.max_items)}:",
-                f"{ind}    raise _LimitExceeded('')",
-                f"{ind}c[{k}] = [*_o, {item}]",
-            ]
-        if op not in ("set", "add", "sub"):
-            raise _Unsupported
+            return self._append(path, ty, value_node, s, event_types, ind)
         norm = normaliser(ty, path, value_node, event_types)
         bound = self.m._compiler.bound(str(op), value_node, ty)
         v = self.expr(value_node, s)
 
-        # A computed value goes through the machine's bound (as in the closures); a value that
-        # needs normalising through the generated check of its type: it raises `Invalid`
-        # where the normaliser raises a fault, and both send the step to the general path.
         def store(x: str, into: str) -> list[str]:
-            if norm is identity and bound is None:
-                return [f"{ind}{into} = {x}"]
-            lines = [f"{ind}_v = {x}"]
-            if bound is not None:
-                lines.append(f"{ind}_v = {self.const(bound)}(_v)")
-            if norm is not identity:
-                lines += self.value(ty, "_v", ind)
-            return [*lines, f"{ind}{into} = _v"]
+            return self._store(x, into, ty, bound, norm is not identity, ind)
 
         if op in ("add", "sub"):
             if len(path) != 1:
@@ -475,6 +483,47 @@ class Generator:
             f"{ind}_n[{last}] = _w",
         ]
 
+    def _store(
+        self, x: str, into: str, ty: Type, bound: Any, normalise: bool, ind: str
+    ) -> list[str]:
+        """Lines storing the value `x` into `into`. A computed value goes through the
+        machine's bound (as in the closures); a value that needs normalising through the
+        generated check of its type: it raises `Invalid` where the normaliser raises a fault,
+        and both send the step to the general path."""
+        if not normalise and bound is None:
+            return [f"{ind}{into} = {x}"]
+        lines = [f"{ind}_v = {x}"]
+        if bound is not None:
+            lines.append(f"{ind}_v = {self.const(bound)}(_v)")
+        if normalise:
+            lines += self.value(ty, "_v", ind)
+        return [*lines, f"{ind}{into} = _v"]
+
+    def _append(
+        self,
+        path: tuple[str, ...],
+        ty: Type,
+        value_node: Any,
+        s: str,
+        event_types: Mapping[str, Type],
+        ind: str,
+    ) -> list[str]:
+        """`append` to a list field of the context: a new list, bounded by `max_items`."""
+        if len(path) != 1 or ty.item is None:
+            raise _Unsupported
+        bound = self.m._compiler.bound("append", value_node, ty.item)
+        norm = then(bound, normaliser(ty.item, path, value_node, event_types, item=True))
+        k = self.const(path[0])
+        v = self.expr(value_node, s)
+        item = "_v" if norm is identity else f"{self.const(norm)}(_v)"
+        return [
+            f"{ind}_o = c[{k}]",
+            f"{ind}_v = {v}",
+            f"{ind}if len(_o) >= {self.const(self.m.limits.max_items)}:",
+            f"{ind}    raise _LimitExceeded('')",
+            f"{ind}c[{k}] = [*_o, {item}]",
+        ]
+
     # ---- dispatch ---------------------------------------------------------------------------
     def dispatch(self, st: CState, event: str) -> Dispatch:
         """The function `Instance.send` calls for `event` in `st`."""
@@ -487,14 +536,34 @@ class Generator:
             return general(event)
 
     def _dispatch(self, st: CState, ev: CEvent, candidates: tuple[CTransition, ...]) -> Dispatch:
-        m = self.m
         name = self._fresh("_d")
         s = self.const(st)
         evname = self.const(ev.name)
         slow = f"return _slow(inst, {evname}, payload, reason, key)"
         lines = [f"def {name}(inst, payload, reason, key):"]
-        # 1. the payload
-        lines += ["    if payload:"]
+        lines += self._payload_check(ev, slow)  # 1. the payload
+        lines += ["    c = inst._ctx", "    try:"]
+        lines += self._requirements(ev, s, evname)  # 2. preconditions
+        branches = _Branches(many=self._many(candidates), which=self._fresh("b"))
+        lines += self._candidates(st, ev, candidates, branches, evname, slow)  # 3.
+        lines += ["    except _FAULTS_OR_INVALID:", f"        {slow}"]
+        # 4. commit, written out for each accepting branch: nothing below can fail
+        for i, t in enumerate(branches.accepting):
+            ind = "    "
+            if branches.many:
+                last = i == len(branches.accepting) - 1
+                which = branches.which
+                lines.append("    else:" if last else f"    {'el' if i else ''}if {which} == {i}:")
+                ind = "        "
+            lines += self._commit(st, t, branches.plans[i], evname, ind)
+        if not branches.accepting:
+            lines.append(f"    {slow}")
+        fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
+        return fn
+
+    def _payload_check(self, ev: CEvent, slow: str) -> list[str]:
+        """The lines that bind `p`, the payload checked (or the event's empty payload)."""
+        lines = ["    if payload:"]
         if len(set(f.name for f in ev.fields)) == len(ev.fields):
             lines += [
                 "        if type(payload) is dict:",
@@ -520,70 +589,53 @@ class Generator:
             lines += [f"        {slow}"]
         else:
             lines += [f"        p = {self.const(ev.empty)}"]
-        lines += ["    c = inst._ctx", "    try:"]
-        # 2. preconditions
+        return lines
+
+    def _requirements(self, ev: CEvent, s: str, evname: str) -> list[str]:
+        """The event's preconditions, each refusing the send when it does not hold."""
+        lines: list[str] = []
         for req in ev.requires:
-            m._requirement_guard(req)  # checks it (IRLoadError)
+            self.m._requirement_guard(req)  # checks it (IRLoadError)
             lines += [
                 f"        if not {self.expr(req.raw['guard'], s)}:",
                 f"            return _refuse(_REQUIRE, {s}, {evname}, p, c, {self._data(req, s)}, "
                 f"code={self.const(req.code)}, template={self.const(req.message)})",
             ]
-        # 3. the candidates, in order (in a statechart the leaf's own, then its ancestors'; a
-        # rule's guard, data and actions see its own state as `state`)
-        event_types = ev.field_types
-        chart = m.chart
+        return lines
+
+    @staticmethod
+    def _many(candidates: tuple[CTransition, ...]) -> bool:
+        """Whether more than one candidate can accept, so the commit must know which did."""
+        return sum(1 for t in candidates if t.target is not None and not t.target.choice) > 1
+
+    def _candidates(
+        self,
+        st: CState,
+        ev: CEvent,
+        candidates: tuple[CTransition, ...],
+        branches: _Branches,
+        evname: str,
+        slow: str,
+    ) -> list[str]:
+        """The candidates' guards, in order, each with its branch; the accepting ones are
+        added to `branches`. In a statechart the leaf's own rules come first, then its
+        ancestors'; a rule's guard, data and actions see its own state as `state`."""
+        s = self.const(st)
+        chart = self.m.chart
+        lines: list[str] = []
         kw = "if"
         closed = False
-        accepting: list[CTransition] = []
-        which = self._fresh("b")  # the accepting branch taken, when there are several
-        many = sum(1 for t in candidates if t.target is not None and not t.target.choice) > 1
-        plans: list[Plan] = []
         for t in candidates:
             src = self.const(t.source) if chart else s
             guard = t.raw.get("guard")
             if guard is not None:
-                m._compiler.compile(guard)  # checks it (IRLoadError)
+                self.m._compiler.compile(guard)  # checks it (IRLoadError)
                 lines.append(f"        {kw} {self.expr(guard, src)}:")
                 kw = "elif"
             else:
                 lines.append("        else:" if kw == "elif" else "        if True:")
                 closed = True
-            body = "            "
-            dest = t.target
-            if dest is None:  # a `reject` rule
-                lines.append(
-                    f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, src)}, "
-                    f"code={self.const(t.code)}, template={self.const(t.message)}, "
-                    f"rule={t.index})"
-                )
-            elif t.back:  # taken only by a forced send, which goes to the general path
-                lines.append(
-                    f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
-                    f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
-                )
-            elif (
-                (plan := chart_plan(st, t) if chart else plan_of(t)).leaf.choice
-                or plan.emits
-                or plan.computed
-                or plan.blind
-            ):
-                # Routing, effects to collect, a computed timer delay or actions reading the
-                # configuration between two states: the general path.
-                lines.append(f"{body}{slow}")
-            else:
-                if plan.copies:
-                    lines.append(f"{body}c = c.copy()")
-                    for step in plan.steps:
-                        types = event_types if step.phase == "actions" else {}
-                        raw = step.owner.raw.get(step.block)
-                        lines += self.actions(raw, self.const(step.state), types, body)
-                if many:
-                    lines.append(f"{body}{which} = {self.const(len(accepting))}")
-                elif not plan.copies:
-                    lines.append(f"{body}pass")
-                accepting.append(t)
-                plans.append(plan)
+            lines += self._branch(st, ev, t, src, branches, evname, slow)
             if closed:
                 break
         if not closed:
@@ -591,19 +643,53 @@ class Generator:
                 "        else:",
                 f"            return _refuse(_GUARD_FAILED, {s}, {evname}, p, c)",
             ]
-        lines += ["    except _FAULTS_OR_INVALID:", f"        {slow}"]
-        # 4. commit, written out for each accepting branch: nothing below can fail
-        for i, t in enumerate(accepting):
-            ind = "    "
-            if many:
-                last = i == len(accepting) - 1
-                lines.append("    else:" if last else f"    {'el' if i else ''}if {which} == {i}:")
-                ind = "        "
-            lines += self._commit(st, t, plans[i], evname, ind)
-        if not accepting:
-            lines.append(f"    {slow}")
-        fn: Dispatch = self._define(name, lines, f"dispatch of {ev.name} in {st.name}")
-        return fn
+        return lines
+
+    def _branch(
+        self,
+        st: CState,
+        ev: CEvent,
+        t: CTransition,
+        src: str,
+        branches: _Branches,
+        evname: str,
+        slow: str,
+    ) -> list[str]:
+        """What the dispatch does when `t`'s guard holds: refuse, hand over to the general
+        path, or run its plan on a copy of the context (and note the branch taken)."""
+        body = "            "
+        s = self.const(st)
+        dest = t.target
+        if dest is None:  # a `reject` rule
+            return [
+                f"{body}return _refuse(_REJECT, {s}, {evname}, p, c, {self._data(t, src)}, "
+                f"code={self.const(t.code)}, template={self.const(t.message)}, "
+                f"rule={t.index})"
+            ]
+        if t.back:  # taken only by a forced send, which goes to the general path
+            return [
+                f"{body}return _refuse(_BACKWARD, {s}, {evname}, p, c, "
+                f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
+            ]
+        plan = chart_plan(st, t) if self.m.chart else plan_of(t)
+        if plan.leaf.choice or plan.emits or plan.computed or plan.blind:
+            # Routing, effects to collect, a computed timer delay or actions reading the
+            # configuration between two states: the general path.
+            return [f"{body}{slow}"]
+        lines: list[str] = []
+        if plan.copies:
+            lines.append(f"{body}c = c.copy()")
+            for step in plan.steps:
+                types = ev.field_types if step.phase == "actions" else {}
+                raw = step.owner.raw.get(step.block)
+                lines += self.actions(raw, self.const(step.state), types, body)
+        if branches.many:
+            lines.append(f"{body}{branches.which} = {self.const(len(branches.accepting))}")
+        elif not plan.copies:
+            lines.append(f"{body}pass")
+        branches.accepting.append(t)
+        branches.plans.append(plan)
+        return lines
 
     def _data(self, rule: Requirement | CTransition, s: str) -> str:
         """The expression of the data a flow's own refusal carries (a copy), or `None`."""

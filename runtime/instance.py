@@ -65,10 +65,12 @@ SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
 #: Every top-level field a snapshot may have; any other is refused (a hand edit or a typo
 #: would otherwise be dropped without a word). `lineage` is the durable layer's (a fork's
 #: origin, `DurableFlows.fork`): an instance restores past it and the store carries it on.
+#: `retired_states`: states of older versions of the flow that the history still names (an
+#: instance moved to a newer version keeps its past; only then may a name be unknown).
 SNAPSHOT_FIELDS: Final = frozenset(
     {
         "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
-        "timers", "keys", "configuration", "histories", "lineage",
+        "timers", "keys", "configuration", "histories", "lineage", "retired_states",
     }
 )  # fmt: skip
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
@@ -387,6 +389,7 @@ class Instance:
         "_m",
         "_now",
         "_per_ms",
+        "_retired",
         "_seq",
         "_start_rules",
         "_state",
@@ -407,6 +410,8 @@ class Instance:
     _config: tuple[CState, ...] | None
     _hist: dict[str, tuple[CState, ...]] | None
     _keys: dict[str, int] | None
+    #: states of older versions that the history names (None: none, the usual case)
+    _retired: frozenset[str] | None
     _subs: list[Callable[[StepResult], object]] | None
     _clock: Clock
     #: `_clock` read in integer milliseconds: `_now() // _per_ms` (`clock.ms_reader`)
@@ -426,6 +431,7 @@ class Instance:
         self._clock = clock
         self._now, self._per_ms = ms_reader(clock)
         self._keys = None
+        self._retired = None
         self._subs = None
         self._timers = None
         self._guarded = False
@@ -441,11 +447,7 @@ class Instance:
         cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
     ) -> Instance | Rejection:
         if machine.emits and current_outputs() is None:
-            with collecting() as outputs:
-                started = cls._start(machine, context, id, clock)
-            if type(started) is not Rejection and outputs.effects:
-                started._fx = outputs.effects  # type: ignore[union-attr]
-            return started
+            return cls._start_collecting(machine, context, id, clock)
         initial = machine.initial
         given = context if context is not None else _EMPTY
         try:
@@ -479,15 +481,23 @@ class Instance:
         self._history = [(0, now, "start", None, state.name, None, None, None, via, None)]
         self._start_rules = routes
         if state.timers:
-            if any(t.after_ms is None for t in state.timers):
-                try:
-                    self._timers = _arm_computed(machine, state.timers, now, ctx, state) or None
-                except FAULTS as exc:
-                    where = f"the delay of a timer of {state.name}"
-                    return _fault(machine, exc, where, state, None, None, ctx)
-            else:
-                self._timers = _arm(state, now)
+            timers = _start_timers(machine, state, now, ctx)
+            if isinstance(timers, Rejection):
+                return timers
+            self._timers = timers
         return self
+
+    @classmethod
+    def _start_collecting(
+        cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
+    ) -> Instance | Rejection:
+        """`_start` of a flow that emits effects: the effects of its start are kept for the
+        start's result."""
+        with collecting() as outputs:
+            started = cls._start(machine, context, id, clock)
+        if type(started) is not Rejection and outputs.effects:
+            started._fx = outputs.effects  # type: ignore[union-attr]
+        return started
 
     @classmethod
     def _start_chart(
@@ -903,7 +913,18 @@ class Instance:
             return m.rejection(kind, st, None, None, c, data)
         if not force and all(t.back for t in edges):
             return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
-        chosen = None
+        chosen = self._first_open(edges, force)
+        if chosen is None:
+            return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+        if isinstance(chosen, Rejection):
+            return chosen
+        return self._take(st, chosen, None, "goto", None, reason, key, None)
+
+    def _first_open(
+        self, edges: tuple[CTransition, ...], force: bool
+    ) -> CTransition | Rejection | None:
+        """The first of the direct `edges` whose guard holds (a backward one only with
+        `force`); None when none does, the rejection when a guard faults."""
         rule: Any = None
         try:
             with configuration(self._config):
@@ -911,14 +932,11 @@ class Instance:
                     if t.back and not force:
                         continue
                     rule = t
-                    if t.guard is None or t.guard(c, None, t.source):
-                        chosen = t
-                        break
+                    if t.guard is None or t.guard(self._ctx, None, t.source):
+                        return t
         except FAULTS as exc:
-            return self._fault_in(exc, rule, st, None, None)
-        if chosen is None:
-            return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
-        return self._take(st, chosen, None, "goto", None, reason, key, None)
+            return self._fault_in(exc, rule, self._state, None, None)
+        return None
 
     def back(
         self, *, force: bool = False, reason: str | None = None, key: str | None = None
@@ -935,22 +953,28 @@ class Instance:
         st, c, m = self._state, self._ctx, self._m
         if st.final:
             return m.rejection(R.INSTANCE_FINAL, st, None, None, c)
-        if self._config is None:
-            back_edges = st.back_edges
-        else:  # a statechart: the backward edges of every active leaf (and its ancestors)
-            back_edges = tuple(dict.fromkeys(t for s in self._leaves() for t in s.back_edges))
-        targets = {t.target.name for t in back_edges if t.target is not None}
-        previous = None
-        for entry in reversed(self._history):
-            source = entry[_SOURCE]
-            if source in targets:
-                previous = source
-                break
+        back_edges = self._back_edges()
+        previous = self._previous({t.target.name for t in back_edges if t.target is not None})
         if previous is None:
             return m.rejection(R.NO_PREVIOUS_STATE, st, None, None, c, {"from": st.name})
         data = {"from": st.name, "to": previous}
         if not force:
             return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, None, None, c, data)
+        taken = self._take_back_edge(back_edges, previous, reason, key)
+        if taken is not None:
+            return taken
+        return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+
+    def _take_back_edge(
+        self,
+        back_edges: tuple[CTransition, ...],
+        previous: str,
+        reason: str | None,
+        key: str | None,
+    ) -> Outcome | None:
+        """Take the first backward edge to `previous` whose event needs no payload and whose
+        preconditions and guard hold (None: no edge does)."""
+        st, c, m = self._state, self._ctx, self._m
         rule: Any = None
         try:
             for t in back_edges:
@@ -969,7 +993,22 @@ class Instance:
                     return self._take(st, t, p, "back", t.event, reason, key, None)
         except FAULTS as exc:
             return self._fault_in(exc, rule, st, None, None)
-        return m.rejection(R.GUARD_FAILED, st, None, None, c, data)
+        return None
+
+    def _back_edges(self) -> tuple[CTransition, ...]:
+        """The backward edges of the current state; in a statechart, of every active leaf
+        (and its ancestors)."""
+        if self._config is None:
+            return self._state.back_edges
+        return tuple(dict.fromkeys(t for s in self._leaves() for t in s.back_edges))
+
+    def _previous(self, targets: set[str]) -> str | None:
+        """The most recent state the history left that is one of `targets`."""
+        for entry in reversed(self._history):
+            source = entry[_SOURCE]
+            if source in targets:
+                return source
+        return None
 
     def advance(self, now: float | datetime | None = None) -> list[Outcome]:
         """Fire every timer due at `now` (default: the clock's time), soonest first, each as
@@ -1417,6 +1456,8 @@ class Instance:
             # Only a hierarchical flow's snapshot has them: a flat flow's reads as before.
             snap["configuration"] = [s.name for s in self._config if s.atomic]
             snap["histories"] = {h: [s.name for s in v] for h, v in (self._hist or {}).items()}
+        if self._retired:
+            snap["retired_states"] = sorted(self._retired)
         return snap
 
     def snapshot_json(self) -> str:
@@ -1438,52 +1479,12 @@ class Instance:
                 f"state {data.get('state')!r} of the snapshot does not exist in "
                 f"{machine.name} version {machine.version}"
             )
-        raw_ctx = data.get("context") or {}
-        if not isinstance(raw_ctx, Mapping):
-            raise SnapshotError("the snapshot's context is not an object")
-        if drop_unknown:
-            known = {f.name for f in machine.context_fields}
-            raw_ctx = {k: v for k, v in raw_ctx.items() if k in known}
-        try:
-            ctx = machine.context_type.check(raw_ctx)
-        except (Invalid, RecursionError):
-            issues = report(machine.context_type, raw_ctx, limits=machine.limits)
-            raise SnapshotError(
-                "the snapshot's context does not fit the flow: "
-                + json.dumps(issues.as_dict(), default=repr)
-            ) from None
-        try:
-            history: list[Entry] = [
-                (
-                    int(h["seq"]),
-                    to_ms(h["at"]),
-                    str(h["kind"]),
-                    h.get("source"),
-                    str(h["target"]),
-                    h.get("event"),
-                    copy_json(h.get("payload")),
-                    h.get("reason"),
-                    tuple(h.get("via") or ()),
-                    _restored_leaves(h),
-                )
-                for h in data.get("history") or ()
-            ]
-            seq = int(data.get("seq", history[-1][_SEQ] if history else 0))
-            # Oldest first, as they were applied: the cap evicts from the front, and JSON
-            # writers (ours included, with sort_keys) do not keep the order.
-            applied = sorted((int(v), str(k)) for k, v in (data.get("keys") or {}).items())
-            keys = {k: v for v, k in applied}
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
+        ctx = _restored_context(data, machine, drop_unknown)
+        history, seq, keys = _restored_history(data)
         _check_history(history, seq, machine)
         same_flow = bool(machine.hash) and data.get("hash") == machine.hash
-        recorded = {e[_SEQ] for e in history}
-        for key, at_seq in keys.items():
-            if text_problem(key) is not None or len(key) > machine.limits.max_argument:
-                raise SnapshotError("the snapshot has an idempotency key no store can keep")
-            if at_seq not in recorded:
-                # Its replay would have no step to return.
-                raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
+        retired = _retired_states(history, data, machine, same_flow)
+        _check_keys(keys, history, machine)
         if not history:
             # A snapshot written by a host before it kept history: start it here.
             at = read_ms(clock)
@@ -1500,6 +1501,7 @@ class Instance:
         self._seq = seq
         self._history = history
         self._keys = keys or None
+        self._retired = retired or None
         self._timers = _restore_timers(
             rules,
             data.get("timers") or (),
@@ -1660,12 +1662,114 @@ def _due_order(timers: list[tuple[int, CTransition]]) -> Timers:
     return tuple(timers)
 
 
+def _start_timers(
+    machine: Machine, state: CState, now: int, ctx: dict[str, Any]
+) -> Timers | Rejection | None:
+    """The timers a flat flow's start arms in `state`; the rejection when a computed delay
+    faults."""
+    if any(t.after_ms is None for t in state.timers):
+        try:
+            return _arm_computed(machine, state.timers, now, ctx, state) or None
+        except FAULTS as exc:
+            where = f"the delay of a timer of {state.name}"
+            return _fault(machine, exc, where, state, None, None, ctx)
+    return _arm(state, now)
+
+
 def _entered(history: list[Entry], state: str) -> int:
     """When the instance last entered `state` (internal `-> self` steps do not count)."""
     for e in reversed(history):
         if e[_TARGET] == state and e[_SOURCE] != state:
             return e[_AT]
     return history[-1][_AT]
+
+
+def _restored_context(
+    data: Mapping[str, Any], machine: Machine, drop_unknown: bool
+) -> dict[str, Any]:
+    """The snapshot's context, checked against the flow (fields it dropped forgotten when
+    `drop_unknown`)."""
+    raw_ctx = data.get("context") or {}
+    if not isinstance(raw_ctx, Mapping):
+        raise SnapshotError("the snapshot's context is not an object")
+    if drop_unknown:
+        known = {f.name for f in machine.context_fields}
+        raw_ctx = {k: v for k, v in raw_ctx.items() if k in known}
+    try:
+        ctx: dict[str, Any] = machine.context_type.check(raw_ctx)
+    except (Invalid, RecursionError):
+        issues = report(machine.context_type, raw_ctx, limits=machine.limits)
+        raise SnapshotError(
+            "the snapshot's context does not fit the flow: "
+            + json.dumps(issues.as_dict(), default=repr)
+        ) from None
+    return ctx
+
+
+def _restored_history(data: Mapping[str, Any]) -> tuple[list[Entry], int, dict[str, int]]:
+    """The snapshot's history entries, its seq and its idempotency keys (oldest first), as
+    read; `_check_history` and `_check_keys` say whether they can be kept."""
+    try:
+        history: list[Entry] = [
+            (
+                int(h["seq"]),
+                to_ms(h["at"]),
+                str(h["kind"]),
+                h.get("source"),
+                str(h["target"]),
+                h.get("event"),
+                copy_json(h.get("payload")),
+                h.get("reason"),
+                tuple(h.get("via") or ()),
+                _restored_leaves(h),
+            )
+            for h in data.get("history") or ()
+        ]
+        seq = int(data.get("seq", history[-1][_SEQ] if history else 0))
+        # Oldest first, as they were applied: the cap evicts from the front, and JSON
+        # writers (ours included, with sort_keys) do not keep the order.
+        applied = sorted((int(v), str(k)) for k, v in (data.get("keys") or {}).items())
+        keys = {k: v for v, k in applied}
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise SnapshotError(f"malformed snapshot history: {str(exc)[:200]}") from None
+    return history, seq, keys
+
+
+def _check_keys(keys: dict[str, int], history: list[Entry], machine: Machine) -> None:
+    """Every idempotency key is text a store can keep and names a step of the history."""
+    recorded = {e[_SEQ] for e in history}
+    for key, at_seq in keys.items():
+        if text_problem(key) is not None or len(key) > machine.limits.max_argument:
+            raise SnapshotError("the snapshot has an idempotency key no store can keep")
+        if at_seq not in recorded:
+            # Its replay would have no step to return.
+            raise SnapshotError(f"key {key!r} names step {at_seq}, which the history lacks")
+
+
+def _retired_states(
+    history: list[Entry], data: Mapping[str, Any], machine: Machine, same_flow: bool
+) -> frozenset[str]:
+    """The states of older versions that a restored history may name. A snapshot of this very
+    graph names only its states and those its `retired_states` lists (kept from a move to this
+    version); one of another graph (an older version, migrated or not) may name any: they are
+    the states it had then, and become its retired states."""
+    raw = data.get("retired_states") or []
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise SnapshotError("the snapshot's retired_states is not a list of state names")
+    retired = frozenset(raw)
+    for e in history:
+        leaves = e[_LEAVES] or ((), ())
+        for name in (e[_SOURCE], e[_TARGET], *e[_VIA], *leaves[0], *leaves[1]):
+            if name is None or name in machine.states or name in retired:
+                continue
+            if same_flow:
+                raise SnapshotError(
+                    f"the snapshot's history entry at step {e[_SEQ]} names state {name!r}, "
+                    f"which does not exist in {machine.name} version {machine.version} "
+                    "(field history)"
+                )
+            retired |= {name}
+    return retired
 
 
 def _check_history(history: list[Entry], seq: int, machine: Machine) -> None:
@@ -1772,24 +1876,13 @@ def _restore_configuration(
     """A statechart's configuration and histories from a snapshot. A snapshot without a
     `configuration` (written for a flat flow, or by a host) has its `state` and that state's
     default descendants active."""
-    states = machine.states
     names = data.get("configuration")
     if names is None:
         entered: set[CState] = set()
         Macrostep((), {}, {}, 1, []).add_descendants(state, entered)
         leaves = list(entered)
     else:
-        if not isinstance(names, list) or not names:
-            raise SnapshotError("the snapshot's configuration is not a list of state names")
-        leaves = []
-        for name in names:
-            leaf = states.get(name) if isinstance(name, str) else None
-            if leaf is None or not leaf.atomic:
-                raise SnapshotError(
-                    f"state {name!r} of the snapshot's configuration is not a leaf state of "
-                    f"{machine.name} version {machine.version}"
-                )
-            leaves.append(leaf)
+        leaves = _restored_leaf_states(machine, names)
     config = tuple(with_ancestors(leaves))
     active = set(config)
     for s in config:
@@ -1798,6 +1891,30 @@ def _restore_configuration(
             s.kind == "parallel" and len(inside) != len(s.regions)
         ):
             raise SnapshotError(f"the snapshot's configuration is not consistent at {s.name!r}")
+    return config, _restored_histories(machine, data)
+
+
+def _restored_leaf_states(machine: Machine, names: Any) -> list[CState]:
+    """The leaf states a snapshot's `configuration` names."""
+    if not isinstance(names, list) or not names:
+        raise SnapshotError("the snapshot's configuration is not a list of state names")
+    leaves = []
+    for name in names:
+        leaf = machine.states.get(name) if isinstance(name, str) else None
+        if leaf is None or not leaf.atomic:
+            raise SnapshotError(
+                f"state {name!r} of the snapshot's configuration is not a leaf state of "
+                f"{machine.name} version {machine.version}"
+            )
+        leaves.append(leaf)
+    return leaves
+
+
+def _restored_histories(
+    machine: Machine, data: Mapping[str, Any]
+) -> dict[str, tuple[CState, ...]] | None:
+    """What a snapshot's `histories` recorded, by history state (None: nothing)."""
+    states = machine.states
     histories: dict[str, tuple[CState, ...]] = {}
     raw = data.get("histories") or {}
     if not isinstance(raw, Mapping):
@@ -1810,7 +1927,7 @@ def _restore_configuration(
         if not got or any(x is None for x in got):
             raise SnapshotError(f"the snapshot's history {h!r} names unknown states")
         histories[h] = tuple(x for x in got if x is not None)
-    return config, histories or None
+    return histories or None
 
 
 #: How many configurations' names a machine keeps (`Machine.config_names`).

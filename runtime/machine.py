@@ -497,7 +497,24 @@ class Machine:
             fields = self.types.fields(ev.get("fields", ()), f"event {name}")
             requires = tuple(Requirement(r) for r in ev.get("requires", ()))
             self.events[name] = CEvent(name, fields, requires)
+        v2 = raw.get("ir_version", 1) >= 2
+        self._load_states(raw, v2)
+        # Every transition is checked now; the runtime structures of a state are built when
+        # it is first used (`_wire_now`).
+        self._load_transitions(raw, v2)
+        # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
+        # (in the same thread) when it has not been used yet.
+        self._wiring = threading.RLock()
+        if v2:
+            self._load_chart_flags(raw)
+        self._load_dispatch(raw)
+        self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
+        self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
+        self.templates: dict[str, str] = dict(raw.get("templates") or {})
+        self.template_cache = TemplateCache(self.limits)
 
+    def _load_states(self, raw: Mapping[str, Any], v2: bool) -> None:
+        """The states, unwired, the initial one, and (IR version 2) their hierarchy."""
         self.states: dict[str, CState] = {}
         for s in raw.get("states", ()):
             state: CState = _UnwiredState(s)
@@ -519,7 +536,6 @@ class Machine:
         #: Whether a statechart step must look for eventless rules after each microstep: the
         #: flow has `always` rules or choice states (whose routes are tried the same way).
         self.eventless: bool = False
-        v2 = raw.get("ir_version", 1) >= 2
         #: Whether some expression may call `active(...)`: a first use then asks whether the
         #: rule's own actions do (kernel.py's `Plan.blind`). Never in IR version 1, which has
         #: no such function (`ExprCompiler` refuses it there); in a version 2 flow, what the
@@ -529,9 +545,10 @@ class Machine:
             self._load_hierarchy()
             self.eventless = any(s.choice for s in self.states.values())
 
-        # Every transition is checked now; the runtime structures of a state are built when
-        # it is first used (`_wire_now`).
-        states, events = self.states, self.events
+    def _load_transitions(self, raw: Mapping[str, Any], v2: bool) -> None:
+        """Check every transition and group them by source (`_unwired`); mark the states with
+        timers, and whether the flow needs the statechart kernel (`always` rules, raises)."""
+        states = self.states
         by_source: dict[str, list[Mapping[str, Any]]] = {}
         timed: set[str] = set()
         for t in raw.get("transitions", ()):
@@ -540,32 +557,9 @@ class Machine:
                 raise IRLoadError(
                     f"transition #{t.get('index')} leaves unknown state {t['source']!r}"
                 )
-            index, kind = t["index"], t["kind"]
-            if kind not in TRANSITION_KINDS:
-                raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
-            target = t.get("target")
-            if target is not None:
-                if target not in states:
-                    raise IRLoadError(f"transition #{index} goes to unknown state {target!r}")
-            elif kind != "reject":
-                raise IRLoadError(f"transition #{index} ({kind}) has no target")
-            if kind in ("event", "reject") and t.get("event") not in events:
-                raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
-            if self.hierarchical and states[source].history is not None:
-                raise IRLoadError(f"transition #{index} leaves history state {source!r}")
-            raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
-            if kind == "always":
-                self.chart = self.eventless = True
-            elif raises:
-                self.chart = True
+            kind = self._check_transition(t, v2)
             if kind == "timer":
                 timed.add(source)
-                after_ms = t.get("after_ms")
-                if t.get("after_expr") is not None:
-                    if after_ms is not None:
-                        raise IRLoadError(f"timer transition #{index} has both delays")
-                elif not (isinstance(after_ms, int) and after_ms > 0):
-                    raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
             group = by_source.get(source)
             if group is None:
                 by_source[source] = [t]
@@ -574,21 +568,53 @@ class Machine:
         self._unwired = by_source
         for name in timed:
             states[name].timed = True
-        # Re-entrant: wiring a nested state reads its parent's tables, which wires the parent
-        # (in the same thread) when it has not been used yet.
-        self._wiring = threading.RLock()
-        if v2:
-            for s in raw["states"]:
-                for block in ("entry", "exit", "initial_actions"):
-                    if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
-                        self.chart = True
-            if not self.chart:
-                found = calls((raw.get("transitions"), raw["states"]), CONFIGURATION_CALLS)
-                # The statechart kernel keeps the event being processed for `event_name()`,
-                # through timers, `goto` and the start too.
-                self.chart = "event_name" in found
-                self.reads_active = "active" in found
 
+    def _check_transition(self, t: Mapping[str, Any], v2: bool) -> str:
+        """Check one transition of the IR (its source exists); returns its kind."""
+        states, events = self.states, self.events
+        source = t["source"]
+        index, kind = t["index"], t["kind"]
+        if kind not in TRANSITION_KINDS:
+            raise IRLoadError(f"transition #{index} has unknown kind {kind!r}")
+        target = t.get("target")
+        if target is not None:
+            if target not in states:
+                raise IRLoadError(f"transition #{index} goes to unknown state {target!r}")
+        elif kind != "reject":
+            raise IRLoadError(f"transition #{index} ({kind}) has no target")
+        if kind in ("event", "reject") and t.get("event") not in events:
+            raise IRLoadError(f"transition #{index} is on unknown event {t.get('event')!r}")
+        if self.hierarchical and states[source].history is not None:
+            raise IRLoadError(f"transition #{index} leaves history state {source!r}")
+        raises = v2 and self._raises(t.get("actions"), f"transition #{index}")
+        if kind == "always":
+            self.chart = self.eventless = True
+        elif raises:
+            self.chart = True
+        if kind == "timer":
+            _check_delay(t)
+        return str(kind)
+
+    def _load_chart_flags(self, raw: Mapping[str, Any]) -> None:
+        """An IR version 2 flow needs the statechart kernel when a state's actions raise
+        events or some expression reads the event being processed; note whether one may call
+        `active(...)`."""
+        for s in raw["states"]:
+            for block in ("entry", "exit", "initial_actions"):
+                if self._raises(s.get(block), f"the {block} actions of {s['name']}"):
+                    self.chart = True
+        if not self.chart:
+            found = calls((raw.get("transitions"), raw["states"]), CONFIGURATION_CALLS)
+            # The statechart kernel keeps the event being processed for `event_name()`,
+            # through timers, `goto` and the start too.
+            self.chart = "event_name" in found
+            self.reads_active = "active" in found
+
+    def _load_dispatch(self, raw: Mapping[str, Any]) -> None:
+        """The expression compiler and what dispatch keeps: generated functions, the general
+        path's per-event steps, the configurations seen."""
+        states = self.states
+        v2 = raw.get("ir_version", 1) >= 2
         effects = frozenset(e.get("name") for e in raw.get("effects") or ())
         self._compiler = ExprCompiler(self.limits, configuration=v2, effects=effects)
         self._generator: Generator | None = None
@@ -608,11 +634,6 @@ class Machine:
         for state in states.values():
             state._loader = self
 
-        self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
-        self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
-        self.templates: dict[str, str] = dict(raw.get("templates") or {})
-        self.template_cache = TemplateCache(self.limits)
-
     def _raises(self, actions: Any, where: str) -> bool:
         """Whether an action block raises events; each must be declared (`IRLoadError`)."""
         names = _raised(actions)
@@ -630,81 +651,13 @@ class Machine:
             st.order = i
             name = st.raw.get("parent")
             if name is not None:
-                parent = states.get(name)
-                if parent is None:
-                    raise IRLoadError(f"state {st.name!r} has unknown parent {name!r}")
-                if parent.kind not in ("compound", "parallel"):
-                    raise IRLoadError(
-                        f"state {st.name!r} has parent {name!r}, which is not a compound or "
-                        "parallel state"
-                    )
-                if parent.order >= i and parent is not st:
-                    raise IRLoadError(
-                        f"state {st.name!r} is listed before its parent {name!r} (states are "
-                        "in document order)"
-                    )
-                if parent is st:
-                    raise IRLoadError(f"state {st.name!r} is its own parent")
-                st.parent = parent
-                st.ancestors = (parent, *parent.ancestors)
-                parent.children = (*parent.children, st)
-                if parent.ignores:
-                    st.ignores = True
+                _link_parent(st, name, states)
                 self.hierarchical = True
             if st.kind in ("compound", "parallel", "history"):
                 self.hierarchical = True
         if self.initial.parent is not None:
             raise IRLoadError(f"the initial state {self.initial.name!r} is not a top-level state")
-        done: list[str] = []
-        for st in states.values():
-            st.regions = tuple(c for c in st.children if c.kind != "history")
-            if st.kind in ("compound", "parallel"):
-                if not st.regions:
-                    raise IRLoadError(f"{st.kind} state {st.name!r} has no child states")
-                done.append(f"done.state.{st.name}")
-            elif st.children:
-                raise IRLoadError(f"{st.kind} state {st.name!r} has child states")
-            if st.kind == "compound":
-                initials = [c for c in st.regions if c.raw.get("initial")]
-                if len(initials) != 1:
-                    found = ", ".join(c.name for c in initials) or "none"
-                    raise IRLoadError(
-                        f"compound state {st.name!r} needs exactly one initial child ({found})"
-                    )
-                st.initial_child = initials[0]
-                targets = []
-                for name in st.raw.get("initial_targets") or ():
-                    target = states.get(name)
-                    own_history = target is not None and target.kind == "history"
-                    if target is None or not (
-                        initials[0] in (target, *target.ancestors)
-                        or (own_history and target.parent is st)
-                    ):
-                        raise IRLoadError(
-                            f"initial target {name!r} of {st.name!r} is not a state inside its "
-                            "initial child, nor one of its histories"
-                        )
-                    targets.append(target)
-                st.initial_targets = tuple(targets)
-            if st.kind == "history":
-                if st.parent is None:
-                    raise IRLoadError(
-                        f"history state {st.name!r} is not inside a compound or parallel state"
-                    )
-                st.history = st.raw.get("history") or "shallow"
-                default = st.raw.get("default")
-                if default is not None:
-                    target = states.get(default)
-                    if target is None or st.parent not in target.ancestors:
-                        raise IRLoadError(
-                            f"the default {default!r} of history state {st.name!r} is not a "
-                            f"state inside {st.parent.name!r}"
-                        )
-                    if target.kind == "history":
-                        raise IRLoadError(
-                            f"the default of history state {st.name!r} is a history state"
-                        )
-                    st.default = target
+        done = [f"done.state.{st.name}" for st in states.values() if _link_children(st, states)]
         # `done.state.NAME` of every compound and parallel state, without a payload, unless
         # the flow declares it.
         implicit = [name for name in done if name not in self.events]
@@ -765,18 +718,8 @@ class Machine:
         state.timers = tuple(timers)
         state.back_edges = tuple(back_edges)
         state.always = tuple(always)
-        parent = state.parent
-        if parent is not None:
-            # The rules of the ancestors apply here after the state's own (innermost first),
-            # so finding the candidates stays one lookup (`parent.on` wires the parent first).
-            for name, (ev, ts) in parent.on.items():
-                mine = state.on.get(name)
-                state.on[name] = (ev, (*mine[1], *ts)) if mine else (ev, ts)
-            for name, ts in parent.direct.items():
-                own = state.direct.get(name)
-                state.direct[name] = (*own, *ts) if own else ts
-            state.back_edges = (*state.back_edges, *parent.back_edges)
-            state.always = (*state.always, *parent.always)
+        if state.parent is not None:
+            _inherit_rules(state, state.parent)
 
     def _wire_now(self, state: CState) -> None:
         """Build the runtime structures of `state` (on its first use)."""
@@ -873,22 +816,11 @@ class Machine:
     def preload(self) -> Machine:
         """Compile every guard, action and requirement now (checking each expression) instead
         of on first use. Returns the machine."""
-        c = self._compiler
         paused = gc.isenabled()
         gc.disable()  # see __init__: thousands of closures, all as long-lived as the machine
         try:
             for state in self.states.values():
-                if state._loader is not None:
-                    self._wire_now(state)
-                for which in ("entry", "exit", "initial_actions"):
-                    if state.raw.get(which):
-                        setattr(state, which, c.actions(state.raw[which], self.target_type))
-                for t in state.transitions:
-                    if t.raw.get("guard") is not None:
-                        t.guard = c.compile(t.raw["guard"])
-                    if t.raw.get("actions"):
-                        t.actions = self._compile_transition_actions(t)
-                    self._refusal_data(t)
+                self._preload_state(state)
             for ev in self.events.values():
                 for req in ev.requires:
                     self._requirement_guard(req)
@@ -897,6 +829,22 @@ class Machine:
             if paused:
                 gc.enable()
         return self
+
+    def _preload_state(self, state: CState) -> None:
+        """Wire `state` and compile its action blocks and its rules' guards, actions and
+        refusal data."""
+        c = self._compiler
+        if state._loader is not None:
+            self._wire_now(state)
+        for which in ("entry", "exit", "initial_actions"):
+            if state.raw.get(which):
+                setattr(state, which, c.actions(state.raw[which], self.target_type))
+        for t in state.transitions:
+            if t.raw.get("guard") is not None:
+                t.guard = c.compile(t.raw["guard"])
+            if t.raw.get("actions"):
+                t.actions = self._compile_transition_actions(t)
+            self._refusal_data(t)
 
     def target_type(self, path: Sequence[str]) -> Type:
         """The type of the context location an action writes (`stats.hits`)."""
@@ -1081,6 +1029,111 @@ def _parse_json(text: str | bytes) -> Any:
 
 
 _raw_index = operator.itemgetter("index")
+
+
+def _inherit_rules(state: CState, parent: CState) -> None:
+    """The rules of the ancestors apply in `state` after its own (innermost first), so finding
+    the candidates stays one lookup (reading `parent.on` wires the parent first)."""
+    for name, (ev, ts) in parent.on.items():
+        mine = state.on.get(name)
+        state.on[name] = (ev, (*mine[1], *ts)) if mine else (ev, ts)
+    for name, ts in parent.direct.items():
+        own = state.direct.get(name)
+        state.direct[name] = (*own, *ts) if own else ts
+    state.back_edges = (*state.back_edges, *parent.back_edges)
+    state.always = (*state.always, *parent.always)
+
+
+def _check_delay(t: Mapping[str, Any]) -> None:
+    """A timer transition has one delay: a computed one, or `after_ms` > 0."""
+    index, after_ms = t["index"], t.get("after_ms")
+    if t.get("after_expr") is not None:
+        if after_ms is not None:
+            raise IRLoadError(f"timer transition #{index} has both delays")
+    elif not (isinstance(after_ms, int) and after_ms > 0):
+        raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
+
+
+def _link_parent(st: CState, name: str, states: Mapping[str, CState]) -> None:
+    """Make `st` a child of the state `name`, which must be a compound or parallel state
+    listed before it."""
+    parent = states.get(name)
+    if parent is None:
+        raise IRLoadError(f"state {st.name!r} has unknown parent {name!r}")
+    if parent.kind not in ("compound", "parallel"):
+        raise IRLoadError(
+            f"state {st.name!r} has parent {name!r}, which is not a compound or parallel state"
+        )
+    if parent.order >= st.order and parent is not st:
+        raise IRLoadError(
+            f"state {st.name!r} is listed before its parent {name!r} (states are in document order)"
+        )
+    if parent is st:
+        raise IRLoadError(f"state {st.name!r} is its own parent")
+    st.parent = parent
+    st.ancestors = (parent, *parent.ancestors)
+    parent.children = (*parent.children, st)
+    if parent.ignores:
+        st.ignores = True
+
+
+def _link_children(st: CState, states: Mapping[str, CState]) -> bool:
+    """Check what `st`'s kind says of its children (a compound state's initial child, a
+    history state's default); whether it is a compound or parallel state, which completes."""
+    st.regions = tuple(c for c in st.children if c.kind != "history")
+    completes = st.kind in ("compound", "parallel")
+    if completes:
+        if not st.regions:
+            raise IRLoadError(f"{st.kind} state {st.name!r} has no child states")
+    elif st.children:
+        raise IRLoadError(f"{st.kind} state {st.name!r} has child states")
+    if st.kind == "compound":
+        _link_initial(st, states)
+    if st.kind == "history":
+        _link_history(st, states)
+    return completes
+
+
+def _link_initial(st: CState, states: Mapping[str, CState]) -> None:
+    """A compound state's one initial child, and the states its initial transition targets
+    (inside that child, or one of its own histories)."""
+    initials = [c for c in st.regions if c.raw.get("initial")]
+    if len(initials) != 1:
+        found = ", ".join(c.name for c in initials) or "none"
+        raise IRLoadError(f"compound state {st.name!r} needs exactly one initial child ({found})")
+    st.initial_child = initials[0]
+    targets = []
+    for name in st.raw.get("initial_targets") or ():
+        target = states.get(name)
+        own_history = target is not None and target.kind == "history"
+        if target is None or not (
+            initials[0] in (target, *target.ancestors) or (own_history and target.parent is st)
+        ):
+            raise IRLoadError(
+                f"initial target {name!r} of {st.name!r} is not a state inside its "
+                "initial child, nor one of its histories"
+            )
+        targets.append(target)
+    st.initial_targets = tuple(targets)
+
+
+def _link_history(st: CState, states: Mapping[str, CState]) -> None:
+    """A history state: inside a compound or parallel state, its kind, and its default (a
+    state inside that parent, not a history state)."""
+    if st.parent is None:
+        raise IRLoadError(f"history state {st.name!r} is not inside a compound or parallel state")
+    st.history = st.raw.get("history") or "shallow"
+    default = st.raw.get("default")
+    if default is not None:
+        target = states.get(default)
+        if target is None or st.parent not in target.ancestors:
+            raise IRLoadError(
+                f"the default {default!r} of history state {st.name!r} is not a "
+                f"state inside {st.parent.name!r}"
+            )
+        if target.kind == "history":
+            raise IRLoadError(f"the default of history state {st.name!r} is a history state")
+        st.default = target
 
 
 def _check_version(raw: Mapping[str, Any]) -> None:

@@ -522,6 +522,32 @@ def _actions(raw: Any, where: str) -> None:
         _action(a, where)
 
 
+def _loop_head(a: Any, where: str) -> None:
+    """A `for` action's item field, index, list and one body."""
+    target = a.get("target")
+    if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
+        raise _Bad(f"{where} `for` needs the name of its item field")
+    _is(a.get("index"), str, f"{where} `for` index", optional=True)
+    _expr(a.get("value"), f"{where} `for` list")
+    branches = _list(a.get("branches"), f"{where} `for` body")
+    if len(branches) != 1:
+        raise _Bad(f"{where} `for` needs one body")
+
+
+def _branches(a: Any, where: str, depth: int) -> None:
+    """The branches of an `if` or `for` action, each a guard and actions, nested boundedly."""
+    if depth > 32:
+        raise _Bad(f"{where} nests `if` or `for` too deeply")
+    branches = _list(a.get("branches"), f"{where} branches")
+    if not branches:
+        raise _Bad(f"{where} `if` needs at least one branch")
+    for b in branches:
+        _object(b, _BRANCH, f"{where} branch")
+        _expr(b.get("guard"), f"{where} branch guard", optional=True)
+        for inner in _list(b.get("actions"), f"{where} branch actions"):
+            _action(inner, where, depth + 1)
+
+
 def _action(a: Any, where: str, depth: int = 0) -> None:
     _object(a, _ACTION, where)
     op = a["op"]
@@ -532,25 +558,9 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         return
     if op == "for" or op == "each":
-        target = a.get("target")
-        if type(target) is not list or len(target) != 1 or type(target[0]) is not str:
-            raise _Bad(f"{where} `for` needs the name of its item field")
-        _is(a.get("index"), str, f"{where} `for` index", optional=True)
-        _expr(a.get("value"), f"{where} `for` list")
-        branches = _list(a.get("branches"), f"{where} `for` body")
-        if len(branches) != 1:
-            raise _Bad(f"{where} `for` needs one body")
+        _loop_head(a, where)
     if op in ("if", "for", "each"):
-        if depth > 32:
-            raise _Bad(f"{where} nests `if` or `for` too deeply")
-        branches = _list(a.get("branches"), f"{where} branches")
-        if not branches:
-            raise _Bad(f"{where} `if` needs at least one branch")
-        for b in branches:
-            _object(b, _BRANCH, f"{where} branch")
-            _expr(b.get("guard"), f"{where} branch guard", optional=True)
-            for inner in _list(b.get("actions"), f"{where} branch actions"):
-                _action(inner, where, depth + 1)
+        _branches(a, where, depth)
         return
     target = a.get("target")
     if type(target) is not list or not target or not all(type(p) is str for p in target):
@@ -639,6 +649,19 @@ def _check_ir(raw: Any) -> None:
     _is(raw.get("title"), str, "title", optional=True)
     _is(raw.get("version", 1), int, "version")
     _is(raw.get("hash", ""), str, "hash")
+    _check_types(raw)
+    if raw.get("ir_version", 1) not in READABLE_IR_VERSIONS:
+        raise _Bad(f"ir_version {raw['ir_version']!r} is not one this runtime reads")
+    _check_events(raw)
+    # States and transitions are most of a large flow: each is checked with one expression,
+    # and worded only when that fails.
+    _check_states(raw)
+    _check_transitions(raw)
+    _check_tables(raw)
+
+
+def _check_types(raw: dict[str, Any]) -> None:
+    """The enums, records and context fields."""
     for e in _list(raw.get("enums"), "enums"):
         _object(e, _ENUM, "an enum")
         _is(e["name"], str, "an enum's name")
@@ -649,8 +672,10 @@ def _check_ir(raw: Any) -> None:
         _is(r["name"], str, "a record's name")
         _fields(r["fields"], f"record {r['name']}")
     _fields(raw.get("context"), "context")
-    if raw.get("ir_version", 1) not in READABLE_IR_VERSIONS:
-        raise _Bad(f"ir_version {raw['ir_version']!r} is not one this runtime reads")
+
+
+def _check_events(raw: dict[str, Any]) -> None:
+    """The events and effects, with their fields and preconditions."""
     for ev in [*_list(raw.get("events"), "events"), *_list(raw.get("effects"), "effects")]:
         _object(ev, _EVENT, "an event")
         _is(ev["name"], str, "an event's name")
@@ -661,8 +686,9 @@ def _check_ir(raw: Any) -> None:
             _bool_guard(req["guard"], f"a requirement of {ev['name']}")
             _is(req["code"], str, "a requirement's code")
             _is(req["message"], str, "a requirement's message")
-    # States and transitions are most of a large flow: each is checked with one expression,
-    # and worded only when that fails.
+
+
+def _check_states(raw: dict[str, Any]) -> None:
     state_all, state_required = _STATE
     for st in _list(raw.get("states"), "states"):
         if not (
@@ -685,6 +711,9 @@ def _check_ir(raw: Any) -> None:
             _actions(st["entry"], f"state {st['name']} entry")
         if st.get("exit"):
             _actions(st["exit"], f"state {st['name']} exit")
+
+
+def _check_transitions(raw: dict[str, Any]) -> None:
     t_all, t_required = _TRANSITION
     for position, t in enumerate(_list(raw.get("transitions"), "transitions")):
         if not (
@@ -719,6 +748,10 @@ def _check_ir(raw: Any) -> None:
             _bool_guard(guard, f"transition #{t['index']} guard")
         if t.get("actions"):
             _actions(t["actions"], f"transition #{t['index']} actions")
+
+
+def _check_tables(raw: dict[str, Any]) -> None:
+    """The messages, templates, journals and migrations."""
     _str_map(raw.get("messages"), "messages")
     for kind in raw.get("messages") or ():
         if kind not in MESSAGE_KINDS:

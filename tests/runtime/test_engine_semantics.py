@@ -352,6 +352,60 @@ def test_a_pending_timer_whose_target_was_edited_is_refused() -> None:
         m.restore(snap)
 
 
+THREE_STEPS = """
+flow three_steps
+version VERSION
+event go
+initial state A { on go -> B }
+state B { on go -> C }
+state C { on go -> A }
+"""
+#: Version 2 has no B: an instance that passed through it keeps B in its history.
+TWO_STEPS = """
+flow three_steps
+version 2
+event go
+initial state A { on go -> C }
+state C { on go -> A }
+"""
+
+
+def test_a_history_entry_naming_a_state_that_does_not_exist_is_refused() -> None:
+    m = machine(THREE_STEPS.replace("VERSION", "1"))
+    inst = m.start()
+    assert inst.send("go").ok and inst.send("go").ok
+    snap = inst.snapshot()
+    snap["history"][1]["target"] = "Bee"
+    with pytest.raises(SnapshotError, match=r"history entry at step 1 names state 'Bee'.*history"):
+        m.restore(snap)
+
+
+def test_a_history_from_an_older_version_keeps_its_retired_states() -> None:
+    old = machine(THREE_STEPS.replace("VERSION", "1"))
+    inst = old.start()
+    assert inst.send("go").ok and inst.send("go").ok and inst.state == "C"
+    new = machine(TWO_STEPS)
+    moved = new.restore(inst.snapshot())  # an older graph's history may name its states
+    assert moved.send("go").ok and moved.state == "A"
+    snap = moved.snapshot()
+    assert snap["hash"] == new.hash and snap["retired_states"] == ["B"]
+    again = new.restore(json.loads(json.dumps(snap)))
+    assert again.snapshot()["retired_states"] == ["B"]
+    assert [h.target for h in again.history] == ["A", "B", "C", "A"]
+    del snap["retired_states"]
+    with pytest.raises(SnapshotError, match="names state 'B'"):
+        new.restore(snap)
+    snap["retired_states"] = "B"
+    with pytest.raises(SnapshotError, match="retired_states is not a list"):
+        new.restore(snap)
+
+
+def test_a_snapshot_without_retired_states_writes_none() -> None:
+    inst = machine(THREE_STEPS.replace("VERSION", "1")).start()
+    assert inst.send("go").ok
+    assert "retired_states" not in inst.snapshot()
+
+
 def _edited_ir(edit: Callable[[dict[str, Any]], None]) -> str:
     raw = copy.deepcopy(machine(ROUTED).raw)
     raw.pop("hash", None)
