@@ -14,9 +14,9 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.session import ClientSession
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from spans import exporter, provider
 
 from agent_hosts.mcp_client import FLOWC, ROOT, server_args
 from flowc.compiler.cli import main
@@ -30,18 +30,6 @@ from flowc.runtime.tool_calls import ToolDispatcher
 from flowc.runtime.tracing import instance_trace, trace_tool_calls
 
 SUPPORT = Path(__file__).parent / "flows" / "support.flow"
-
-
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> TracerProvider:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -205,3 +193,6 @@ def test_flowc_mcp_trace_console_writes_spans_to_standard_error(tmp_path: Path) 
     assert '"name": "execute_tool start"' in text
     assert '"gen_ai.tool.call.id": "cli-1"' in text
     assert '"name": "invoke_workflow support"' in text
+
+
+__all__ = ["exporter", "provider"]  # fixtures, from tests/spans.py

@@ -6,27 +6,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from spans import exporter, provider
 
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.store import OutboxEffect, open_store
 from flowc.runtime.store.durable import DurableFlows
 from flowc.runtime.tracing import instance_trace, trace_flows
-
-
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> TracerProvider:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider
 
 
 def attrs(span: ReadableSpan) -> dict[str, Any]:
@@ -95,3 +82,6 @@ def test_spans_of_a_run_steps_refusals_effects_and_timers_share_one_trace(
     assert len(delivered) == 1
     assert re.fullmatch(r"a/[0-9a-f]+/2/0", delivered[0].id)
     assert (attrs(timer)["flowc.step.kind"], attrs(timer)["flowc.step.target"]) == ("timer", "OPEN")
+
+
+__all__ = ["exporter", "provider"]  # fixtures, from tests/spans.py
