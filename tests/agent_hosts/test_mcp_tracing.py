@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from spans import exporter, provider
+from span_fixtures import exporter, provider
 
 from agent_hosts.mcp_client import FLOWC, ROOT, server_args
 from flowc.compiler.cli import main
@@ -195,4 +195,4 @@ def test_flowc_mcp_trace_console_writes_spans_to_standard_error(tmp_path: Path) 
     assert '"name": "invoke_workflow support"' in text
 
 
-__all__ = ["exporter", "provider"]  # fixtures, from tests/spans.py
+__all__ = ["exporter", "provider"]  # fixtures, from tests/span_fixtures.py

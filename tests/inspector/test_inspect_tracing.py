@@ -8,7 +8,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from spans import exporter, provider
+from span_fixtures import exporter, provider
 
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.store import OutboxEffect, open_store
@@ -84,4 +84,4 @@ def test_spans_of_a_run_steps_refusals_effects_and_timers_share_one_trace(
     assert (attrs(timer)["flowc.step.kind"], attrs(timer)["flowc.step.target"]) == ("timer", "OPEN")
 
 
-__all__ = ["exporter", "provider"]  # fixtures, from tests/spans.py
+__all__ = ["exporter", "provider"]  # fixtures, from tests/span_fixtures.py
