@@ -61,8 +61,9 @@ from flowc.runtime.validate import _check_float as check_float
 
 if TYPE_CHECKING:
     from flowc.runtime.flow import CEvent, CState, CTransition, Requirement
-    from flowc.runtime.instance import Instance, Outcome
+    from flowc.runtime.instance import Instance
     from flowc.runtime.machine import Machine
+    from flowc.runtime.steps import Outcome
 
 #: What a generated dispatch function is called with: the instance, the payload as sent, the
 #: reason and the idempotency key.

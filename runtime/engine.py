@@ -711,8 +711,8 @@ def send(
     its ancestors'), the conflicts are resolved, and the step runs to completion."""
     with configuration(configuration_of(inst), event):
         chosen = _choose(inst, event, payload, force)
-        if type(chosen) is not tuple:
-            return chosen  # type: ignore[return-value]
+        if isinstance(chosen, Rejection):
+            return chosen
         enabled, p = chosen
         return take(inst, inst._state, enabled, p, "event", event, reason, key, None)
 
@@ -725,8 +725,8 @@ def _choose(
     if type(event) is not str:
         event = str(event)
     handled = _handled(inst, event, payload)
-    if type(handled) is not list:
-        return handled  # type: ignore[return-value]
+    if isinstance(handled, Rejection):
+        return handled
     ev = m.events[event]
     p = checked_payload(inst, st, ev, payload)
     if type(p) is Rejection:
@@ -736,8 +736,8 @@ def _choose(
         if unmet is not None:
             return unmet
     enabled = _enabled(inst, handled, event, p)
-    if type(enabled) is not list:
-        return enabled  # type: ignore[return-value]
+    if isinstance(enabled, Rejection):
+        return enabled
     if not enabled:
         return m.rejection(R.GUARD_FAILED, st, event, p, c)
     if not force:
@@ -811,7 +811,9 @@ def checked_payload(inst: Instance, st: CState, ev: CEvent, payload: Any) -> Any
         return invalid_payload(inst, st, ev, payload)
 
 
-def unmet_requirement(inst: Instance, st: CState, ev: CEvent, event: str, p: Any) -> Outcome | None:
+def unmet_requirement(
+    inst: Instance, st: CState, ev: CEvent, event: str, p: Any
+) -> Rejection | None:
     """The refusal of the first `require` of `ev` that does not hold (or the fault of one
     that cannot be evaluated); None when they all hold."""
     m, c = inst._m, inst._ctx

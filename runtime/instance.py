@@ -96,25 +96,6 @@ _T = TypeVar("_T")
 _EMPTY: dict[str, Any] = {}
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 class Instance:
     """A running instance of a `Machine`. Create with `machine.start(...)` or
     `machine.restore(snapshot)`. Not thread-safe: drive one instance from one thread (or use
@@ -227,7 +208,6 @@ class Instance:
             started._fx = outputs.effects  # type: ignore[union-attr]
         return started
 
-
     # ---- reading ----------------------------------------------------------------------------
     @property
     def start_effects(self) -> list[dict[str, Any]]:
@@ -329,27 +309,20 @@ class Instance:
         budget) hides the event, and so does a precondition that fails now."""
         st, c = self._state, self._ctx
         out: list[AcceptedEvent] = []
-        if self._config is not None:
-            # A statechart: the events of every active leaf (each with its candidates there
-            # and in its ancestors), in document order; `done.state.*` are not the host's.
-            internal = self._m.internal_events
-            leaves = engine.leaves_of(self)
-            for leaf in leaves:
-                for name, (ev, candidates) in leaf.on.items():
-                    if name in internal or any(a.name == name for a in out):
-                        continue
-                    if self._may_accept(st, ev, candidates, c) and not any(
-                        name in other.on and _refuses(other.on[name][1], c) for other in leaves
-                    ):
-                        # (a `reject` that holds now in another region refuses the whole step)
-                        out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
-            return out
-        for name, (ev, candidates) in st.on.items():
-            if self._may_accept(st, ev, candidates, c):
-                out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
+        # The events of every active leaf (each with its candidates there and in its
+        # ancestors), in document order; `done.state.*` are not the host's.
+        internal = self._m.internal_events
+        leaves = engine.leaves_of(self)
+        for leaf in leaves:
+            for name, (ev, candidates) in leaf.on.items():
+                if name in internal or any(a.name == name for a in out):
+                    continue
+                if self._may_accept(st, ev, candidates, c) and not any(
+                    name in other.on and _refuses(other.on[name][1], c) for other in leaves
+                ):
+                    # (a `reject` that holds now in another region refuses the whole step)
+                    out.append(AcceptedEvent(name, json.loads(json.dumps(ev.schema()))))
         return out
-
-
 
     def _may_accept(
         self, st: CState, ev: CEvent, candidates: tuple[CTransition, ...], c: dict[str, Any]
@@ -472,12 +445,7 @@ class Instance:
         when = self._now() // self._per_ms if now is None else to_ms(now)
         return engine.fire_due(self, when)
 
-
-
-
     # ---- refusals ---------------------------------------------------------------------------
-
-
 
     def _early_outcome(self, key: Any, reason: Any, event: Any) -> Outcome | None:
         """What a step with a `key` or `reason` answers before it runs: `invalid_argument` for
@@ -699,32 +667,6 @@ class Instance:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _entered(history: list[Entry], state: str) -> int:
@@ -981,10 +923,6 @@ def _restored_histories(
     return histories or None
 
 
-
-
-
-
 def _snapshot_data(snapshot: Mapping[str, Any] | str | bytes, machine: Machine) -> Any:
     """The snapshot as a mapping, once its top level is one `machine` may restore: JSON, an
     object of known fields only, a format read, this flow, its version or an older one."""
@@ -1014,8 +952,6 @@ def _snapshot_data(snapshot: Mapping[str, Any] | str | bytes, machine: Machine) 
     return data
 
 
-
-
 def _restored_leaves(h: Mapping[str, Any]) -> Leaves:
     """The leaves of a snapshot's history entry; None for one written without them (a flat
     flow's, or a statechart's written by flowc.snapshot/1)."""
@@ -1030,22 +966,8 @@ def _restored_leaves(h: Mapping[str, Any]) -> Leaves:
     return tuple(source), tuple(target)
 
 
-
-
 def _by_order(s: CState) -> int:
     return s.order
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:

@@ -355,4 +355,3 @@ def _shown(e: Entry, side: int, name: str | None) -> str | None:
     if leaves is None or len(leaves[side]) < 2:
         return name
     return "{" + ", ".join(leaves[side]) + "}"
-
