@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from flowc.runtime import rejections as R
 from flowc.runtime.configuration import configuration, within
 from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
-from flowc.runtime.flow import ACTIVE, CTransition, Requirement, calls
+from flowc.runtime.flow import ACTIVE, CTransition, Requirement, actions_call, block_emits
 from flowc.runtime.limits import LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.outputs import collecting, current_outputs
@@ -117,9 +117,40 @@ class Plan:
         self.domain: CState | None = (
             _domain(t) if source.ancestors or source.kind == "compound" else None
         )
+        steps = self._steps(t, leaf)
+        self.steps: tuple[Step, ...] = tuple(steps)
+        #: Some block may `emit` an effect or loop: the step runs with a collector
+        #: (runtime/outputs.py).
+        #: (Asked only in a flow that declares effects: an `emit` of any other is refused.)
+        self.emits: bool = t.machine.emits and any(block_emits(s.owner, s.block) for s in steps)
+        #: The transition's own actions read `active(...)` while the flat flow is between its
+        #: source and its target: they run with no state active (SCXML: the source is left
+        #: before a transition's actions run, the target entered after), on the general path.
+        #: (Asked only of a flow that calls `active` somewhere: `Machine.reads_active`.)
+        self.blind: bool = not internal and t.machine.reads_active and bool(actions_call(t, ACTIVE))
+        #: Whether the step needs a working copy of the context: some block runs, or routing
+        #: (whose routes may run some) follows.
+        self.copies: bool = bool(steps) or (not internal and target.choice)
+        #: The timer rules armed at the commit (`_armed`).
+        arm = self._armed(leaf)
+        self.arm = arm
+        #: An internal timer rule (`after D -> self`) is armed again when it fires.
+        self.repeats: bool = False
+        #: Some timer armed at the commit has a computed delay (`after EXPR UNIT`): it is
+        #: evaluated against the committed context before the step commits.
+        self.computed: bool = bool(arm) and any(r.after_ms is None for r in arm)
+        if t.kind == "timer" and internal:
+            computed = t.after_ms is None
+            self.repeats = bool(t.after_ms) or computed
+            self.computed = self.computed or (self.repeats and computed)
+
+    def _steps(self, t: CTransition, leaf: CState | None) -> list[Step]:
+        """The action blocks in order: exit actions, the rule's own, entry actions; sets
+        `exits`, `entries` (and `leaf`, in a chart)."""
+        source, target = t.source, self.target
         steps: list[Step] = []
         entering: list[Step] = []
-        if internal:
+        if self.internal:
             self.exits: tuple[CState, ...] = ()
             self.entries: tuple[CState, ...] = ()
             if leaf is not None:
@@ -135,47 +166,18 @@ class Plan:
             steps.append(Step("actions", t, "actions", source))
         if leaf is not None:
             steps += entering
-        elif not internal and target.raw.get("entry"):
+        elif not self.internal and target.has_entry:
             steps.append(Step("entry", target, "entry", target))
-        self.steps: tuple[Step, ...] = tuple(steps)
-        #: Some block may `emit` an effect or loop: the step runs with a collector
-        #: (runtime/outputs.py).
-        #: (Asked only in a flow that declares effects: an `emit` of any other is refused.)
-        self.emits: bool = False
-        if t.machine.emits:
-            for s in steps:
-                if _emits(s.owner.raw.get(s.block)):
-                    self.emits = True
-                    break
-        #: The transition's own actions read `active(...)` while the flat flow is between its
-        #: source and its target: they run with no state active (SCXML: the source is left
-        #: before a transition's actions run, the target entered after), on the general path.
-        #: (Asked only of a flow that calls `active` somewhere: `Machine.reads_active`.)
-        self.blind: bool = (
-            not internal and t.machine.reads_active and bool(calls(t.raw.get("actions"), ACTIVE))
-        )
-        #: Whether the step needs a working copy of the context: some block runs, or routing
-        #: (whose routes may run some) follows.
-        self.copies: bool = bool(steps) or (not internal and target.choice)
-        #: The timer rules armed at the commit (the timers of the states left are cancelled);
-        #: empty for an internal step, which keeps the timers as they are.
-        arm: tuple[CTransition, ...] = (
-            ()
-            if internal
-            else (target.timers if target.timed else ())  # `timers_of`, written out
-            if leaf is None
-            else tuple(x for s in self.entries for x in timers_of(s))
-        )
-        self.arm = arm
-        #: An internal timer rule (`after D -> self`) is armed again when it fires.
-        self.repeats: bool = False
-        #: Some timer armed at the commit has a computed delay (`after EXPR UNIT`): it is
-        #: evaluated against the committed context before the step commits.
-        self.computed: bool = bool(arm) and any(r.after_ms is None for r in arm)
-        if t.kind == "timer" and internal:
-            computed = t.after_ms is None
-            self.repeats = bool(t.after_ms) or computed
-            self.computed = self.computed or (self.repeats and computed)
+        return steps
+
+    def _armed(self, leaf: CState | None) -> tuple[CTransition, ...]:
+        """The timer rules armed at the commit (the timers of the states left are cancelled);
+        empty for an internal step, which keeps the timers as they are."""
+        if self.internal:
+            return ()
+        if leaf is None:
+            return timers_of(self.target)
+        return tuple(x for s in self.entries for x in timers_of(s))
 
     def _chart(self, t: CTransition, leaf: CState, steps: list[Step]) -> list[Step]:
         """The exits and entries of `t` taken from a configuration that is `leaf` with its
@@ -185,7 +187,7 @@ class Plan:
         run = Macrostep(with_ancestors((leaf,)), {}, {}, 1, [])
         self.exits = tuple(sorted(run.exit_set((t,)), key=_order, reverse=True))
         for s in self.exits:
-            if s.raw.get("exit"):
+            if s.has_exit:
                 steps.append(Step("exit", s, "exit", s))
         entered: set[CState] = set()
         run.add_descendants(self.target, entered)
@@ -193,9 +195,9 @@ class Plan:
         self.entries = tuple(sorted(entered, key=_order))
         entering: list[Step] = []
         for s in self.entries:
-            if s.raw.get("entry"):
+            if s.has_entry:
                 entering.append(Step("entry", s, "entry", s))
-            if s in run.defaulted and s.raw.get("initial_actions"):
+            if s in run.defaulted and s.has_initial_actions:
                 entering.append(Step("entry", s, "initial_actions", s))
         self.leaf = self.entries[-1]
         return entering
@@ -213,7 +215,7 @@ def _domain(t: CTransition) -> CState | None:
     target = t.target
     assert target is not None
     source = t.source
-    if source.kind == "compound" and source in target.ancestors and not t.raw.get("reenter"):
+    if source.kind == "compound" and source in target.ancestors and not t.reenter:
         return source
     for anc in source.ancestors:
         if anc.kind == "compound" and anc in target.ancestors:
@@ -232,19 +234,6 @@ def chart_plan(leaf: CState, t: CTransition) -> Plan:
     return Plan(t, leaf)
 
 
-def _emits(actions: Any) -> bool:
-    """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
-    for a in actions or ():
-        op = a.get("op")
-        if op == "emit" or op == "for" or op == "each":  # a loop charges the step's budget
-            return True
-        if op in ("if", "for", "each") and any(
-            _emits(b.get("actions")) for b in a.get("branches") or ()
-        ):
-            return True
-    return False
-
-
 def timers_of(state: CState) -> tuple[CTransition, ...]:
     """The timer rules of `state`. A state not used yet is wired (every rule of it built) only
     if it has some: a first send, working out what its step arms, would otherwise build the
@@ -261,7 +250,7 @@ def rivals(a: CTransition, b: CTransition) -> bool:
     return (
         a.source is b.source
         and a.after_ms == b.after_ms
-        and (a.after_ms is not None or a.raw.get("after_expr") == b.raw.get("after_expr"))
+        and (a.after_ms is not None or a.after_expr == b.after_expr)
     )
 
 
@@ -484,7 +473,23 @@ class Macrostep:
                 f"the step took more than {self.limit} microsteps (Limits.max_microsteps)"
             )
         exits = sorted(self.exit_set(ts), key=_order, reverse=True)
-        # History is recorded before anything is left (SCXML's exitStates).
+        self.record_histories(exits)
+        for s in exits:
+            if s.has_exit:
+                self.run(Step("exit", s, "exit", s), p)
+            self.config.discard(s)
+            self.exited.add(s)
+        for t in ts:
+            self.taken = t
+            if t.actions is not None:
+                self.run(Step("actions", t, "actions", t.source), p)
+        self.step = None
+        self.enter(self.entries_of(ts), p)
+        self.taken = None
+
+    def record_histories(self, exits: list[CState]) -> None:
+        """Record the history of the states about to be left (SCXML's exitStates: before
+        anything is left)."""
         for s in exits:
             for h in s.children:
                 if h.history is not None:
@@ -493,16 +498,10 @@ class Macrostep:
                     else:
                         rec = [x for x in self.config if x.parent is s]
                     self.histories[h.name] = tuple(sorted(rec, key=_order))
-        for s in exits:
-            if s.raw.get("exit"):
-                self.run(Step("exit", s, "exit", s), p)
-            self.config.discard(s)
-            self.exited.add(s)
-        for t in ts:
-            self.taken = t
-            if t.raw.get("actions"):
-                self.run(Step("actions", t, "actions", t.source), p)
-        self.step = None
+
+    def entries_of(self, ts: list[CTransition]) -> set[CState]:
+        """The states the transitions `ts` enter: each target with its default descendants
+        and its ancestors below the transition's domain."""
         entries: set[CState] = set()
         for t in ts:
             plan = t.plan or plan_of(t)
@@ -510,8 +509,7 @@ class Macrostep:
                 continue
             self.add_descendants(plan.target, entries)
             self.add_ancestors(plan.target, plan.domain, entries)
-        self.enter(entries, p)
-        self.taken = None
+        return entries
 
     def enter(self, entries: set[CState], p: Any) -> None:
         """Enter `entries`, outermost first: each one's entry actions, then the actions of the
@@ -523,12 +521,12 @@ class Macrostep:
                 self.routed.append(s)
             self.config.add(s)
             self.entered.add(s)
-            if s.raw.get("entry"):
+            if s.has_entry:
                 self.run(Step("entry", s, "entry", s), p)
-            if s in self.defaulted and s.raw.get("initial_actions"):
+            if s in self.defaulted and s.has_initial_actions:
                 self.run(Step("entry", s, "initial_actions", s), p)
             used = self.history_defaults.pop(s, None) if self.history_defaults else None
-            if used is not None and used.raw.get("initial_actions"):
+            if used is not None and used.has_initial_actions:
                 self.run(Step("entry", used, "initial_actions", s), p)
             if s.final:
                 self.completed(s)
@@ -555,7 +553,7 @@ class Macrostep:
         if parent is None:
             self.final = True
             return
-        done = s.done_value if s.raw.get("done_data") is not None else None
+        done = s.done_value if s.has_done_data else None
         self.queue.append((f"done.state.{parent.name}", done(self.c, self.p, s) if done else None))
         grand = parent.parent
         if grand is not None and grand.kind == "parallel" and self.in_final(grand):
@@ -571,18 +569,7 @@ class Macrostep:
     def add_descendants(self, s: CState, into: set[CState]) -> None:
         """SCXML's addDescendantStatesToEnter."""
         if s.history is not None:
-            parent = s.parent
-            assert parent is not None
-            recorded = self.histories.get(s.name)
-            if recorded is None:
-                recorded = (s.default or parent.initial_child or parent.regions[0],)
-                self.history_defaults[parent] = s
-            # Every recorded state first, then their ancestors: a parallel ancestor then sees
-            # all its regions already covered (SCXML's order).
-            for x in recorded:
-                self.add_descendants(x, into)
-            for x in recorded:
-                self.add_ancestors(x, parent, into)
+            self._add_history(s, into)
             return
         into.add(s)
         if s.kind == "compound":
@@ -603,6 +590,21 @@ class Macrostep:
             for region in s.regions:
                 if not any(region is x or region in x.ancestors for x in into):
                     self.add_descendants(region, into)
+
+    def _add_history(self, s: CState, into: set[CState]) -> None:
+        """Entering history state `s`: what it recorded, else its default."""
+        parent = s.parent
+        assert parent is not None
+        recorded = self.histories.get(s.name)
+        if recorded is None:
+            recorded = (s.default or parent.initial_child or parent.regions[0],)
+            self.history_defaults[parent] = s
+        # Every recorded state first, then their ancestors: a parallel ancestor then sees
+        # all its regions already covered (SCXML's order).
+        for x in recorded:
+            self.add_descendants(x, into)
+        for x in recorded:
+            self.add_ancestors(x, parent, into)
 
     def add_ancestors(self, s: CState, upto: CState | None, into: set[CState]) -> None:
         """SCXML's addAncestorStatesToEnter: the ancestors of `s` below `upto`."""
@@ -740,11 +742,10 @@ def _choose(
         return enabled
     if not enabled:
         return m.rejection(R.GUARD_FAILED, st, event, p, c)
-    if not force:
-        for t in enabled:
-            if t.back:
-                data = {"from": st.name, "to": t.target.name if t.target else None}
-                return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
+    backward = None if force else next((t for t in enabled if t.back), None)
+    if backward is not None:
+        data = {"from": st.name, "to": backward.target.name if backward.target else None}
+        return m.rejection(R.BACKWARD_REQUIRES_FORCE, st, event, p, c, data)
     return enabled, p
 
 
@@ -1332,8 +1333,7 @@ def arm_timers(
 
 
 def _computed_delay(machine: Machine, t: CTransition, c: dict[str, Any]) -> int:
-    node = t.raw.get("after_expr")
-    ms = machine._compiler.compile(node)(c, None, t.source)
+    ms = machine._compiler.compile(t.after_expr)(c, None, t.source)
     if type(ms) is not int:
         kind = "none" if ms is None else type(ms).__name__
         raise ExprFault(f"the delay of {t.describe()} is not an int ({kind})")

@@ -116,6 +116,7 @@ class CTransition:
 
     __slots__ = (
         "actions",
+        "after_expr",
         "after_ms",
         "back",
         "data",
@@ -128,6 +129,7 @@ class CTransition:
         "plan",
         "rank",
         "raw",
+        "reenter",
         "source",
         "target",
     )
@@ -151,8 +153,12 @@ class CTransition:
         # put the compiled closure in their place).
         self.guard: Evaluator | None = None if raw.get("guard") is None else self._first_guard
         self.actions: ActionBlock | None = self._first_actions if raw.get("actions") else None
+        #: `reenter`: a `-> self` or a compound's rule to its descendant leaves and enters again
+        self.reenter: bool = bool(raw.get("reenter"))
+        #: a computed delay (`after EXPR UNIT`): its expression (None: `after_ms`)
+        self.after_expr: Any = raw.get("after_expr")
         #: `-> self` (unless `reenter`): nothing is left or entered
-        self.internal = target is source and not raw.get("reenter")
+        self.internal = target is source and not self.reenter
         #: What taking it does (engine.py), worked out on first use
         self.plan: Plan | None = None
         #: Where it is tried among rules falling due together (timers): innermost state
@@ -236,6 +242,10 @@ class CState:
         "exit",
         "fast",
         "final",
+        "has_done_data",
+        "has_entry",
+        "has_exit",
+        "has_initial_actions",
         "history",
         "ignores",
         "initial_actions",
@@ -297,6 +307,12 @@ class CState:
         #: Whether the state has `after` rules (known since the load, wired or not): what a
         #: first step asks of the state it leads to (engine.py's `timers_of`).
         self.timed: bool = False
+        #: Which action blocks the state has (known since the load, wired or not: the engine
+        #: asks before running one, and a block is compiled only when it runs).
+        self.has_entry: bool = bool(raw.get("entry"))
+        self.has_exit: bool = bool(raw.get("exit"))
+        self.has_initial_actions: bool = bool(raw.get("initial_actions"))
+        self.has_done_data: bool = raw.get("done_data") is not None
 
     entry: ActionBlock | None
     exit: ActionBlock | None
@@ -352,6 +368,10 @@ class Requirement:
         self.guard: Evaluator | None = None
         #: its data (`with {...}`), compiled on first use
         self.data: Evaluator | None = None
+
+    def uses_event(self) -> bool:
+        """Whether the condition reads the payload (then it cannot be judged without one)."""
+        return _mentions_event(self.raw.get("guard"))
 
 
 class CEvent:
@@ -935,3 +955,26 @@ def _mentions_event(node: Any) -> bool:
     if node.get("op") == "event":
         return True
     return any(_mentions_event(a) for a in node.get("args") or ())
+
+
+def emits_in(actions: Any) -> bool:
+    """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
+    for a in actions or ():
+        op = a.get("op")
+        if op == "emit" or op == "for" or op == "each":  # a loop charges the step's budget
+            return True
+        if op in ("if", "for", "each") and any(
+            emits_in(b.get("actions")) for b in a.get("branches") or ()
+        ):
+            return True
+    return False
+
+
+def block_emits(owner: CState | CTransition, block: str) -> bool:
+    """Whether the action block `block` of a state or rule may emit an effect or loop."""
+    return emits_in(owner.raw.get(block))
+
+
+def actions_call(t: CTransition, names: frozenset[str]) -> set[str]:
+    """Which of the functions `names` a rule's own actions call."""
+    return calls(t.raw.get("actions"), names)

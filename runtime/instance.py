@@ -329,9 +329,7 @@ class Instance:
     ) -> bool:
         m = self._m
         for req in ev.requires:
-            if not _mentions_payload(req.raw.get("guard")) and not _holds(
-                m._requirement_guard(req), c, st
-            ):
+            if not req.uses_event() and not _holds(m._requirement_guard(req), c, st):
                 return False
         for t in candidates:
             if t.guard is not None and t.uses_event():
@@ -990,11 +988,3 @@ def _refuses(candidates: tuple[CTransition, ...], c: dict[str, Any]) -> bool:
         if t.guard is None or _holds(t.guard, c, t.source):
             return t.kind == "reject"
     return False
-
-
-def _mentions_payload(node: Any) -> bool:
-    if not isinstance(node, Mapping):
-        return False
-    if node.get("op") == "event":
-        return True
-    return any(_mentions_payload(a) for a in node.get("args") or ())
