@@ -37,6 +37,7 @@ generated dispatch functions write it out as they write a flat plan.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -665,6 +666,8 @@ MAX_DELAY_MS = 36_500 * 86_400_000
 #: Configurations whose names are kept per machine (`names_of`), before the cache is emptied.
 CONFIG_NAMES_KEPT = 4096
 _EMPTY: dict[str, Any] = {}
+#: What `take` enters for a flow that neither collects outputs nor raises (`Machine.collects`).
+_NO_COLLECTOR = contextlib.nullcontext(None)
 
 
 def configuration_of(inst: Instance) -> tuple[CState, ...]:
@@ -675,7 +678,10 @@ def configuration_of(inst: Instance) -> tuple[CState, ...]:
 
 def leaves_of(inst: Instance) -> list[CState]:
     """The active leaves, in document order."""
-    return [s for s in configuration_of(inst) if s.atomic]
+    config = inst._config
+    if config is None:
+        return [inst._state]
+    return [s for s in config if s.atomic]
 
 
 def direct_edges(inst: Instance) -> dict[str, tuple[CTransition, ...]]:
@@ -711,12 +717,18 @@ def send(
     over whenever the step is not a plain accepted one, and what it must agree with. Every
     active leaf in document order offers its first enabled rule for the event (its own, then
     its ancestors'), the conflicts are resolved, and the step runs to completion."""
-    with configuration(configuration_of(inst), event):
+    if inst._config is None:
+        # A flat flow's guards read no configuration but their own state's, which is what
+        # `active()` answers outside a scope: none is set (it costs more than a refusal).
         chosen = _choose(inst, event, payload, force)
         if isinstance(chosen, Rejection):
             return chosen
-        enabled, p = chosen
-        return take(inst, inst._state, enabled, p, "event", event, reason, key, None)
+        return take(inst, inst._state, chosen[0], chosen[1], "event", event, reason, key, None)
+    with configuration(inst._config, event):
+        chosen = _choose(inst, event, payload, force)
+        if isinstance(chosen, Rejection):
+            return chosen
+        return take(inst, inst._state, chosen[0], chosen[1], "event", event, reason, key, None)
 
 
 def _choose(
@@ -1011,9 +1023,11 @@ def take(
     with it."""
     m = inst._m
     c = dict(inst._ctx)
-    with collecting(current_outputs()) as out:
+    collector = collecting(current_outputs()) if m.collects else _NO_COLLECTOR
+    with collector as out:
+        raised = out.raised if out is not None else []
         run = Macrostep(
-            configuration_of(inst), inst._hist or {}, c, m.limits.max_microsteps, out.raised
+            configuration_of(inst), inst._hist or {}, c, m.limits.max_microsteps, raised
         )
         run.p = p
         run.event = event
@@ -1025,7 +1039,8 @@ def take(
     timers = _timers_after(inst, run, config, ts, tried, now, c)
     if type(timers) is not tuple and timers is not None:
         return timers.rejection(m, st, event, p, inst._ctx)  # type: ignore[union-attr]
-    return _commit(inst, st, run, config, timers, kind, event, p, reason, key, now, out.effects)
+    effects = out.effects if out is not None else None
+    return _commit(inst, st, run, config, timers, kind, event, p, reason, key, now, effects)
 
 
 def _timers_after(
@@ -1067,15 +1082,16 @@ def _commit(
     reason: str | None,
     key: str | None,
     now: int,
-    effects: list[tuple[str, dict[str, Any]]],
+    effects: list[tuple[str, dict[str, Any]]] | None,
 ) -> StepResult:
     """Write the step into the instance: nothing here can fail."""
     m = inst._m
     dest = summary_of(config)
     seq = inst._seq + 1
     leaves: Leaves = None
-    if m.chart and not (st.atomic and dest.atomic):
-        leaves = (names_of(m, configuration_of(inst))[1], names_of(m, config)[1])
+    names = names_of(m, config) if m.chart else None
+    if names is not None and not (st.atomic and dest.atomic):
+        leaves = (names_of(m, configuration_of(inst))[1], names[1])
     entry: Entry = (seq, now, kind, st.name, dest.name, event, p, reason, tuple(run.via), leaves)
     inst._history.append(entry)
     inst._seq = seq
@@ -1090,8 +1106,8 @@ def _commit(
     r._e = entry
     r._c = run.c
     r._m = m
-    if m.chart:
-        r._g = names_of(m, config)[0]
+    if names is not None:
+        r._g = names[0]
     r._t = tuple(run.fired)
     if effects:
         r._fx = effects
@@ -1143,7 +1159,11 @@ def _run(
     """Run `first` (the step's first microstep) and the run to completion after it; why the
     step is refused, or None."""
     try:
-        with within(run):
+        if m.scoped:
+            with within(run):
+                first()
+                run.settle(m.events, m.eventless)
+        else:
             first()
             run.settle(m.events, m.eventless)
     except Refusal as refused:
@@ -1152,9 +1172,10 @@ def _run(
         return _Refused(kind=R.ROUTING_LOOP, data={"path": loop.path, "node": loop.path[-1]})
     except FAULTS as exc:
         return _Refused.fault(exc, fault_words(run, exc, default))
-    for s in run.config:
-        if s.choice:  # a choice state left with no route holding
-            return _Refused(kind=R.GUARD_FAILED, data={"from": s.name, "to": None})
+    if m.eventless:
+        for s in run.config:
+            if s.choice:  # a choice state left with no route holding
+                return _Refused(kind=R.GUARD_FAILED, data={"from": s.name, "to": None})
     return None
 
 

@@ -607,6 +607,12 @@ class LoadedFlow:
         self.leaf_chart: bool = self.chart and leaf_chart(raw)
         if self.leaf_chart:
             self.reads_active = False  # `leaf_chart` found no call of `active`
+        #: Whether a step gathers what it emits and raises (outputs.py): the flow declares
+        #: effects, loops (each loop charges the step's budget) or is a statechart (raises).
+        self.collects: bool = self.emits or self.chart
+        #: Whether expressions read the step's configuration or event (`active`,
+        #: `event_name`): the engine then makes its macrostep their scope.
+        self.scoped: bool = self.chart or self.reads_active
         for state in states.values():
             state._loader = self
 
