@@ -54,76 +54,44 @@ class TreeRecord(Protocol):
     def initial(self) -> bool: ...
 
 
+#: a record as a plain tuple: (name, parent, kind, initial), as `Node` names them
+Record = tuple[str, str | None, str, bool]
+
 _NONE: tuple[str, ...] = ()
 
 
 class StateTree:
     """An immutable tree of states by name (see the module's docstring)."""
 
-    __slots__ = (
-        "_ancestors",
-        "_children",
-        "_first",
-        "_initial",
-        "_kind",
-        "_last",
-        "_order",
-        "_parent",
-        "_regions",
-        "names",
-    )
+    __slots__ = ("_ancestors", "_children", "_initial", "_kind", "_order", "_regions", "names")
 
-    def __init__(self, nodes: Iterable[Node], *, lenient: bool = False) -> None:
-        """A tree of `nodes`, in document order. Records that do not make a tree raise
-        `StateTreeError`, unless `lenient`: then a later record of a name already given is
-        dropped, and a state whose parent is unknown or inside it (a cycle) is put at the top
-        level (a diagram of hand-edited IR draws it rather than losing it)."""
-        records = _lenient(nodes) if lenient else _strict(nodes)
+    def __init__(self, nodes: Iterable[Record], *, lenient: bool = False) -> None:
+        """A tree of `nodes` (`Node`s, or plain tuples of the same four fields), in document
+        order. Records that do not make a tree raise `StateTreeError`, unless `lenient`: then
+        a later record of a name already given is dropped, and a state whose parent is
+        unknown or inside it (a cycle) is put at the top level (a diagram of hand-edited IR
+        draws it rather than losing it)."""
+        parent, kind, marked = _lenient(nodes) if lenient else _strict(nodes)
         #: every state's name, in document order
-        self.names: tuple[str, ...] = tuple(n.name for n in records)
+        self.names: tuple[str, ...] = tuple(parent)
         self._order: dict[str, int] = {name: i for i, name in enumerate(self.names)}
-        self._kind: dict[str, str] = {n.name: n.kind for n in records}
-        self._parent: dict[str, str | None] = {n.name: n.parent for n in records}
+        self._kind = kind
         children: dict[str | None, list[str]] = {None: []}
-        for n in records:
-            children.setdefault(n.name, [])
-            children.setdefault(n.parent, []).append(n.name)
+        for name, up in parent.items():
+            children.setdefault(up, []).append(name)
+        #: only the states that have children (and None, the top level) are keys
         self._children: dict[str | None, tuple[str, ...]] = {
             k: tuple(v) for k, v in children.items()
         }
         self._regions: dict[str | None, tuple[str, ...]] = {
-            k: tuple(c for c in v if self._kind[c] != "history") for k, v in children.items()
+            k: tuple(c for c in v if kind[c] != "history") for k, v in self._children.items()
         }
-        marked = {n.name for n in records if n.initial}
         self._initial: dict[str, str | None] = {
-            name: next((c for c in self._regions[name] if c in marked), None)
-            for name in self.names
-            if self._kind[name] == "compound"
+            k: next((c for c in self._regions[k] if c in marked), None)
+            for k in self._children
+            if k is not None and kind[k] == "compound"
         }
-        self._ancestors: dict[str, tuple[str, ...]] = {}
-        self._first: dict[str, int] = {}
-        self._last: dict[str, int] = {}
-        self._number(None, ())
-
-    def _number(self, root: str | None, above: tuple[str, ...]) -> None:
-        """Ancestors and pre-order intervals (`_first`.. `_last` spans a state's subtree, so
-        `is_descendant` is two comparisons), without recursion: a chain may be deep."""
-        children = self._children
-        work: list[tuple[str, tuple[str, ...], bool]] = [
-            (c, above, False) for c in reversed(children[root])
-        ]
-        count = 0
-        while work:
-            name, ancestors, done = work.pop()
-            if done:
-                self._last[name] = count - 1
-                continue
-            self._ancestors[name] = ancestors
-            self._first[name] = count
-            count += 1
-            work.append((name, ancestors, True))
-            inner = (name, *ancestors)
-            work.extend((c, inner, False) for c in reversed(children[name]))
+        self._ancestors = _ancestry(parent)
 
     # ---- building --------------------------------------------------------------------------
     @classmethod
@@ -131,7 +99,7 @@ class StateTree:
         """The tree of the IR's state list (dicts as in the compiled JSON)."""
         return cls(
             (
-                Node(s["name"], s.get("parent"), s.get("kind", "normal"), bool(s.get("initial")))
+                (s["name"], s.get("parent"), s.get("kind", "normal"), bool(s.get("initial")))
                 for s in states
             ),
             lenient=lenient,
@@ -141,7 +109,7 @@ class StateTree:
     def of_states(cls, states: Iterable[TreeRecord], *, lenient: bool = False) -> StateTree:
         """The tree of state objects (the IR model's `State`, or anything with the same four
         attributes)."""
-        return cls((Node(s.name, s.parent, s.kind, s.initial) for s in states), lenient=lenient)
+        return cls(((s.name, s.parent, s.kind, s.initial) for s in states), lenient=lenient)
 
     # ---- one state -------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
@@ -157,7 +125,8 @@ class StateTree:
         return self._kind[name]
 
     def parent(self, name: str) -> str | None:
-        return self._parent[name]
+        above = self._ancestors[name]
+        return above[0] if above else None
 
     def order(self, name: str) -> int:
         """Position in document order."""
@@ -201,22 +170,20 @@ class StateTree:
 
     def is_descendant(self, name: str, of: str) -> bool:
         """Whether `name` lies strictly inside `of`."""
-        first = self._first[of]
-        return first < self._first[name] <= self._last[of]
+        return of in self._ancestors[name]
 
     def within(self, name: str, container: str) -> bool:
         """Whether `name` is `container` or lies inside it."""
-        first = self._first[container]
-        return first <= self._first[name] <= self._last[container]
+        return name == container or container in self._ancestors[name]
 
     def descendants(self, name: str) -> tuple[str, ...]:
         """Every state strictly inside `name`, in document order."""
         found: list[str] = []
-        work = list(reversed(self._children[name]))
+        work = list(reversed(self.children(name)))
         while work:
             child = work.pop()
             found.append(child)
-            work.extend(reversed(self._children[child]))
+            work.extend(reversed(self.children(child)))
         return self.in_document_order(found)
 
     def leaves(self, name: str | None = None) -> tuple[str, ...]:
@@ -294,38 +261,75 @@ class StateTree:
         return self.lcca((source, target))
 
 
-def _strict(nodes: Iterable[Node]) -> list[Node]:
-    records: list[Node] = []
-    seen: set[str] = set()
-    for n in nodes:
-        if n.name in seen:
-            raise StateTreeError(f"state {n.name!r} is given twice")
-        if n.parent is not None and n.parent not in seen:
-            if n.parent == n.name:
-                raise StateTreeError(f"state {n.name!r} is its own parent")
+def _ancestry(parent: dict[str, str | None]) -> dict[str, tuple[str, ...]]:
+    """Every state's ancestors, innermost first, from its parent (a tree: no cycle), in any
+    order of the states, without recursion: each chain is walked up to a state already done."""
+    found: dict[str, tuple[str, ...]] = {}
+    for name, up in parent.items():
+        if up is None:  # most states of most flows
+            found[name] = _NONE
+            continue
+        path: list[str] = []
+        current: str | None = name
+        while current is not None and current not in found:
+            path.append(current)
+            current = parent[current]
+        above = () if current is None else (current, *found[current])
+        for state in reversed(path):
+            found[state] = above
+            above = (state, *above)
+    return found
+
+
+#: what a tree is built from, column by column: each state's parent and kind by name (in
+#: document order), and the states marked `initial`
+_Columns = tuple[dict[str, str | None], dict[str, str], set[str]]
+
+
+def _strict(nodes: Iterable[Record]) -> _Columns:
+    parent: dict[str, str | None] = {}
+    kind: dict[str, str] = {}
+    marked: set[str] = set()
+    for name, up, k, initial in nodes:
+        if name in parent:
+            raise StateTreeError(f"state {name!r} is given twice")
+        if up is not None and up not in parent:
+            if up == name:
+                raise StateTreeError(f"state {name!r} is its own parent")
             raise StateTreeError(
-                f"state {n.name!r} has unknown parent {n.parent!r} (or is listed before it: "
+                f"state {name!r} has unknown parent {up!r} (or is listed before it: "
                 "states are in document order)"
             )
-        seen.add(n.name)
-        records.append(n)
-    return records
+        parent[name] = up
+        kind[name] = k
+        if initial:
+            marked.add(name)
+    return parent, kind, marked
 
 
-def _lenient(nodes: Iterable[Node]) -> list[Node]:
-    records: dict[str, Node] = {}
-    for n in nodes:
-        records.setdefault(n.name, n)
-    parent = {name: n.parent if n.parent in records else None for name, n in records.items()}
-    for name in records:
+def _lenient(nodes: Iterable[Record]) -> _Columns:
+    parent: dict[str, str | None] = {}
+    kind: dict[str, str] = {}
+    marked: set[str] = set()
+    for name, up, k, initial in nodes:
+        if name not in parent:
+            parent[name] = up
+            kind[name] = k
+            if initial:
+                marked.add(name)
+    count = len(parent)
+    for name, up in parent.items():
+        if up is not None and up not in parent:
+            parent[name] = None
+    for name in parent:
         # Walk up; a walk that comes back to `name` is a cycle: cut it above `name`. (A walk
         # caught in a cycle above `name` stops after as many steps as there are states: that
         # cycle is cut when one of its own states is walked from.)
         current = parent[name]
         steps = 0
-        while current is not None and current != name and steps <= len(records):
+        while current is not None and current != name and steps <= count:
             current = parent[current]
             steps += 1
         if current == name:
             parent[name] = None
-    return [n._replace(parent=parent[n.name]) for n in records.values()]
+    return parent, kind, marked
