@@ -1,11 +1,10 @@
-"""Transitional: the state tree agrees with the five computations it replaces (resolve,
-lint/graph, emit/hierarchy, and the kernel's `_domain`, `summary_of`, `with_ancestors`) on
-random trees. Removed once those computations are (the property against the naive
-definitions in test_statetree.py stays)."""
+"""Transitional: the state tree agrees with the computations it replaces (lint/graph and
+emit/hierarchy as they were until adopting it, and the kernel's `_domain`, `summary_of` and
+`with_ancestors`) on random trees. Removed once those computations are (the property against
+the naive definitions in test_statetree.py stays)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,7 +12,6 @@ from hypothesis import strategies as st
 
 from flowc.compiler.emit.hierarchy import StateTree as EmitTree
 from flowc.compiler.lint.graph import FlowGraph
-from flowc.compiler.resolve import Resolver, StateNode, Symbols
 from flowc.runtime import kernel
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow, State
@@ -87,14 +85,9 @@ def test_the_tree_agrees_with_the_old_computations(nodes: list[Node], data: Any)
     )
     emit = EmitTree.of(flow)
     graph = FlowGraph(flow, None, None)  # type: ignore[arg-type]
-    symbols = Symbols(
-        nodes={n.name: StateNode(n.name, (n.name,), None, n.parent, kind=n.kind) for n in nodes}  # type: ignore[arg-type]
-    )
-    resolver = SimpleNamespace(symbols=symbols)
     for name in names:
         assert tree.ancestors(name) == tuple(emit.ancestors(name))
         assert tree.ancestors(name) == tuple(graph.ancestors(name))
-        assert tree.ancestors(name) == tuple(symbols.ancestors(name))
         assert set(tree.descendants(name)) == graph.descendants(name)
         assert tree.children(name) == tuple(k.name for k in emit.kids(name))
         if tree.kind(name) == "compound":
@@ -118,7 +111,6 @@ def test_the_tree_agrees_with_the_old_computations(nodes: list[Node], data: Any)
     for a, b, _ in pairs:
         assert tree.within(a, b) == emit.within(a, b)
         assert tree.common_ancestor([a, b]) == emit.scope(a, b)
-        assert tree.orthogonal(a, b) == Resolver._apart(resolver, a, b)  # type: ignore[arg-type]
     m = machine_of(nodes, pairs)
     for t in (t for s in sources for t in m.states[s].transitions):
         old = kernel._domain(t)
