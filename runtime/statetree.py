@@ -287,24 +287,29 @@ _Columns = tuple[dict[str, str | None], dict[str, str], set[str]]
 
 
 def _strict(nodes: Iterable[Record]) -> _Columns:
+    records = list(nodes)
     parent: dict[str, str | None] = {}
     kind: dict[str, str] = {}
     marked: set[str] = set()
-    for name, up, k, initial in nodes:
+    for name, up, k, initial in records:
         if name in parent:
             raise StateTreeError(f"state {name!r} is given twice")
         if up is not None and up not in parent:
-            if up == name:
-                raise StateTreeError(f"state {name!r} is its own parent")
-            raise StateTreeError(
-                f"state {name!r} has unknown parent {up!r} (or is listed before it: "
-                "states are in document order)"
-            )
+            raise StateTreeError(_misplaced(name, up, records))
         parent[name] = up
         kind[name] = k
         if initial:
             marked.add(name)
     return parent, kind, marked
+
+
+def _misplaced(name: str, up: str, records: list[Record]) -> str:
+    """Why `name`'s parent `up` is not a state listed before it."""
+    if up == name:
+        return f"state {name!r} is its own parent"
+    if any(r[0] == up for r in records):
+        return f"state {name!r} is listed before its parent {up!r} (states are in document order)"
+    return f"state {name!r} has unknown parent {up!r}"
 
 
 def _lenient(nodes: Iterable[Record]) -> _Columns:

@@ -91,6 +91,23 @@ def test_leaves_kinds_and_initial_children() -> None:
     assert tree.initial_child("Idle") is None
 
 
+def test_histories_are_children_but_neither_regions_leaves_nor_initial_children() -> None:
+    tree = StateTree(
+        [
+            Node("P", None, "compound", True),
+            Node("H", "P", "history", True),  # marked, but a history is never the initial child
+            Node("A", "P", "normal", True),
+            Node("Deep", "P", "history"),
+        ]
+    )
+    assert tree.children("P") == ("H", "A", "Deep")
+    assert tree.histories("P") == ("H", "Deep")
+    assert tree.regions("P") == ("A",)
+    assert tree.initial_child("P") == "A"
+    assert tree.leaves() == ("A",)
+    assert tree.parent("H") == "P" and tree.is_descendant("Deep", "P")
+
+
 def test_regions_and_what_may_be_active_together() -> None:
     tree = chart()
     assert tree.child_toward("Run", "D1") == "Right"
@@ -170,7 +187,7 @@ def test_records_that_make_no_tree_are_refused() -> None:
         StateTree([Node("A"), Node("A")])
     with pytest.raises(StateTreeError, match="unknown parent 'X'"):
         StateTree([Node("A", "X")])
-    with pytest.raises(StateTreeError, match="listed before it"):
+    with pytest.raises(StateTreeError, match="listed before its parent 'A'"):
         StateTree([Node("B", "A"), Node("A", None, "compound")])
     with pytest.raises(StateTreeError, match="its own parent"):
         StateTree([Node("A", "A")])
