@@ -205,23 +205,19 @@ class Plan:
 
 
 def _domain(t: CTransition) -> CState | None:
-    """The transition's domain in a statechart: the innermost compound proper ancestor of its
-    source that contains its target (None: the top, always so in a flat flow). The step
-    leaves the active states inside it and enters the target's branch in it. A compound's
-    rule to one of its own descendants is internal unless marked `reenter` (SCXML's
-    `type="internal"`): its domain is the compound itself, which stays active, its entry and
-    exit actions not run and its timers running."""
+    """The transition's domain in a statechart (`StateTree.domain`: the innermost compound
+    proper ancestor of its source that contains its target, or the source itself for a
+    compound's rule to its own descendant unless marked `reenter`; None: the top, always so
+    in a flat flow). The step leaves the active states inside it and enters the target's
+    branch in it; a compound that is its own rule's domain stays active, its entry and exit
+    actions not run and its timers running."""
     if t.internal:
         return None
     target = t.target
     assert target is not None
-    source = t.source
-    if source.kind == "compound" and source in target.ancestors and not t.reenter:
-        return source
-    for anc in source.ancestors:
-        if anc.kind == "compound" and anc in target.ancestors:
-            return anc
-    return None
+    m = t.machine
+    name = m.tree.domain(t.source.name, target.name, reenter=t.reenter)
+    return None if name is None else m.states[name]
 
 
 def chart_plan(leaf: CState, t: CTransition) -> Plan:

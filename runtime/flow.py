@@ -38,6 +38,7 @@ from flowc.runtime.model import (
     IRLoadError,
     check_ir,
 )
+from flowc.runtime.statetree import StateTree, StateTreeError
 from flowc.runtime.templating import TemplateCache
 from flowc.runtime.validate import Field, Type, TypeSystem, fields_type, object_schema
 
@@ -629,11 +630,15 @@ class LoadedFlow:
         their children (document order), compound states with one initial child, history
         states inside a compound or parallel state with a default among its descendants."""
         states = self.states
-        for i, st in enumerate(states.values()):
-            st.order = i
-            name = st.raw.get("parent")
+        try:
+            tree = self.tree = StateTree.from_ir(self.raw["states"])
+        except StateTreeError as exc:
+            raise IRLoadError(str(exc)) from None
+        for st in states.values():
+            st.order = tree.order(st.name)
+            name = tree.parent(st.name)
             if name is not None:
-                _link_parent(st, name, states)
+                _link_parent(st, states[name], tree)
                 self.hierarchical = True
             if st.kind in ("compound", "parallel", "history"):
                 self.hierarchical = True
@@ -850,24 +855,16 @@ def _check_delay(t: Mapping[str, Any]) -> None:
         raise IRLoadError(f"timer transition #{index} needs after_ms > 0")
 
 
-def _link_parent(st: CState, name: str, states: Mapping[str, CState]) -> None:
-    """Make `st` a child of the state `name`, which must be a compound or parallel state
-    listed before it."""
-    parent = states.get(name)
-    if parent is None:
-        raise IRLoadError(f"state {st.name!r} has unknown parent {name!r}")
+def _link_parent(st: CState, parent: CState, tree: StateTree) -> None:
+    """Make `st` a child of `parent` (the tree has checked that it is listed before `st`),
+    which must be a compound or parallel state."""
     if parent.kind not in ("compound", "parallel"):
         raise IRLoadError(
-            f"state {st.name!r} has parent {name!r}, which is not a compound or parallel state"
+            f"state {st.name!r} has parent {parent.name!r}, which is not a compound or "
+            "parallel state"
         )
-    if parent.order >= st.order and parent is not st:
-        raise IRLoadError(
-            f"state {st.name!r} is listed before its parent {name!r} (states are in document order)"
-        )
-    if parent is st:
-        raise IRLoadError(f"state {st.name!r} is its own parent")
     st.parent = parent
-    st.ancestors = (parent, *parent.ancestors)
+    st.ancestors = (parent, *parent.ancestors)  # the parent's are linked: document order
     parent.children = (*parent.children, st)
     if parent.ignores:
         st.ignores = True
