@@ -120,3 +120,20 @@ def test_json_the_fast_parser_refuses_still_loads() -> None:
         assert Machine.from_json(data).name == "attempt_v2"
     with pytest.raises(IRLoadError, match="not JSON"):
         Machine.from_json(text + " x")
+
+
+def test_the_ir_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # JSON from a file is checked against the IR's structure once, in the loader; a
+    # `CompiledFlow` was validated when it was made and is not checked again.
+    from flowc.compiler import compile_source
+    from flowc.runtime import flow as flow_module
+
+    checked: list[object] = []
+    real = flow_module.check_ir
+    monkeypatch.setattr(flow_module, "check_ir", lambda raw: checked.append(raw) or real(raw))
+    compiled = compile_source(TIMED, "timed.flow").flow
+    assert compiled is not None
+    Machine(compiled)
+    assert checked == []
+    Machine.from_json(compiled.to_json())
+    assert len(checked) == 1
