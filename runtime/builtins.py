@@ -18,6 +18,11 @@ class Builtin:
     least: int
     most: int
     result: str | None = None
+    #: Its text in SCXML's Python datamodel (`flowc export scxml`): a format string over the
+    #: arguments' texts (`{0}`, `{1}`; `{args}` all of them, comma-separated), written so that
+    #: each argument may be any expression (they come parenthesised where it matters). None:
+    #: no such form.
+    python: str | None = None
 
 
 #: The functions usable in any expression. `active` and `event_name` read the step (whether a
@@ -25,20 +30,20 @@ class Builtin:
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
-        Builtin("len", 1, 1, "int"),
-        Builtin("min", 2, 99),
-        Builtin("max", 2, 99),
-        Builtin("abs", 1, 1),
-        Builtin("round", 1, 1, "int"),
-        Builtin("merge", 2, 2),
+        Builtin("len", 1, 1, "int", "len({args})"),
+        Builtin("min", 2, 99, None, "min({args})"),
+        Builtin("max", 2, 99, None, "max({args})"),
+        Builtin("abs", 1, 1, None, "abs({args})"),
+        Builtin("round", 1, 1, "int", "round({args})"),
+        Builtin("merge", 2, 2, None, "{{**{0}, **{1}}}"),
         Builtin("keys", 1, 1, "list[str]"),
         Builtin("values", 1, 1),
-        Builtin("lower", 1, 1, "str"),
-        Builtin("upper", 1, 1, "str"),
-        Builtin("trim", 1, 1, "str"),
-        Builtin("coalesce", 2, 2),
-        Builtin("str", 1, 1, "str"),
-        Builtin("active", 1, 1, "bool"),
+        Builtin("lower", 1, 1, "str", "{0}.lower()"),
+        Builtin("upper", 1, 1, "str", "{0}.upper()"),
+        Builtin("trim", 1, 1, "str", "{0}.strip()"),
+        Builtin("coalesce", 2, 2, None, "({1} if {0} is None else {0})"),
+        Builtin("str", 1, 1, "str", "str({args})"),
+        Builtin("active", 1, 1, "bool", "In({args})"),
         Builtin("event_name", 0, 0, "str"),
     )
 }

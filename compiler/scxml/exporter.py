@@ -32,6 +32,7 @@ from flowc.compiler.scxml.importer import (
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS
 from flowc.compiler.source import NO_SPAN, Span
 from flowc.compiler.sourcemap import SourceMap
+from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.model import (
     Action,
     CompiledFlow,
@@ -44,8 +45,6 @@ from flowc.runtime.model import (
 from flowc.runtime.statetree import StateTree
 
 #: flowc's string functions as the Python methods that compute them.
-_METHODS = {"trim": "strip", "lower": "lower", "upper": "upper"}
-
 _SCXML_EFFECTS = frozenset({SEND_EFFECT, CANCEL_EFFECT, LOG_EFFECT})
 
 #: Expressions whose Python text needs no parentheses inside another.
@@ -171,18 +170,13 @@ def _composite_text(expr: Expr) -> str | None:
 def _call_text(expr: Expr) -> str:
     """A function call, as the Python expression that computes it."""
     name, args = expr.value, expr.args
-    if name == "active" and len(args) == 1:
-        return f"In({python_text(args[0])})"
-    if name in _METHODS and len(args) == 1:
-        return f"{_py(args[0])}.{_METHODS[str(name)]}()"
-    if name == "coalesce" and len(args) == 2:
-        value = _py(args[0])
-        return f"({_py(args[1])} if {value} is None else {value})"
-    if name == "merge" and len(args) == 2:
-        return f"{{**{_py(args[0])}, **{_py(args[1])}}}"
-    if name in ("len", "min", "max", "abs", "round", "str"):
-        return f"{name}({', '.join(python_text(a) for a in args)})"
-    raise _Refused(f"the function `{name}` has no Python-datamodel form")
+    builtin = BUILTINS.get(str(name))
+    if builtin is None or builtin.python is None or not builtin.least <= len(args) <= builtin.most:
+        raise _Refused(f"the function `{name}` has no Python-datamodel form")
+    # An argument standing alone (`len(x)`) needs no parentheses; one a method is called on
+    # or an operand (`(a + b).lower()`) does.
+    whole = ", ".join(python_text(a) for a in args)
+    return builtin.python.format(*(_py(a) for a in args), args=whole)
 
 
 def _py(expr: Expr) -> str:

@@ -409,3 +409,22 @@ def test_other_conditionals_unpackings_and_methods_are_still_refused(expr: str) 
     result = import_scxml(chart, "c.scxml")
     assert result.flow_text is None
     assert {d.code for d in result.diagnostics} <= {"E410", "E411"}, result.diagnostics
+
+
+@pytest.mark.parametrize("name", ["keys", "values"])
+def test_a_function_the_table_gives_no_python_form_is_refused(name: str) -> None:
+    # The exporter reads each function's Python text from the one table of builtins
+    # (runtime/builtins.py): what has none there is refused, at its rule.
+    from flowc.runtime.builtins import BUILTINS
+
+    assert BUILTINS[name].python is None
+    source = (
+        "flow t\ncontext {\n  m: map[str, int] = {}\n  n: int = 0\n}\n"
+        f"event go\ninitial state A {{\n  on go -> self do n = len({name}(m))\n}}\n"
+    )
+    result = compile_source(source, "t.flow")
+    assert result.flow is not None
+    exported = export_scxml(result.flow, "t.flow")
+    assert exported.text is None
+    assert [d.code for d in exported.diagnostics] == ["E420"]
+    assert f"`{name}`" in exported.diagnostics[0].message
