@@ -46,6 +46,7 @@ RULES: dict[str, Rule] = {
     "W319": transitions.starved_timers,
     "W320": agents.hidden_fields_shown,
     "W321": agents.required_fields_no_tool_sets,
+    "W322": usage.unsent_internal_events,
 }
 
 

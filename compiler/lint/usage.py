@@ -1,4 +1,5 @@
-"""Declarations nobody uses: W310 event, W311 enum, W312 context field.
+"""Declarations nobody uses: W310 event, W311 enum, W312 context field; W322 an internal event
+nothing sends.
 
 A context field counts as used when any guard, action (read or write), `require` condition,
 refusal data (`with {...}`), entry/exit action or template (messages, journals, named
@@ -30,6 +31,34 @@ def unused_events(g: FlowGraph) -> Iterator[Diagnostic]:
             g.where.events.get(event.name, NO_SPAN),
             help=f"add `on {event.name} -> ...` where it should be accepted, or remove it",
         )
+
+
+def unsent_internal_events(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W322: an `internal` event no action raises or schedules: only the flow may send it, and
+    it never does, so its rules never fire."""
+    internal = [e.name for e in g.flow.events if e.internal]
+    if not internal:
+        return
+    sent = {a.event for root in _usage_roots(g.flow) for a in _actions_in(root) if a.event}
+    for name in internal:
+        if name in sent:
+            continue
+        yield Diagnostic.make(
+            "W322",
+            f"internal event `{name}` is never raised or scheduled: only the flow may send it",
+            g.where.events.get(name, NO_SPAN),
+            help=f"send it from an action (`raise {name}`, `send {name} after 1m`), "
+            "or drop `internal` if a host sends it",
+        )
+
+
+def _actions_in(root: Action | Expr) -> Iterator[Action]:
+    """`root` and the actions nested in it, when it is an action."""
+    stack = [root] if isinstance(root, Action) else []
+    while stack:
+        action = stack.pop()
+        yield action
+        stack += [a for b in action.branches for a in b.actions]
 
 
 def unused_enums(g: FlowGraph) -> Iterator[Diagnostic]:
@@ -106,8 +135,7 @@ def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
             if isinstance(node, Action):
                 if node.target:
                     used.add(node.target[0])
-                if node.value is not None:
-                    stack.append(node.value)
+                stack += [x for x in (node.value, node.key, node.delay) if x is not None]
                 for branch in node.branches:  # `if`: its guards and the actions of every arm
                     if branch.guard is not None:
                         stack.append(branch.guard)

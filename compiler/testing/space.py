@@ -113,8 +113,10 @@ class Explorer:
         }
         self._abstraction()
         self.events_of: dict[str, list[str]] = {}
+        # An `internal` event is no host's move (the flow may still raise or schedule it).
+        own = self.machine.own_events
         for t in flow.transitions:
-            if t.kind in ("event", "reject") and t.event:
+            if t.kind in ("event", "reject") and t.event and t.event not in own:
                 names = self.events_of.setdefault(t.source, [])
                 if t.event not in names:
                     names.append(t.event)
@@ -195,7 +197,7 @@ class Explorer:
         if found is None:
             leaves = [self.machine.states[name] for name in config]
             leaves = [s for s in leaves if s.atomic]
-            internal = self.machine.internal_events
+            internal = self.machine.internal_events | self.machine.own_events
             # A leaf's tables hold its own rules, then its ancestors'.
             events = dict.fromkeys(e for s in leaves for e in s.on if e not in internal)
             targets = {

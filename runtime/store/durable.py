@@ -772,6 +772,16 @@ def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
             data={k: t.get(k) for k in ("index", "target", "after_ms")},
         )
         for t in snapshot.get("timers") or ()
+    ] + [
+        # A scheduled event is a timer row too (`send:ID`: no rule index reads so), so that
+        # it survives restarts and one worker fires it.
+        TimerSpec(
+            timer_id=f"send:{x['id']}",
+            state=str(snapshot["state"]),
+            deadline=timer_deadline(x["due"]),
+            data={"event": x["event"], "id": x["id"]},
+        )
+        for x in snapshot.get("sends") or ()
     ]
 
 
