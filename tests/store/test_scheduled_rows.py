@@ -1,0 +1,80 @@
+"""Scheduled events (`send E after D as ID`) are timers in every store: a row each, fired once
+across workers, kept across a restart, cancelled with `cancel` and when the instance ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowc.runtime.store import Store
+from flowc.runtime.store.durable import DurableFlows
+from store.flows import machine
+from store.toy import Clock
+
+REMIND = """\
+flow remind
+context { reminded: int = 0 }
+internal event remind(n: int)
+event ask
+event answer
+event close
+initial state WAITING {
+  on ask -> WAITING do send remind(n: 2) after 30s as "r"
+  on remind -> WAITING do reminded += event.n
+  on answer -> WAITING do cancel "r"
+  on close -> CLOSED
+}
+final state CLOSED
+"""
+
+
+def flows(store: Store, clock: Clock) -> DurableFlows:
+    return DurableFlows(store, [machine(REMIND)], clock=clock)
+
+
+def test_a_scheduled_event_is_a_timer_row_fired_once(store: Store, clock: Clock) -> None:
+    d = flows(store, clock)
+    d.start("remind", id="a")
+    d.send("a", "ask")
+    (row,) = store.timers("a")
+    assert row.timer_id == "send:r" and row.state == "WAITING"
+    assert row.deadline == pytest.approx(clock.now + 30)
+    assert row.data == {"event": "remind", "id": "r"}
+    first, second = d.worker(owner="w1"), flows(store, clock).worker(owner="w2")
+    assert first.run_once() == 0 and second.run_once() == 0, "not due yet"
+    clock.advance(30)
+    assert first.run_once() == 1
+    assert second.run_once() == 0, "fired once across workers"
+    a = d.load("a")
+    assert a.context["reminded"] == 2 and a.scheduled == []
+    assert store.timers("a") == []
+    last = store.history("a")[-1]
+    assert (last.trigger, last.at) == ("remind", pytest.approx(row.deadline))
+
+
+def test_a_scheduled_event_survives_a_restart(store: Store, clock: Clock) -> None:
+    flows(store, clock).start("remind", id="a")
+    flows(store, clock).send("a", "ask")
+    clock.advance(31)
+    # A new process: new flows on the same store, which find the row and fire it.
+    assert flows(store, clock).worker(owner="w").run_once() == 1
+    assert flows(store, clock).load("a").context["reminded"] == 2
+
+
+def test_a_host_cannot_send_it_through_the_store(store: Store, clock: Clock) -> None:
+    d = flows(store, clock)
+    d.start("remind", id="a")
+    out = d.send("a", "remind", {"n": 1})
+    assert not out.ok and out.data["error"] == "internal_event"
+    assert store.load("a").seq == 0
+
+
+@pytest.mark.parametrize("end", ["answer", "close"])
+def test_cancel_and_the_end_delete_the_row(store: Store, clock: Clock, end: str) -> None:
+    d = flows(store, clock)
+    d.start("remind", id="a")
+    d.send("a", "ask")
+    assert len(store.timers("a")) == 1
+    d.send("a", end)
+    assert store.timers("a") == []
+    clock.advance(60)
+    assert d.worker(owner="w").run_once() == 0
