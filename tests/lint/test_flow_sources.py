@@ -172,6 +172,22 @@ CASES = [
         "flow d\ncontext { input a: int\n input b: int }\nevent go\n"
         "initial state A { on go if a > b -> DONE }\nfinal state DONE\n",
     ),
+    (
+        "W322",
+        "flow d\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A\n on tally -> DONE }\nfinal state DONE\n",
+        "flow d\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A do send tally after 1s\n on tally -> DONE }\n"
+        "final state DONE\n",
+    ),
+    (
+        "W322",
+        "flow d\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A\n on tally -> DONE }\nfinal state DONE\n",
+        "flow d\ncontext { n: int = 0 }\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A do n += 1; if n > 1 { raise tally }\n on tally -> DONE }\n"
+        "final state DONE\n",
+    ),
 ]
 
 
