@@ -783,8 +783,8 @@ class ExprCompiler:
         return _update(path, change, _pair(key, value), fresh_depth)
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
-        """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
-        checked against the event's fields when the kernel takes it, as a sent one is)."""
+        """`raise EVENT(...)`: queue an internal event for the step's engine (its payload is
+        checked against the event's fields when the engine takes it, as a sent one is)."""
         name = raw.get("event")
         if not isinstance(name, str):
             raise IRLoadError(f"`raise` needs an event name, got {name!r}")
