@@ -175,6 +175,15 @@ class _Send:
     processor: Expr | None
 
 
+class _SendRefused(Exception):
+    """A `<send>` flowc cannot translate (reported): it is left out."""
+
+
+class _SendFails(Exception):
+    """A `<send>` SCXML fails to run (an invalid target, an unknown type, an undeclared name):
+    it raises error.execution rather than sending."""
+
+
 @dataclass
 class _StateInfo:
     element: Element
@@ -1355,114 +1364,90 @@ class _Importer:
         for it (error.execution: an invalid target or an unknown type; error.communication: a
         session that is not this one). A computed target or type is checked where it runs."""
         self.features.add("send")
-        attrs = element.attrs
         # The id first: SCXML stores it in `idlocation` before the send can fail, and the error
         # of a failed send carries it.
+        start = self.send_id(element)
+        if start is None:
+            return None
+        sendid, explicit, assigns = start
+        try:
+            processor = self.send_processor(element)
+            if element.attrs.get("target", "") == HOST_TARGET:
+                return assigns + (self.host_effect(element) or "")
+            send = self.read_send(element, sendid, explicit, processor)
+        except _SendRefused:
+            return None
+        except _SendFails:
+            return assigns + self.fails(sendid)
+        if processor is not None or send.delay.variable is not None:
+            self.events.setdefault("error.execution", {})
+        if send.address is not None:
+            for error in ("error.execution", "error.communication"):
+                self.events.setdefault(error, {})
+        return assigns + self.later(lambda: self.send_checked(send))
+
+    def send_id(self, element: Element) -> tuple[str, bool, str] | None:
+        """The send's id, whether the document gives it (`id`, `idlocation`), and the action
+        storing a made-up one in `idlocation` ("" if none); None when refused."""
+        attrs = element.attrs
         sendid = attrs.get("id")
         explicit = sendid is not None or "idlocation" in attrs
-        assigns = ""
-        if sendid is None:
-            sendid = self.new_send_id()
-            if "idlocation" in attrs:
-                try:
-                    var = location(attrs["idlocation"], self.names)
-                except Refusal as refusal:
-                    self.refused(refusal, element)
-                    return None
-                assigns = f"{var} = {literal_text(sendid)}; "
-        processor: Expr | None = None
+        if sendid is not None:
+            return sendid, explicit, ""
+        sendid = self.new_send_id()
+        if "idlocation" not in attrs:
+            return sendid, explicit, ""
+        try:
+            var = location(attrs["idlocation"], self.names)
+        except Refusal as refusal:
+            self.refused(refusal, element)
+            return None
+        return sendid, explicit, f"{var} = {literal_text(sendid)}; "
+
+    def send_expr(self, text: str, element: Element) -> Expr:
+        """An expression of a `<send>`; a refused one (reported) refuses the send."""
+        expr = self.expr(text, element)
+        if expr is None:
+            raise _SendRefused
+        return expr
+
+    def send_processor(self, element: Element) -> Expr | None:
+        """The computed processor type (`typeexpr`), or None for the SCXML processor; a type
+        flowc does not support refuses the send, an unknown one fails it."""
+        attrs = element.attrs
         if "typeexpr" in attrs:
             self.features.add("computed-send-type")
-            processor = self.expr(attrs["typeexpr"], element)
-            if processor is None:
-                return None
-        else:
-            kind = attrs.get("type", SCXML_PROCESSOR)
-            if kind in OTHER_PROCESSORS:
-                self.features.add("external-send")
-                self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
-                return None
-            if kind not in SCXML_PROCESSOR_NAMES:
-                # SCXML: a type the processor does not support raises error.execution.
-                return assigns + self.fails(sendid)
-        target = attrs.get("target", "")
-        if target == HOST_TARGET:
-            return assigns + (self.host_effect(element) or "")
-        address: Expr | None = None
-        if "targetexpr" in attrs:
-            self.features.add("computed-send-target")
-            address = self.expr(attrs["targetexpr"], element)
-            if address is None:
-                return None
-        elif target.startswith("#_scxml_"):
-            address = Expr(op="lit", value=target)
-        elif target and not target.startswith("#") and ":" not in target:
-            # Not a URI nor a special target: SCXML raises error.execution (the target is
-            # invalid) rather than sending.
-            return assigns + self.fails(sendid)
-        elif target not in ("", "#_internal"):
+            return self.send_expr(attrs["typeexpr"], element)
+        kind = attrs.get("type", SCXML_PROCESSOR)
+        if kind in OTHER_PROCESSORS:
             self.features.add("external-send")
-            self.error(
-                "E409",
-                f"sending to `{target}` is not supported",
-                element,
-                "flowc sends only to the session itself (no target, `#_internal`, "
-                "`#_scxml_` + its session id)",
-            )
-            return None
-        name: str | None = None
-        if "eventexpr" in attrs:
-            self.features.add("computed-event")
-            if target == "#_internal" or address is not None:
-                self.error(
-                    "E410",
-                    "`eventexpr` is translated only for sends to the session's external queue",
-                    element,
-                    "flowc raises only declared events; give the event by name",
-                )
-                return None
-            if attrs.get("namelist") or element.find("param") or element.find("content"):
-                self.error("E410", "`eventexpr` with data is not supported", element)
-                return None
-            named = self.expr(attrs["eventexpr"], element)
-            if named is None:
-                return None
-            name = expr_text(named)
+            self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
+            raise _SendRefused
+        if kind not in SCXML_PROCESSOR_NAMES:
+            # SCXML: a type the processor does not support raises error.execution.
+            raise _SendFails
+        return None
+
+    def read_send(
+        self, element: Element, sendid: str, explicit: bool, processor: Expr | None
+    ) -> _Send:
+        """A `<send>` to the session itself, read: its address, event, data and delay."""
+        attrs = element.attrs
+        target = attrs.get("target", "")
+        address = self.send_address(element, target)
+        name = self.send_event_name(element, target, address)
         event = event_flow_name(attrs.get("event", "")) if name is None else ""
         fields = self.events.setdefault(event, {}) if name is None else {}
-        data: list[tuple[str, str]] = []
-        for var in attrs.get("namelist", "").split():
-            if var.isidentifier() and var not in self.var_types:
-                return assigns + self.fails(sendid)  # an undeclared name: error.execution
-            expr = self.expr(var, element)
-            if expr is None:
-                return None
-            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
-            data.append((flow_name(var, "v"), expr_text(expr)))
-        for param in element.find("param"):
-            field_name = flow_name(param.attrs.get("name", ""), "p")
-            source = param.attrs.get("expr") or param.attrs.get("location", "")
-            expr = self.expr(source, param)
-            if expr is None:
-                return None
-            ty = _infer(expr, self.var_types, self.names)
-            if fields.get(field_name) is None:
-                fields[field_name] = ty
-            data.append((field_name, expr_text(expr)))
+        data = self.send_data(element, fields)
         ok, whole = self.send_content(element, data, fields)
         if not ok:
-            return None
+            raise _SendRefused
         if whole is not None and name is None:
-            ty = self.whole_type
-            if data:  # the map of the params: typed when they share one type
-                kinds = {fields.get(k) for k, _ in data}
-                ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
-            if ty is not None:
-                self.data_types.setdefault(event, ty)
+            self.type_whole_data(event, data, fields)
         delay = self.send_delay(element)
         if delay is None:
-            return None
-        send = _Send(
+            raise _SendRefused
+        return _Send(
             event=event,
             name=name,
             sendid=sendid,
@@ -1474,12 +1459,80 @@ class _Importer:
             address=address,
             processor=processor,
         )
-        if processor is not None or delay.variable is not None:
-            self.events.setdefault("error.execution", {})
-        if address is not None:
-            for error in ("error.execution", "error.communication"):
-                self.events.setdefault(error, {})
-        return assigns + self.later(lambda: self.send_checked(send))
+
+    def send_address(self, element: Element, target: str) -> Expr | None:
+        """The session a send goes to (`targetexpr`, `#_scxml_` + an id), or None for this
+        session's own queues (no target, `#_internal`)."""
+        if "targetexpr" in element.attrs:
+            self.features.add("computed-send-target")
+            return self.send_expr(element.attrs["targetexpr"], element)
+        if target.startswith("#_scxml_"):
+            return Expr(op="lit", value=target)
+        if target and not target.startswith("#") and ":" not in target:
+            # Not a URI nor a special target: SCXML raises error.execution (the target is
+            # invalid) rather than sending.
+            raise _SendFails
+        if target not in ("", "#_internal"):
+            self.features.add("external-send")
+            self.error(
+                "E409",
+                f"sending to `{target}` is not supported",
+                element,
+                "flowc sends only to the session itself (no target, `#_internal`, "
+                "`#_scxml_` + its session id)",
+            )
+            raise _SendRefused
+        return None
+
+    def send_event_name(self, element: Element, target: str, address: Expr | None) -> str | None:
+        """The text of a computed event name (`eventexpr`), or None for a named event."""
+        attrs = element.attrs
+        if "eventexpr" not in attrs:
+            return None
+        self.features.add("computed-event")
+        if target == "#_internal" or address is not None:
+            self.error(
+                "E410",
+                "`eventexpr` is translated only for sends to the session's external queue",
+                element,
+                "flowc raises only declared events; give the event by name",
+            )
+            raise _SendRefused
+        if attrs.get("namelist") or element.find("param") or element.find("content"):
+            self.error("E410", "`eventexpr` with data is not supported", element)
+            raise _SendRefused
+        return expr_text(self.send_expr(attrs["eventexpr"], element))
+
+    def send_data(self, element: Element, fields: dict[str, str | None]) -> list[tuple[str, str]]:
+        """The send's fields, (name, expression text), from its `namelist` then its params,
+        each field's type recorded in `fields` (the event's) when first known."""
+        data: list[tuple[str, str]] = []
+        for var in element.attrs.get("namelist", "").split():
+            if var.isidentifier() and var not in self.var_types:
+                raise _SendFails  # an undeclared name: error.execution
+            expr = self.send_expr(var, element)
+            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
+            data.append((flow_name(var, "v"), expr_text(expr)))
+        for param in element.find("param"):
+            field_name = flow_name(param.attrs.get("name", ""), "p")
+            source = param.attrs.get("expr") or param.attrs.get("location", "")
+            expr = self.send_expr(source, param)
+            ty = _infer(expr, self.var_types, self.names)
+            if fields.get(field_name) is None:
+                fields[field_name] = ty
+            data.append((field_name, expr_text(expr)))
+        return data
+
+    def type_whole_data(
+        self, event: str, data: list[tuple[str, str]], fields: dict[str, str | None]
+    ) -> None:
+        """Record the type of the event's `_event.data` as a whole, when it is known."""
+        ty = self.whole_type
+        if data:  # the map of the params: typed when they share one type
+            kinds = {fields.get(k) for k, _ in data}
+            ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
+        if ty is not None:
+            self.data_types.setdefault(event, ty)
 
     def host_effect(self, element: Element) -> str | None:
         """A `<send>` to HOST_TARGET: `emit NAME(param: expr, ...)`, one of the flow's effects."""
