@@ -189,6 +189,7 @@ def build_server() -> FlowServer:
     server = FlowServer()
     _serve_document_sync(server)
     _serve_navigation(server)
+    _serve_rename(server)
     _serve_views(server)
     _serve_editing(server)
     return server
@@ -218,8 +219,8 @@ def _serve_document_sync(server: FlowServer) -> None:
 
 
 def _serve_navigation(server: FlowServer) -> None:
-    """Hover, go to definition, find references and rename: each asks the file's index about
-    the name under the cursor."""
+    """Hover, go to definition and find references: each asks the file's index about the name
+    under the cursor."""
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: FlowServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -253,6 +254,10 @@ def _serve_navigation(server: FlowServer) -> None:
             lsp.Location(uri=params.text_document.uri, range=to_range(o.span, a.source))
             for o in found
         ]
+
+
+def _serve_rename(server: FlowServer) -> None:
+    """Rename the name under the cursor, everywhere the file's index finds it."""
 
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
     def prepare_rename(ls: FlowServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
