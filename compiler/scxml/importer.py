@@ -284,22 +284,7 @@ class _Importer:
 
     def run(self) -> str | None:
         root = self.root
-        if root.tag != "scxml" or root.namespace != SCXML_NS:
-            self.error(
-                "E405",
-                "not an SCXML document",
-                root,
-                f'the root must be <scxml xmlns="{SCXML_NS}">',
-            )
-            return None
-        datamodel = self.datamodel_override or root.attrs.get("datamodel", "null")
-        if datamodel not in ("null", "python"):
-            self.error(
-                "E406",
-                f"the `{datamodel}` datamodel is not supported",
-                root,
-                "flowc maps the null and Python datamodels onto its own expression language",
-            )
+        if not self.readable_root():
             return None
         if root.attrs.get("binding", "early") != "early":
             self.features.add("late-binding")
@@ -323,22 +308,7 @@ class _Importer:
         self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
         self.infer_from_uses()
-        # Fields read where no single event is known (entry, exit, `*` rules): every event.
-        for event, fields in self.events.items():
-            for name in sorted(self.names.event_fields):
-                fields.setdefault(name, None)
-            if fields.get(EVENT_DATA_FIELD, "") is None and event in self.data_types:
-                fields[EVENT_DATA_FIELD] = self.data_types[event]
-            for name, ty in fields.items():
-                if ty is None and name in self.field_types:
-                    fields[name] = self.field_types[name]
-
-        # A rule for `e` also covers the `e.*` events: they get the fields it reads.
-        for event, read in self.rule_reads:
-            for other, fields in self.events.items():
-                if other.startswith(event + "."):
-                    for name in sorted(read):
-                        fields.setdefault(name, self.field_types.get(name))
+        self.complete_event_fields()
         body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
         header = self.write_header(root)
@@ -348,42 +318,86 @@ class _Importer:
             return None
         return header + body
 
+    def readable_root(self) -> bool:
+        """Whether the root is an SCXML document in a datamodel flowc reads (else reported)."""
+        root = self.root
+        if root.tag != "scxml" or root.namespace != SCXML_NS:
+            self.error(
+                "E405",
+                "not an SCXML document",
+                root,
+                f'the root must be <scxml xmlns="{SCXML_NS}">',
+            )
+            return False
+        datamodel = self.datamodel_override or root.attrs.get("datamodel", "null")
+        if datamodel not in ("null", "python"):
+            self.error(
+                "E406",
+                f"the `{datamodel}` datamodel is not supported",
+                root,
+                "flowc maps the null and Python datamodels onto its own expression language",
+            )
+            return False
+        return True
+
+    def complete_event_fields(self) -> None:
+        """Give each event the fields read where it is not the one known event, with the
+        types found for them."""
+        # Fields read where no single event is known (entry, exit, `*` rules): every event.
+        for event, fields in self.events.items():
+            for name in sorted(self.names.event_fields):
+                fields.setdefault(name, None)
+            if fields.get(EVENT_DATA_FIELD, "") is None and event in self.data_types:
+                fields[EVENT_DATA_FIELD] = self.data_types[event]
+            for name, ty in fields.items():
+                if ty is None and name in self.field_types:
+                    fields[name] = self.field_types[name]
+        # A rule for `e` also covers the `e.*` events: they get the fields it reads.
+        for event, read in self.rule_reads:
+            for other, fields in self.events.items():
+                if other.startswith(event + "."):
+                    for name in sorted(read):
+                        fields.setdefault(name, self.field_types.get(name))
+
     def infer_from_uses(self) -> None:
         """Types for untyped variables and payload fields from how expressions use them: an
         operand compared or combined with a typed one, a value stored in a typed variable
         (SCXML is untyped; flowc is not)."""
         by_field = {flow_name(v, "v"): v for v in self.var_types}
-
-        def known(expr: Expr) -> str | None:
-            if expr.op == "event":
-                return self.field_types.get(str(expr.value))
-            return _infer(expr, self.var_types, self.names)
-
-        def learn(expr: Expr, ty: str | None) -> None:
-            if ty not in ("int", "float", "str", "bool"):
-                return
-            if expr.op == "event":
-                self.field_types.setdefault(str(expr.value), ty)
-            elif expr.op == "ctx" and expr.value in by_field:
-                var = by_field[str(expr.value)]
-                if self.var_types.get(var) is None:
-                    self.var_types[var] = ty
-
-        def walk(expr: Expr) -> None:
-            if expr.op in _TYPED_PAIRS and len(expr.args) == 2:
-                left, right = expr.args
-                learn(left, known(right))
-                learn(right, known(left))
-            for arg in expr.args:
-                walk(arg)
-
         for _ in range(3):  # a few rounds let one inference feed the next
             for target, expr in self.used:
-                walk(expr)
+                self.learn_from_operands(expr, by_field)
                 if target is not None and target in by_field:
                     var = by_field[target]
-                    learn(expr, self.var_types.get(var))
-                    learn(Expr(op="ctx", value=target), known(expr))
+                    self.learn_type(expr, self.var_types.get(var), by_field)
+                    self.learn_type(Expr(op="ctx", value=target), self.known_type(expr), by_field)
+
+    def known_type(self, expr: Expr) -> str | None:
+        """The type of `expr` as far as it is known so far."""
+        if expr.op == "event":
+            return self.field_types.get(str(expr.value))
+        return _infer(expr, self.var_types, self.names)
+
+    def learn_type(self, expr: Expr, ty: str | None, by_field: dict[str, str]) -> None:
+        """`expr`, a payload field or an untyped variable (`by_field`: the variable of each
+        context field), has the simple type `ty`, if it is one."""
+        if ty not in ("int", "float", "str", "bool"):
+            return
+        if expr.op == "event":
+            self.field_types.setdefault(str(expr.value), ty)
+        elif expr.op == "ctx" and expr.value in by_field:
+            var = by_field[str(expr.value)]
+            if self.var_types.get(var) is None:
+                self.var_types[var] = ty
+
+    def learn_from_operands(self, expr: Expr, by_field: dict[str, str]) -> None:
+        """Each operand compared or combined with another inside `expr` has the other's type."""
+        if expr.op in _TYPED_PAIRS and len(expr.args) == 2:
+            left, right = expr.args
+            self.learn_type(left, self.known_type(right), by_field)
+            self.learn_type(right, self.known_type(left), by_field)
+        for arg in expr.args:
+            self.learn_from_operands(arg, by_field)
 
     def resolve_pattern(self, match: re.Match[str]) -> str:
         """The event list of a descriptor, once every event is known: `*` is every event;
@@ -763,6 +777,19 @@ class _Importer:
             lines.append(f"type {record} {{")
             lines.extend(f"  {name}: {ty}" for name, ty in typed.items())
             lines.append("}")
+        lines.extend(self.event_declarations())
+        context = self.context_fields()
+        for datamodel in self.walk(self.root, "datamodel"):
+            lines.extend(f"# {c}" for c in datamodel.comments)
+        if context:
+            lines.append("context {")
+            lines.extend(context)
+            lines.append("}")
+        return "\n".join(lines) + "\n\n"
+
+    def event_declarations(self) -> list[str]:
+        """The `event` and `effect` lines of the flow."""
+        lines: list[str] = []
         for event, fields in self.events.items():
             if event.startswith("done.state."):
                 continue
@@ -782,6 +809,10 @@ class _Importer:
             lines.append(f"effect {CANCEL_EFFECT}(id: str)")
         if "log" in self.features:
             lines.append(f"effect {LOG_EFFECT}(label: str, value: json)")
+        return lines
+
+    def context_fields(self) -> list[str]:
+        """The lines inside the flow's `context { ... }`: one per variable."""
         context: list[str] = []
         for var, ty in self.var_types.items():
             default = self.data_default(var)
@@ -795,13 +826,7 @@ class _Importer:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
         if self.uses_sessionid:
             context.append(f"  sessionid: str = {literal_text(self.session_id)}")
-        for datamodel in self.walk(self.root, "datamodel"):
-            lines.extend(f"# {c}" for c in datamodel.comments)
-        if context:
-            lines.append("context {")
-            lines.extend(context)
-            lines.append("}")
-        return "\n".join(lines) + "\n\n"
+        return context
 
     @property
     def session_id(self) -> str:
