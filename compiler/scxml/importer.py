@@ -648,35 +648,26 @@ class _Importer:
 
     def collect_declarations(self, root: Element) -> None:
         """Types an export kept in the flowc namespace (exporter.py): they win over inference."""
-        for record in root.children:
-            if record.namespace == FLOWC_NS and record.tag == "record":
-                record_fields = self.records.setdefault(
-                    flow_name(record.attrs.get("name", ""), "T"), {}
-                )
-                for item in record.attrs.get("fields", "").split(";"):
-                    name, _, ty = item.partition(":")
-                    if name.strip() and ty.strip():
-                        record_fields[name.strip()] = ty.strip()
+        kept = [c for c in root.children if c.namespace == FLOWC_NS]
+        for record in (c for c in kept if c.tag == "record"):
+            record_fields = self.records.setdefault(
+                flow_name(record.attrs.get("name", ""), "T"), {}
+            )
+            for name, ty in _declared_fields(record):
+                if ty is not None:
+                    record_fields[name] = ty
         for data in self.walk(root, "data"):
             declared = data.attrs.get(f"{FLOWC_NS} type")
             if declared and data.attrs.get("id") in self.var_types:
                 self.var_types[data.attrs["id"]] = declared
-        for effect in root.children:
-            if effect.namespace == FLOWC_NS and effect.tag == "effect":
-                typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
-                for item in effect.attrs.get("fields", "").split(";"):
-                    name, _, ty = item.partition(":")
-                    if name.strip():
-                        typed[name.strip()] = ty.strip() or None
-        for event in root.children:
-            if event.namespace != FLOWC_NS or event.tag != "event":
-                continue
+        for effect in (c for c in kept if c.tag == "effect"):
+            typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
+            typed.update(_declared_fields(effect))
+        for event in (c for c in kept if c.tag == "event"):
             fields = self.events.setdefault(event_flow_name(event.attrs.get("name", "")), {})
-            for item in event.attrs.get("fields", "").split(";"):
-                name, _, ty = item.partition(":")
-                if name.strip():
-                    fields[name.strip()] = ty.strip() or None
-                    self.declared_fields.add(name.strip())
+            for name, ty in _declared_fields(event):
+                fields[name] = ty
+                self.declared_fields.add(name)
 
     def data_failures(self, root: Element) -> tuple[str | None, list[Element]]:
         """The `<data>` whose value is not an expression: SCXML leaves each unset and raises
@@ -1227,36 +1218,7 @@ class _Importer:
     def action(self, element: Element) -> str | None:
         tag = element.tag
         if tag == "assign":
-            self.features.add("assign")
-            source = element.attrs.get("expr") or element.text
-            if self.fails_at_run_time(element.attrs.get("location", ""), source):
-                # SCXML raises error.execution for an assignment that cannot be made (an
-                # undeclared location, an expression that is not one).
-                return self.fails()
-            try:
-                var = location(element.attrs.get("location", ""), self.names)
-            except Refusal as refusal:
-                self.refused(refusal, element)
-                return None
-            value = self.expr(source, element) if source else None
-            if value is None:
-                return None
-            declared = self.var_types.get(self.variable_of(var))
-            found = _infer(value, self.var_types, self.names)
-            if "." not in var and _clash(declared, found):
-                self.error(
-                    "E410",
-                    f"`{var}` holds `{declared}` values and is assigned a `{found}`",
-                    element,
-                    "flowc variables have one type; use one variable per kind of value",
-                )
-                return None
-            self.used.append((var, value))
-            item = _appended_map(var, value)
-            if item is not None:
-                # `append` gives the literal its type from the list (a record's, say)
-                return f"append({var}, {expr_text(item)})"
-            return f"{var} = {expr_text(value)}"
+            return self.assign(element)
         if tag == "raise":
             self.features.add("raise")
             event = event_flow_name(element.attrs.get("event", ""))
@@ -1271,15 +1233,7 @@ class _Importer:
         if tag == "send":
             return self.send(element)
         if tag == "cancel":
-            self.features.add("cancel")
-            if "sendid" in element.attrs:
-                sendid = literal_text(element.attrs["sendid"])
-            else:
-                expr = self.expr(element.attrs.get("sendidexpr", ""), element)
-                if expr is None:
-                    return None
-                sendid = expr_text(expr)
-            return f"emit {CANCEL_EFFECT}(id: {sendid})"
+            return self.cancel(element)
         if tag == "if":
             return self.if_action(element)
         if tag == "foreach":  # inside an `<if>`: the rest of the block is not the branch's
@@ -1288,6 +1242,51 @@ class _Importer:
             return None  # refused by check_elements
         self.error("E412", "not executable content flowc supports", element)
         return None
+
+    def assign(self, element: Element) -> str | None:
+        """`<assign location expr>`: `var = value` (`append` for a map added to a list)."""
+        self.features.add("assign")
+        source = element.attrs.get("expr") or element.text
+        if self.fails_at_run_time(element.attrs.get("location", ""), source):
+            # SCXML raises error.execution for an assignment that cannot be made (an
+            # undeclared location, an expression that is not one).
+            return self.fails()
+        try:
+            var = location(element.attrs.get("location", ""), self.names)
+        except Refusal as refusal:
+            self.refused(refusal, element)
+            return None
+        value = self.expr(source, element) if source else None
+        if value is None:
+            return None
+        declared = self.var_types.get(self.variable_of(var))
+        found = _infer(value, self.var_types, self.names)
+        if "." not in var and _clash(declared, found):
+            self.error(
+                "E410",
+                f"`{var}` holds `{declared}` values and is assigned a `{found}`",
+                element,
+                "flowc variables have one type; use one variable per kind of value",
+            )
+            return None
+        self.used.append((var, value))
+        item = _appended_map(var, value)
+        if item is not None:
+            # `append` gives the literal its type from the list (a record's, say)
+            return f"append({var}, {expr_text(item)})"
+        return f"{var} = {expr_text(value)}"
+
+    def cancel(self, element: Element) -> str | None:
+        """`<cancel sendid>` or `<cancel sendidexpr>`: the host's effect that cancels a send."""
+        self.features.add("cancel")
+        if "sendid" in element.attrs:
+            sendid = literal_text(element.attrs["sendid"])
+        else:
+            expr = self.expr(element.attrs.get("sendidexpr", ""), element)
+            if expr is None:
+                return None
+            sendid = expr_text(expr)
+        return f"emit {CANCEL_EFFECT}(id: {sendid})"
 
     def foreach(self, element: Element, rest: list[Element]) -> tuple[str | None, bool]:
         """`<foreach array item index>`: `for item, index in array { … }`, and whether the
@@ -1782,6 +1781,17 @@ class _Importer:
             f'elif "#_" in {to} or ":" in {to} {{ {unreachable} }} '
             f"else {{ {self.send_error(send)} }}"
         )
+
+
+def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
+    """The fields of a flowc declaration's `fields="name: type; ..."`, in order (the type
+    None when not given)."""
+    out: list[tuple[str, str | None]] = []
+    for item in element.attrs.get("fields", "").split(";"):
+        name, _, ty = item.partition(":")
+        if name.strip():
+            out.append((name.strip(), ty.strip() or None))
+    return out
 
 
 def _syntax_error(text: str) -> bool:
