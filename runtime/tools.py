@@ -516,21 +516,27 @@ def from_strict(schema: Mapping[str, Any], value: Any) -> Any:
             return {str(e["key"]): from_strict(item, e["value"]) for e in value}
         return value
     if kind == "object" and isinstance(value, Mapping):
-        props = schema.get("properties", {})
-        required = set(schema.get("required", ()))
-        out: dict[str, Any] = {}
-        for name, v in value.items():
-            prop = props.get(name)
-            if prop is None:
-                out[name] = v
-            elif v is None and name not in required and not _nullable(prop):
-                continue
-            else:
-                out[name] = from_strict(prop, v)
-        return out
+        return _object_from_strict(schema, value)
     if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         return [from_strict(schema["items"], v) for v in value]
     return value
+
+
+def _object_from_strict(schema: Mapping[str, Any], value: Mapping[str, Any]) -> dict[str, Any]:
+    """`from_strict` of an object with properties: each known one converted, an optional one
+    given as null left out."""
+    props = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    out: dict[str, Any] = {}
+    for name, v in value.items():
+        prop = props.get(name)
+        if prop is None:
+            out[name] = v
+        elif v is None and name not in required and not _nullable(prop):
+            continue
+        else:
+            out[name] = from_strict(prop, v)
+    return out
 
 
 def _kept(schema: Mapping[str, Any], also: tuple[str, ...]) -> dict[str, Any]:
