@@ -866,22 +866,7 @@ class _Importer:
             if info.kind == "history":
                 out.append(indent + self.write_history(child))
                 continue
-            modifiers = []
-            if sid in initial:
-                modifiers.append("initial")
-            if info.kind == "final":
-                modifiers.append("final")
-            if info.kind == "parallel":
-                self.features.add("parallel")
-                modifiers.append("parallel")
-            if info.kind == "state" and parent is not None:
-                self.features.add("compound")
-            head = " ".join([*modifiers, "state", info.name])
-            if info.kind == "final" and not self.done_data_fails(child):
-                carried = self.done_data(child)
-                if carried is not None:
-                    self.features.add("donedata")
-                    head += f" with {carried}"
+            head = self.state_head(child, info, initial=sid in initial, nested=parent is not None)
             body = self.write_body(child, sid, indent + "  ")
             if body:
                 out.append(f"{head} {{".join([indent, ""]))
@@ -890,6 +875,26 @@ class _Importer:
             else:
                 out.append(indent + head)
         return "\n".join(out) + ("\n" if out else "")
+
+    def state_head(self, element: Element, info: _StateInfo, *, initial: bool, nested: bool) -> str:
+        """`[initial] [final|parallel] state NAME [with DONE_DATA]`."""
+        modifiers = []
+        if initial:
+            modifiers.append("initial")
+        if info.kind == "final":
+            modifiers.append("final")
+        if info.kind == "parallel":
+            self.features.add("parallel")
+            modifiers.append("parallel")
+        if info.kind == "state" and nested:
+            self.features.add("compound")
+        head = " ".join([*modifiers, "state", info.name])
+        if info.kind == "final" and not self.done_data_fails(element):
+            carried = self.done_data(element)
+            if carried is not None:
+                self.features.add("donedata")
+                head += f" with {carried}"
+        return head
 
     def write_history(self, element: Element) -> str:
         self.features.add("history")
@@ -908,23 +913,11 @@ class _Importer:
         return text
 
     def write_body(self, element: Element, sid: str, indent: str) -> list[str]:
-        lines: list[str] = []
-        for tag, keyword_ in (("onentry", "entry"), ("onexit", "exit")):
-            actions: list[str] = []
-            if tag == "onentry" and sid == self.start_errors[0]:
-                actions.extend(self.fails() for _ in self.start_errors[1])
-                self.failed = False
-            # The start's entry runs before any event: `_event` is not bound yet.
-            self.names.event_unbound = tag == "onentry" and sid == self.start_state
-            for block in element.find(tag):
-                actions.extend(self.actions(block.children))
-            self.names.event_unbound = False
-            if keyword_ == "entry" and self.done_data_fails(element):
-                # SCXML evaluates the done data once the entry actions have run: one it cannot
-                # evaluate raises error.execution (before the done event, which has no data).
-                actions.append(self.fails())
-            if actions:
-                lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
+        lines = [
+            f"{indent}{keyword_} do {'; '.join(actions)}"
+            for keyword_ in ("entry", "exit")
+            if (actions := self.entry_exit_actions(element, sid, keyword_))
+        ]
         earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
@@ -945,6 +938,25 @@ class _Importer:
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
         return lines
+
+    def entry_exit_actions(self, element: Element, sid: str, keyword_: str) -> list[str]:
+        """The actions of a state's `<onentry>`s (`keyword_` "entry") or `<onexit>`s ("exit");
+        the start state's entry also raises the errors of the data SCXML fails to set."""
+        tag = "onentry" if keyword_ == "entry" else "onexit"
+        actions: list[str] = []
+        if tag == "onentry" and sid == self.start_errors[0]:
+            actions.extend(self.fails() for _ in self.start_errors[1])
+            self.failed = False
+        # The start's entry runs before any event: `_event` is not bound yet.
+        self.names.event_unbound = tag == "onentry" and sid == self.start_state
+        for block in element.find(tag):
+            actions.extend(self.actions(block.children))
+        self.names.event_unbound = False
+        if keyword_ == "entry" and self.done_data_fails(element):
+            # SCXML evaluates the done data once the entry actions have run: one it cannot
+            # evaluate raises error.execution (before the done event, which has no data).
+            actions.append(self.fails())
+        return actions
 
     def done_without_data(self, descriptor: str) -> bool:
         """Whether `descriptor` names the done event of a state whose final children carry no
@@ -1054,14 +1066,7 @@ class _Importer:
         do = f" do {'; '.join(actions)}" if actions else ""
         code = transition.attrs.get(f"{FLOWC_NS} reject")
         if code is not None and not targets and not actions and events:
-            message = literal_text(transition.attrs.get(f"{FLOWC_NS} message", ""))
-            names = self.event_patterns(events)
-            data = transition.attrs.get(f"{FLOWC_NS} data")
-            carried = self.expr(data, transition) if data is not None else None
-            if data is not None and carried is None:
-                return None
-            with_data = f" with {expr_text(carried)}" if carried is not None else ""
-            return f"on {_SEP.join(names)}{guard} reject {code} {message}{with_data}"
+            return self.reject_rule(transition, events, guard, code)
         if transition.attrs.get(f"{FLOWC_NS} direct") == "true" and targets:
             return f"{guard.strip()} -> {target}{do}".strip()
         if not events:
@@ -1069,6 +1074,20 @@ class _Importer:
             return f"always{guard} -> {target}{do}"
         names = self.event_patterns(events)
         return f"on {_SEP.join(names)}{guard} -> {target}{do}"
+
+    def reject_rule(
+        self, transition: Element, events: list[str], guard: str, code: str
+    ) -> str | None:
+        """A rejection an export kept in the flowc namespace: `on E [if G] reject CODE "..."
+        [with DATA]`."""
+        message = literal_text(transition.attrs.get(f"{FLOWC_NS} message", ""))
+        names = self.event_patterns(events)
+        data = transition.attrs.get(f"{FLOWC_NS} data")
+        carried = self.expr(data, transition) if data is not None else None
+        if data is not None and carried is None:
+            return None
+        with_data = f" with {expr_text(carried)}" if carried is not None else ""
+        return f"on {_SEP.join(names)}{guard} reject {code} {message}{with_data}"
 
     def across_regions(self, source: str, target: str) -> str:
         """The state a rule enters for an SCXML target in another region of a parallel state
