@@ -1756,18 +1756,9 @@ class _Importer:
                 content,
             )
             return False, None
-        if "expr" in content.attrs:
-            value = self.expr(content.attrs["expr"], content)
-            if value is None:
-                return False, None
-        else:
-            text = " ".join(content.text.split())
-            try:
-                value = translate(text, Names({}, ""))
-            except Refusal:
-                value = Expr(op="lit", value=text)
-            if not _constant(value):
-                value = Expr(op="lit", value=text)
+        value = self.content_value(content)
+        if value is None:
+            return False, None
         keys = value.args[0::2] if value.op == "map" else ()
         if keys and all(
             k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
@@ -1781,6 +1772,18 @@ class _Importer:
         self.used.append((None, value))
         self.whole_type = _infer(value, self.var_types, self.names)
         return True, expr_text(value)
+
+    def content_value(self, content: Element) -> Expr | None:
+        """The value of a `<content>`: its `expr` (None when refused), or its text read as a
+        literal when it is one, else as a string with its white space normalised."""
+        if "expr" in content.attrs:
+            return self.expr(content.attrs["expr"], content)
+        text = " ".join(content.text.split())
+        try:
+            value = translate(text, Names({}, ""))
+        except Refusal:
+            return Expr(op="lit", value=text)
+        return value if _constant(value) else Expr(op="lit", value=text)
 
     def addressed(self, send: _Send) -> str:
         """A send to a target known when it runs: `#_internal`, this session
