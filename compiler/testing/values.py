@@ -59,6 +59,35 @@ def _near(value: Any, ints: set[int], floats: set[float], strs: set[str]) -> Non
         strs.add(value)
 
 
+def _varied(
+    fields: Sequence[FieldDef], options: list[list[tuple[Any, str]]]
+) -> list[tuple[tuple[Any, str], ...]]:
+    """The smallest payload, the fullest one (every optional field given a value other than
+    its default) and the largest (every field at its last candidate), then each with one field
+    varied at a time; each combination once."""
+    smallest = tuple(opts[0] for opts in options)
+    fullest = tuple(
+        next((o for o in opts if o[0] is not _ABSENT and o[0] != f.default), opts[0])
+        if not f.required
+        else opts[0]
+        for f, opts in zip(fields, options, strict=True)
+    )
+    largest = tuple(opts[-1] for opts in options)
+    bases = (smallest, fullest, largest)
+    varied = list(bases)  # the bases first: the limit cuts variations, not them
+    for base in bases:
+        for i, opts in enumerate(options):
+            varied.extend((*base[:i], choice, *base[i + 1 :]) for choice in opts[1:])
+    seen: set[tuple[str, ...]] = set()
+    combos: list[tuple[tuple[Any, str], ...]] = []
+    for combo in varied:
+        key = tuple(text for _, text in combo)  # values may be unhashable
+        if key not in seen:
+            seen.add(key)
+            combos.append(combo)
+    return combos
+
+
 class ValueSource:
     def __init__(self, flow: CompiledFlow) -> None:
         self.flow = flow
@@ -193,36 +222,14 @@ class ValueSource:
                 return []  # a required field no value can be made for: no payload is sent
             options.append(found)
         names = [f.name for f in fields]
-        combos: list[tuple[tuple[Any, str], ...]] = []
         total = 1
         for opts in options:
             total *= len(opts)
-        if total <= limit:
-            combos = list(itertools.product(*options))
-        else:
-            # The smallest payload, the fullest one (every optional field given a value other
-            # than its default) and the largest (every field at its last candidate), each with
-            # one field varied at a time.
-            smallest = tuple(opts[0] for opts in options)
-            fullest = tuple(
-                next((o for o in opts if o[0] is not _ABSENT and o[0] != f.default), opts[0])
-                if not f.required
-                else opts[0]
-                for f, opts in zip(fields, options, strict=True)
-            )
-            largest = tuple(opts[-1] for opts in options)
-            seen: set[tuple[str, ...]] = set()
-            bases = (smallest, fullest, largest)
-            varied = list(bases)  # the bases first: the limit cuts variations, not them
-            for base in bases:
-                for i, opts in enumerate(options):
-                    varied.extend((*base[:i], choice, *base[i + 1 :]) for choice in opts[1:])
-            for combo in varied:
-                key = tuple(text for _, text in combo)  # values may be unhashable
-                if key not in seen:
-                    seen.add(key)
-                    combos.append(combo)
-            combos = combos[:limit]
+        combos: list[tuple[tuple[Any, str], ...]] = (
+            list(itertools.product(*options))
+            if total <= limit
+            else _varied(fields, options)[:limit]
+        )
         out: list[Payload] = []
         for combo in combos:
             out.append(
