@@ -106,12 +106,7 @@ def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
             if isinstance(node, Action):
                 if node.target:
                     used.add(node.target[0])
-                if node.value is not None:
-                    stack.append(node.value)
-                for branch in node.branches:  # `if`: its guards and the actions of every arm
-                    if branch.guard is not None:
-                        stack.append(branch.guard)
-                    stack.extend(branch.actions)
+                stack.extend(_action_parts(node))
                 continue
             if id(node) in seen:
                 continue
@@ -124,6 +119,16 @@ def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
             if fields <= used:
                 break
     return used
+
+
+def _action_parts(action: Action) -> list[Action | Expr]:
+    """The value of an action, and for an `if`, its guards and the actions of every arm."""
+    parts: list[Action | Expr] = [] if action.value is None else [action.value]
+    for branch in action.branches:
+        if branch.guard is not None:
+            parts.append(branch.guard)
+        parts.extend(branch.actions)
+    return parts
 
 
 def _usage_roots(flow: CompiledFlow) -> Iterator[Action | Expr]:
