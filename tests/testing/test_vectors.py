@@ -240,3 +240,36 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as exited:
         main(["vectors", str(tmp_path / "a")])  # no -o
     assert exited.value.code == 2
+
+
+def _events_line(op: dict[str, Any]) -> dict[str, Any]:
+    """A vector's operation as a line of `flowc run --events` (which counts time in seconds)."""
+    if op["op"] == "send":
+        return {"event": op["event"], "payload": op["payload"], "force": op["force"]}
+    if op["op"] == "goto":
+        return {"goto": op["target"], "force": op["force"]}
+    if op["op"] == "back":
+        return {"back": True, "force": op["force"]}
+    return {"advance": op["ms"] / 1000}
+
+
+@pytest.mark.parametrize("stem", ["stage_questions", "microwave", "ticket"])
+def test_each_line_is_what_flowc_run_prints(
+    stem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads((VECTORS / f"{stem}.vectors.json").read_text(encoding="utf-8"))
+    for vector in data["vectors"][:6]:
+        events = tmp_path / "events.jsonl"
+        events.write_text("".join(json.dumps(_events_line(op)) + "\n" for op in vector["ops"]))
+        args = ["run", str(ROOT / data["source"]), "--events", str(events), "--keep-going"]
+        args += ["--now", str(vector["now"] / 1000)]
+        if vector["context"] is not None:
+            args += ["--context", json.dumps(vector["context"])]
+        main(args)
+        printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        expected = [vector["start"]["line"]]
+        for op in vector["ops"]:
+            expected += [
+                e["line"] for e in (op["expect"] if op["op"] == "advance" else [op["expect"]])
+            ]
+        assert printed == expected, vector["name"]
