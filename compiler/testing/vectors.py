@@ -22,6 +22,7 @@ from flowc.compiler.lower import Lowerer
 from flowc.compiler.template_lowering import default_messages
 from flowc.compiler.testing.moves import Move, Player
 from flowc.compiler.testing.paths import generate
+from flowc.compiler.testing.probes import probe_contexts, probe_moves
 from flowc.compiler.testing.runner import given_context, step_move
 from flowc.runtime import FakeClock, Instance, Rejection, StepResult
 from flowc.runtime.instance import Outcome
@@ -37,6 +38,7 @@ MAX_DEPTH = 40
 
 ORIGIN_TEST = "test block"
 ORIGIN_PATHS = "flowc paths --cover"
+ORIGIN_PROBES = "refusal probes"
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Script:
 
 
 def scripts(result: CompileResult) -> list[Script]:
-    """The flow's test blocks (in source order), then the tests `flowc paths --cover` finds."""
+    """The flow's test blocks (in source order), the tests `flowc paths --cover` finds, and
+    the refusal probes (probes.py)."""
     assert result.flow is not None and result.symbols is not None
     lowerer = Lowerer(result.symbols)
     out = [
@@ -71,6 +74,11 @@ def scripts(result: CompileResult) -> list[Script]:
         time_limit=float("inf"),
     )
     out += [Script(p.name, ORIGIN_PATHS, p.context or None, p.moves) for p in report.tests]
+    context, refused = probe_contexts(result.flow)
+    out.append(
+        Script("refusals at the start", ORIGIN_PROBES, context or None, probe_moves(result.flow))
+    )
+    out.append(Script("an unknown context field", ORIGIN_PROBES, refused, []))
     return out
 
 

@@ -188,8 +188,19 @@ def test_a_test_block_becomes_a_vector_of_its_operations(tmp_path: Path) -> None
     assert (timer["line"]["to"], timer["line"]["final"], timer["final"]) == ("C", True, True)
     assert timer["line"]["at"] == "2025-01-01T00:00:01+00:00"
     assert vector["snapshot"]["after"] == 2 and vector["snapshot"]["data"]["state"] == "B"
-    # Then the tests `flowc paths --cover` finds.
-    assert {v["origin"] for v in data["vectors"][1:]} == {"flowc paths --cover"}
+    # Then the tests `flowc paths --cover` finds, and the refusal probes.
+    origins = [v["origin"] for v in data["vectors"][1:]]
+    assert set(origins[:-2]) == {"flowc paths --cover"}
+    probes, unknown_field = data["vectors"][-2:]
+    assert origins[-2:] == ["refusal probes"] * 2
+    errors = [op["expect"]["line"].get("error") for op in probes["ops"]]
+    assert errors[:4] == ["unknown_event", "unknown_state", "no_previous_state", "invalid_payload"]
+    issues = probes["ops"][3]["expect"]["line"]["issues"]
+    assert issues["invalid"][0]["field"] == "k" and issues["unknown"] == ["__unknown__"]
+    assert probes["ops"][4]["expect"]["line"]["issues"]["missing"][0]["field"] == "k"
+    assert unknown_field["start"] == {"line": unknown_field["start"]["line"]}
+    assert unknown_field["start"]["line"]["error"] == "invalid_context"
+    assert unknown_field["ops"] == [] and "snapshot" not in unknown_field
     assert (out / "default_messages.json").is_file()
 
 
