@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -284,3 +286,17 @@ def test_each_line_is_what_flowc_run_prints(
                 e["line"] for e in (op["expect"] if op["op"] == "advance" else [op["expect"]])
             ]
         assert printed == expected, vector["name"]
+
+
+def test_the_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    """Committed files must come out byte for byte the same in every process (no set order)."""
+    flow = _write(tmp_path / "src", "timed.flow", TIMED)
+    written = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        args = ["vectors", str(flow), "-o", str(out)]
+        code = f"from flowc.compiler.cli import main; main({args!r})"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        written.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert written[0] == written[1] and len(written[0]) == 3
