@@ -207,6 +207,10 @@ def test_a_rule_renders_as_jinja_does(source: str, variables: dict[str, Any]) ->
         ("{{ at.strftime('%A') }}", "%Y"),
         ("{% for x in xs if x %}{% endfor %}", "`if`"),
         ("{{ a[1:2] }}", "a:b"),
+        ("{% for x in xs %}{{ loop.cycle('a', 'b') }}{% endfor %}", "call"),
+        ("{% for x in xs %}{{ loop.depth }}{% endfor %}", "`loop.depth`"),
+        ("{% for x in xs %}{{ loop }}{% endfor %}", "`loop` is in the subset only"),
+        ("{% for loop in xs %}{% endfor %}", "named `loop`"),
         ("{{ ", "parse"),
     ],
 )
