@@ -16,7 +16,7 @@ import pytest
 
 from flowc.compiler.cli import main
 from flowc.runtime import FakeClock, Instance, Machine, Rejection, StepResult
-from flowc.runtime.instance import Outcome
+from flowc.runtime.steps import Outcome
 from flowc.runtime.lines import outcome_line, start_line
 
 ROOT = Path(__file__).parents[2]
