@@ -54,3 +54,24 @@ def test_the_measure_counts_each_function_from_def_to_last_line(tmp_path: Path) 
         "pkg/probe.py:3:inner": 2,
         "pkg/probe.py:8:method": 2,
     }
+
+
+def test_complex_functions_stay_under_two_per_thousand_lines() -> None:
+    # ruff's C901 (a function's branches past 10) in compiler/ and runtime/: issue 24 set the
+    # bound at 2 findings per 1,000 lines (Lark's 2.1, Jinja2's 1.5); today 13 in 38,594.
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--select", "C901", "--output-format",
+         "concise", "--no-cache", "compiler", "runtime"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    findings = [line for line in found.stdout.splitlines() if " C901 " in line]
+    lines = sum(
+        len(p.read_text().splitlines())
+        for f in ("compiler", "runtime")
+        for p in (ROOT / f).rglob("*.py")
+    )
+    assert found.returncode in (0, 1) and lines > 10_000, found.stderr  # ruff ran, on the tree
+    assert len(findings) * 1000 / lines <= 2.0, "\n".join(findings)
