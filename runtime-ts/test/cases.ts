@@ -17,3 +17,8 @@ export function limitsOf(given: Record<string, number> | undefined): Limits {
   }
   return new Limits(values);
 }
+
+export function loadDocument(name: string): unknown {
+  const text = readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf-8");
+  return parseJSON(text);
+}

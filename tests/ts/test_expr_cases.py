@@ -37,3 +37,9 @@ def test_the_cases_cover_every_op_and_function_with_results_and_faults() -> None
     assert {"active", "event_name"} <= calls
     kinds = {k for c in cases for k in ("result", "fault", "limit") if k in c}
     assert kinds == {"result", "fault", "limit"}
+
+
+def test_the_action_cases_are_up_to_date() -> None:
+    maker = _maker("make_action_cases")
+    written = maker.OUT.read_text(encoding="utf-8")
+    assert written == maker.build(), "run: .venv/bin/python tests/ts/make_action_cases.py"
