@@ -10,6 +10,7 @@ import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
 import { arm, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
+import { acceptedEvents, allowedTargets } from "./offers.js";
 import { sendEvent } from "./send.js";
 
 export interface StartOptions {
@@ -293,6 +294,16 @@ export class Instance {
     return out;
   }
 
+  /** The events that may be accepted now (see offers.ts). */
+  acceptedEvents(): { name: string }[] {
+    return acceptedEvents(this);
+  }
+
+  /** The states `goto` can reach now; backward edges only with `force`. */
+  allowedTargets(opts: { force?: boolean } = {}): string[] {
+    return allowedTargets(this, opts.force === true);
+  }
+
   snapshot(): Record<string, unknown> {
     return writeSnapshot(this);
   }
@@ -303,7 +314,7 @@ export class Instance {
   }
 
   /** direct edges by target: each active leaf's (its own, then its ancestors'), leaves in document order */
-  private directEdges(): Map<string, Rule[]> {
+  directEdges(): Map<string, Rule[]> {
     const out = new Map<string, Rule[]>();
     for (const leaf of this.leaves()) {
       for (const [target, edges] of leaf.direct) {

@@ -7,8 +7,6 @@ runtime-ts/test/vectors.test.ts: the TypeScript runtime restores the Python snap
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +17,12 @@ from testing.test_vectors import _run_ops
 
 from flowc.runtime import FakeClock, Machine
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "runtime-ts"
-VECTORS = sorted((PACKAGE / "test" / "vectors").glob("*.vectors.json"))
-RUNNER = PACKAGE / "node_modules" / ".bin" / "vite-node"
-SCRIPT = PACKAGE / "test" / "interop" / "snapshots.ts"
-
-
-def _ts_snapshots() -> dict[tuple[str, str], dict[str, Any]]:
-    if shutil.which("node") is None or not RUNNER.exists():
-        pytest.fail("node and runtime-ts/node_modules are needed: run `npm ci` in runtime-ts/")
-    done = subprocess.run(
-        [str(RUNNER), str(SCRIPT), *map(str, VECTORS)],
-        cwd=PACKAGE,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    out = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            item = json.loads(line)
-            out[item["file"], item["vector"]] = item
-    return out
+from .node import VECTORS, interop_lines
 
 
 @pytest.fixture(scope="module")
 def ts_snapshots() -> dict[tuple[str, str], dict[str, Any]]:
-    return _ts_snapshots()
+    return interop_lines("snapshots.ts")
 
 
 def _cases() -> list[Any]:
