@@ -20,10 +20,15 @@ RUNNER = PACKAGE / "node_modules" / ".bin" / "vite-node"
 def interop_lines(script: str) -> dict[tuple[str, str], dict[str, Any]]:
     """The JSON lines `runtime-ts/test/interop/SCRIPT` prints for every vectors file, by
     (file name, vector name)."""
+    return {(item["file"], item["vector"]): item for item in run_script(script, VECTORS)}
+
+
+def run_script(script: str, args: list[Path]) -> list[dict[str, Any]]:
+    """The JSON lines `runtime-ts/test/interop/SCRIPT ARGS...` prints."""
     if shutil.which("node") is None or not RUNNER.exists():
         pytest.fail("node and runtime-ts/node_modules are needed: run `npm ci` in runtime-ts/")
     done = subprocess.run(
-        [str(RUNNER), str(PACKAGE / "test" / "interop" / script), *map(str, VECTORS)],
+        [str(RUNNER), str(PACKAGE / "test" / "interop" / script), *map(str, args)],
         cwd=PACKAGE,
         capture_output=True,
         text=True,
@@ -31,9 +36,4 @@ def interop_lines(script: str) -> dict[tuple[str, str], dict[str, Any]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    out = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            item = json.loads(line)
-            out[item["file"], item["vector"]] = item
-    return out
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
