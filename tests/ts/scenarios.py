@@ -154,14 +154,20 @@ context { trail: list[str] = [] }
 
 LOOP = """
 flow loop
-context { n: int = 0 }
+context { visits: int = 0 }
 event go
-initial state A { on go -> R }
-choice state R { entry do n += 1
-  if n > 100 -> B
-  else -> Q }
-choice state Q { else -> B }
-final state B
+event stop
+initial state Idle {
+  on go -> Route
+  on stop -> Done
+}
+choice state Route {
+  entry do visits += 1
+  if visits > 50 -> Done
+  else -> Again
+}
+choice state Again { else -> Done }
+final state Done
 """
 
 STORM = """
@@ -175,11 +181,11 @@ initial state A {
 
 
 def _loop_back(ir: dict[str, Any]) -> None:
-    """Make Q route back to R (the compiler refuses a routing cycle)."""
+    """Make Again route back to Route (the compiler refuses a routing cycle)."""
     ir.pop("hash", None)
     for t in ir["transitions"]:
-        if t["source"] == "Q":
-            t["target"] = "R"
+        if t["source"] == "Again":
+            t["target"] = "Route"
 
 
 CASES = [
