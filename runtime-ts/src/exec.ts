@@ -9,7 +9,7 @@ import { DEFAULT_MESSAGES, renderSimple } from "./messages.js";
 import { Rejection } from "./outcome.js";
 import type { Rule, StateNode } from "./tree.js";
 import { describeFault, evaluate, ExprFault, LimitExceeded, newEnv, runActions, type Env } from "./expr.js";
-import { DEFAULT_LIMITS, type Limits, textProblem } from "./limits.js";
+import { type Limits, textProblem } from "./limits.js";
 import { type Field, type Type, TypeSystem, fieldsType, targetTypeOf } from "./types.js";
 import { checkPayload, initialContext, Invalid, InvalidWithFeedback, report } from "./validate.js";
 import { fromPlain, toPlain } from "./values.js";
@@ -74,8 +74,8 @@ function message(kind: string, source: string, vars: Record<string, unknown>): s
   }
 }
 
-export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean }): Semantics {
-  const limits = DEFAULT_LIMITS;
+export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean; limits: Limits }): Semantics {
+  const limits = flags.limits;
   const types = TypeSystem.of(m.flow, limits);
   const contextFields: Field[] = types.fields(m.flow.context, "context");
   const contextType = fieldsType("context", contextFields);

@@ -2,6 +2,7 @@
 export { IR_VERSIONS, IRLoadError, loadFlow } from "./ir.js";
 export type { FlowDef } from "./ir.js";
 export { Machine } from "./machine.js";
+export type { MachineOptions } from "./machine.js";
 export { Instance, KEYS_KEPT } from "./instance.js";
 export type { StartOptions, StepOptions } from "./instance.js";
 export { StepResult } from "./history.js";

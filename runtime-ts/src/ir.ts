@@ -91,6 +91,37 @@ export interface FlowDef {
 
 type Json = Record<string, unknown>;
 
+/** The members each IR object may have, and those it must have (Python's models forbid any
+ * other: a typo or a hand edit is refused, not dropped). */
+const MEMBERS = {
+  flow: [["context", "effects", "enums", "events", "hash", "initial", "invariants", "ir_version", "journals",
+    "lowered_templates", "messages", "migrations", "name", "records", "states", "templates", "title", "transitions",
+    "version"], ["initial", "name"]],
+  state: [["column", "default", "done_data", "entry", "exit", "history", "initial", "initial_actions",
+    "initial_targets", "kind", "line", "meta", "name", "parent", "title", "unhandled"], ["name"]],
+  transition: [["actions", "after_expr", "after_ms", "back", "code", "column", "data", "event", "guard", "index",
+    "inherited", "kind", "line", "message", "reenter", "source", "target"], ["index", "kind", "source", "target"]],
+  field: [["default", "hidden", "input", "name", "required", "type"], ["name", "type"]],
+  event: [["fields", "name", "requires"], ["name"]],
+  requirement: [["code", "data", "guard", "message"], ["code", "guard", "message"]],
+  journal: [["name", "template"], ["name", "template"]],
+  enum: [["members", "name"], ["members", "name"]],
+  record: [["fields", "name"], ["fields", "name"]],
+} as const satisfies Record<string, readonly [readonly string[], readonly string[]]>;
+
+function shape(raw: Json, kind: keyof typeof MEMBERS, where: string): Json {
+  const [allowed, required] = MEMBERS[kind];
+  const unknown = Object.keys(raw).filter((k) => !(allowed as readonly string[]).includes(k)).sort();
+  if (unknown.length > 0) {
+    throw new IRLoadError(`compiled flow does not match its IR version: ${where} has unknown field(s) ${unknown.slice(0, 5).map((k) => `'${k}'`).join(", ")}`);
+  }
+  const missing = required.filter((k) => !(k in raw));
+  if (missing.length > 0) {
+    throw new IRLoadError(`compiled flow does not match its IR version: ${where} lacks required field(s) ${missing.map((k) => `'${k}'`).join(", ")}`);
+  }
+  return raw;
+}
+
 function isObject(v: unknown): v is Json {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -139,6 +170,7 @@ function optExpr(raw: Json, key: string, where: string): Expr | null {
 
 function fields(raw: Json, key: string, where: string): FieldDef[] {
   return objects(raw, key, where).map((f, i) => {
+    shape(f, "field", `${where}.${key}[${i}]`);
     text(f, "name", `${where}.${key}[${i}]`);
     if (!isObject(f.type)) throw new IRLoadError(`malformed compiled flow: field ${String(f.name)} has no type`);
     return f as unknown as FieldDef;
@@ -146,8 +178,10 @@ function fields(raw: Json, key: string, where: string): FieldDef[] {
 }
 
 function eventDef(e: Json, where: string): EventDef {
+  shape(e, "event", where);
   const requires = objects(e, "requires", where).map((r, i) => {
     const at = `${where}.requires[${i}]`;
+    shape(r, "requirement", at);
     const guard = optExpr(r, "guard", at);
     if (guard === null) throw new IRLoadError(`malformed compiled flow: ${at} has no guard`);
     return { guard, code: text(r, "code", at), message: text(r, "message", at), data: optExpr(r, "data", at) };
@@ -157,6 +191,7 @@ function eventDef(e: Json, where: string): EventDef {
 
 function stateDef(s: Json, i: number): StateDef {
   const where = `states[${i}]`;
+  shape(s, "state", where);
   const kind = s.kind ?? "normal";
   if (!STATE_KINDS.includes(kind as StateKind)) {
     throw new IRLoadError(`state ${JSON.stringify(s.name)} has unknown kind ${JSON.stringify(kind)}`);
@@ -186,6 +221,7 @@ function stateDef(s: Json, i: number): StateDef {
 
 function ruleDef(t: Json, i: number): RuleDef {
   const where = `transitions[${i}]`;
+  shape(t, "transition", where);
   const index = optInt(t, "index", where);
   if (index === null) throw new IRLoadError(`malformed compiled flow: ${where}.index`);
   const kind = text(t, "kind", where);
@@ -231,6 +267,7 @@ export function loadFlow(json: unknown): FlowDef {
     }
   }
   if (!isObject(raw)) throw new IRLoadError("compiled flow must be a JSON object");
+  shape(raw, "flow", "the document");
   const version = raw.ir_version ?? 1;
   if (typeof version !== "number" || !(IR_VERSIONS as readonly number[]).includes(version)) {
     throw new IRLoadError(
@@ -243,8 +280,8 @@ export function loadFlow(json: unknown): FlowDef {
     title: optText(raw, "title", "flow"),
     version: optInt(raw, "version", "flow") ?? 1,
     hash: optText(raw, "hash", "flow") ?? "",
-    enums: objects(raw, "enums", "flow").map((e) => ({ name: text(e, "name", "enum"), members: list(e, "members", "enum").map(String) })),
-    records: objects(raw, "records", "flow").map((r) => ({ name: text(r, "name", "record"), fields: fields(r, "fields", "record") })),
+    enums: objects(raw, "enums", "flow").map((e) => shape(e, "enum", "an enum")).map((e) => ({ name: text(e, "name", "enum"), members: list(e, "members", "enum").map(String) })),
+    records: objects(raw, "records", "flow").map((r) => shape(r, "record", "a record")).map((r) => ({ name: text(r, "name", "record"), fields: fields(r, "fields", "record") })),
     context: fields(raw, "context", "flow"),
     events: objects(raw, "events", "flow").map((e, i) => eventDef(e, `events[${i}]`)),
     effects: objects(raw, "effects", "flow").map((e, i) => eventDef(e, `effects[${i}]`)),
@@ -252,7 +289,7 @@ export function loadFlow(json: unknown): FlowDef {
     transitions: objects(raw, "transitions", "flow").map(ruleDef),
     initial: text(raw, "initial", "flow"),
     messages: stringMap(raw, "messages"),
-    journals: objects(raw, "journals", "flow").map((j) => ({ name: text(j, "name", "journal"), template: text(j, "template", "journal") })),
+    journals: objects(raw, "journals", "flow").map((j) => shape(j, "journal", "a journal")).map((j) => ({ name: text(j, "name", "journal"), template: text(j, "template", "journal") })),
     templates: stringMap(raw, "templates"),
     invariants: objects(raw, "invariants", "flow").map((v) => ({ name: text(v, "name", "invariant"), expr: optExpr(v, "expr", "invariant") ?? {} })),
     raw,

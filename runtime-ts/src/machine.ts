@@ -5,11 +5,19 @@ import { systemClock } from "./clock.js";
 import type { Exec } from "./engine.js";
 import { makeExec, type Semantics } from "./exec.js";
 import { IRLoadError, loadFlow } from "./ir.js";
+import { DEFAULT_LIMITS, type Limits } from "./limits.js";
 import type { EventDef, FlowDef, RuleDef } from "./ir.js";
 import { buildTree, wireRules, type StateNode } from "./tree.js";
 import { Instance, type StartOptions } from "./instance.js";
 import type { Rejection } from "./outcome.js";
 import { restoreInstance, type RestoreOptions } from "./snapshot.js";
+
+export interface MachineOptions {
+  /** the bounds on values and work of this machine's instances (default: Python's defaults) */
+  limits?: Limits;
+  /** the clock instances read unless started or restored with their own */
+  clock?: Clock;
+}
 
 export class Machine {
   readonly flow: FlowDef;
@@ -31,7 +39,7 @@ export class Machine {
   readonly semantics: Semantics;
   clock: Clock = systemClock;
 
-  private constructor(flow: FlowDef) {
+  private constructor(flow: FlowDef, opts: MachineOptions) {
     this.flow = flow;
     this.name = flow.name;
     this.version = flow.version;
@@ -56,13 +64,14 @@ export class Machine {
     this.chart = chart;
     wireRules(tree, flow.transitions);
     const eventless = [...this.states.values()].some((s) => s.choice || s.always.length > 0);
-    this.semantics = makeExec(this, { flat: !chart, eventless });
+    this.semantics = makeExec(this, { flat: !chart, eventless, limits: opts.limits ?? DEFAULT_LIMITS });
+    if (opts.clock !== undefined) this.clock = opts.clock;
     this.exec = this.semantics.exec;
   }
 
   /** Load compiled JSON (an object or its text); throws `IRLoadError`. */
-  static fromJSON(ir: object | string): Machine {
-    return new Machine(loadFlow(ir));
+  static fromJSON(ir: object | string, opts: MachineOptions = {}): Machine {
+    return new Machine(loadFlow(ir), opts);
   }
 
   /** A new instance in the initial state, or the rejection of its start. */

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { FakeClock } from "../src/clock.js";
 import { StepResult } from "../src/history.js";
 import { Instance } from "../src/instance.js";
+import { Limits } from "../src/limits.js";
 import { Machine } from "../src/machine.js";
 import type { Outcome } from "../src/outcome.js";
 
@@ -104,5 +105,18 @@ describe("parallel regions", () => {
     expect(step.toJSON()).toMatchObject({ from: "Both", to: "Both", source_leaves: ["L1", "R1"], target_leaves: ["L2", "R1"] });
     expect(inst.history[0]).toMatchObject({ target: "Both", source_leaves: [], target_leaves: ["L1", "R1"] });
     expect(inst.snapshot()).toMatchObject({ format: "flowc.snapshot/2", configuration: ["L2", "R1"] });
+  });
+});
+
+describe("limits", () => {
+  it("a machine's limits bound its instances' steps", () => {
+    const ir = readFileSync(join(fixtures, "storm.json"), "utf-8");
+    const clock = new FakeClock();
+    const tight = Machine.fromJSON(ir, { limits: new Limits({ maxMicrosteps: 3 }) }).start({ clock: clock.now });
+    const usual = Machine.fromJSON(ir).start({ clock: clock.now });
+    if (!(tight instanceof Instance) || !(usual instanceof Instance)) throw new Error("not started");
+    expect(tight.send("poke").toJSON()).toMatchObject({ error: "limit_exceeded", detail: "the step took more than 3 microsteps (Limits.max_microsteps)" });
+    expect(usual.send("poke").toJSON()).toMatchObject({ detail: "the step took more than 100 microsteps (Limits.max_microsteps)" });
+    expect(tight.context).toEqual({ n: 0 });
   });
 });
