@@ -6,6 +6,7 @@ import { defaultLeaves } from "./engine.js";
 import { copyJson, entryJSON, type Entry, type Leaves } from "./history.js";
 import { Instance } from "./instance.js";
 import type { Machine } from "./machine.js";
+import { textProblem } from "./limits.js";
 import { dueOrder, type Timer } from "./timers.js";
 import { summaryOf, withAncestors, type Rule, type StateNode } from "./tree.js";
 
@@ -198,12 +199,40 @@ function timersOf(rules: Rule[], raw: unknown, entered: number, armMissing: bool
   return dueOrder(timers);
 }
 
-function keysOf(data: Json, history: Entry[]): Map<string, number> {
+/** What a restored history must be: entries a store can keep (text without a NUL or a lone
+ * surrogate), naming states of this flow, or of older versions of it (its retired states). */
+function retiredOf(history: Entry[], data: Json, m: Machine, sameFlow: boolean): string[] {
+  const raw = data.retired_states ?? [];
+  if (!Array.isArray(raw) || !raw.every((n) => typeof n === "string")) {
+    throw new SnapshotError("the snapshot's retired_states is not a list of state names");
+  }
+  const retired = new Set<string>(raw);
+  for (const e of history) {
+    const leaves = e.leaves ?? [[], []];
+    const texts = [e.kind, e.source, e.target, e.event, e.reason, ...e.via, ...leaves[0], ...leaves[1]];
+    if (texts.some((t) => t !== null && textProblem(t) !== null)) {
+      throw new SnapshotError(`the snapshot's history has a bad entry at step ${e.seq}`);
+    }
+    for (const name of [e.source, e.target, ...e.via, ...leaves[0], ...leaves[1]]) {
+      if (name === null || m.states.has(name) || retired.has(name)) continue;
+      if (sameFlow) {
+        throw new SnapshotError(`the snapshot's history entry at step ${e.seq} names state '${name}', which does not exist in ${m.name} version ${m.version} (field history)`);
+      }
+      retired.add(name);
+    }
+  }
+  return [...retired];
+}
+
+function keysOf(data: Json, history: Entry[], m: Machine): Map<string, number> {
   const raw = data.keys ?? {};
   if (!isObject(raw)) throw new SnapshotError("malformed snapshot history: keys");
   const applied = Object.entries(raw).map(([k, v]) => [Number(v), k] as const).sort((a, b) => a[0] - b[0]);
   const recorded = new Set(history.map((e) => e.seq));
   for (const [seq, key] of applied) {
+    if (textProblem(key) !== null || key.length > m.semantics.limits.maxArgument) {
+      throw new SnapshotError("the snapshot has an idempotency key no store can keep");
+    }
     if (!recorded.has(seq)) throw new SnapshotError(`key '${key}' names step ${seq}, which the history lacks`);
   }
   return new Map(applied.map(([seq, key]) => [key, seq]));
@@ -219,7 +248,10 @@ export function restoreInstance(m: Machine, snapshot: object | string, opts: Res
   const last = history[history.length - 1];
   const seq = typeof data.seq === "number" ? data.seq : (last?.seq ?? 0);
   if (last !== undefined && last.seq !== seq) throw new SnapshotError(`the snapshot's seq is ${seq}, but its history ends at step ${last.seq}`);
-  const keys = keysOf(data, history);
+  if (seq < 0) throw new SnapshotError(`the snapshot's seq is ${seq}`);
+  const sameFlow = m.hash !== "" && data.hash === m.hash;
+  const retired = retiredOf(history, data, m, sameFlow);
+  const keys = keysOf(data, history, m);
   const clock = opts.clock ?? m.clock;
   if (history.length === 0) {
     history = [{ seq, at: readMs(clock), kind: "start", source: null, target: state.name, event: null, payload: null, reason: null, via: [], leaves: null }];
@@ -230,8 +262,7 @@ export function restoreInstance(m: Machine, snapshot: object | string, opts: Res
   inst.id = typeof data.id === "string" ? data.id : null;
   inst.load(state, config, historiesOf(m, data), ctx, seq, history);
   inst.setKeys(keys);
-  if (Array.isArray(data.retired_states)) inst.retired = data.retired_states.map(String);
-  const sameFlow = m.hash !== "" && data.hash === m.hash;
+  inst.retired = retired;
   const rules = config.flatMap((s) => s.timers);
   inst.setTimers(timersOf(rules, data.timers ?? [], enteredAt(history, state.name), !sameFlow, m));
   return inst;

@@ -45,3 +45,26 @@ describe("restore refuses", () => {
     expect(asJson(machine.restore(asJson(inst.snapshot()) as object).snapshot())).toEqual(asJson(inst.snapshot()));
   });
 });
+
+describe("restore refuses a history", () => {
+  const data = JSON.parse(readFileSync(join(folder, "lamp.vectors.json"), "utf-8")) as VectorFile;
+  const machine = Machine.fromJSON(data.ir);
+  const snap = data.vectors.find((v) => v.snapshot)?.snapshot?.data ?? {};
+  const history = snap.history as Record<string, unknown>[];
+
+  it("naming a state this very flow does not have", () => {
+    const edited = { ...snap, history: [...history.slice(0, -1), { ...history[history.length - 1], source: "Gone" }] };
+    expect(() => machine.restore(edited)).toThrow(/names state 'Gone'/);
+  });
+  it("but keeps an older version's states as retired", () => {
+    const edited = { ...snap, hash: "sha256:older", history: [...history.slice(0, -1), { ...history[history.length - 1], source: "Gone" }] };
+    expect(machine.restore(edited).snapshot().retired_states).toEqual(["Gone"]);
+  });
+  it("out of order, or not ending at its seq", () => {
+    expect(() => machine.restore({ ...snap, history: [...history].reverse() })).toThrow(/out of order/);
+    expect(() => machine.restore({ ...snap, seq: 7 })).toThrow(/seq is 7/);
+  });
+  it("with a key naming a step it lacks", () => {
+    expect(() => machine.restore({ ...snap, keys: { k: 9 } })).toThrow(/names step 9/);
+  });
+});
