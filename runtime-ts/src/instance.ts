@@ -10,6 +10,7 @@ import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
 import { arm, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
+import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
 import { sendEvent } from "./send.js";
 
@@ -26,6 +27,8 @@ export interface StepOptions {
   reason?: string | null;
   key?: string | null;
 }
+
+type Saved = [StateNode, StateNode[], Map<string, StateNode[]>, Ctx, number, number, Timer[], Map<string, number>];
 
 /** Idempotency keys remembered per instance (the oldest forgotten first). */
 export const KEYS_KEPT = 1024;
@@ -168,6 +171,18 @@ export class Instance {
     return { config: new Set(this.config), event, outputs: newOutputs() };
   }
 
+  /** Everything a step may change, to be put back (`checkInvariants`). */
+  save(): Saved {
+    return [this.cur, this.config, this.hist, this.ctx, this.seqNo, this.entries.length, this.pending, new Map(this.keys)];
+  }
+
+  undo(saved: Saved): void {
+    [this.cur, this.config, this.hist, this.ctx, this.seqNo] = saved;
+    this.entries.length = saved[5];
+    this.pending = saved[6];
+    this.keys = saved[7];
+  }
+
   /** Commit a step (step.ts): nothing here can fail. */
   commit(entry: Entry, c: Ctx, config: StateNode[], hist: Map<string, StateNode[]>, timers: Timer[], key: string | null): void {
     this.entries.push(entry);
@@ -188,12 +203,14 @@ export class Instance {
 
   // ---- steps ------------------------------------------------------------------------------
   send(event: string, payload: Record<string, unknown> | null = null, opts: StepOptions = {}): Outcome {
-    const early = this.early(opts, event);
-    if (early !== null) return early;
-    return sendEvent(this, event, payload, opts);
+    return guarded(this, event, () => this.early(opts, event) ?? sendEvent(this, event, payload, opts));
   }
 
   goto(target: string, opts: StepOptions = {}): Outcome {
+    return guarded(this, null, () => this.gotoStep(target, opts));
+  }
+
+  private gotoStep(target: string, opts: StepOptions): Outcome {
     const early = this.early(opts, null);
     if (early !== null) return early;
     const sem = this.machine.semantics;
@@ -224,6 +241,10 @@ export class Instance {
   }
 
   back(opts: StepOptions = {}): Outcome {
+    return guarded(this, null, () => this.backStep(opts));
+  }
+
+  private backStep(opts: StepOptions): Outcome {
     const early = this.early(opts, null);
     if (early !== null) return early;
     const sem = this.machine.semantics;
@@ -266,6 +287,10 @@ export class Instance {
 
   /** Fire every timer due at `nowMs` (default: the clock's time), soonest first. */
   advance(nowMs?: number): Outcome[] {
+    return guarded(this, null, () => this.fireDue(nowMs));
+  }
+
+  private fireDue(nowMs?: number): Outcome[] {
     const when = nowMs ?? this.nowMs();
     const out: Outcome[] = [];
     for (let first = this.pending[0]; first !== undefined && first[0] <= when; first = this.pending[0]) {

@@ -17,6 +17,9 @@ export interface MachineOptions {
   limits?: Limits;
   /** the clock instances read unless started or restored with their own */
   clock?: Clock;
+  /** check the flow's invariants after every step and refuse one that breaks one
+   * (`invariant_violated`, nothing changed); off by default, as in Python */
+  checkInvariants?: boolean;
 }
 
 export class Machine {
@@ -38,6 +41,7 @@ export class Machine {
   readonly exec: Exec;
   readonly semantics: Semantics;
   clock: Clock = systemClock;
+  readonly checkInvariants: boolean;
 
   private constructor(flow: FlowDef, opts: MachineOptions) {
     this.flow = flow;
@@ -66,6 +70,7 @@ export class Machine {
     const eventless = [...this.states.values()].some((s) => s.choice || s.always.length > 0);
     this.semantics = makeExec(this, { flat: !chart, eventless, limits: opts.limits ?? DEFAULT_LIMITS });
     if (opts.clock !== undefined) this.clock = opts.clock;
+    this.checkInvariants = opts.checkInvariants === true;
     this.exec = this.semantics.exec;
   }
 
