@@ -38,7 +38,10 @@ function envOf(scope: StepScope, limits: Limits, targetType: (path: readonly str
   const config = scope.config;
   return newEnv({
     limits,
-    active: (name) => [...config].some((s) => s.name === name),
+    active: (name) => {
+      for (const s of config) if (s.name === name) return true;
+      return false;
+    },
     eventName: scope.event,
     budget: scope.outputs.budget,
     effects: scope.outputs.effects,

@@ -46,6 +46,7 @@ export class Instance {
   private entries: Entry[] = [];
   private pending: Timer[] = [];
   private keys = new Map<string, number>();
+  private subs: ((step: StepResult) => void)[] = [];
   /** states of older versions the history names */
   retired: readonly string[] = [];
 
@@ -169,6 +170,26 @@ export class Instance {
   /** what guards evaluated before a step read: the configuration and the event */
   scope(event: string | null): StepScope {
     return { config: new Set(this.config), event, outputs: newOutputs() };
+  }
+
+  /** Call `callback(step)` after every committed step (not after refusals or replays);
+   * returns the function that unsubscribes. A callback that throws is skipped: the step
+   * stays committed. */
+  subscribe(callback: (step: StepResult) => void): () => void {
+    this.subs.push(callback);
+    return () => {
+      this.subs = this.subs.filter((cb) => cb !== callback);
+    };
+  }
+
+  notify(step: StepResult): void {
+    for (const cb of [...this.subs]) {
+      try {
+        cb(step);
+      } catch {
+        // a subscriber's failure is its own: the step stands
+      }
+    }
   }
 
   /** Everything a step may change, to be put back (`checkInvariants`). */

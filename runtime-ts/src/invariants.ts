@@ -20,17 +20,20 @@ export function brokenInvariants(inst: Instance): string[] {
     .map((inv) => inv.name);
 }
 
-/** Run `step`; undo it and answer `invariant_violated` if it broke an invariant. */
+/** Run `step`; undo it and answer `invariant_violated` if it broke an invariant (with
+ * `checkInvariants`); then tell the subscribers of the steps that stand. */
 export function guarded<T extends Outcome | Outcome[]>(inst: Instance, event: string | null, step: () => T): T {
-  if (!inst.machine.checkInvariants) return step();
-  const saved = inst.save();
+  const saved = inst.machine.checkInvariants ? inst.save() : null;
   const out = step();
-  const outcomes: Outcome[] = Array.isArray(out) ? (out) : [out];
+  const outcomes: Outcome[] = Array.isArray(out) ? out : [out];
   const done = outcomes.filter((r): r is StepResult => r instanceof StepResult && !r.replayed);
   const last = done[done.length - 1];
   if (last === undefined) return out;
-  const broken = brokenInvariants(inst);
-  if (broken.length === 0) return out;
+  const broken = saved === null ? [] : brokenInvariants(inst);
+  if (saved === null || broken.length === 0) {
+    for (const r of done) inst.notify(r);
+    return out;
+  }
   inst.undo(saved);
   const refused = inst.machine.semantics.rejection("invariant_violated", inst.stateNode, event, null, inst.ctxRef(), { invariants: broken, to: last.to });
   return (Array.isArray(out) ? [refused] : refused) as T;
