@@ -43,3 +43,9 @@ def test_the_action_cases_are_up_to_date() -> None:
     maker = _maker("make_action_cases")
     written = maker.OUT.read_text(encoding="utf-8")
     assert written == maker.build(), "run: .venv/bin/python tests/ts/make_action_cases.py"
+
+
+def test_the_template_cases_are_up_to_date() -> None:
+    maker = _maker("make_template_cases")
+    written = maker.OUT.read_text(encoding="utf-8")
+    assert written == maker.build(), "run: .venv/bin/python tests/ts/make_template_cases.py"
