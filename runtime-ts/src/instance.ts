@@ -350,6 +350,13 @@ export class Instance {
     return allowedTargets(this, opts.force === true);
   }
 
+  /** The flow's `template NAME` rendered with `context`, `state` and `extra` as variables. */
+  render(name: string, extra: Record<string, unknown> = {}): string {
+    const source = this.machine.flow.templates[name];
+    if (source === undefined) throw new Error(`unknown template '${name}'`);
+    return this.machine.semantics.render(source, { context: this.ctx, state: this.cur.view(), ...extra });
+  }
+
   snapshot(): Record<string, unknown> {
     return writeSnapshot(this);
   }
@@ -380,6 +387,6 @@ export class Instance {
     const seq = this.keys.get(key);
     if (seq === undefined) return null;
     const entry = [...this.entries].reverse().find((e) => e.seq === seq);
-    return entry === undefined ? null : new StepResult(entry, this.ctx, null, null, [], true);
+    return entry === undefined ? null : new StepResult(entry, this.ctx, null, null, [], true, this.machine.journaller);
   }
 }

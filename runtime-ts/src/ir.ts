@@ -85,6 +85,8 @@ export interface FlowDef {
   journals: { name: string; template: string }[];
   templates: Record<string, string>;
   invariants: { name: string; expr: Expr }[];
+  /** template source -> its lowered parts (null: outside the subset), for src/template.ts */
+  lowered: Record<string, Record<string, unknown>[] | null>;
   /** the JSON as given, for what this loader does not model */
   raw: Record<string, unknown>;
 }
@@ -292,6 +294,7 @@ export function loadFlow(json: unknown): FlowDef {
     journals: objects(raw, "journals", "flow").map((j) => shape(j, "journal", "a journal")).map((j) => ({ name: text(j, "name", "journal"), template: text(j, "template", "journal") })),
     templates: stringMap(raw, "templates"),
     invariants: objects(raw, "invariants", "flow").map((v) => ({ name: text(v, "name", "invariant"), expr: optExpr(v, "expr", "invariant") ?? {} })),
+    lowered: isObject(raw.lowered_templates) ? (raw.lowered_templates as FlowDef["lowered"]) : {},
     raw,
   };
 }

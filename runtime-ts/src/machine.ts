@@ -8,6 +8,7 @@ import { IRLoadError, loadFlow } from "./ir.js";
 import { DEFAULT_LIMITS, type Limits } from "./limits.js";
 import type { EventDef, FlowDef, RuleDef } from "./ir.js";
 import { buildTree, wireRules, type StateNode } from "./tree.js";
+import type { Journaller } from "./history.js";
 import { Instance, type StartOptions } from "./instance.js";
 import type { Rejection } from "./outcome.js";
 import { restoreInstance, type RestoreOptions } from "./snapshot.js";
@@ -42,6 +43,8 @@ export class Machine {
   readonly semantics: Semantics;
   clock: Clock = systemClock;
   readonly checkInvariants: boolean;
+  /** how steps render the flow's journals (null: it has none) */
+  readonly journaller: Journaller | null;
 
   private constructor(flow: FlowDef, opts: MachineOptions) {
     this.flow = flow;
@@ -71,6 +74,11 @@ export class Machine {
     this.semantics = makeExec(this, { flat: !chart, eventless, limits: opts.limits ?? DEFAULT_LIMITS });
     if (opts.clock !== undefined) this.clock = opts.clock;
     this.checkInvariants = opts.checkInvariants === true;
+    const sem = this.semantics;
+    this.journaller = flow.journals.length === 0 ? null : {
+      names: flow.journals.map((j) => j.name),
+      render: (name, entry, ctx) => sem.journal(name, entry, ctx),
+    };
     this.exec = this.semantics.exec;
   }
 
