@@ -49,3 +49,21 @@ def test_the_template_cases_are_up_to_date() -> None:
     maker = _maker("make_template_cases")
     written = maker.OUT.read_text(encoding="utf-8")
     assert written == maker.build(), "run: .venv/bin/python tests/ts/make_template_cases.py"
+
+
+def test_the_validation_cases_are_up_to_date() -> None:
+    maker = _maker("make_validate_cases")
+    written = maker.OUT.read_text(encoding="utf-8")
+    assert written == maker.build(), "run: .venv/bin/python tests/ts/make_validate_cases.py"
+
+
+def test_the_message_cases_are_up_to_date() -> None:
+    maker = _maker("make_message_cases")
+    written = maker.OUT.read_text(encoding="utf-8")
+    assert written == maker.build(), "run: .venv/bin/python tests/ts/make_message_cases.py"
+
+
+def test_the_default_messages_of_the_typescript_runtime_are_up_to_date() -> None:
+    maker = _maker("make_default_messages")
+    written = maker.OUT.read_text(encoding="utf-8")
+    assert written == maker.build(), "run: .venv/bin/python tests/ts/make_default_messages.py"
