@@ -65,6 +65,8 @@ export class Instance {
     const run = new Macrostep([], new Map(), ctx, m.exec, newOutputs());
     const trig: Trigger = { kind: "start", event: null, p: null, reason: null, key: null, at: null, tried: [] };
     const self = new Instance(m, opts.clock ?? m.clock);
+    // (a refusal of the start reads the context as the start's actions left it, as in Python)
+    self.load(m.initial, [], new Map(), ctx, 0, []);
     try {
       run.enterInitial(m.initial);
       run.settle();

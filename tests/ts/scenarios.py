@@ -194,6 +194,17 @@ initial state Open {
 """
 
 
+REFUSED_START = """
+flow refused_start
+context { n: int = 0 }
+event check
+initial state A {
+  entry do n += 5; raise check
+  on check if n > 3 reject too_many "Too many: {{ context.n }}." with {"n": n}
+}
+"""
+
+
 def _loop_back(ir: dict[str, Any]) -> None:
     """Make Again route back to Route (the compiler refuses a routing cycle)."""
     ir.pop("hash", None)
@@ -285,5 +296,6 @@ CASES = [
         ],
         check_invariants=True,
     ),
+    Case("refused_start", REFUSED_START, []),
     Case("invalid_context", STEPS, [], context={"n": "three", "extra": 1}),
 ]
