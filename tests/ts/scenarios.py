@@ -205,6 +205,16 @@ initial state A {
 """
 
 
+ROUTED = """
+flow routed
+context { in_route: bool = false, in_rule: bool = true, in_entry: bool = false }
+event go
+initial state A { on go -> C do in_rule = active(A) }
+choice state C { else -> B do in_route = active(C) }
+state B { entry do in_entry = active(B) }
+"""
+
+
 def _loop_back(ir: dict[str, Any]) -> None:
     """Make Again route back to Route (the compiler refuses a routing cycle)."""
     ir.pop("hash", None)
@@ -297,5 +307,6 @@ CASES = [
         check_invariants=True,
     ),
     Case("refused_start", REFUSED_START, []),
+    Case("active_in_a_flat_flow", ROUTED, [send("go")]),
     Case("invalid_context", STEPS, [], context={"n": "three", "extra": 1}),
 ]
