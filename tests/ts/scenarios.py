@@ -215,6 +215,25 @@ state B { entry do in_entry = active(B) }
 """
 
 
+SLOW = """
+flow slow
+context { wait_ms: int = 4000000000000 }
+event go
+initial state A { on go -> B }
+state B { after wait_ms ms -> A }
+"""
+
+SLOW_CHART = """
+flow slow_chart
+context { wait_ms: int = 4000000000000 }
+event go
+initial state A { on go -> P }
+state P {
+  initial state B { after wait_ms ms -> A }
+}
+"""
+
+
 def _loop_back(ir: dict[str, Any]) -> None:
     """Make Again route back to Route (the compiler refuses a routing cycle)."""
     ir.pop("hash", None)
@@ -307,6 +326,9 @@ CASES = [
         check_invariants=True,
     ),
     Case("refused_start", REFUSED_START, []),
+    Case("delay_too_long", SLOW, [send("go")]),
+    Case("delay_too_long_chart", SLOW_CHART, [send("go")]),
+    Case("delay_negative", SLOW, [send("go"), advance(1)], context={"wait_ms": -5}),
     Case("active_in_a_flat_flow", ROUTED, [send("go")]),
     Case("invalid_context", STEPS, [], context={"n": "three", "extra": 1}),
 ]
