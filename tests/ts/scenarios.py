@@ -243,7 +243,8 @@ event leave
 event enter
 event back_out
 event pay(amount: int)
-  require event.amount > 0 else bad_amount "Pay more than {{ event.amount }}." with {"given": event.amount}
+  require event.amount > 0
+    else bad_amount "Pay more than {{ event.amount }}." with {"given": event.amount}
   require 100 / d > 1 else unreachable "Never."
 initial state A {
   on div if 10 / d > 1 -> B
