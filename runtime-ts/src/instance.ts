@@ -227,11 +227,14 @@ export class Instance {
 
   // ---- steps ------------------------------------------------------------------------------
   send(event: string, payload: Record<string, unknown> | null = null, opts: StepOptions = {}): Outcome {
-    return guarded(this, event, () => this.early(opts, event) ?? sendEvent(this, event, payload, opts));
+    // (a JavaScript caller may pass anything: a name that is not a string is said as one)
+    const name = typeof event === "string" ? event : String(event);
+    return guarded(this, name, () => this.early(opts, name) ?? sendEvent(this, name, payload, opts));
   }
 
   goto(target: string, opts: StepOptions = {}): Outcome {
-    return guarded(this, null, () => this.early(opts, null) ?? gotoStep(this, target, opts));
+    const name = typeof target === "string" ? target : String(target);
+    return guarded(this, null, () => this.early(opts, null) ?? gotoStep(this, name, opts));
   }
 
   back(opts: StepOptions = {}): Outcome {
