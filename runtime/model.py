@@ -248,7 +248,7 @@ class Invariant(IRModel):
 
 
 #: The members the content hash leaves out: the hash itself, and what is derived from the rest.
-_UNHASHED: set[str] = {"hash", "lowered_templates"}
+UNHASHED_MEMBERS: set[str] = {"hash", "lowered_templates"}
 
 
 class CompiledFlow(IRModel):
@@ -282,7 +282,7 @@ class CompiledFlow(IRModel):
 
     def canonical_json(self) -> str:
         """Sorted keys, compact separators, hash excluded: the bytes the hash is taken over."""
-        data = self.model_dump(mode="json", exclude=_UNHASHED, exclude_defaults=True)
+        data = self.model_dump(mode="json", exclude=UNHASHED_MEMBERS, exclude_defaults=True)
         data["ir_version"] = self.ir_version
         return _canonical(data)
 
