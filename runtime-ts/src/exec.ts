@@ -64,7 +64,7 @@ function pythonType(v: unknown): string {
   return typeof v === "object" ? "dict" : typeof v;
 }
 
-export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean; limits: Limits }): Semantics {
+export function makeExec(m: Machine, flags: { eventless: boolean; limits: Limits }): Semantics {
   const limits = flags.limits;
   const types = TypeSystem.of(m.flow, limits);
   const contextFields: Field[] = types.fields(m.flow.context, "context");
@@ -82,7 +82,6 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
   const scopeOf = (c: Ctx, p: unknown, state: StateNode): { c: Ctx; e: unknown; s: ReturnType<StateNode["view"]> } => ({ c, e: p, s: state.view() });
   const exec: Exec = {
     maxMicrosteps: limits.maxMicrosteps,
-    flat: flags.flat,
     eventless: flags.eventless,
     value: (node, c, p, state, scope) => evaluate(node, scopeOf(c, p, state), envOf(scope, limits, targetType, effects)),
     run: (block, c, p, state, scope) => {

@@ -8,7 +8,7 @@ import type { Machine } from "./machine.js";
 import type { Outcome, Rejection } from "./outcome.js";
 import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
-import { arm, dueOrder, type Timer } from "./timers.js";
+import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type StateNode } from "./tree.js";
 import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
@@ -82,8 +82,8 @@ export class Instance {
     try {
       timers = arm(config.flatMap((s) => s.timers), now, m.exec, ctx, run);
     } catch (exc) {
-      const where = m.chart ? "the delay of a timer" : `the delay of a timer of ${state.name}`;
-      return sem.fault(exc, where, m.initial, null, null, ctx);
+      if (!(exc instanceof DelayFault)) throw exc;
+      return sem.fault(exc.fault, exc.where, m.initial, null, null, ctx);
     }
     const leaves = state.atomic ? null : ([[], config.filter((s) => s.atomic).map((s) => s.name)] as const);
     self.id = opts.id ?? null;
