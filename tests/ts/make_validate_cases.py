@@ -19,7 +19,7 @@ from typing import Any
 
 from flowc.compiler import compile_source
 from flowc.runtime import Limits, Machine
-from flowc.runtime.instance import _feedback
+from flowc.runtime.engine import payload_feedback as _feedback
 from flowc.runtime.validate import Invalid, feedback, report
 
 OUT = (
