@@ -128,9 +128,9 @@ def build() -> str:
 
 
 def main() -> int:
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(build(), encoding="utf-8")
-    return 0
+    from cases_file import write_cases  # beside this script, which runs from its folder
+
+    return write_cases(OUT, build())
 
 
 if __name__ == "__main__":
