@@ -1,0 +1,101 @@
+// The bench: events per second and bytes per instance, flowc's TypeScript runtime against
+// XState v5 on twin machines (a flat flow, a statechart with parallel regions), printed with
+// the ratios. Run by bench/run.sh, which compiles the flows and bundles this file:
+//   node --expose-gc bench.mjs FLAT.json CHART.json
+import { readFileSync } from "node:fs";
+import { createActor } from "xstate";
+import type { AnyStateMachine } from "xstate";
+import { Machine } from "../src/index.js";
+import { CHART_CYCLE, FLAT_CYCLE, chartMachine, flatMachine } from "./xstate.js";
+
+type Cycle = readonly ({ type: string } & Record<string, unknown>)[];
+
+interface Figures {
+  eventsPerSecond: number;
+  bytesPerInstance: number;
+}
+
+const EVENTS = 200_000;
+const INSTANCES = 5_000;
+
+function gc(): void {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (collect === undefined) throw new Error("run node with --expose-gc");
+  collect();
+  collect();
+}
+
+/** Events per second over `EVENTS` events sent to `instances` instances in turn (fresh
+ * instances, so that a history growing without end does not weigh on one runtime only). */
+function rate(start: () => (e: Cycle[number]) => void, cycle: Cycle): number {
+  const perInstance = cycle.length * 50;
+  let sent = 0;
+  const begin = process.hrtime.bigint();
+  while (sent < EVENTS) {
+    const send = start();
+    for (let i = 0; i < perInstance; i++) send(cycle[i % cycle.length] as Cycle[number]);
+    sent += perInstance;
+  }
+  const seconds = Number(process.hrtime.bigint() - begin) / 1e9;
+  return sent / seconds;
+}
+
+/** The heap each started instance holds, measured over `INSTANCES` of them. */
+function footprint(start: () => unknown): number {
+  const kept: unknown[] = new Array<unknown>(INSTANCES);
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < INSTANCES; i++) kept[i] = start();
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  if (kept.length !== INSTANCES) throw new Error("lost an instance");
+  return Math.round((after - before) / INSTANCES);
+}
+
+function flowc(ir: string, cycle: Cycle): Figures {
+  const machine = Machine.fromJSON(ir);
+  const start = (): ((e: Cycle[number]) => void) => {
+    const instance = machine.start();
+    if (!("send" in instance)) throw new Error("the bench flow did not start");
+    return (e) => {
+      const { type, ...payload } = e;
+      const out = instance.send(type, Object.keys(payload).length > 0 ? payload : null);
+      if (!out.ok) throw new Error(`flowc refused ${type}`);
+    };
+  };
+  rate(start, cycle); // warm up
+  return { eventsPerSecond: rate(start, cycle), bytesPerInstance: footprint(() => machine.start()) };
+}
+
+function xstate(machine: AnyStateMachine, cycle: Cycle): Figures {
+  const start = (): ((e: Cycle[number]) => void) => {
+    const actor = createActor(machine).start();
+    return (e) => {
+      actor.send(e);
+    };
+  };
+  rate(start, cycle);
+  return { eventsPerSecond: rate(start, cycle), bytesPerInstance: footprint(() => createActor(machine).start()) };
+}
+
+function row(name: string, ours: Figures, theirs: Figures): string {
+  const eps = (n: number): string => Math.round(n).toLocaleString("en-US").padStart(11);
+  const bytes = (n: number): string => n.toLocaleString("en-US").padStart(8);
+  const speed = (ours.eventsPerSecond / theirs.eventsPerSecond).toFixed(2);
+  const size = (ours.bytesPerInstance / theirs.bytesPerInstance).toFixed(2);
+  return [
+    `${name.padEnd(9)} flowc ${eps(ours.eventsPerSecond)} ev/s ${bytes(ours.bytesPerInstance)} B/instance`,
+    `${"".padEnd(9)} xstate ${eps(theirs.eventsPerSecond)} ev/s ${bytes(theirs.bytesPerInstance)} B/instance`,
+    `${"".padEnd(9)} ratio (flowc / xstate): speed ${speed}x, memory ${size}x`,
+  ].join("\n");
+}
+
+function main(argv: string[]): void {
+  const [flat, chart] = argv;
+  if (flat === undefined || chart === undefined) throw new Error("usage: bench.mjs FLAT.json CHART.json");
+  console.log(`node ${process.version}, ${String(EVENTS)} events per run, ${String(INSTANCES)} instances for memory`);
+  console.log(row("flat", flowc(readFileSync(flat, "utf8"), FLAT_CYCLE), xstate(flatMachine, FLAT_CYCLE)));
+  console.log(row("parallel", flowc(readFileSync(chart, "utf8"), CHART_CYCLE), xstate(chartMachine, CHART_CYCLE)));
+}
+
+main(process.argv.slice(2));
