@@ -18,6 +18,7 @@ from flowc.compiler.lint.transitions import never_fires
 from flowc.compiler.source import SourceFile
 from flowc.compiler.sourcemap import SourceMap
 from flowc.compiler.testing.coverage import describe
+from flowc.compiler.testing.moves import Move
 from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
 from flowc.compiler.testing.values import ValueSource
 from flowc.runtime import Rejection, StepResult
@@ -32,6 +33,10 @@ class Path:
     given: list[tuple[str, str]]
     steps: list[str]
     covers: set[int] = field(default_factory=set)
+    #: what the test does, as values (`flowc vectors` runs these): the starting context the
+    #: `given` lines set and the moves its steps make
+    context: dict[str, Any] = field(default_factory=dict)
+    moves: list[Move] = field(default_factory=list)
 
     def text(self) -> str:
         lines = [f'test "{self.name}" {{']
@@ -168,10 +173,11 @@ def generate(
         for s in flow.states
         if s.name not in states
     }
-    required = [(name, text) for name, _, text in explorer.values.required_given()]
+    required = explorer.values.required_given()
     for test in tests:
         given = dict(test.given)
-        test.given = [(n, t) for n, t in required if n not in given] + test.given
+        test.given = [(n, t) for n, _, t in required if n not in given] + test.given
+        test.context.update((n, v) for n, v, _ in required if n not in given)
     seconds = time.perf_counter() - started
     return PathsReport(flow, tests, missing, unreached, seconds, cannot_fire)
 
@@ -207,7 +213,8 @@ def _path(
             steps += effect_steps(flow, how.outcome)
         steps += [f"expect state {leaf}" for leaf in _final_leaves(flow, found, moves, how)]
     given = [(k, text) for k, (_, text) in found.given.items()]
-    return Path(name.replace('"', "'"), given, steps)
+    context = {k: value for k, (value, _) in found.given.items()}
+    return Path(name.replace('"', "'"), given, steps, context=context, moves=list(moves))
 
 
 def effect_steps(flow: CompiledFlow, step: StepResult) -> list[str]:

@@ -107,7 +107,13 @@ def _run_test(path: str, test: ast.TestDecl, player: Player, lowerer: Lowerer) -
     )
 
 
-def _move(step: ast.TestStep, lowerer: Lowerer) -> Move:
+def given_context(test: ast.TestDecl, lowerer: Lowerer) -> dict[str, Any]:
+    """The starting context a test's `given` lines set."""
+    return {s.field.name: lowerer.constant(s.value) for s in test.steps if isinstance(s, ast.Given)}
+
+
+def step_move(step: ast.TestStep, lowerer: Lowerer) -> Move:
+    """The move a `send`, `goto`, `back` or `advance` step makes."""
     if isinstance(step, ast.Send):
         payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
         return Move("send", step.event.name, payload)
@@ -134,10 +140,7 @@ def _steps(
     emitted: Counter[str],
 ) -> None:
     steps = test.steps
-    context: dict[str, Any] = {
-        s.field.name: lowerer.constant(s.value) for s in steps if isinstance(s, ast.Given)
-    }
-    started = player.start(context)
+    started = player.start(given_context(test, lowerer))
     if isinstance(started, Rejection):
         raise _Failed(f"the instance could not start: {_refusal(started)}", test.name.span)
     instance: Instance = started
@@ -149,7 +152,7 @@ def _steps(
         if isinstance(step, ast.Given):
             continue
         if isinstance(step, ast.Send | ast.Goto | ast.Back | ast.Advance):
-            result = player.play(instance, _move(step, lowerer))
+            result = player.play(instance, step_move(step, lowerer))
             fired.update(result.fired)
             emitted.update(e["effect"] for e in emitted_effects(result))
             refused = result.rejection
