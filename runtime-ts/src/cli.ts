@@ -8,7 +8,8 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { FakeClock, Instance, Machine, toMs } from "./index.js";
-import { pyRepr } from "./python.js";
+import { parseJSON } from "./jsontext.js";
+import { dumps, isDict, strRepr } from "./values.js";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -147,7 +148,7 @@ function fakeClock(text: string): FakeClock {
   try {
     return new FakeClock(toMs(number ?? text));
   } catch {
-    throw new Usage(`--now: not a time: ${pyRepr(text)}`);
+    throw new Usage(`--now: not a time: ${strRepr(text)}`);
   }
 }
 
@@ -211,21 +212,18 @@ function parseContext(text: string | undefined): Record<string, unknown> | undef
   if (text === undefined || text === "") return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJSON(text);
   } catch (error) {
     if (error instanceof RangeError) throw new Usage("--context is nested too deeply");
     throw new Usage(`--context is not JSON: ${why(error)}`);
   }
-  if (!isObject(value)) throw new Usage("--context must be a JSON object");
+  if (!isDict(value)) throw new Usage("--context must be a JSON object");
   return value;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
+/** One JSON line, written as Python's json.dumps writes it (ints and floats told apart). */
 function emit(io: Output, data: unknown): void {
-  io.out(JSON.stringify(data));
+  io.out(dumps(data));
 }
 
 /** The outcome objects of one operation, as `flowc run` prints them. */
@@ -238,8 +236,8 @@ function runLines(instance: Instance, clock: FakeClock | undefined, lines: strin
     if (text === "" || text.startsWith("#")) continue;
     let outcomes: Line[];
     try {
-      const op: unknown = JSON.parse(text);
-      if (!isObject(op)) throw new TypeError("a line must be a JSON object");
+      const op: unknown = parseJSON(text);
+      if (!isDict(op)) throw new TypeError("a line must be a JSON object");
       outcomes = applyOp(instance, op, clock);
     } catch (error) {
       if (!(error instanceof SyntaxError || error instanceof TypeError || error instanceof RangeError)) throw error;
@@ -295,7 +293,7 @@ function name(op: Record<string, unknown>, field: string): string {
 function payload(op: Record<string, unknown>): Record<string, unknown> | undefined {
   const value = op.payload;
   if (value === undefined || value === null) return undefined;
-  if (!isObject(value)) throw new TypeError("`payload` must be an object");
+  if (!isDict(value)) throw new TypeError("`payload` must be an object");
   return value;
 }
 

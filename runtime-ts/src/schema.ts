@@ -2,11 +2,12 @@
 // (runtime/validate.py `Type.schema` and `object_schema`): draft 2020-12 vocabulary, records
 // inlined, a field with a default carrying it. Tools (src/tools.ts) are built from these.
 import type { FieldDef, FlowDef } from "./ir.js";
+import type { TypeRef } from "./types.js";
 
 export type JsonSchema = Record<string, unknown>;
 
 /** The schema of a value of the IR type `ref` in `flow` (its enums and records). */
-export function typeSchema(flow: FlowDef, ref: Record<string, unknown>): JsonSchema {
+export function typeSchema(flow: FlowDef, ref: TypeRef): JsonSchema {
   const kind = ref.kind;
   switch (kind) {
     case "bool":
@@ -17,7 +18,7 @@ export function typeSchema(flow: FlowDef, ref: Record<string, unknown>): JsonSch
     case "str":
       return { type: "string" };
     case "enum":
-      return { type: "string", enum: enumMembers(flow, String(ref.name)) };
+      return { type: "string", enum: enumMembers(flow, ref.name ?? "") };
     case "json":
       return {};
     case "list":
@@ -27,23 +28,23 @@ export function typeSchema(flow: FlowDef, ref: Record<string, unknown>): JsonSch
     case "optional":
       return { anyOf: [typeSchema(flow, item(ref)), { type: "null" }] };
     case "record":
-      return recordSchema(flow, String(ref.name));
+      return recordSchema(flow, ref.name ?? "");
     default:
       throw new TypeError(`unknown type kind ${JSON.stringify(kind)}`);
   }
 }
 
-function numberSchema(kind: "int" | "float", ref: Record<string, unknown>): JsonSchema {
+function numberSchema(kind: "int" | "float", ref: TypeRef): JsonSchema {
   const out: JsonSchema = { type: kind === "int" ? "integer" : "number" };
   if (typeof ref.min === "number") out.minimum = ref.min;
   if (typeof ref.max === "number") out.maximum = ref.max;
   return out;
 }
 
-function item(ref: Record<string, unknown>): Record<string, unknown> {
+function item(ref: TypeRef): TypeRef {
   const found = ref.item;
-  if (typeof found !== "object" || found === null) throw new TypeError(`a ${String(ref.kind)} type needs an item type`);
-  return found as Record<string, unknown>;
+  if (found === undefined || found === null) throw new TypeError(`a ${ref.kind} type needs an item type`);
+  return found;
 }
 
 function enumMembers(flow: FlowDef, name: string): string[] {

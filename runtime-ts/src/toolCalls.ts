@@ -3,17 +3,18 @@
 // the same results: on success the new state, its title and meta, `final`, the tools allowed
 // now; on a refusal the runtime's rejection and what is allowed instead; on bad arguments the
 // field-level feedback. A retried call with the same `request_id` runs once.
-import { createHash, randomUUID } from "node:crypto";
-import type { Instance } from "./instance.js";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { Instance } from "./instance.js";
+import type { Clock } from "./clock.js";
 import type { Machine } from "./machine.js";
 import { StepResult } from "./history.js";
 import type { Outcome } from "./outcome.js";
 import { FlowTools, FORCE, HANDLE, REQUEST_ID, inputFields, visibleContext } from "./tools.js";
-import type { Tool, ToolInstance } from "./tools.js";
+import type { Tool } from "./tools.js";
 import { fromStrict } from "./strict.js";
 import type { Json } from "./toolFeedback.js";
-import { Problems, SHOWN_DEPTH, feedback, handleProblem, invalidHandle, issue, shallow, under, unknownInstance } from "./toolFeedback.js";
-import { pyRepr } from "./python.js";
+import { Problems, SHOWN_DEPTH, take, feedback, handleProblem, invalidHandle, issue, shallow, under, unknownInstance } from "./toolFeedback.js";
+import { strRepr, toPlain } from "./values.js";
 import { msToIso } from "./clock.js";
 import { views } from "./toolViews.js";
 
@@ -71,17 +72,30 @@ export interface DispatcherOptions {
   tools?: FlowTools;
   /** more for a `status` result, given the instance's id */
   onStatus?: (instanceId: string) => Json;
+  /** the clock new instances run on (default: each machine's) */
+  clock?: Clock;
+}
+
+/** An instance the dispatcher keeps: with its incarnation (64 random bits, telling apart
+ * instances that shared an id over time, as in effect ids) and the context it was started
+ * with (which its history's start row records). */
+export interface Kept {
+  readonly instance: Instance;
+  readonly incarnation: string;
+  readonly startContext: Json;
 }
 
 /** Runs calls of `tools` on instances it keeps in memory (`instances`). */
 export class ToolDispatcher {
   readonly tools: FlowTools;
-  readonly instances = new Map<string, Instance>();
+  readonly instances = new Map<string, Kept>();
   private readonly onStatus: ((instanceId: string) => Json) | undefined;
+  private readonly clock: Clock | undefined;
 
   constructor(machines: Iterable<Machine>, opts: DispatcherOptions = {}) {
     this.tools = opts.tools ?? new FlowTools(machines);
     this.onStatus = opts.onStatus;
+    this.clock = opts.clock;
   }
 
   /** Run the call. `strict`: arguments written against the OpenAI strict-mode schema. */
@@ -93,13 +107,14 @@ export class ToolDispatcher {
       if (!(error instanceof HandleRefused)) throw error;
       result = new ToolResult(true, error.data);
     }
-    return new ToolResult(result.isError, shallow(result.data, SHOWN_DEPTH));
+    // Plain JSON (as MCP and JSON.stringify take it), cut where it nests too deeply to show.
+    return new ToolResult(result.isError, shallow(toPlain(result.data) as Json, SHOWN_DEPTH));
   }
 
   private run(name: string, given: unknown, strict: boolean): ToolResult {
     const tool = this.tools.get(name);
     if (tool === undefined) {
-      return refused({ ok: false, error: "unknown_tool", message: `There is no tool called ${pyRepr(name)}.`, tools: this.tools.names() });
+      return refused({ ok: false, error: "unknown_tool", message: `There is no tool called ${strRepr(name)}.`, tools: this.tools.names() });
     }
     const raw = given ?? {};
     if (typeof raw !== "object" || Array.isArray(raw)) return refused(feedback(tool, [issue("", raw, "an object")]));
@@ -112,21 +127,22 @@ export class ToolDispatcher {
     const rest = tool.op === "event" ? args : this.ownArguments(tool, args, problems);
     if (problems.any || instanceId === null) return refused(problems.feedback(tool));
     checkHandle(HANDLE, instanceId);
-    const instance = this.instances.get(instanceId);
-    if (instance === undefined) return refused(unknownInstance(instanceId, this.startName(tool)));
+    const kept = this.instances.get(instanceId);
+    if (kept === undefined) return refused(unknownInstance(instanceId, this.startName(tool)));
+    const instance = kept.instance;
     if (instance.machine.name !== tool.flow) {
-      const message = `Instance ${pyRepr(instanceId)} runs the flow ${pyRepr(instance.machine.name)}; ${tool.name} is a tool of ${pyRepr(tool.flow)}.`;
+      const message = `Instance ${strRepr(instanceId)} runs the flow ${strRepr(instance.machine.name)}; ${tool.name} is a tool of ${strRepr(tool.flow)}.`;
       return refused({ ok: false, error: "wrong_flow", message, [HANDLE]: instanceId });
     }
     if (tool.op === "status") return new ToolResult(false, this.status(instanceId, instance));
-    if (tool.op === "history") return new ToolResult(false, history(instanceId, instance));
+    if (tool.op === "history") return new ToolResult(false, history(instanceId, kept));
     if (requestId !== null) checkHandle(REQUEST_ID, requestId);
     const key = { key: requestId };
     let out: Outcome;
     if (tool.op === "event") out = instance.send(tool.event ?? "", rest, { ...key, force });
     else if (tool.op === "goto") out = instance.goto(String(rest.target), { ...key, force: rest.force === true });
     else out = instance.back({ ...key, force: true }); // asking to move back is the consent it needs
-    return this.answer(tool, instanceId, instance, out);
+    return this.answer(tool, kept, out);
   }
 
   private startName(tool: Tool): string {
@@ -137,10 +153,9 @@ export class ToolDispatcher {
     const problems = new Problems();
     const chosen = problems.string(args, HANDLE, false);
     const requestId = problems.string(args, REQUEST_ID, false);
-    const context = args.context ?? {};
-    delete args.context;
+    const context = take(args, "context") ?? {};
     const machine = this.machine(tool.flow);
-    if (typeof context !== "object" || Array.isArray(context) || context === null) {
+    if (typeof context !== "object" || Array.isArray(context)) {
       problems.invalid.push(issue("context", context, "an object"));
     } else {
       // Least privilege: a caller sets only the fields the flow marks `input`.
@@ -153,13 +168,14 @@ export class ToolDispatcher {
     const instanceId = chosen ?? (requestId !== null ? startId(tool.flow, requestId) : randomUUID().replace(/-/g, ""));
     checkHandle(HANDLE, instanceId);
     const existing = this.instances.get(instanceId);
-    if (existing !== undefined) return this.startedBefore(tool, instanceId, existing, requestId);
-    const started = machine.start({ context: context as Json, id: instanceId });
-    if (!(started instanceof Object) || !("machine" in started)) return refused(under("context", started.toJSON()));
-    started.id = instanceId;
-    this.instances.set(instanceId, started);
+    if (existing !== undefined) return this.startedBefore(tool, instanceId, existing.instance, requestId);
+    const clock = this.clock === undefined ? {} : { clock: this.clock };
+    const started = machine.start({ context: context as Json, id: instanceId, ...clock });
+    if (!(started instanceof Instance)) return refused(under("context", started.toJSON()));
+    const incarnation = randomBytes(8).toString("hex");
+    this.instances.set(instanceId, { instance: started, incarnation, startContext: { ...(context as Json) } });
     const view = views(this.tools).view(started);
-    const effects = effectsOf(instanceId, 0, started.startEffects);
+    const effects = effectsOf(instanceId, incarnation, 0, started.startEffects);
     if (effects.length > 0) view.effects = effects;
     return new ToolResult(false, view);
   }
@@ -169,7 +185,7 @@ export class ToolDispatcher {
       return refused({
         ok: false,
         error: "instance_exists",
-        message: `There is already an instance ${pyRepr(instanceId)}: act on it, or start another under a new instance_id.`,
+        message: `There is already an instance ${strRepr(instanceId)}: act on it, or start another under a new instance_id.`,
         [HANDLE]: instanceId,
       });
     }
@@ -180,7 +196,7 @@ export class ToolDispatcher {
   private machine(flow: string): Machine {
     const found = this.tools.flows.get(flow);
     if (found === undefined) throw new Error(`no flow ${flow}`);
-    return found as Machine;
+    return found;
   }
 
   private ownArguments(tool: Tool, args: Json, problems: Problems): Json {
@@ -192,8 +208,7 @@ export class ToolDispatcher {
       if (target !== null && !allowed.includes(target)) problems.invalid.push(issue("target", target, `one of ${allowed.join(", ")}`));
       own.target = target;
       if ("force" in properties) {
-        const force = args.force ?? false;
-        delete args.force;
+        const force = "force" in args ? take(args, "force") : false; // null is not false here
         if (typeof force !== "boolean") problems.invalid.push(issue("force", force, "true or false"));
         own.force = force === true;
       }
@@ -208,11 +223,13 @@ export class ToolDispatcher {
     return view;
   }
 
-  private answer(tool: Tool, instanceId: string, instance: Instance, out: Outcome): ToolResult {
+  private answer(tool: Tool, kept: Kept, out: Outcome): ToolResult {
+    const instance = kept.instance;
+    const instanceId = instance.id ?? "";
     const shown = views(this.tools);
     if (out instanceof StepResult) {
       const view = shown.view(instance);
-      const effects = out.replayed ? [] : effectsOf(instanceId, out.seq, out.effects);
+      const effects = out.replayed ? [] : effectsOf(instanceId, kept.incarnation, out.seq, out.effects);
       if (effects.length > 0) view.effects = effects;
       if (out.replayed) view.replayed = true;
       return new ToolResult(false, view);
@@ -223,7 +240,7 @@ export class ToolDispatcher {
       data.action = `Call ${tool.name} again with corrected arguments. Unknown fields may be typos.`;
     }
     // A wrong tool: say which are right (a bad payload needs only its feedback).
-    if (data.kind !== "invalid_payload") Object.assign(data, shown.allowed(instance as unknown as ToolInstance, true));
+    if (data.kind !== "invalid_payload") Object.assign(data, shown.allowed(instance, true));
     return refused(data);
   }
 }
@@ -233,11 +250,13 @@ function refused(data: Json): ToolResult {
 }
 
 /** The effects a committed step emitted, each with the id its outbox delivery carries. */
-export function effectsOf(instanceId: string, seq: number, effects: readonly { effect: string; payload: unknown }[]): Json[] {
-  return effects.map((e, i) => ({ id: `${instanceId}/${seq}/${i}`, effect: e.effect, fields: e.payload }));
+export function effectsOf(instanceId: string, incarnation: string, seq: number, effects: readonly { effect: string; payload: unknown }[]): Json[] {
+  return effects.map((e, i) => ({ id: `${instanceId}/${incarnation}/${seq}/${i}`, effect: e.effect, fields: e.payload }));
 }
 
-function history(instanceId: string, instance: Instance): Json {
+/** The history as a store's rows give it; the start row records the context given. */
+function history(instanceId: string, kept: Kept): Json {
+  const instance = kept.instance;
   return {
     ok: true,
     [HANDLE]: instanceId,
@@ -248,7 +267,7 @@ function history(instanceId: string, instance: Instance): Json {
       from: h.source,
       to: h.target,
       trigger: h.event ?? h.kind,
-      payload: h.payload,
+      payload: h.seq === 0 && h.kind === "start" && h.payload === null ? { context: kept.startContext } : h.payload,
     })),
   };
 }

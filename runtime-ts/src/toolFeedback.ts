@@ -2,19 +2,15 @@
 // instance is unknown: the shapes of runtime/tool_calls.py (`_feedback`, `_issue`, `_under`,
 // `_unknown_instance`) and runtime/store/handles.py (`InvalidHandle.to_dict`), so that a model
 // reads the same feedback from either runtime.
-import { pyRepr } from "./python.js";
+import { codePoints, strRepr, typeName } from "./values.js";
 import type { Tool } from "./tools.js";
 import { HANDLE } from "./tools.js";
 
 export type Json = Record<string, unknown>;
 
-/** Python's name of a JSON value's type, as feedback words it. */
+/** Python's name of a value's type, as feedback words it (None as "null"). */
 export function pyTypeName(value: unknown): string {
-  if (value === null || value === undefined) return "null";
-  if (typeof value === "string") return "str";
-  if (typeof value === "boolean") return "bool";
-  if (typeof value === "number") return Number.isInteger(value) ? "int" : "float";
-  return Array.isArray(value) ? "list" : "dict";
+  return value === null || value === undefined ? "null" : typeName(value);
 }
 
 export function issue(field: string, provided: unknown, requirement: string): Json {
@@ -24,6 +20,13 @@ export function issue(field: string, provided: unknown, requirement: string): Js
     problem: `expected ${requirement}, got ${pyTypeName(provided)}`,
     requirement,
   };
+}
+
+/** Take argument `name` out of `args`: its value (undefined when absent). */
+export function take(args: Json, name: string): unknown {
+  const value = args[name];
+  Reflect.deleteProperty(args, name);
+  return value;
 }
 
 /** What is wrong with a tool's own arguments, in the runtime's feedback shape. */
@@ -38,13 +41,12 @@ export class Problems {
 
   /** Take argument `name` (a non-empty string) out of `args`. */
   string(args: Json, name: string, required: boolean): string | null {
-    if (!(name in args) || (args[name] === null && !required)) {
-      delete args[name];
+    const given = name in args;
+    const value = take(args, name);
+    if (!given || (value === null && !required)) {
       if (required) this.missing.push({ field: name, requirement: "a string" });
       return null;
     }
-    const value = args[name];
-    delete args[name];
     if (typeof value !== "string" || value === "") {
       this.invalid.push(issue(name, value, "a non-empty string"));
       return null;
@@ -54,8 +56,7 @@ export class Problems {
 
   /** Take an optional boolean argument out of `args` (false when absent or null). */
   boolean(args: Json, name: string): boolean {
-    const value = args[name] ?? null;
-    delete args[name];
+    const value = take(args, name) ?? null;
     if (value === null) return false;
     if (typeof value !== "boolean") {
       this.invalid.push(issue(name, value, "true or false"));
@@ -107,7 +108,7 @@ export function unknownInstance(instanceId: string, start: string): Json {
   return {
     ok: false,
     error: "unknown_instance",
-    message: `There is no instance ${pyRepr(instanceId)}. Use the instance_id that ${start} returned.`,
+    message: `There is no instance ${strRepr(instanceId)}. Use the instance_id that ${start} returned.`,
     [HANDLE]: instanceId,
   };
 }
@@ -123,7 +124,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 /** What is wrong with `value` as an instance id or request id, or null. */
 export function handleProblem(value: unknown): string | null {
   if (typeof value !== "string") return `expected a string, got ${pyTypeName(value)}`;
-  const chars = [...value];
+  const chars = codePoints(value);
   if (chars.length === 0) return "it is empty";
   if (chars.length > MAX_HANDLE) return `it is ${chars.length} characters long; at most ${MAX_HANDLE} are allowed`;
   if (value.includes("\0")) return "it contains a NUL character";
@@ -132,8 +133,8 @@ export function handleProblem(value: unknown): string | null {
 }
 
 function shorten(value: string): string {
-  const chars = [...value];
-  const shown = pyRepr(chars.slice(0, ECHO).join(""));
+  const chars = codePoints(value);
+  const shown = strRepr(chars.slice(0, ECHO).join(""));
   return chars.length <= ECHO ? shown : `${shown.slice(0, -1)}…' (${chars.length} characters)`;
 }
 

@@ -3,7 +3,8 @@
 // `_allowed`, `active_leaves`).
 import type { FlowDef } from "./ir.js";
 import type { Instance } from "./instance.js";
-import type { FlowTools, Tool, ToolInstance } from "./tools.js";
+import { allowedTargets } from "./accepts.js";
+import type { FlowTools, Tool } from "./tools.js";
 import { HANDLE, REQUEST_ID } from "./tools.js";
 import type { Json } from "./toolFeedback.js";
 
@@ -40,14 +41,14 @@ export function ownSchema(tool: Tool): Json {
 /** The views of instances under `tools`. */
 export function views(tools: FlowTools): {
   view: (instance: Instance) => Json;
-  allowed: (instance: ToolInstance, withArguments: boolean) => Json;
+  allowed: (instance: Instance, withArguments: boolean) => Json;
 } {
-  const allowed = (instance: ToolInstance, withArguments: boolean): Json => {
+  const allowed = (instance: Instance, withArguments: boolean): Json => {
     const changing = tools.forInstance(instance).filter((t) => !t.readOnly);
     const out: Json = {
       allowed_tools: withArguments ? changing.map((t) => ({ name: t.name, arguments: ownSchema(t) })) : changing.map((t) => t.name),
     };
-    if (tools.tool(instance.machine.name, "goto") !== undefined) out.goto_targets = instance.allowedTargets();
+    if (tools.tool(instance.machine.name, "goto") !== undefined) out.goto_targets = allowedTargets(instance);
     return out;
   };
   const view = (instance: Instance): Json => {
@@ -61,7 +62,7 @@ export function views(tools: FlowTools): {
       final: instance.isFinal,
     };
     if (instance.configuration.length > 1) out.active = activeLeaves(instance);
-    return { ...out, ...allowed(instance as unknown as ToolInstance, false) };
+    return { ...out, ...allowed(instance, false) };
   };
   return { view, allowed };
 }

@@ -3,10 +3,13 @@
 // schemas. One tool per event (its payload's fields as arguments, beside `instance_id` and an
 // optional `request_id`), `start`, `status`, `history`, and `goto` / `back` where the flow has
 // direct / backward edges. With several flows every name starts with the flow's name.
-import type { FlowDef, StateDef } from "./ir.js";
+import { acceptedEvents, allowedTargets } from "./accepts.js";
+import type { Instance } from "./instance.js";
+import type { Machine } from "./machine.js";
+import type { FieldDef, FlowDef, StateDef } from "./ir.js";
+import { strRepr } from "./values.js";
 import { contextSchema, eventSchema } from "./schema.js";
 import type { JsonSchema } from "./schema.js";
-import { pyRepr } from "./python.js";
 import { strictSchema } from "./strict.js";
 
 export type ToolOp = "start" | "status" | "history" | "event" | "goto" | "back";
@@ -31,22 +34,6 @@ const REQUEST_ID_SCHEMA: JsonSchema = {
   type: "string",
   description: "Optional. An id for this call: a retry with the same request_id runs once and returns the first result.",
 };
-
-/** What tools need of a loaded flow (a `Machine`): its name, version and compiled IR. */
-export interface ToolFlow {
-  readonly name: string;
-  readonly version: number;
-  readonly flow: FlowDef;
-}
-
-/** What tools need of an instance to say which of them apply now. */
-export interface ToolInstance {
-  readonly machine: { readonly name: string };
-  readonly state: string;
-  readonly isFinal: boolean;
-  acceptedEvents(): readonly { readonly name: string }[];
-  allowedTargets(opts?: { force?: boolean }): string[];
-}
 
 /** One tool. `backward`: an event tool whose event some rule takes backwards (`on E -> X
  * back`), which takes a `force` argument, the consent a backward move needs. */
@@ -90,13 +77,13 @@ export class Tool {
 /** The tools of one or more flows (the newest version given of each). Throws an Error when
  * two tools would share a name. */
 export class FlowTools {
-  readonly flows: ReadonlyMap<string, ToolFlow>;
+  readonly flows: ReadonlyMap<string, Machine>;
   readonly prefixed: boolean;
   readonly tools: readonly Tool[];
   private readonly byName: ReadonlyMap<string, Tool>;
 
-  constructor(flows: Iterable<ToolFlow>, opts: { prefix?: boolean } = {}) {
-    const newest = new Map<string, ToolFlow>();
+  constructor(flows: Iterable<Machine>, opts: { prefix?: boolean } = {}) {
+    const newest = new Map<string, Machine>();
     for (const flow of flows) {
       const seen = newest.get(flow.name);
       if (seen === undefined || flow.version > seen.version) newest.set(flow.name, flow);
@@ -145,16 +132,16 @@ export class FlowTools {
   /** The tools `instance` may be called with now: the events it accepts, the readers, `goto`
    * (its targets narrowed to those reachable now) and `back` where the state has a backward
    * edge; only the readers once it is final. */
-  forInstance(instance: ToolInstance): Tool[] {
+  forInstance(instance: Instance): Tool[] {
     const flow = instance.machine.name;
     const ir = this.flows.get(flow)?.flow;
-    const accepted = new Set(instance.acceptedEvents().map((e) => e.name));
+    const accepted = new Set(acceptedEvents(instance).map((e) => e.name));
     const out: Tool[] = [];
     for (const t of this.tools) {
       if (t.flow !== flow || t.op === "start") continue;
       if (t.op === "event" && !accepted.has(t.event ?? "")) continue;
       if (t.op === "goto") {
-        const targets = instance.allowedTargets({ force: true });
+        const targets = allowedTargets(instance, { force: true });
         if (targets.length === 0) continue;
         out.push(narrowTargets(t, targets));
         continue;
@@ -166,17 +153,17 @@ export class FlowTools {
   }
 
   /** The names of the tools that may change `instance` now (the readers left out). */
-  allowedNames(instance: ToolInstance): string[] {
+  allowedNames(instance: Instance): string[] {
     return this.forInstance(instance).filter((t) => !t.readOnly).map((t) => t.name);
   }
 
-  private toolName(flow: ToolFlow, base: string): string {
+  private toolName(flow: Machine, base: string): string {
     return this.prefixed ? `${flow.name}_${base}` : base;
   }
 
-  private flowTools(flow: ToolFlow): Tool[] {
+  private flowTools(flow: Machine): Tool[] {
     const ir = flow.flow;
-    const title = pyRepr(ir.title ?? flow.name);
+    const title = strRepr(ir.title ?? flow.name);
     const tools = [
       new Tool(
         this.toolName(flow, "start"), flow.name, "start",
@@ -204,7 +191,7 @@ export class FlowTools {
     return [...tools, ...moves];
   }
 
-  private eventTool(flow: ToolFlow, name: string, title: string): Tool {
+  private eventTool(flow: Machine, name: string, title: string): Tool {
     const ir = flow.flow;
     const states = statesAccepting(ir, name);
     const where = states.length > 0 ? ` Accepted in: ${states.join(", ")}.` : "";
@@ -223,7 +210,7 @@ export class FlowTools {
     return new Tool(this.toolName(flow, name), flow.name, "event", description, args(properties, schema.required as string[]), name, backward);
   }
 
-  private moveTools(flow: ToolFlow, title: string): Tool[] {
+  private moveTools(flow: Machine, title: string): Tool[] {
     const out: Tool[] = [];
     const transitions = flow.flow.transitions;
     const direct = transitions.filter((t) => t.kind === "direct" && t.target !== null && t.target !== "");
@@ -245,14 +232,22 @@ export class FlowTools {
   }
 }
 
+/** A context field with its marks (`input`: a caller may set it at start; `hidden`: a model
+ * may not read it), as the IR writes them. */
+type MarkedField = FieldDef & { input?: boolean; hidden?: boolean };
+
+function marked(ir: FlowDef): MarkedField[] {
+  return ir.context;
+}
+
 /** The context fields a caller may give at start through a tool (marked `input`). */
 export function inputFields(ir: FlowDef): string[] {
-  return ir.context.filter((f) => f.input === true).map((f) => f.name);
+  return marked(ir).filter((f) => f.input === true).map((f) => f.name);
 }
 
 /** The context fields a model may not read (marked `hidden`). */
 export function hiddenFields(ir: FlowDef): Set<string> {
-  return new Set(ir.context.filter((f) => f.hidden === true).map((f) => f.name));
+  return new Set(marked(ir).filter((f) => f.hidden === true).map((f) => f.name));
 }
 
 /** `context` without the fields marked `hidden`. */
@@ -285,7 +280,7 @@ export function toolEvents(ir: FlowDef): string[] {
 }
 
 /** Whether the instance's current state has a backward edge (what `back` could take). */
-export function hasBackwardEdge(ir: FlowDef, instance: ToolInstance): boolean {
+export function hasBackwardEdge(ir: FlowDef, instance: Instance): boolean {
   if (instance.isFinal) return false;
   return ir.transitions.some((t) => t.back && t.source === instance.state && t.target !== null && t.target !== "");
 }
@@ -315,7 +310,7 @@ function statesAccepting(ir: FlowDef, event: string): string[] {
     if (!["normal", "final"].includes(state.kind)) continue;
     const around = ancestors(ir, state);
     if (!sources.has(state.name) && !around.some((a) => sources.has(a.name))) continue;
-    const text = state.title === null ? state.name : `${state.name} (${pyRepr(state.title)})`;
+    const text = state.title === null ? state.name : `${state.name} (${strRepr(state.title)})`;
     const region = around.find((a) => a.parent !== null && ir.states.find((s) => s.name === a.parent)?.kind === "parallel");
     out.push(region === undefined ? text : `${text} in the region ${region.name}`);
   }

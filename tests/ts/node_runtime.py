@@ -26,7 +26,8 @@ def node() -> str:
 
 
 def _newest_source() -> float:
-    sources = [*(PACKAGE / "src").rglob("*.ts"), PACKAGE / "package.json", PACKAGE / "tsconfig.json"]
+    sources = [*(PACKAGE / "src").rglob("*.ts"), PACKAGE / "package.json"]
+    sources.append(PACKAGE / "tsconfig.json")
     return max(p.stat().st_mtime for p in sources)
 
 
@@ -41,6 +42,7 @@ def built() -> Path:
         if not (PACKAGE / "node_modules" / ".bin" / "tsc").exists():
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PACKAGE, check=True)
         tsc = [str(PACKAGE / "node_modules" / ".bin" / "tsc"), "-p", "tsconfig.build.json"]
-        subprocess.run([*tsc, "--outDir", str(BUILD), "--sourceMap", "false"], cwd=PACKAGE, check=True)
+        tsc += ["--outDir", str(BUILD), "--sourceMap", "false"]
+        subprocess.run(tsc, cwd=PACKAGE, check=True)
         STAMP.touch()
     return BUILD

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from flowc.compiler.cli import main
-from tests.ts.node_runtime import built, node
+from ts.node_runtime import built, node
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = Path(__file__).resolve().parent / "events"
@@ -137,11 +137,16 @@ BAD_LINES = [
 
 @pytest.mark.parametrize("bad", BAD_LINES)
 def test_a_malformed_line_stops_the_run_with_exit_1(
-    bad: str, compiled: dict[str, Path], cli: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    bad: str,
+    compiled: dict[str, Path],
+    cli: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     events = tmp_path / "e.jsonl"
     events.write_text('{"goto": "ANALYZING"}\n\n# a comment\n' + bad + "\n", encoding="utf-8")
-    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}', "--events", str(events)]
+    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}']
+    args += ["--events", str(events)]
     (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
     assert (ts_code, ts_lines) == (py_code, py_lines) == (1, py_lines)
     assert py_err.removeprefix("flowc run: ") == ts_err.removeprefix("flowc-run: ")
@@ -153,7 +158,8 @@ def test_a_line_that_is_not_json_stops_the_run_with_exit_1(
 ) -> None:
     events = tmp_path / "e.jsonl"
     events.write_text('{"goto": "ANALYZING"}\n{"goto": \n', encoding="utf-8")
-    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}', "--events", str(events)]
+    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}']
+    args += ["--events", str(events)]
     (py_code, py_lines, _), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
     assert (ts_code, ts_lines) == (py_code, py_lines)
     assert py_code == 1 and ts_err.startswith("flowc-run: events line 2: ")
