@@ -11,7 +11,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 for flow in flat chart; do
-  "$flowc" compile "bench/$flow.flow" -o "$work/$flow.json" >/dev/null
+  if ! log=$("$flowc" compile "bench/$flow.flow" -o "$work/$flow.json" 2>&1); then
+    echo "$log" >&2
+    exit 1
+  fi
 done
 "$esbuild" bench/run.ts --bundle --platform=node --format=esm --log-level=warning \
   --outfile="$work/bench.mjs"
