@@ -247,6 +247,10 @@ class Invariant(IRModel):
     expr: Expr
 
 
+#: The members the content hash leaves out: the hash itself, and what is derived from the rest.
+_UNHASHED: set[str] = {"hash", "lowered_templates"}
+
+
 class CompiledFlow(IRModel):
     ir_version: int = 1
     name: str
@@ -269,12 +273,16 @@ class CompiledFlow(IRModel):
     invariants: tuple[Invariant, ...] = ()
     #: Version 2: declared effects (`effect NAME(params)`), the output events actions `emit`.
     effects: tuple[EventDef, ...] = ()
+    #: The templates above lowered for runtimes without Jinja2: source -> parts, or None when
+    #: outside the subset (docs/ir.md, "Lowered templates"). Derived from the sources, so it is
+    #: left out of the hash; this runtime never reads it.
+    lowered_templates: dict[str, JsonValue] = Field(default_factory=dict)
     #: sha256 of the canonical JSON of everything else; filled by `with_hash`.
     hash: str = ""
 
     def canonical_json(self) -> str:
         """Sorted keys, compact separators, hash excluded: the bytes the hash is taken over."""
-        data = self.model_dump(mode="json", exclude={"hash"}, exclude_defaults=True)
+        data = self.model_dump(mode="json", exclude=_UNHASHED, exclude_defaults=True)
         data["ir_version"] = self.ir_version
         return _canonical(data)
 

@@ -11,9 +11,11 @@ from typing import Any
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.driver import compile_file, find_flow_files, print_diagnostics
 from flowc.compiler.testing.vectors import (
+    MESSAGES_FILE,
     duplicate_names,
     file_name,
     flow_vectors,
+    messages_text,
     vectors_text,
 )
 from flowc.runtime import FlowcError
@@ -28,10 +30,11 @@ def register(sub: Any) -> None:
             "for it, on the Python runtime with a fake clock, and write what every operation "
             "did (the `flowc run` line of each outcome, the state, configuration, context, "
             "effects and journals after it, and one snapshot) to DIR/<file stem>.vectors.json, "
-            "with the compiled IR. Directories are searched for .flow files. The output is "
-            "deterministic, so it can be committed; --check compares instead of writing. Exit "
-            "status: 0 written (or up to date), 1 a flow does not compile or --check found a "
-            "difference, 2 usage error."
+            "with the compiled IR; and DIR/default_messages.json, the rejection kinds' default "
+            "messages lowered as the IR lowers templates. Directories are searched for .flow "
+            "files. The output is deterministic, so it can be committed; --check compares "
+            "instead of writing. Exit status: 0 written (or up to date), 1 a flow does not "
+            "compile or --check found a difference, 2 usage error."
         ),
     )
     parser.add_argument("flows", nargs="+", metavar="FLOW", help=".flow files or directories")
@@ -71,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"flowc vectors: {out_dir} is not a folder", file=sys.stderr)
         return EXIT_USAGE
     wanted, failed = _generate(files, args.skip_errors)
+    wanted[MESSAGES_FILE] = messages_text()
     if args.check:
         return _check(out_dir, wanted) or (EXIT_FAILURE if failed else EXIT_OK)
     try:

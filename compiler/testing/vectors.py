@@ -19,6 +19,7 @@ from typing import Any
 from flowc.compiler import ast
 from flowc.compiler.driver import CompileResult
 from flowc.compiler.lower import Lowerer
+from flowc.compiler.template_lowering import default_messages
 from flowc.compiler.testing.moves import Move, Player
 from flowc.compiler.testing.paths import generate
 from flowc.compiler.testing.runner import given_context, step_move
@@ -193,6 +194,17 @@ def vectors_text(data: dict[str, Any]) -> str:
 
 def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+#: The file beside the vectors with the rejection kinds' default messages, lowered (another
+#: runtime needs them to render the messages its refusals carry).
+MESSAGES_FILE = "default_messages.json"
+MESSAGES_FORMAT = "flowc.templates/1"
+
+
+def messages_text() -> str:
+    data = {"format": MESSAGES_FORMAT, "messages": default_messages()}
+    return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
 def file_name(path: Path) -> str:

@@ -172,6 +172,15 @@ CASES = [
         "flow d\ncontext { input a: int\n input b: int }\nevent go\n"
         "initial state A { on go if a > b -> DONE }\nfinal state DONE\n",
     ),
+    (
+        "W322",
+        "flow d\nevent go(n: int)\ninitial state A {\n"
+        ' on go if event.n > 1 reject no "{{ event.n + 1 }} is too many"\n on go -> DONE\n}\n'
+        "final state DONE\n",
+        "flow d\nevent go(n: int)\ninitial state A {\n"
+        ' on go if event.n > 1 reject no "{{ event.n }} is too many"\n on go -> DONE\n}\n'
+        "final state DONE\n",
+    ),
 ]
 
 

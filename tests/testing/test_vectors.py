@@ -124,3 +124,152 @@ def test_the_runtime_replays_every_vector(path: Path) -> None:
     assert (ROOT / data["source"]).is_file()
     for vector in data["vectors"]:
         _replay(machine, vector)
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+TIMED = """flow timed
+context { n: int = 0 }
+event go(k: int)
+effect noted(k: int)
+journal log "{{ event }}:{{ target }}"
+initial state A {
+  on go if event.k > 3 reject too_big "{{ event.k }} is too big"
+  on go -> B do n += event.k; emit noted(k: event.k)
+}
+state B {
+  after 1s -> C
+  on go -> C
+}
+final state C
+
+test "times out" {
+  send go(k: 5)
+  expect reject too_big
+  send go(k: 2)
+  advance 2s
+  expect state C
+}
+"""
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_test_block_becomes_a_vector_of_its_operations(tmp_path: Path) -> None:
+    flow = _write(tmp_path / "src", "timed.flow", TIMED)
+    out = tmp_path / "out"
+    assert main(["vectors", str(flow), "-o", str(out)]) == 0
+    data = json.loads((out / "timed.vectors.json").read_text())
+    assert data["format"] == "flowc.vectors/1" and data["flow"] == "timed"
+    vector = data["vectors"][0]
+    assert (vector["name"], vector["origin"], vector["context"]) == (
+        "times out",
+        "test block",
+        None,
+    )
+    refused, sent, advanced = vector["ops"]
+    assert refused["expect"]["line"]["error"] == "too_big"
+    assert refused["expect"]["line"]["message"] == "5 is too big"
+    assert refused["expect"]["state"] == "A" and refused["expect"]["effects"] == []
+    assert sent["payload"] == {"k": 2} and sent["expect"]["context"] == {"n": 2}
+    assert sent["expect"]["effects"] == [{"effect": "noted", "payload": {"k": 2}}]
+    assert sent["expect"]["journals"] == {"log": "go:B"}
+    assert advanced == {
+        "op": "advance",
+        "ms": 2000,
+        "expect": [advanced["expect"][0]],
+    }
+    timer = advanced["expect"][0]
+    assert (timer["line"]["to"], timer["line"]["final"], timer["final"]) == ("C", True, True)
+    assert timer["line"]["at"] == "2025-01-01T00:00:01+00:00"
+    assert vector["snapshot"]["after"] == 2 and vector["snapshot"]["data"]["state"] == "B"
+    # Then the tests `flowc paths --cover` finds.
+    assert {v["origin"] for v in data["vectors"][1:]} == {"flowc paths --cover"}
+    assert (out / "default_messages.json").is_file()
+
+
+def test_check_finds_every_difference_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = _write(tmp_path / "src", "timed.flow", TIMED)
+    out = tmp_path / "out"
+    args = ["vectors", str(flow), "-o", str(out)]
+    assert main(args) == 0
+    written = (out / "timed.vectors.json").read_bytes()
+    assert main(args) == 0 and (out / "timed.vectors.json").read_bytes() == written
+    assert main([*args, "--check"]) == 0
+    capsys.readouterr()
+    _write(tmp_path / "src", "timed.flow", TIMED.replace("k: 2", "k: 1"))
+    _write(out, "gone.vectors.json", "{}")
+    (out / "default_messages.json").unlink()
+    assert main([*args, "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "timed.vectors.json: differs" in err
+    assert "gone.vectors.json: written from no FLOW given" in err
+    assert "default_messages.json: missing" in err
+    assert (out / "timed.vectors.json").read_bytes() == written
+
+
+def test_flows_that_do_not_compile_fail_unless_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "src"
+    _write(src, "timed.flow", TIMED)
+    _write(src, "broken.flow", "flow broken\ninitial state A { on nothing -> A }\n")
+    out = tmp_path / "out"
+    assert main(["vectors", str(src), "-o", str(out)]) == 1
+    assert "broken.flow: not compiled" in capsys.readouterr().err
+    assert (out / "timed.vectors.json").is_file()
+    assert main(["vectors", str(src), "-o", str(out), "--skip-errors"]) == 0
+    assert "skipped" in capsys.readouterr().err and not (out / "broken.vectors.json").exists()
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "out")
+    assert main(["vectors", str(tmp_path / "nothing.flow"), "-o", out]) == 2
+    assert main(["vectors", str(tmp_path), "-o", out]) == 2  # no .flow files in it
+    _write(tmp_path / "a", "same.flow", TIMED)
+    _write(tmp_path / "b", "same.flow", TIMED)
+    assert main(["vectors", str(tmp_path), "-o", out]) == 2
+    assert "would all be written to same.vectors.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["vectors", str(tmp_path / "a")])  # no -o
+    assert exited.value.code == 2
+
+
+def _events_line(op: dict[str, Any]) -> dict[str, Any]:
+    """A vector's operation as a line of `flowc run --events` (which counts time in seconds)."""
+    if op["op"] == "send":
+        return {"event": op["event"], "payload": op["payload"], "force": op["force"]}
+    if op["op"] == "goto":
+        return {"goto": op["target"], "force": op["force"]}
+    if op["op"] == "back":
+        return {"back": True, "force": op["force"]}
+    return {"advance": op["ms"] / 1000}
+
+
+@pytest.mark.parametrize("stem", ["stage_questions", "microwave", "ticket"])
+def test_each_line_is_what_flowc_run_prints(
+    stem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads((VECTORS / f"{stem}.vectors.json").read_text(encoding="utf-8"))
+    for vector in data["vectors"][:6]:
+        events = tmp_path / "events.jsonl"
+        events.write_text("".join(json.dumps(_events_line(op)) + "\n" for op in vector["ops"]))
+        args = ["run", str(ROOT / data["source"]), "--events", str(events), "--keep-going"]
+        args += ["--now", str(vector["now"] / 1000)]
+        if vector["context"] is not None:
+            args += ["--context", json.dumps(vector["context"])]
+        main(args)
+        printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        expected = [vector["start"]["line"]]
+        for op in vector["ops"]:
+            expected += [
+                e["line"] for e in (op["expect"] if op["op"] == "advance" else [op["expect"]])
+            ]
+        assert printed == expected, vector["name"]

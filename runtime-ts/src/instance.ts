@@ -1,0 +1,339 @@
+// `Instance`: one running flow (configuration, context, history, pending timers, idempotency
+// keys). Every operation is one atomic step (step.ts): it commits whole, or answers a
+// `Rejection` and leaves the instance exactly as it was.
+import { readMs, type Clock } from "./clock.js";
+import { Macrostep, newOutputs, rivals, truthy, type Ctx, type StepScope } from "./engine.js";
+import { copyJson, entryJSON, StepResult, type Effect, type Entry } from "./history.js";
+import type { Machine } from "./machine.js";
+import type { Outcome, Rejection } from "./outcome.js";
+import { writeSnapshot } from "./snapshot.js";
+import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
+import { arm, dueOrder, type Timer } from "./timers.js";
+import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
+import { acceptedEvents, allowedTargets } from "./offers.js";
+import { sendEvent } from "./send.js";
+
+export interface StartOptions {
+  context?: Record<string, unknown> | null;
+  clock?: Clock;
+  id?: string | null;
+  /** the start's time (epoch ms); default: the clock's */
+  now?: number;
+}
+
+export interface StepOptions {
+  force?: boolean;
+  reason?: string | null;
+  key?: string | null;
+}
+
+/** Idempotency keys remembered per instance (the oldest forgotten first). */
+export const KEYS_KEPT = 1024;
+
+export class Instance {
+  id: string | null = null;
+  /** the rules the start took (eventless rules, completion events); null when restored */
+  startRules: readonly number[] | null = null;
+  startEffects: readonly Effect[] = [];
+  private cur!: StateNode;
+  private config: StateNode[] = [];
+  private hist = new Map<string, StateNode[]>();
+  private ctx: Ctx = {};
+  private seqNo = 0;
+  private entries: Entry[] = [];
+  private pending: Timer[] = [];
+  private keys = new Map<string, number>();
+  /** states of older versions the history names */
+  retired: readonly string[] = [];
+
+  constructor(
+    readonly machine: Machine,
+    readonly clock: Clock,
+  ) {}
+
+  // ---- creation -------------------------------------------------------------------------
+  static start(m: Machine, opts: StartOptions): Instance | Rejection {
+    const sem = m.semantics;
+    const started = sem.startContext(opts.context ?? {});
+    if (!started.ok) return started.rejection;
+    const ctx = started.value;
+    const run = new Macrostep([], new Map(), ctx, m.exec, newOutputs());
+    const trig: Trigger = { kind: "start", event: null, p: null, reason: null, key: null, at: null, tried: [] };
+    const self = new Instance(m, opts.clock ?? m.clock);
+    try {
+      run.enterInitial(m.initial);
+      run.settle();
+    } catch (exc) {
+      return stepRefused(self, run, exc, m.initial, trig, `the entry actions of ${m.initial.name}`);
+    }
+    const blocked = stuck(self, run, m.initial, trig);
+    if (blocked !== null) return blocked;
+    const now = opts.now ?? readMs(self.clock);
+    const config = [...run.config].sort(byOrder);
+    const state = summaryOf(config);
+    let timers: Timer[];
+    try {
+      timers = arm(config.flatMap((s) => s.timers), now, m.exec, ctx, run);
+    } catch (exc) {
+      const where = m.chart ? "the delay of a timer" : `the delay of a timer of ${state.name}`;
+      return sem.fault(exc, where, m.initial, null, null, ctx);
+    }
+    const leaves = state.atomic ? null : ([[], config.filter((s) => s.atomic).map((s) => s.name)] as const);
+    self.id = opts.id ?? null;
+    self.load(state, config, run.histories, ctx, 0, [
+      { seq: 0, at: now, kind: "start", source: null, target: state.name, event: null, payload: null, reason: null, via: [...run.via], leaves },
+    ]);
+    self.pending = dueOrder(timers);
+    self.startRules = [...run.fired];
+    self.startEffects = run.outputs.effects.map(([effect, payload]) => ({ effect, payload: payload ?? {} }));
+    return self;
+  }
+
+  /** Set everything a step or a restore decides (no checks: the caller made them). */
+  load(state: StateNode, config: StateNode[], hist: Map<string, StateNode[]>, ctx: Ctx, seq: number, entries: Entry[]): void {
+    this.cur = state;
+    this.config = config;
+    this.hist = hist;
+    this.ctx = ctx;
+    this.seqNo = seq;
+    this.entries = entries;
+  }
+
+  // ---- reading ----------------------------------------------------------------------------
+  /** the active leaf, or the innermost state holding every active leaf */
+  get state(): string {
+    return this.cur.name;
+  }
+  get stateNode(): StateNode {
+    return this.cur;
+  }
+  get configuration(): string[] {
+    return this.config.map((s) => s.name);
+  }
+  get context(): Ctx {
+    return copyJson(this.ctx);
+  }
+  get isFinal(): boolean {
+    return this.cur.final;
+  }
+  get seq(): number {
+    return this.seqNo;
+  }
+  get history(): Record<string, unknown>[] {
+    return this.entries.map(entryJSON);
+  }
+  get timers(): { due: number; target: string | null; after_ms: number | null }[] {
+    return this.pending.map(([due, t]) => ({ due, target: t.target?.name ?? null, after_ms: t.afterMs }));
+  }
+  active(name: string): boolean {
+    return this.config.some((s) => s.name === name);
+  }
+
+  // (for step.ts, send.ts and snapshot.ts: the live values, not copies)
+  ctxRef(): Ctx {
+    return this.ctx;
+  }
+  configRef(): readonly StateNode[] {
+    return this.config;
+  }
+  historiesRef(): ReadonlyMap<string, StateNode[]> {
+    return this.hist;
+  }
+  timersRef(): Timer[] {
+    return this.pending;
+  }
+  entriesRef(): readonly Entry[] {
+    return this.entries;
+  }
+  keysRef(): ReadonlyMap<string, number> {
+    return this.keys;
+  }
+  setTimers(timers: Timer[]): void {
+    this.pending = timers;
+  }
+  setKeys(keys: Map<string, number>): void {
+    this.keys = keys;
+  }
+  nowMs(): number {
+    return readMs(this.clock);
+  }
+  leafNames(): string[] {
+    return this.config.filter((s) => s.atomic).map((s) => s.name);
+  }
+  leaves(): StateNode[] {
+    return this.config.filter((s) => s.atomic);
+  }
+  /** what guards evaluated before a step read: the configuration and the event */
+  scope(event: string | null): StepScope {
+    return { config: new Set(this.config), event, outputs: newOutputs() };
+  }
+
+  /** Commit a step (step.ts): nothing here can fail. */
+  commit(entry: Entry, c: Ctx, config: StateNode[], hist: Map<string, StateNode[]>, timers: Timer[], key: string | null): void {
+    this.entries.push(entry);
+    this.seqNo = entry.seq;
+    this.ctx = c;
+    this.config = config;
+    this.hist = hist;
+    this.cur = summaryOf(config);
+    this.pending = timers;
+    if (key !== null) {
+      this.keys.set(key, entry.seq);
+      if (this.keys.size > KEYS_KEPT) {
+        const oldest = this.keys.keys().next().value;
+        if (oldest !== undefined) this.keys.delete(oldest);
+      }
+    }
+  }
+
+  // ---- steps ------------------------------------------------------------------------------
+  send(event: string, payload: Record<string, unknown> | null = null, opts: StepOptions = {}): Outcome {
+    const early = this.early(opts, event);
+    if (early !== null) return early;
+    return sendEvent(this, event, payload, opts);
+  }
+
+  goto(target: string, opts: StepOptions = {}): Outcome {
+    const early = this.early(opts, null);
+    if (early !== null) return early;
+    const sem = this.machine.semantics;
+    const st = this.cur;
+    if (st.final) return sem.rejection("instance_final", st, null, null, this.ctx, null);
+    const edges = this.directEdges().get(target);
+    const data = { from: st.name, to: target };
+    if (edges === undefined) {
+      const kind = this.machine.states.has(target) ? "invalid_transition" : "unknown_state";
+      return sem.rejection(kind, st, null, null, this.ctx, data);
+    }
+    const force = opts.force === true;
+    if (!force && edges.every((t) => t.back)) return sem.rejection("backward_requires_force", st, null, null, this.ctx, data);
+    let rule: Rule | null = null;
+    try {
+      const scope = this.scope(null);
+      for (const t of edges) {
+        if (t.back && !force) continue;
+        rule = t;
+        if (t.guard === null || truthy(this.machine.exec.value(t.guard, this.ctx, null, t.source, scope))) {
+          return take(this, [t], this.trigger("goto", null, null, opts));
+        }
+      }
+    } catch (exc) {
+      return sem.fault(exc, rule === null ? "a guard" : `the guard of ${rule.describe()}`, st, null, null, this.ctx);
+    }
+    return sem.rejection("guard_failed", st, null, null, this.ctx, data);
+  }
+
+  back(opts: StepOptions = {}): Outcome {
+    const early = this.early(opts, null);
+    if (early !== null) return early;
+    const sem = this.machine.semantics;
+    const st = this.cur;
+    if (st.final) return sem.rejection("instance_final", st, null, null, this.ctx, null);
+    const edges = [...new Set(this.leaves().flatMap((s) => s.backEdges))];
+    const targets = new Set(edges.map((t) => t.target?.name));
+    const previous = [...this.entries].reverse().find((e) => e.source !== null && targets.has(e.source))?.source ?? null;
+    if (previous === null) return sem.rejection("no_previous_state", st, null, null, this.ctx, { from: st.name });
+    const data = { from: st.name, to: previous };
+    if (opts.force !== true) return sem.rejection("backward_requires_force", st, null, null, this.ctx, data);
+    return this.takeBackEdge(edges, previous, opts) ?? sem.rejection("guard_failed", st, null, null, this.ctx, data);
+  }
+
+  private takeBackEdge(edges: Rule[], previous: string, opts: StepOptions): Outcome | null {
+    const m = this.machine;
+    let rule: Rule | null = null;
+    try {
+      const scope = this.scope(null);
+      for (const t of edges) {
+        if (t.target?.name !== previous) continue;
+        rule = t;
+        let p: unknown = null;
+        if (t.kind === "event") {
+          const ev = m.events.get(t.event ?? "");
+          const empty = ev === undefined ? undefined : m.semantics.emptyPayload(ev);
+          if (ev === undefined || empty === undefined) continue; // needs a payload: only `send` takes it
+          p = empty;
+          if (ev.requires.some((r) => !truthy(m.exec.value(r.guard, this.ctx, p, this.cur, scope)))) continue;
+        }
+        if (t.guard === null || truthy(m.exec.value(t.guard, this.ctx, p, t.source, scope))) {
+          return take(this, [t], this.trigger("back", t.event, p, opts));
+        }
+      }
+    } catch (exc) {
+      return m.semantics.fault(exc, rule === null ? "a guard" : `the guard of ${rule.describe()}`, this.cur, null, null, this.ctx);
+    }
+    return null;
+  }
+
+  /** Fire every timer due at `nowMs` (default: the clock's time), soonest first. */
+  advance(nowMs?: number): Outcome[] {
+    const when = nowMs ?? this.nowMs();
+    const out: Outcome[] = [];
+    for (let first = this.pending[0]; first !== undefined && first[0] <= when; first = this.pending[0]) {
+      const due = first[0];
+      const st = this.cur;
+      const c = this.ctx;
+      const n = this.pending.filter(([d]) => d === due).length;
+      const tried = this.pending.slice(0, n).map(([, t]) => t);
+      this.pending = this.pending.slice(n);
+      for (const [i, t] of tried.entries()) {
+        try {
+          if (t.guard !== null && !truthy(this.machine.exec.value(t.guard, c, null, t.source, this.scope(null)))) continue;
+        } catch (exc) {
+          out.push(this.machine.semantics.fault(exc, `the guard of ${t.describe()}`, st, null, null, c));
+          continue;
+        }
+        const last = this.entries[this.entries.length - 1];
+        const at = Math.max(due, last?.at ?? due);
+        const group = tried.filter((x) => rivals(x, t));
+        const trig: Trigger = { kind: "timer", event: null, p: null, reason: null, key: null, at, tried: group };
+        out.push(take(this, [t], trig));
+        keepUntried(this, t, tried.slice(i + 1), due);
+        break;
+      }
+    }
+    return out;
+  }
+
+  /** The events that may be accepted now (see offers.ts). */
+  acceptedEvents(): { name: string }[] {
+    return acceptedEvents(this);
+  }
+
+  /** The states `goto` can reach now; backward edges only with `force`. */
+  allowedTargets(opts: { force?: boolean } = {}): string[] {
+    return allowedTargets(this, opts.force === true);
+  }
+
+  snapshot(): Record<string, unknown> {
+    return writeSnapshot(this);
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------
+  trigger(kind: string, event: string | null, p: unknown, opts: StepOptions): Trigger {
+    return { kind, event, p, reason: opts.reason ?? null, key: opts.key ?? null, at: null, tried: [] };
+  }
+
+  /** direct edges by target: each active leaf's (its own, then its ancestors'), leaves in document order */
+  directEdges(): Map<string, Rule[]> {
+    const out = new Map<string, Rule[]>();
+    for (const leaf of this.leaves()) {
+      for (const [target, edges] of leaf.direct) {
+        const have = out.get(target) ?? [];
+        out.set(target, [...have, ...edges.filter((t) => !have.includes(t))]);
+      }
+    }
+    return out;
+  }
+
+  /** `invalid_argument` for a bad key or reason, or the earlier step of a key applied. */
+  private early(opts: StepOptions, event: string | null): Outcome | null {
+    const bad = this.machine.semantics.badArgument(this.cur, this.ctx, opts, event);
+    if (bad !== null) return bad;
+    const key = opts.key;
+    if (key === undefined || key === null) return null;
+    const seq = this.keys.get(key);
+    if (seq === undefined) return null;
+    const entry = [...this.entries].reverse().find((e) => e.seq === seq);
+    return entry === undefined ? null : new StepResult(entry, this.ctx, null, null, [], true);
+  }
+}

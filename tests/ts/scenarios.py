@@ -1,0 +1,263 @@
+"""The scenarios tests/ts/test_scenarios_interop.py runs on both runtimes: flows with the
+operations to make on them, in the vectors' op format."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def send(
+    event: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    force: bool = False,
+    reason: Any = None,
+    key: Any = None,
+) -> dict[str, Any]:
+    return {
+        "op": "send",
+        "event": event,
+        "payload": payload,
+        "force": force,
+        "reason": reason,
+        "key": key,
+    }
+
+
+def goto(target: str, *, force: bool = False, reason: Any = None) -> dict[str, Any]:
+    return {"op": "goto", "target": target, "force": force, "reason": reason}
+
+
+def back(*, force: bool = False, reason: Any = None) -> dict[str, Any]:
+    return {"op": "back", "force": force, "reason": reason}
+
+
+def advance(ms: int) -> dict[str, Any]:
+    return {"op": "advance", "ms": ms}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    source: str
+    ops: list[dict[str, Any]]
+    context: dict[str, Any] | None = None
+    #: a change made to the compiled IR (for what the compiler refuses to write)
+    patch: Callable[[dict[str, Any]], None] | None = field(default=None)
+
+
+STEPS = """
+flow steps
+context { n: int = 0 }
+event next
+event retry(why: str)
+initial state A {
+  on next -> B do n += 1
+  -> B
+}
+state B {
+  on next -> C do n += 1
+  on retry -> A back
+  -> A back
+  if n > 5 -> C
+}
+final state C
+"""
+
+RETRY = """
+flow retry
+context { attempts: int = 0 }
+event start
+event poke(n: int)
+initial state IDLE { on start -> RETRY }
+state RETRY {
+  entry do attempts += 1; raise poke(n: attempts)
+  on poke if event.n < 3 -> RETRY reenter
+  on poke -> DONE
+}
+final state DONE
+"""
+
+BACKOFF = """
+flow backoff
+context { attempts: int = 0, backoff_ms: int = 100 }
+event fail
+event ok
+initial state RUNNING { on fail -> RETRYING }
+state RETRYING {
+  after backoff_ms ms if attempts < 3 -> RETRYING reenter
+    do attempts += 1; backoff_ms = backoff_ms * 2
+  after 10s -> GAVE_UP
+  on ok -> RUNNING
+}
+final state GAVE_UP
+"""
+
+CHECKOUT = """
+flow checkout
+event pay(amount: int)
+event cancel
+context { total: int = 0, paid: bool = false }
+initial state Order {
+  initial state Open { on pay -> Paid do total = event.amount  on cancel -> Dropped }
+  final state Paid with {"amount": total, "ok": true}
+  final state Dropped with {"amount": 0, "ok": false}
+  on done.state.Order -> Closed do paid = event.ok; total = event.amount
+}
+final state Closed
+"""
+
+LIGHTS = """
+flow lights
+event go
+event off
+event flip
+context { log: list[str] = [] }
+initial state Off { on go -> On }
+state On {
+  entry do append(log, "on")
+  initial -> Lamps.Left.Bright, Lamps.Right.Bright do append(log, "both bright")
+  initial parallel state Lamps {
+    state Left {
+      initial state Dim { on flip -> Left.Bright }
+      state Bright { on flip -> Left.Dim }
+    }
+    state Right { initial state Dim { }  state Bright { } }
+  }
+  history deep Where
+  on off -> Off
+}
+"""
+
+DEEP = """
+flow deep_history
+event go
+event pause
+event resume
+event step
+initial state Idle { on go -> Work }
+state Work {
+  initial state One {
+    initial state A { on step -> B }
+    state B { on step -> C }
+    state C { }
+  }
+  state Two { }
+  history deep H -> Two do append(trail, "default")
+  on pause -> Paused
+}
+state Paused { on resume -> Work.H }
+context { trail: list[str] = [] }
+"""
+
+LOOP = """
+flow loop
+context { visits: int = 0 }
+event go
+event stop
+initial state Idle {
+  on go -> Route
+  on stop -> Done
+}
+choice state Route {
+  entry do visits += 1
+  if visits > 50 -> Done
+  else -> Again
+}
+choice state Again { else -> Done }
+final state Done
+"""
+
+STORM = """
+flow storm
+context { n: int = 0 }
+event poke
+initial state A {
+  on poke -> self do n += 1; raise poke
+}
+"""
+
+
+def _loop_back(ir: dict[str, Any]) -> None:
+    """Make Again route back to Route (the compiler refuses a routing cycle)."""
+    ir.pop("hash", None)
+    for t in ir["transitions"]:
+        if t["source"] == "Again":
+            t["target"] = "Route"
+
+
+CASES = [
+    Case(
+        "keys_and_reasons",
+        STEPS,
+        [
+            send("next", key="k1", reason="first"),
+            send("next", key="k1"),
+            send("next", key=5),
+            send("next", reason="x" * 10_001),
+            send("next", reason="nul\u0000"),
+            goto("C", reason=["no"]),
+        ],
+    ),
+    Case(
+        "goto_and_back",
+        STEPS,
+        [
+            goto("Nowhere"),
+            goto("A"),
+            back(),
+            goto("B", reason="move"),
+            goto("C"),
+            send("unknown"),
+            send("retry"),
+            send("retry", {"why": 3, "extra": True}),
+            send("retry", {"why": "again"}),
+            send("retry", {"why": "again"}, force=True, reason="undo"),
+            send("next"),
+            goto("A"),
+            back(),
+            back(force=True),
+            send("next"),
+            send("next"),
+            send("next"),
+            goto("A"),
+            back(force=True),
+        ],
+    ),
+    Case("raised_events", RETRY, [send("start"), send("start")]),
+    Case(
+        "computed_delays",
+        BACKOFF,
+        [
+            send("fail"),
+            advance(99),
+            advance(1),
+            advance(200),
+            advance(400),
+            advance(9_300),
+            advance(1),
+        ],
+    ),
+    Case("done_data", CHECKOUT, [send("pay", {"amount": 42}), send("pay", {"amount": 1})]),
+    Case("done_data_dropped", CHECKOUT, [send("cancel")]),
+    Case("initial_rules", LIGHTS, [send("go"), send("flip"), send("off"), send("go")]),
+    Case(
+        "deep_history",
+        DEEP,
+        [
+            send("go"),
+            send("step"),
+            send("pause"),
+            send("resume"),
+            send("step"),
+            send("pause"),
+            send("resume"),
+        ],
+    ),
+    Case("history_default", DEEP, [send("go"), send("pause"), send("resume")], patch=None),
+    Case("routing_loop", LOOP, [send("go"), send("go")], patch=_loop_back),
+    Case("microstep_bound", STORM, [send("poke"), send("poke")]),
+    Case("invalid_context", STEPS, [], context={"n": "three", "extra": 1}),
+]
