@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/"] },
+  { ignores: ["dist/", "node_modules/", ".test-build/"] },
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {

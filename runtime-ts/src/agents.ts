@@ -3,7 +3,6 @@
 // it uses node:crypto (stable ids for retried starts), which the engine itself does not need.
 export { FlowTools, Tool, FORCE, HANDLE, READ_OPS, REQUEST_ID, hasBackwardEdge, hiddenFields, inputFields, internalEvents, startSchema, toolEvents, visibleContext } from "./tools.js";
 export type { ToolOp } from "./tools.js";
-export { acceptedEvents, allowedTargets } from "./accepts.js";
 export { fromStrict, strictSchema } from "./strict.js";
 export { contextSchema, eventSchema, objectSchema, typeSchema } from "./schema.js";
 export type { JsonSchema } from "./schema.js";

@@ -3,7 +3,6 @@
 // `_allowed`, `active_leaves`).
 import type { FlowDef } from "./ir.js";
 import type { Instance } from "./instance.js";
-import { allowedTargets } from "./accepts.js";
 import type { FlowTools, Tool } from "./tools.js";
 import { HANDLE, REQUEST_ID } from "./tools.js";
 import type { Json } from "./toolFeedback.js";
@@ -48,7 +47,7 @@ export function views(tools: FlowTools): {
     const out: Json = {
       allowed_tools: withArguments ? changing.map((t) => ({ name: t.name, arguments: ownSchema(t) })) : changing.map((t) => t.name),
     };
-    if (tools.tool(instance.machine.name, "goto") !== undefined) out.goto_targets = allowedTargets(instance);
+    if (tools.tool(instance.machine.name, "goto") !== undefined) out.goto_targets = instance.allowedTargets();
     return out;
   };
   const view = (instance: Instance): Json => {

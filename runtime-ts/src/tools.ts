@@ -3,7 +3,6 @@
 // schemas. One tool per event (its payload's fields as arguments, beside `instance_id` and an
 // optional `request_id`), `start`, `status`, `history`, and `goto` / `back` where the flow has
 // direct / backward edges. With several flows every name starts with the flow's name.
-import { acceptedEvents, allowedTargets } from "./accepts.js";
 import type { Instance } from "./instance.js";
 import type { Machine } from "./machine.js";
 import type { FieldDef, FlowDef, StateDef } from "./ir.js";
@@ -135,13 +134,13 @@ export class FlowTools {
   forInstance(instance: Instance): Tool[] {
     const flow = instance.machine.name;
     const ir = this.flows.get(flow)?.flow;
-    const accepted = new Set(acceptedEvents(instance).map((e) => e.name));
+    const accepted = new Set(instance.acceptedEvents().map((e) => e.name));
     const out: Tool[] = [];
     for (const t of this.tools) {
       if (t.flow !== flow || t.op === "start") continue;
       if (t.op === "event" && !accepted.has(t.event ?? "")) continue;
       if (t.op === "goto") {
-        const targets = allowedTargets(instance, { force: true });
+        const targets = instance.allowedTargets({ force: true });
         if (targets.length === 0) continue;
         out.push(narrowTargets(t, targets));
         continue;
