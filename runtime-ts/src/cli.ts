@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { FakeClock, Instance, Machine, toMs } from "./index.js";
 import { parseJSON } from "./jsontext.js";
 import { dumps, isDict, strRepr } from "./values.js";
+import { outcomeLine } from "./vectors.js";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -238,7 +239,7 @@ function runLines(instance: Instance, clock: FakeClock | undefined, lines: strin
     try {
       const op: unknown = parseJSON(text);
       if (!isDict(op)) throw new TypeError("a line must be a JSON object");
-      outcomes = applyOp(instance, op, clock);
+      outcomes = applyLine(instance, op, clock);
     } catch (error) {
       if (!(error instanceof SyntaxError || error instanceof TypeError || error instanceof RangeError)) throw error;
       io.err(`${NAME}: events line ${i + 1}: ${why(error)}`);
@@ -256,16 +257,16 @@ function runLines(instance: Instance, clock: FakeClock | undefined, lines: strin
 }
 
 /** One operation of an events file; a TypeError for a malformed one. */
-export function applyOp(instance: Instance, op: Record<string, unknown>, clock: FakeClock | undefined): Line[] {
+export function applyLine(instance: Instance, op: Record<string, unknown>, clock: FakeClock | undefined): Line[] {
   const { reason, key, force } = common(op);
   const opts = { force, reason, key };
-  if ("event" in op) return [described(instance, instance.send(name(op, "event"), payload(op), opts))];
-  if ("goto" in op) return [described(instance, instance.goto(name(op, "goto"), opts))];
-  if ("back" in op) return [described(instance, instance.back(opts))];
+  if ("event" in op) return [outcomeLine(instance.send(name(op, "event"), payload(op), opts), instance)];
+  if ("goto" in op) return [outcomeLine(instance.goto(name(op, "goto"), opts), instance)];
+  if ("back" in op) return [outcomeLine(instance.back(opts), instance)];
   if ("advance" in op) {
     const ms = seconds(op) * 1000;
     const outcomes = clock === undefined ? instance.advance(Date.now() + ms) : (clock.advance(ms), instance.advance());
-    return outcomes.map((o) => described(instance, o));
+    return outcomes.map((o) => outcomeLine(o, instance));
   }
   throw new TypeError("expected one of `event`, `goto`, `back`, `advance`");
 }
@@ -302,13 +303,6 @@ function seconds(op: Record<string, unknown>): number {
   if (typeof value !== "number" || !Number.isFinite(value)) throw new TypeError("`advance` takes a number of seconds");
   if (value < 0) throw new TypeError("`advance` cannot go back in time");
   return value;
-}
-
-/** An outcome as a JSON object; a step also says whether the instance is now final. */
-function described(instance: Instance, outcome: { toJSON: () => object }): Line {
-  const data = { ...outcome.toJSON() } as Line;
-  if (data.ok === true) data.final = instance.isFinal;
-  return data;
 }
 
 // Run when this file is the program (not when a test imports it).
