@@ -17,6 +17,8 @@ interface Figures {
 
 const EVENTS = 200_000;
 const INSTANCES = 5_000;
+/** Each speed is the best of this many runs (the machine may be busy with other work). */
+const RUNS = 5;
 
 function gc(): void {
   const collect = (globalThis as { gc?: () => void }).gc;
@@ -38,6 +40,11 @@ function rate(start: () => (e: Cycle[number]) => void, cycle: Cycle): number {
   }
   const seconds = Number(process.hrtime.bigint() - begin) / 1e9;
   return sent / seconds;
+}
+
+function bestRate(start: () => (e: Cycle[number]) => void, cycle: Cycle): number {
+  rate(start, cycle); // warm up
+  return Math.max(...Array.from({ length: RUNS }, () => rate(start, cycle)));
 }
 
 /** The heap each started instance holds, measured over `INSTANCES` of them. */
@@ -63,8 +70,7 @@ function flowc(ir: string, cycle: Cycle): Figures {
       if (!out.ok) throw new Error(`flowc refused ${type}`);
     };
   };
-  rate(start, cycle); // warm up
-  return { eventsPerSecond: rate(start, cycle), bytesPerInstance: footprint(() => machine.start()) };
+  return { eventsPerSecond: bestRate(start, cycle), bytesPerInstance: footprint(() => machine.start()) };
 }
 
 function xstate(machine: AnyStateMachine, cycle: Cycle): Figures {
@@ -74,8 +80,22 @@ function xstate(machine: AnyStateMachine, cycle: Cycle): Figures {
       actor.send(e);
     };
   };
-  rate(start, cycle);
-  return { eventsPerSecond: rate(start, cycle), bytesPerInstance: footprint(() => createActor(machine).start()) };
+  return { eventsPerSecond: bestRate(start, cycle), bytesPerInstance: footprint(() => createActor(machine).start()) };
+}
+
+/** Both runtimes end a few cycles in the same context: the twins do the same work. */
+function sameWork(ir: string, machine: AnyStateMachine, cycle: Cycle): void {
+  const instance = Machine.fromJSON(ir).start();
+  const actor = createActor(machine).start();
+  if (!("send" in instance)) throw new Error("the bench flow did not start");
+  for (let i = 0; i < cycle.length * 3; i++) {
+    const { type, ...payload } = cycle[i % cycle.length] as Cycle[number];
+    instance.send(type, Object.keys(payload).length > 0 ? payload : null);
+    actor.send(cycle[i % cycle.length]);
+  }
+  const ours = JSON.stringify(instance.context);
+  const theirs = JSON.stringify((actor.getSnapshot() as { context: unknown }).context);
+  if (ours !== theirs) throw new Error(`the twins differ: flowc ${ours}, xstate ${theirs}`);
 }
 
 function row(name: string, ours: Figures, theirs: Figures): string {
@@ -93,9 +113,12 @@ function row(name: string, ours: Figures, theirs: Figures): string {
 function main(argv: string[]): void {
   const [flat, chart] = argv;
   if (flat === undefined || chart === undefined) throw new Error("usage: bench.mjs FLAT.json CHART.json");
-  console.log(`node ${process.version}, ${String(EVENTS)} events per run, ${String(INSTANCES)} instances for memory`);
-  console.log(row("flat", flowc(readFileSync(flat, "utf8"), FLAT_CYCLE), xstate(flatMachine, FLAT_CYCLE)));
-  console.log(row("parallel", flowc(readFileSync(chart, "utf8"), CHART_CYCLE), xstate(chartMachine, CHART_CYCLE)));
+  console.log(`node ${process.version}, best of ${String(RUNS)} runs of ${String(EVENTS)} events, ${String(INSTANCES)} instances for memory`);
+  const [flatIR, chartIR] = [readFileSync(flat, "utf8"), readFileSync(chart, "utf8")];
+  sameWork(flatIR, flatMachine, FLAT_CYCLE);
+  sameWork(chartIR, chartMachine, CHART_CYCLE);
+  console.log(row("flat", flowc(flatIR, FLAT_CYCLE), xstate(flatMachine, FLAT_CYCLE)));
+  console.log(row("parallel", flowc(chartIR, CHART_CYCLE), xstate(chartMachine, CHART_CYCLE)));
 }
 
 main(process.argv.slice(2));

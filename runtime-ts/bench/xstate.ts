@@ -49,7 +49,8 @@ export const chartMachine = createMachine({
           states: {
             buffering: { on: { tick: { target: "streaming" } } },
             streaming: {
-              on: { tick: { target: "streaming", reenter: true, actions: assign({ ticks: ({ context }) => context.ticks + 1 }) } },
+              // `-> self` in flowc is internal (nothing exited or entered): a targetless one here.
+              on: { tick: { actions: assign({ ticks: ({ context }) => context.ticks + 1 }) } },
             },
           },
           on: { pause: { target: "paused" } },
