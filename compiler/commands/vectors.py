@@ -11,7 +11,9 @@ from typing import Any
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.compiler.driver import compile_file, find_flow_files, print_diagnostics
 from flowc.compiler.testing.vectors import (
+    CASES_FILE,
     MESSAGES_FILE,
+    cases_text,
     duplicate_names,
     file_name,
     flow_vectors,
@@ -26,15 +28,17 @@ def register(sub: Any) -> None:
         "vectors",
         help="write each flow's tests, run on the runtime, as shared test vectors",
         description=(
-            "Run every `test` block of each FLOW, and the tests `flowc paths --cover` finds "
-            "for it, on the Python runtime with a fake clock, and write what every operation "
-            "did (the `flowc run` line of each outcome, the state, configuration, context, "
-            "effects and journals after it, and one snapshot) to DIR/<file stem>.vectors.json, "
-            "with the compiled IR; and DIR/default_messages.json, the rejection kinds' default "
-            "messages lowered as the IR lowers templates. Directories are searched for .flow "
-            "files. The output is deterministic, so it can be committed; --check compares "
-            "instead of writing. Exit status: 0 written (or up to date), 1 a flow does not "
-            "compile or --check found a difference, 2 usage error."
+            "Run every `test` block of each FLOW, the tests `flowc paths --cover` finds for "
+            "it and a few refusal probes on the Python runtime with a fake clock, and write "
+            "what every operation did (the `flowc run` line of each outcome, the state, "
+            "configuration, context, effects and journals after it, and one snapshot) to "
+            "DIR/<file stem>.vectors.json, with the compiled IR. DIR/default_messages.json "
+            "gets the rejection kinds' default messages lowered as the IR lowers templates, "
+            "DIR/template_cases.json every lowered template with values and what Jinja2 "
+            "renders from them. Directories are searched for .flow files. The output is "
+            "deterministic, so it can be committed; --check compares instead of writing. Exit "
+            "status: 0 written (or up to date), 1 a flow does not compile or --check found a "
+            "difference, 2 usage error."
         ),
     )
     parser.add_argument("flows", nargs="+", metavar="FLOW", help=".flow files or directories")
@@ -73,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         print(f"flowc vectors: {out_dir} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    wanted, failed = _generate(files, args.skip_errors)
+    wanted, forms, failed = _generate(files, args.skip_errors)
     wanted[MESSAGES_FILE] = messages_text()
+    wanted[CASES_FILE] = cases_text(forms)
     if args.check:
         return _check(out_dir, wanted) or (EXIT_FAILURE if failed else EXIT_OK)
     try:
@@ -89,9 +94,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FAILURE if failed else EXIT_OK
 
 
-def _generate(files: list[Path], skip_errors: bool) -> tuple[dict[str, str], bool]:
-    """Each output file's name and text; and whether a flow failed (and was not skipped)."""
+def _generate(files: list[Path], skip_errors: bool) -> tuple[dict[str, str], dict[str, Any], bool]:
+    """Each output file's name and text, the flows' lowered templates, and whether a flow
+    failed (and was not skipped)."""
     wanted: dict[str, str] = {}
+    forms: dict[str, Any] = {}
     failed = False
     for path in files:
         result = compile_file(path)
@@ -110,7 +117,8 @@ def _generate(files: list[Path], skip_errors: bool) -> tuple[dict[str, str], boo
             failed = True
             continue
         wanted[file_name(path)] = vectors_text(data)
-    return wanted, failed
+        forms.update(data["ir"].get("lowered_templates", {}))
+    return wanted, forms, failed
 
 
 def _shown(path: Path) -> str:

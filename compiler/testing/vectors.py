@@ -2,10 +2,11 @@
 the outcome of every operation recorded, so that another runtime of the same IR (runtime-ts/)
 can run the same operations and compare what it gets (docs/testing.md, "Shared vectors").
 
-The tests are the flow's own `test` blocks and those `flowc paths --cover` finds. A test's
-expectations are not needed: a vector records what the runtime did, whether or not a test
-expected it. Everything is deterministic (a fake clock at a fixed start, sorted keys), so the
-files can be committed and checked for staleness (`flowc vectors --check`).
+The tests are the flow's own `test` blocks, those `flowc paths --cover` finds and the refusal
+probes (probes.py). A test's expectations are not needed: a vector records what the runtime
+did, whether or not a test expected it. Everything is deterministic (a fake clock at a fixed
+start, members in the order the runtime made them), so the files can be committed and checked
+for staleness (`flowc vectors --check`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from flowc.compiler.lower import Lowerer
 from flowc.compiler.template_lowering import default_messages
 from flowc.compiler.testing.moves import Move, Player
 from flowc.compiler.testing.paths import generate
+from flowc.compiler.testing.probes import probe_contexts, probe_moves
 from flowc.compiler.testing.runner import given_context, step_move
+from flowc.compiler.testing.template_cases import cases_data
 from flowc.runtime import FakeClock, Instance, Rejection, StepResult
 from flowc.runtime.instance import Outcome
 from flowc.runtime.lines import line_text, outcome_line, start_line
@@ -37,6 +40,7 @@ MAX_DEPTH = 40
 
 ORIGIN_TEST = "test block"
 ORIGIN_PATHS = "flowc paths --cover"
+ORIGIN_PROBES = "refusal probes"
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ class Script:
 
 
 def scripts(result: CompileResult) -> list[Script]:
-    """The flow's test blocks (in source order), then the tests `flowc paths --cover` finds."""
+    """The flow's test blocks (in source order), the tests `flowc paths --cover` finds, and
+    the refusal probes (probes.py)."""
     assert result.flow is not None and result.symbols is not None
     lowerer = Lowerer(result.symbols)
     out = [
@@ -71,6 +76,11 @@ def scripts(result: CompileResult) -> list[Script]:
         time_limit=float("inf"),
     )
     out += [Script(p.name, ORIGIN_PATHS, p.context or None, p.moves) for p in report.tests]
+    context, refused = probe_contexts(result.flow)
+    out.append(
+        Script("refusals at the start", ORIGIN_PROBES, context or None, probe_moves(result.flow))
+    )
+    out.append(Script("an unknown context field", ORIGIN_PROBES, refused, []))
     return out
 
 
@@ -179,8 +189,8 @@ def _json(value: Any) -> Any:
 
 
 def vectors_text(data: dict[str, Any]) -> str:
-    """A vectors file's bytes: sorted keys; the IR on one line and each vector on one line (a
-    diff names the vectors that changed, and the files stay a third smaller than indented)."""
+    """A vectors file's bytes: the top-level members sorted, the IR on one line and each vector
+    on one line (a diff names the vectors that changed; a third smaller than indented)."""
     lines = []
     for key in sorted(data):
         if key == "vectors":
@@ -193,7 +203,9 @@ def vectors_text(data: dict[str, Any]) -> str:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    # Members stay in the order the runtime made them (deterministic: insertion order): the
+    # order of a map's keys is something a flow can observe (`keys(m)`, a template's `for`).
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 #: The file beside the vectors with the rejection kinds' default messages, lowered (another
@@ -205,6 +217,19 @@ MESSAGES_FORMAT = "flowc.templates/1"
 def messages_text() -> str:
     data = {"format": MESSAGES_FORMAT, "messages": default_messages()}
     return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+#: The file of template cases (template_cases.py): the flows' lowered templates and the
+#: default messages, with values and the text Jinja2 renders from them.
+CASES_FILE = "template_cases.json"
+
+
+def cases_text(forms: dict[str, Any]) -> str:
+    """The template cases of these lowered forms and of the default messages: one case a line."""
+    defaults = {m["source"]: m["parts"] for m in default_messages().values()}
+    data = cases_data({**defaults, **forms})
+    cases = ",\n  ".join(_compact(case) for case in data["cases"])
+    return f'{{\n "cases": [\n  {cases}\n ],\n "format": {json.dumps(data["format"])}\n}}\n'
 
 
 def file_name(path: Path) -> str:

@@ -112,6 +112,11 @@ function text(name: string, f: (s: string) => string): (x: unknown) => string {
 const SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 const STRIP = new RegExp(`^[${SPACE}]+|[${SPACE}]+$`, "g");
 
+/** Python's `str.strip()`. */
+export function strip(s: string): string {
+  return s.replace(STRIP, "");
+}
+
 /** The language's spelling of a value: `true`, `none`, floats as Python writes them. */
 export function toStr(x: unknown): string {
   if (x === true) return "true";
@@ -133,7 +138,7 @@ export const FUNCTIONS: Readonly<Record<string, (...args: unknown[]) => unknown>
   values,
   lower: text("lower", (s) => s.toLowerCase()),
   upper: text("upper", (s) => s.toUpperCase()),
-  trim: text("strip", (s) => s.replace(STRIP, "")),
+  trim: text("strip", strip),
   str: toStr,
 };
 

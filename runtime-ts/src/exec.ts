@@ -2,7 +2,7 @@
 // src/rejections.ts): evaluating and running the IR, checking payloads and contexts, and
 // making rejections, for one machine.
 import { newOutputs, type Ctx, type Exec, type StepScope } from "./engine.js";
-import { copyJson } from "./history.js";
+import { copyJson, leavesAfter, type Entry } from "./history.js";
 import type { EventDef, Expr } from "./ir.js";
 import type { Machine } from "./machine.js";
 import { DEFAULT_MESSAGES, renderSimple } from "./messages.js";
@@ -12,7 +12,8 @@ import { describeFault, evaluate, ExprFault, LimitExceeded, newEnv, runActions, 
 import { type Limits, textProblem } from "./limits.js";
 import { type Field, type Type, TypeSystem, fieldsType, targetTypeOf } from "./types.js";
 import { checkPayload, initialContext, Invalid, InvalidWithFeedback, report } from "./validate.js";
-import { fromPlain, toPlain } from "./values.js";
+import { fromPlain, hasKey, toPlain, type Dict } from "./values.js";
+import { renderSource, TemplateEvent, TemplateTime } from "./template.js";
 import { SnapshotError } from "./snapshot.js";
 
 export interface Semantics {
@@ -32,13 +33,20 @@ export interface Semantics {
   plain(value: unknown): unknown;
   fromPlain(value: unknown): unknown;
   restoredContext(raw: unknown, dropUnknown: boolean): Ctx;
+  /** a template of the flow (a journal, a `template NAME`) rendered; throws when it cannot be */
+  render(source: string, vars: Record<string, unknown>): string;
+  /** journal `name` for one committed step (Python's `render_journal`) */
+  journal(name: string, entry: Entry, ctx: Ctx): string;
 }
 
 function envOf(scope: StepScope, limits: Limits, targetType: (path: readonly string[]) => Type, effects: ReadonlySet<string>): Env {
   const config = scope.config;
   return newEnv({
     limits,
-    active: (name) => [...config].some((s) => s.name === name),
+    active: (name) => {
+      for (const s of config) if (s.name === name) return true;
+      return false;
+    },
     eventName: scope.event,
     budget: scope.outputs.budget,
     effects: scope.outputs.effects,
@@ -57,22 +65,22 @@ function pythonType(v: unknown): string {
 }
 
 /** A rejection's message: its template rendered, else the kind's default, else the kind. */
-function message(kind: string, source: string, vars: Record<string, unknown>): string {
+function message(kind: string, source: string, vars: Record<string, unknown>, render: Render): string {
   if (!source.includes("{")) return source.trim();
   try {
-    return renderSimple(source, vars);
+    return render(source, vars).trim();
   } catch {
     const fallback = DEFAULT_MESSAGES[kind];
-    if (fallback !== undefined && fallback !== source) {
-      try {
-        return renderSimple(fallback, vars);
-      } catch {
-        return kind;
-      }
+    if (fallback === undefined || fallback === source) return kind;
+    try {
+      return render(fallback, vars).trim();
+    } catch {
+      return kind;
     }
-    return kind;
   }
 }
+
+type Render = (source: string, vars: Record<string, unknown>) => string;
 
 export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean; limits: Limits }): Semantics {
   const limits = flags.limits;
@@ -82,6 +90,11 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
   const targetType = targetTypeOf(contextFields);
   const effects = new Set(m.flow.effects.map((e) => e.name));
   const messages: Record<string, string> = { ...DEFAULT_MESSAGES, ...m.flow.messages };
+  const lowered = m.flow.lowered;
+  // A template the document lowered renders from its parts; the runtime's default messages
+  // (and the templates of a document written before lowering) with messages.ts's subset.
+  const render: Render = (source, vars) =>
+    hasKey(lowered, source) ? renderSource(source, lowered, vars, limits) : renderSimple(source, vars);
   const eventTypes = new Map<string, Type>();
   const typeOf = (ev: EventDef): Type => {
     let t = eventTypes.get(ev.name);
@@ -111,11 +124,25 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
   const make = (kind: string, code: string, template: string | null, rule: number | null, st: StateNode, event: string | null,
     payload: unknown, ctx: Ctx, data: Record<string, unknown> | null): Rejection =>
     new Rejection(kind, code, st.name, event, data ?? {}, () => message(kind, template ?? messages[kind] ?? kind, {
-      state: st.view(), event, context: ctx, payload: payload ?? {}, code, ...(data ?? {}),
-    }), rule);
+      state: st.view(), event: event === null ? null : new TemplateEvent(event, (payload ?? null) as Dict | null),
+      context: ctx, payload: payload ?? {}, code, ...(data ?? {}),
+    }, render), rule);
+  const journals = new Map(m.flow.journals.map((j) => [j.name, j.template]));
   const sem: Semantics = {
     exec,
     limits,
+    render,
+    journal(name, entry, ctx) {
+      const source = journals.get(name);
+      if (source === undefined) throw new Error(`the flow has no journal '${name}'`);
+      const target = m.states.get(entry.target);
+      return render(source, {
+        seq: entry.seq, at: new TemplateTime(entry.at), kind: entry.kind, source: entry.source, target: entry.target,
+        event: entry.event === null ? null : new TemplateEvent(entry.event, (entry.payload ?? null) as Dict | null),
+        payload: entry.payload ?? null, reason: entry.reason, via: [...entry.via], leaves: [...leavesAfter(entry)],
+        state: target === undefined ? null : target.view(), context: ctx,
+      });
+    },
     startContext(given) {
       try {
         return { ok: true, value: initialContext(contextType, given, { limits }) };

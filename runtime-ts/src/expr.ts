@@ -197,7 +197,10 @@ export function index(o: unknown, k: unknown): unknown {
 function charAt(s: string, k: unknown): string {
   if (typeof k === "boolean") k = k ? 1 : 0;
   if (typeof k !== "number" || !Number.isInteger(k)) {
-    if (typeof k === "bigint") throw new ExprFault("IndexError: string index out of range");
+    if (typeof k === "bigint") {
+      const huge = k > 9223372036854775807n || k < -9223372036854775808n;
+      throw new ExprFault(huge ? "IndexError: cannot fit 'int' into an index-sized integer" : "IndexError: string index out of range");
+    }
     throw typeError(`string indices must be integers, not '${typeName(k)}'`);
   }
   const chars = codePoints(s);

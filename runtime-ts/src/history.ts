@@ -62,8 +62,15 @@ export interface Effect {
 }
 
 /** A committed step (or, `replayed`, the earlier step an idempotency key names). */
+/** How a step's journals are rendered: the flow's journal names, and one rendered. */
+export interface Journaller {
+  names: readonly string[];
+  render(name: string, entry: Entry, ctx: Record<string, unknown>): string;
+}
+
 export class StepResult {
   readonly ok = true;
+  private rendered = new Map<string, string>();
 
   constructor(
     readonly entry: Entry,
@@ -74,7 +81,24 @@ export class StepResult {
     readonly rulesTaken: readonly number[] | null,
     private readonly fx: readonly (readonly [string, Record<string, unknown> | null])[],
     readonly replayed = false,
+    private readonly journaller: Journaller | null = null,
   ) {}
+
+  /** The journal `name` rendered for this step (rendered once, then kept). */
+  journal(name: string): string {
+    let text = this.rendered.get(name);
+    if (text === undefined) {
+      if (this.journaller === null) throw new Error(`no journal '${name}'`);
+      text = this.journaller.render(name, this.entry, this.ctx);
+      this.rendered.set(name, text);
+    }
+    return text;
+  }
+
+  /** Every journal of the flow, rendered for this step. */
+  journals(): Record<string, string> {
+    return Object.fromEntries((this.journaller?.names ?? []).map((name) => [name, this.journal(name)]));
+  }
 
   get seq(): number {
     return this.entry.seq;

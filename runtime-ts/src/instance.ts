@@ -10,6 +10,7 @@ import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
 import { arm, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
+import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
 import { sendEvent } from "./send.js";
 
@@ -27,6 +28,8 @@ export interface StepOptions {
   key?: string | null;
 }
 
+type Saved = [StateNode, StateNode[], Map<string, StateNode[]>, Ctx, number, number, Timer[], Map<string, number>];
+
 /** Idempotency keys remembered per instance (the oldest forgotten first). */
 export const KEYS_KEPT = 1024;
 
@@ -43,6 +46,7 @@ export class Instance {
   private entries: Entry[] = [];
   private pending: Timer[] = [];
   private keys = new Map<string, number>();
+  private subs: ((step: StepResult) => void)[] = [];
   /** states of older versions the history names */
   retired: readonly string[] = [];
 
@@ -168,6 +172,38 @@ export class Instance {
     return { config: new Set(this.config), event, outputs: newOutputs() };
   }
 
+  /** Call `callback(step)` after every committed step (not after refusals or replays);
+   * returns the function that unsubscribes. A callback that throws is skipped: the step
+   * stays committed. */
+  subscribe(callback: (step: StepResult) => void): () => void {
+    this.subs.push(callback);
+    return () => {
+      this.subs = this.subs.filter((cb) => cb !== callback);
+    };
+  }
+
+  notify(step: StepResult): void {
+    for (const cb of [...this.subs]) {
+      try {
+        cb(step);
+      } catch {
+        // a subscriber's failure is its own: the step stands
+      }
+    }
+  }
+
+  /** Everything a step may change, to be put back (`checkInvariants`). */
+  save(): Saved {
+    return [this.cur, this.config, this.hist, this.ctx, this.seqNo, this.entries.length, this.pending, new Map(this.keys)];
+  }
+
+  undo(saved: Saved): void {
+    [this.cur, this.config, this.hist, this.ctx, this.seqNo] = saved;
+    this.entries.length = saved[5];
+    this.pending = saved[6];
+    this.keys = saved[7];
+  }
+
   /** Commit a step (step.ts): nothing here can fail. */
   commit(entry: Entry, c: Ctx, config: StateNode[], hist: Map<string, StateNode[]>, timers: Timer[], key: string | null): void {
     this.entries.push(entry);
@@ -188,12 +224,14 @@ export class Instance {
 
   // ---- steps ------------------------------------------------------------------------------
   send(event: string, payload: Record<string, unknown> | null = null, opts: StepOptions = {}): Outcome {
-    const early = this.early(opts, event);
-    if (early !== null) return early;
-    return sendEvent(this, event, payload, opts);
+    return guarded(this, event, () => this.early(opts, event) ?? sendEvent(this, event, payload, opts));
   }
 
   goto(target: string, opts: StepOptions = {}): Outcome {
+    return guarded(this, null, () => this.gotoStep(target, opts));
+  }
+
+  private gotoStep(target: string, opts: StepOptions): Outcome {
     const early = this.early(opts, null);
     if (early !== null) return early;
     const sem = this.machine.semantics;
@@ -224,6 +262,10 @@ export class Instance {
   }
 
   back(opts: StepOptions = {}): Outcome {
+    return guarded(this, null, () => this.backStep(opts));
+  }
+
+  private backStep(opts: StepOptions): Outcome {
     const early = this.early(opts, null);
     if (early !== null) return early;
     const sem = this.machine.semantics;
@@ -266,6 +308,10 @@ export class Instance {
 
   /** Fire every timer due at `nowMs` (default: the clock's time), soonest first. */
   advance(nowMs?: number): Outcome[] {
+    return guarded(this, null, () => this.fireDue(nowMs));
+  }
+
+  private fireDue(nowMs?: number): Outcome[] {
     const when = nowMs ?? this.nowMs();
     const out: Outcome[] = [];
     for (let first = this.pending[0]; first !== undefined && first[0] <= when; first = this.pending[0]) {
@@ -304,6 +350,13 @@ export class Instance {
     return allowedTargets(this, opts.force === true);
   }
 
+  /** The flow's `template NAME` rendered with `context`, `state` and `extra` as variables. */
+  render(name: string, extra: Record<string, unknown> = {}): string {
+    const source = this.machine.flow.templates[name];
+    if (source === undefined) throw new Error(`unknown template '${name}'`);
+    return this.machine.semantics.render(source, { context: this.ctx, state: this.cur.view(), ...extra });
+  }
+
   snapshot(): Record<string, unknown> {
     return writeSnapshot(this);
   }
@@ -334,6 +387,6 @@ export class Instance {
     const seq = this.keys.get(key);
     if (seq === undefined) return null;
     const entry = [...this.entries].reverse().find((e) => e.seq === seq);
-    return entry === undefined ? null : new StepResult(entry, this.ctx, null, null, [], true);
+    return entry === undefined ? null : new StepResult(entry, this.ctx, null, null, [], true, this.machine.journaller);
   }
 }

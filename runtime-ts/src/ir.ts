@@ -85,6 +85,8 @@ export interface FlowDef {
   journals: { name: string; template: string }[];
   templates: Record<string, string>;
   invariants: { name: string; expr: Expr }[];
+  /** template source -> its lowered parts (null: outside the subset), for src/template.ts */
+  lowered: Record<string, Record<string, unknown>[] | null>;
   /** the JSON as given, for what this loader does not model */
   raw: Record<string, unknown>;
 }
@@ -164,8 +166,20 @@ function optInt(raw: Json, key: string, where: string): number | null {
 function optExpr(raw: Json, key: string, where: string): Expr | null {
   const v = raw[key];
   if (v === undefined || v === null) return null;
-  if (!isObject(v)) throw new IRLoadError(`malformed compiled flow: ${where}.${key} is not an expression`);
+  if (!isObject(v) || typeof v.op !== "string") {
+    throw new IRLoadError(`compiled flow does not match its IR version: ${where} ${key} must be an expression object`);
+  }
   return v;
+}
+
+/** A literal guard is `true` or `false` (the compiler writes no other; a hand-edited `lit 5`
+ * would otherwise act as true). */
+function guardOf(raw: Json, where: string): Expr | null {
+  const guard = optExpr(raw, "guard", where);
+  if (guard?.op === "lit" && typeof guard.value !== "boolean") {
+    throw new IRLoadError(`compiled flow does not match its IR version: ${where} guard is ${JSON.stringify(guard.value)}, not a bool: a literal guard is \`true\` or \`false\``);
+  }
+  return guard;
 }
 
 function fields(raw: Json, key: string, where: string): FieldDef[] {
@@ -182,7 +196,7 @@ function eventDef(e: Json, where: string): EventDef {
   const requires = objects(e, "requires", where).map((r, i) => {
     const at = `${where}.requires[${i}]`;
     shape(r, "requirement", at);
-    const guard = optExpr(r, "guard", at);
+    const guard = guardOf(r, at);
     if (guard === null) throw new IRLoadError(`malformed compiled flow: ${at} has no guard`);
     return { guard, code: text(r, "code", at), message: text(r, "message", at), data: optExpr(r, "data", at) };
   });
@@ -234,7 +248,7 @@ function ruleDef(t: Json, i: number): RuleDef {
     target: optText(t, "target", where),
     kind: kind as RuleKind,
     event: optText(t, "event", where),
-    guard: optExpr(t, "guard", where),
+    guard: guardOf(t, where),
     actions: list(t, "actions", where),
     back: t.back === true,
     after_ms: optInt(t, "after_ms", where),
@@ -292,6 +306,7 @@ export function loadFlow(json: unknown): FlowDef {
     journals: objects(raw, "journals", "flow").map((j) => shape(j, "journal", "a journal")).map((j) => ({ name: text(j, "name", "journal"), template: text(j, "template", "journal") })),
     templates: stringMap(raw, "templates"),
     invariants: objects(raw, "invariants", "flow").map((v) => ({ name: text(v, "name", "invariant"), expr: optExpr(v, "expr", "invariant") ?? {} })),
+    lowered: isObject(raw.lowered_templates) ? (raw.lowered_templates as FlowDef["lowered"]) : {},
     raw,
   };
 }

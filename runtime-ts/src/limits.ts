@@ -138,7 +138,9 @@ export class Limits implements LimitValues {
   }
 
   intProblem(n: number | bigint): string | null {
-    if (typeof n === "number" || (n >= -this.intMax && n <= this.intMax)) return null;
+    if (typeof n === "number" && (this.maxIntDigits >= 16 || !Number.isInteger(n))) return null;
+    const big = typeof n === "number" ? BigInt(n) : n;
+    if (big >= -this.intMax && big <= this.intMax) return null;
     return `the integer has more than ${grouped(this.maxIntDigits)} digits`;
   }
 
@@ -169,7 +171,7 @@ export class Limits implements LimitValues {
   }
 
   checkInt<T>(n: T): T {
-    if (typeof n === "bigint" && this.intProblem(n) !== null) {
+    if ((typeof n === "bigint" || typeof n === "number") && this.intProblem(n) !== null) {
       throw new LimitExceeded(`the integer has more than ${grouped(this.maxIntDigits)} digits`);
     }
     return n;
@@ -234,7 +236,7 @@ function measure(limits: Limits, value: unknown, depth: number, budget: { left: 
     const problem = limits.stringProblem(value);
     if (problem !== null) throw new LimitExceeded(problem);
     budget.left -= strLen(value);
-  } else if (typeof value === "bigint") {
+  } else if (typeof value === "bigint" || typeof value === "number") {
     limits.checkInt(value);
   } else if (Array.isArray(value) || (isDict(value) && !(value instanceof Float))) {
     if (depth >= limits.maxDepth) {

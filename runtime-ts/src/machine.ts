@@ -8,6 +8,7 @@ import { IRLoadError, loadFlow } from "./ir.js";
 import { DEFAULT_LIMITS, type Limits } from "./limits.js";
 import type { EventDef, FlowDef, RuleDef } from "./ir.js";
 import { buildTree, wireRules, type StateNode } from "./tree.js";
+import type { Journaller } from "./history.js";
 import { Instance, type StartOptions } from "./instance.js";
 import type { Rejection } from "./outcome.js";
 import { restoreInstance, type RestoreOptions } from "./snapshot.js";
@@ -17,6 +18,9 @@ export interface MachineOptions {
   limits?: Limits;
   /** the clock instances read unless started or restored with their own */
   clock?: Clock;
+  /** check the flow's invariants after every step and refuse one that breaks one
+   * (`invariant_violated`, nothing changed); off by default, as in Python */
+  checkInvariants?: boolean;
 }
 
 export class Machine {
@@ -38,6 +42,9 @@ export class Machine {
   readonly exec: Exec;
   readonly semantics: Semantics;
   clock: Clock = systemClock;
+  readonly checkInvariants: boolean;
+  /** how steps render the flow's journals (null: it has none) */
+  readonly journaller: Journaller | null;
 
   private constructor(flow: FlowDef, opts: MachineOptions) {
     this.flow = flow;
@@ -66,6 +73,12 @@ export class Machine {
     const eventless = [...this.states.values()].some((s) => s.choice || s.always.length > 0);
     this.semantics = makeExec(this, { flat: !chart, eventless, limits: opts.limits ?? DEFAULT_LIMITS });
     if (opts.clock !== undefined) this.clock = opts.clock;
+    this.checkInvariants = opts.checkInvariants === true;
+    const sem = this.semantics;
+    this.journaller = flow.journals.length === 0 ? null : {
+      names: flow.journals.map((j) => j.name),
+      render: (name, entry, ctx) => sem.journal(name, entry, ctx),
+    };
     this.exec = this.semantics.exec;
   }
 

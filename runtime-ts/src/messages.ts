@@ -1,6 +1,7 @@
-// The runtime's rejection messages (runtime/messages.py), and an interim renderer for the
-// template subset they use (`{{ a.b }}`, `{{ x | join(', ') }}`, `{% if a %}..{% else %}..
-// {% endif %}`) until src/template.ts renders the lowered templates of flow messages.
+// The runtime's rejection messages (runtime/messages.py), and a renderer for the template
+// subset they use (`{{ a.b }}`, `{{ x | join(', ') }}`, `{% if a %}..{% else %}..{% endif %}`):
+// the defaults are in no document's `lowered_templates` (src/template.ts renders those).
+import { TemplateEvent } from "./template.js";
 import { pyStr } from "./values.js";
 
 export const DEFAULT_MESSAGES: Readonly<Record<string, string>> = {
@@ -28,6 +29,7 @@ export const DEFAULT_MESSAGES: Readonly<Record<string, string>> = {
 function lookup(vars: Record<string, unknown>, path: string): unknown {
   let v: unknown = vars;
   for (const part of path.split(".")) {
+    if (v instanceof TemplateEvent) v = part === "name" ? { name: v.name } : (v.payload ?? {});
     if (typeof v !== "object" || v === null || !(part in v)) return undefined;
     v = (v as Record<string, unknown>)[part];
   }
@@ -35,6 +37,7 @@ function lookup(vars: Record<string, unknown>, path: string): unknown {
 }
 
 function show(v: unknown): string {
+  if (v instanceof TemplateEvent) return v.name;
   return v === undefined ? "" : pyStr(v);
 }
 

@@ -5,7 +5,7 @@
 import { divisionByZero, ExprFault, typeError } from "./faults.js";
 import type { Limits } from "./limits.js";
 import {
-  Float, hasKey, isDict, isFloat, isInt, isNumeric, mkFloat, mkInt, OverflowFault, toBig,
+  bitLength, Float, hasKey, isDict, isFloat, isInt, isNumeric, mkFloat, mkInt, OverflowFault, toBig,
   toFloat, typeName,
 } from "./values.js";
 
@@ -66,7 +66,11 @@ export function sub(a: unknown, b: unknown): unknown {
 }
 
 function repeat(seq: string | unknown[], n: number | bigint | boolean): unknown {
-  const times = Number(toBig(n) > 0n ? toBig(n) : 0n);
+  const big = toBig(n);
+  if (big > 9223372036854775807n || big < -9223372036854775808n) {
+    throw new ExprFault("OverflowError: cannot fit 'int' into an index-sized integer");
+  }
+  const times = seq.length === 0 ? 0 : Number(big > 0n ? big : 0n);
   if (typeof seq === "string") return seq.repeat(times);
   const out: unknown[] = [];
   for (let i = 0; i < times; i++) out.push(...seq);
@@ -103,18 +107,27 @@ export function div(a: unknown, b: unknown): unknown {
   return mkFloat(floatOf(a) / y);
 }
 
+/** `x / y` correctly rounded, as Python divides ints (`Number` of a bigint rounds correctly;
+ * a sticky bit keeps the rounding of the quotient's tail). */
 function bigDiv(x: bigint, y: bigint): number {
   const nx = Number(x);
   const ny = Number(y);
   if (Number.isSafeInteger(nx) && Number.isSafeInteger(ny)) return nx / ny;
-  if (Number.isFinite(nx) && Number.isFinite(ny)) return nx / ny;
-  const q = x / y;
-  const r = Number(q) + Number(x - q * y) / Number(y);
+  const negative = x < 0n !== y < 0n;
+  const a = x < 0n ? -x : x;
+  const b = y < 0n ? -y : y;
+  const k = Math.max(0, 65 + bitLength(b) - bitLength(a));
+  const scaled = a << BigInt(k);
+  let q = scaled / b;
+  if (scaled % b !== 0n) q |= 1n;
+  let r = Number(q);
   if (!Number.isFinite(r)) throw new ExprFault("OverflowError: integer division result too large for a float");
-  return r;
+  for (let left = k; left > 0; left -= 1000) r *= 2 ** -Math.min(left, 1000);
+  return negative ? -r : r;
 }
 
 export function mod(a: unknown, b: unknown): unknown {
+  if (typeof a === "string") return formatted(a, b);
   if (!isNumeric(a) || !isNumeric(b)) throw unsupported("%", a, b);
   if (intLike(a) && intLike(b)) {
     const x = toBig(a);
@@ -133,6 +146,16 @@ export function mod(a: unknown, b: unknown): unknown {
     r = y < 0 ? -0 : 0;
   }
   return mkFloat(r);
+}
+
+/** `str % value`: Python's printf formatting. A text without `%` is given back when the value
+ * is a list or a map (taken as the mapping of named specifiers); anything else has arguments
+ * left over. Texts with specifiers are not formatted (a fault): the compiler refuses `%` on
+ * strings, so no flow reaches this. */
+function formatted(text: string, value: unknown): string {
+  if (text.includes("%")) throw new ExprFault("TypeError: printf-style formatting is not supported");
+  if (Array.isArray(value) || isDict(value)) return text;
+  throw new ExprFault("TypeError: not all arguments converted during string formatting");
 }
 
 export function neg(a: unknown): unknown {

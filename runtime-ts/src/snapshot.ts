@@ -119,7 +119,8 @@ function historyOf(m: Machine, data: Json): Entry[] {
 }
 
 function configurationOf(m: Machine, state: StateNode, data: Json): StateNode[] {
-  const names = data.configuration;
+  // (a flat flow's configuration is its state: a `configuration` there is not read)
+  const names = m.chart ? data.configuration : undefined;
   let leaves: StateNode[];
   if (names === undefined || names === null) leaves = defaultLeaves(state, m.exec);
   else {

@@ -98,7 +98,7 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
   };
   inst.commit(entry, c, config, run.histories, dueOrder(kept), trig.key);
   const names = m.chart ? config.map((s) => s.name) : null;
-  return new StepResult(entry, c, names, [...run.fired], run.outputs.effects);
+  return new StepResult(entry, c, names, [...run.fired], run.outputs.effects, false, m.journaller);
 }
 
 /** After a timer step: the timers due with the one taken but not tried stay pending (tried

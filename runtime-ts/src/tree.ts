@@ -31,16 +31,20 @@ export class Rule {
     this.afterMs = def.after_ms;
     this.internal = target === source && !def.reenter;
     this.rank = [-source.ancestors.length, source.order, this.index];
+    this.domain = Rule.domainOf(this);
   }
 
   /** The transition's domain: the innermost compound proper ancestor of its source that
    * contains its target (null: the top). A compound's rule to its own descendant is internal
-   * unless marked `reenter`: its domain is the compound itself. */
-  get domain(): StateNode | null {
-    const target = this.target;
-    if (this.internal || target === null) return null;
-    const source = this.source;
-    if (source.kind === "compound" && target.ancestors.includes(source) && !this.def.reenter) return source;
+   * unless marked `reenter`: its domain is the compound itself. (Rules are made once the
+   * tree is linked, so it is worked out here, once.) */
+  readonly domain: StateNode | null;
+
+  private static domainOf(rule: Rule): StateNode | null {
+    const target = rule.target;
+    if (rule.internal || target === null) return null;
+    const source = rule.source;
+    if (source.kind === "compound" && target.ancestors.includes(source) && !rule.def.reenter) return source;
     for (const anc of source.ancestors) {
       if (anc.kind === "compound" && target.ancestors.includes(anc)) return anc;
     }

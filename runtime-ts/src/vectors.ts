@@ -64,15 +64,23 @@ export function outcomeLine(outcome: Outcome, inst: Instance): Record<string, un
   return data;
 }
 
-function compare(where: string, expect: Expect, line: Record<string, unknown>, inst: Instance, effects: unknown[], out: string[]): void {
+function compare(where: string, expect: Expect, line: Record<string, unknown>, inst: Instance, effects: unknown[], out: string[], outcome?: Outcome): void {
   const got: Record<string, unknown> = {
     line, state: inst.state, configuration: inst.configuration, context: inst.context, final: inst.isFinal, effects,
   };
   for (const [key, want] of Object.entries(expect)) {
-    if (key === "journals") continue; // rendered by src/template.ts: compared once it lands
+    if (key === "journals") got.journals = journalsOf(outcome);
     if (!same(got[key], want)) {
       out.push(`${where}: ${key} differs:\n  want ${JSON.stringify(sorted(asJson(want)))}\n  got  ${JSON.stringify(sorted(asJson(got[key])))}`);
     }
+  }
+}
+
+function journalsOf(outcome: Outcome | undefined): unknown {
+  try {
+    return outcome instanceof StepResult ? outcome.journals() : null;
+  } catch (exc) {
+    return `a journal failed: ${String(exc)}`;
   }
 }
 
@@ -105,7 +113,7 @@ export function runOps(inst: Instance, clock: FakeClock, ops: Op[], from: number
     outcomes.forEach((o, j) => {
       const expect = expects[j];
       const effects = o instanceof StepResult ? o.effects : [];
-      if (expect !== undefined) compare(`op ${i + 1} (${op.op}) outcome ${j + 1}`, expect, outcomeLine(o, inst), inst, effects, out);
+      if (expect !== undefined) compare(`op ${i + 1} (${op.op}) outcome ${j + 1}`, expect, outcomeLine(o, inst), inst, effects, out, o);
     });
   }
 }

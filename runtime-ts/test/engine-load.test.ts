@@ -78,3 +78,16 @@ describe("loading reads", () => {
     expect([...m.internalEvents].sort()).toEqual(["done.state.Both", "done.state.Left", "done.state.Right"]);
   });
 });
+
+describe("loading refuses expressions", () => {
+  it("that are not expression objects", () => {
+    const ir = fixture("compound_to_child");
+    ir.transitions[0] = { ...ir.transitions[0], guard: 5 };
+    refused(ir, /guard must be an expression object/);
+  });
+  it("a literal guard that is not a bool", () => {
+    const ir = fixture("compound_to_child");
+    ir.transitions[0] = { ...ir.transitions[0], guard: { op: "lit", value: 5 } };
+    refused(ir, /not a bool/);
+  });
+});

@@ -120,3 +120,23 @@ describe("limits", () => {
     expect(tight.context).toEqual({ n: 0 });
   });
 });
+
+describe("subscribers", () => {
+  it("hear every committed step, not refusals or replays, until they unsubscribe", () => {
+    const clock = new FakeClock();
+    const inst = started("compound_to_child", clock);
+    const heard: string[] = [];
+    const stop = inst.subscribe((step) => heard.push(`${step.seq}:${step.to}`));
+    inst.subscribe(() => {
+      throw new Error("a broken subscriber");
+    });
+    inst.send("go", null, { key: "k" });
+    inst.send("go", null, { key: "k" });
+    inst.send("nothing");
+    clock.advance(5 * SECOND);
+    inst.advance();
+    stop();
+    inst.send("again");
+    expect(heard).toEqual(["1:c2", "2:Q"]);
+  });
+});

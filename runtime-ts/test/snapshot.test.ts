@@ -68,3 +68,22 @@ describe("restore refuses a history", () => {
     expect(() => machine.restore({ ...snap, keys: { k: 9 } })).toThrow(/names step 9/);
   });
 });
+
+describe("restore reads a context", () => {
+  const data = JSON.parse(readFileSync(join(folder, "lamp.vectors.json"), "utf-8")) as VectorFile;
+  const machine = Machine.fromJSON(data.ir);
+  const snap = data.vectors.find((v) => v.snapshot)?.snapshot?.data ?? {};
+  const context = snap.context as Record<string, unknown>;
+
+  it("refusing a field the flow does not have, unless told to drop it", () => {
+    const edited = { ...snap, context: { ...context, gone: 1 } };
+    expect(() => machine.restore(edited)).toThrow(/context does not fit the flow/);
+    expect(machine.restore(edited, { dropUnknown: true }).context).toEqual(context);
+  });
+  it("filling a field the snapshot lacks from its default", () => {
+    expect(machine.restore({ ...snap, context: {} }).context).toEqual({ presses: 0 });
+  });
+  it("refusing a value of the wrong type", () => {
+    expect(() => machine.restore({ ...snap, context: { presses: "many" } })).toThrow(SnapshotError);
+  });
+});

@@ -9,7 +9,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from flowc.compiler import compile_source
 from flowc.compiler.driver import compile_file
 from flowc.compiler.template_lowering import NotLowered, default_messages, lower
 from flowc.compiler.template_render import RenderError, render
+from flowc.compiler.testing.template_cases import RULE_CASES, decode, variables_for
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.model import CompiledFlow
@@ -118,82 +119,12 @@ def test_every_template_the_flows_render_renders_the_same_lowered(renders: Seen)
     assert len(compared) >= 10 and len(renders) > 300
 
 
-def _shapes(parts: list[dict[str, Any]], roots: dict[str, Any], where: dict[str, Any]) -> None:
-    """The variables the parts read, as nested shapes: a map's members by name, `[]` for a
-    list's items (what a `for` loops over)."""
-
-    def node(expr: dict[str, Any]) -> dict[str, Any] | None:
-        op, args = expr["op"], expr.get("args", [])
-        if op == "var":
-            found: dict[str, Any] = roots.setdefault(expr["value"], {})
-            return found
-        if op == "local":
-            return where.get(expr["value"])
-        if op in ("attr", "index"):
-            owner = node(args[0])
-            key = expr.get("value") if op == "attr" else args[1].get("value")
-            for arg in args[1:]:
-                node(arg)
-            return owner.setdefault(key, {}) if owner is not None and key is not None else None
-        for arg in args:
-            node(arg)
-        return None
-
-    for part in parts:
-        if "print" in part:
-            node(part["print"])
-        elif "if" in part:
-            for branch in part["if"]:
-                node(branch["test"])
-                _shapes(branch["then"], roots, where)
-            _shapes(part["else"], roots, where)
-        elif "for" in part:
-            listed = node(part["in"])
-            item = listed.setdefault("[]", {}) if listed is not None else {}
-            _shapes(part["body"], roots, {**where, part["for"]: item, "loop": {}})
-            _shapes(part["else"], roots, where)
-
-
-def _literals(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        if value.get("op") == "lit" and isinstance(value.get("value"), str):
-            yield value["value"]
-        for v in value.values():
-            yield from _literals(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _literals(v)
-
-
-def _value(shape: dict[str, Any], leaf: Any) -> Any:
-    if "[]" in shape:
-        return [_value(shape["[]"], leaf), _value(shape["[]"], leaf)]
-    if shape:
-        return wrap({str(k): _value(v, leaf) for k, v in shape.items()})
-    return leaf
-
-
-def _variables(parts: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Values for every variable the parts read: one set per leaf value (each string literal
-    of the template, so that each branch comparing with one is taken, and a few others)."""
-    roots: dict[str, Any] = {}
-    _shapes(parts, roots, {})
-    for leaf in [*sorted(set(_literals(parts))), "x", 2, 0.5, None, True, ["a", 1]]:
-        variables = {name: _value(shape, leaf) for name, shape in roots.items()}
-        if "event" in roots:
-            payload = _value(roots["event"], leaf) if roots["event"] else {}
-            variables["event"] = EventVars("ev", payload if isinstance(payload, dict) else {})
-        if "at" in roots:
-            variables["at"] = NOW
-        yield variables
-
-
 def test_every_lowered_template_renders_as_jinja_on_values_for_each_branch() -> None:
     forms = _lowered_forms()
     count = 0
     for source, parts in sorted(forms.items()):
         assert parts is not None, f"not lowered: {source!r}"
-        for variables in _variables(parts):
+        for variables in variables_for(parts):
             assert _reference(parts, variables) == _jinja(source, variables), (source, variables)
             count += 1
     assert count > 100
@@ -247,71 +178,18 @@ def test_every_default_message_is_lowered() -> None:
         assert render(found["parts"], values) == _jinja(found["source"], values), kind
 
 
-NOW = datetime(2025, 1, 2, 3, 4, 5, 6000, tzinfo=UTC)
-
-#: (template, variables): each rule of the docs on its own.
-CASES: list[tuple[str, dict[str, Any]]] = [
-    ("{{ x }}", {"x": None}),
-    ("{{ x }}|{{ y }}", {"x": True, "y": False}),
-    ("{{ x }} {{ y }} {{ z }} {{ w }}", {"x": 1.0, "y": 0.1, "z": 1e16, "w": 3}),
-    ("{{ x }}", {"x": float("inf")}),
-    ("{{ x }}", {"x": ["a", 1, None, True, 2.5, {"k": "v"}]}),
-    ("{{ x }}", {"x": {"a": [1], "b": "it's", "c": 'say "hi"', "d": "both ' \""}}),
-    ("{{ x }}", {"x": ["tab\there", "line\nbreak", "back\\slash", "\x01", "é"]}),
-    ("{{ missing }}[{{ missing | length }}]", {}),
-    (
-        "{{ x.y }}|{{ x['y'] }}|{{ x.z }}|{{ xs[1] }}|{{ xs[-1] }}|{{ xs[5] }}",
-        {"x": {"y": 2}, "xs": [1, 2, 3]},
-    ),
-    ("{{ a or 'b' }}|{{ a and 'b' }}|{{ c or 'd' }}|{{ c and 'd' }}", {"a": "", "c": "x"}),
-    ("{{ not a }}|{{ not c }}|{{ 0 or [] }}", {"a": [], "c": {"k": 1}}),
-    (
-        "{% if a == 1.0 %}eq{% endif %}{% if b == 1 %}t{% endif %}"
-        "{% if l == [1, 'x'] %}L{% endif %}",
-        {"a": 1, "b": True, "l": [1, "x"]},
-    ),
-    (
-        "{{ 'x' in s }}{{ 'k' in m }}{{ 2 in l }}{{ 3 not in l }}",
-        {"s": "axb", "m": {"k": 1}, "l": [1, 2]},
-    ),
-    ("{{ a < b }}{{ s >= t }}", {"a": 1, "b": 2.5, "s": "b", "t": "a"}),
-    ("{{ a < b }}", {"a": 1, "b": "x"}),
-    ("{{ 'x' ~ n ~ none ~ f }}", {"n": 3, "f": 1.5}),
-    ("{{ 'yes' if a }}|{{ 'yes' if b else 'no' }}", {"a": 0, "b": 0}),
-    ("{{ x | tojson }}", {"x": {"b": "<é>&'", "a": [1.0, None, True], "c": "\U0001f600"}}),
-    ("{{ xs | join(', ') }}|{{ xs | join }}|{{ xs | length }}", {"xs": [1, "a", None, 2.5]}),
-    ("{{ s | lower }}{{ s | upper }}[{{ p | trim }}]", {"s": "MiXed", "p": "  pad \n"}),
-    (
-        "{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.first }}"
-        "{{ loop.last }}{{ loop.length }}{{ x }};{% else %}none{% endfor %}",
-        {"xs": ["a", "b", "c"]},
-    ),
-    ("{% for x in xs %}{{ x }}{% else %}none{% endfor %}", {"xs": []}),
-    ("{% for k in m %}{{ k }}={{ m[k] }} {% endfor %}", {"m": {"b": 1, "a": 2}}),
-    (
-        "{% for x in xs %}{% for x in x %}{{ x }}{{ loop.length }}{% endfor %}"
-        "|{{ loop.index }}{% endfor %}",
-        {"xs": [[1, 2], [3]]},
-    ),
-    ("{{ at }}|{{ at.isoformat() }}|{{ at.strftime('%Y/%m/%d %H:%M:%S %%') }}", {"at": NOW}),
-    ("{{ at }}", {"at": NOW.replace(microsecond=0)}),
-    (
-        "{{ event }} {{ event.n }} {{ event == 'go' }} {{ event != 'stop' }}"
-        "{% if event %}!{% endif %}",
-        {"event": EventVars("go", {"n": 1})},
-    ),
-    ("{{ missing.field }}", {}),
-    (
-        "{{ state.title }} {{ state.meta.skill }}",
-        {"state": wrap({"name": "A", "title": "T", "meta": {"skill": "s"}})},
-    ),
-    ("  {%- if a -%}  \n  x  \n  {%- endif -%}  \nend\n", {"a": True}),
-    ("line\r\nend\n", {}),
-    ("{# a comment #}text", {}),
-]
+def test_the_committed_template_cases_render_the_same_with_the_reference() -> None:
+    data = json.loads((VECTORS / "template_cases.json").read_text(encoding="utf-8"))
+    assert data["format"] == "flowc.template-cases/1"
+    for case in data["cases"]:
+        variables = decode(case["variables"])
+        assert _reference(case["parts"], variables) == case["text"], case["source"]
+        assert _jinja(case["source"], variables) == case["text"], case["source"]
+    assert len(data["cases"]) > 150
+    assert sum(case["text"] is None for case in data["cases"]) >= 5  # failures agree too
 
 
-@pytest.mark.parametrize(("source", "variables"), CASES)
+@pytest.mark.parametrize(("source", "variables"), RULE_CASES)
 def test_a_rule_renders_as_jinja_does(source: str, variables: dict[str, Any]) -> None:
     assert _reference(lower(source), variables) == _jinja(source, variables)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,8 +190,19 @@ def test_a_test_block_becomes_a_vector_of_its_operations(tmp_path: Path) -> None
     assert (timer["line"]["to"], timer["line"]["final"], timer["final"]) == ("C", True, True)
     assert timer["line"]["at"] == "2025-01-01T00:00:01+00:00"
     assert vector["snapshot"]["after"] == 2 and vector["snapshot"]["data"]["state"] == "B"
-    # Then the tests `flowc paths --cover` finds.
-    assert {v["origin"] for v in data["vectors"][1:]} == {"flowc paths --cover"}
+    # Then the tests `flowc paths --cover` finds, and the refusal probes.
+    origins = [v["origin"] for v in data["vectors"][1:]]
+    assert set(origins[:-2]) == {"flowc paths --cover"}
+    probes, unknown_field = data["vectors"][-2:]
+    assert origins[-2:] == ["refusal probes"] * 2
+    errors = [op["expect"]["line"].get("error") for op in probes["ops"]]
+    assert errors[:4] == ["unknown_event", "unknown_state", "no_previous_state", "invalid_payload"]
+    issues = probes["ops"][3]["expect"]["line"]["issues"]
+    assert issues["invalid"][0]["field"] == "k" and issues["unknown"] == ["__unknown__"]
+    assert probes["ops"][4]["expect"]["line"]["issues"]["missing"][0]["field"] == "k"
+    assert unknown_field["start"] == {"line": unknown_field["start"]["line"]}
+    assert unknown_field["start"]["line"]["error"] == "invalid_context"
+    assert unknown_field["ops"] == [] and "snapshot" not in unknown_field
     assert (out / "default_messages.json").is_file()
 
 
@@ -273,3 +286,17 @@ def test_each_line_is_what_flowc_run_prints(
                 e["line"] for e in (op["expect"] if op["op"] == "advance" else [op["expect"]])
             ]
         assert printed == expected, vector["name"]
+
+
+def test_the_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    """Committed files must come out byte for byte the same in every process (no set order)."""
+    flow = _write(tmp_path / "src", "timed.flow", TIMED)
+    written = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        args = ["vectors", str(flow), "-o", str(out)]
+        code = f"from flowc.compiler.cli import main; main({args!r})"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        written.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert written[0] == written[1] and len(written[0]) == 3

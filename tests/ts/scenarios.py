@@ -46,6 +46,8 @@ class Case:
     context: dict[str, Any] | None = None
     #: a change made to the compiled IR (for what the compiler refuses to write)
     patch: Callable[[dict[str, Any]], None] | None = field(default=None)
+    #: the machine checks the flow's invariants after every step
+    check_invariants: bool = False
 
 
 STEPS = """
@@ -180,6 +182,18 @@ initial state A {
 """
 
 
+BUDGET = """
+flow budget
+context { spent: int = 0 }
+event spend(amount: int)
+invariant within_budget: spent <= 100
+initial state Open {
+  on spend -> self do spent += event.amount
+  after 1s -> self do spent += 60
+}
+"""
+
+
 def _loop_back(ir: dict[str, Any]) -> None:
     """Make Again route back to Route (the compiler refuses a routing cycle)."""
     ir.pop("hash", None)
@@ -259,5 +273,17 @@ CASES = [
     Case("history_default", DEEP, [send("go"), send("pause"), send("resume")], patch=None),
     Case("routing_loop", LOOP, [send("go"), send("go")], patch=_loop_back),
     Case("microstep_bound", STORM, [send("poke"), send("poke")]),
+    Case(
+        "invariants",
+        BUDGET,
+        [
+            send("spend", {"amount": 30}, key="a"),
+            send("spend", {"amount": 80}, key="b"),
+            send("spend", {"amount": 1}, key="a"),
+            advance(1000),
+            advance(1000),
+        ],
+        check_invariants=True,
+    ),
     Case("invalid_context", STEPS, [], context={"n": "three", "extra": 1}),
 ]

@@ -1,7 +1,8 @@
 """What an instance offers without taking a step agrees in both runtimes: along every shared
 vector, after the start and after each operation, the TypeScript runtime's
 `acceptedEvents()` and `allowedTargets()` (with and without force) name what the Python
-runtime's `accepted_events()` and `allowed_targets()` name, in the same order."""
+runtime's `accepted_events()` and `allowed_targets()` name, in the same order, and the flow's
+named templates render to the same text (`render(name)`)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,19 @@ def ts_offers() -> dict[tuple[str, str], dict[str, Any]]:
     return interop_lines("offers.ts")
 
 
-def _offers(instance: Instance) -> dict[str, list[str]]:
+def _rendered(instance: Instance, name: str) -> str:
+    try:
+        return instance.render(name)
+    except Exception:  # a template that needs variables not given: both runtimes refuse it
+        return "(cannot be rendered)"
+
+
+def _offers(instance: Instance) -> dict[str, Any]:
     return {
         "accepted": [e.name for e in instance.accepted_events()],
         "targets": instance.allowed_targets(),
         "forced": instance.allowed_targets(force=True),
+        "templates": {name: _rendered(instance, name) for name in instance.machine.templates},
     }
 
 

@@ -49,7 +49,9 @@ def _observed(instance: Instance, line: dict[str, Any]) -> dict[str, Any]:
 
 def _python(ir: dict[str, Any], case: Case) -> dict[str, Any]:
     clock = FakeClock(NOW / 1000)
-    started = Machine(ir).try_start(case.context, clock=clock)
+    started = Machine(ir, check_invariants=case.check_invariants).try_start(
+        case.context, clock=clock
+    )
     if isinstance(started, Rejection):
         return {"name": case.name, "seen": [started.to_dict()], "snapshot": None}
     seen: list[Any] = [
@@ -67,7 +69,14 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     irs = {case.name: _ir(case) for case in CASES}
     file: Path = tmp_path_factory.mktemp("scenarios") / "cases.json"
     cases = [
-        {"name": c.name, "ir": irs[c.name], "context": c.context, "now": NOW, "ops": c.ops}
+        {
+            "name": c.name,
+            "ir": irs[c.name],
+            "context": c.context,
+            "now": NOW,
+            "ops": c.ops,
+            "checkInvariants": c.check_invariants,
+        }
         for c in CASES
     ]
     file.write_text(json.dumps(cases), encoding="utf-8")

@@ -15,6 +15,7 @@ interface Case {
   context: Record<string, unknown> | null;
   now: number;
   ops: Op[];
+  checkInvariants: boolean;
 }
 
 function observed(inst: Instance, line: unknown): unknown {
@@ -24,7 +25,7 @@ function observed(inst: Instance, line: unknown): unknown {
 const path = process.argv[2] ?? "";
 for (const c of JSON.parse(readFileSync(path, "utf-8")) as Case[]) {
   const clock = new FakeClock(c.now);
-  const inst = Machine.fromJSON(c.ir).start({ context: c.context, clock: clock.now });
+  const inst = Machine.fromJSON(c.ir, { checkInvariants: c.checkInvariants }).start({ context: c.context, clock: clock.now });
   if (!(inst instanceof Instance)) {
     process.stdout.write(JSON.stringify({ name: c.name, seen: [asJson(inst.toJSON())], snapshot: null }) + "\n");
     continue;
