@@ -191,22 +191,34 @@ function stdinLines(stdin: () => Buffer | undefined): string[] {
   const bytes = stdin();
   // `flowc run` opens its interactive prompt here; this command reads operations only.
   if (bytes === undefined) throw new Usage("no interactive prompt here: give --events FILE, or pipe the operations in");
-  return textLines(bytes, "standard input");
+  return textLines(bytes, "standard input", UNIVERSAL_NEWLINE);
 }
 
-/** Python's str.splitlines(): every line boundary it knows. */
+/** Python's str.splitlines() (how `flowc run` splits an events file): every line boundary it
+ * knows; and the universal newlines its standard input is read with. */
 const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
+const UNIVERSAL_NEWLINE = /\r\n|\r|\n/;
 
-function textLines(bytes: Buffer, what: string): string[] {
+function textLines(bytes: Buffer, what: string, breaks: RegExp = LINE_BREAK): string[] {
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    // A byte order mark stays: Python's json.loads refuses a line that starts with one.
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
     throw new Failure(`${what} is not UTF-8 text: invalid UTF-8`);
   }
-  const lines = text.split(LINE_BREAK);
+  const lines = text.split(breaks);
   if (lines.at(-1) === "") lines.pop();
   return lines;
+}
+
+/** Python's str.strip(): the characters str.isspace() counts (not the byte order mark,
+ * which JavaScript's trim() removes). */
+const PY_SPACE = "[\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const PY_STRIP = new RegExp(`^${PY_SPACE}+|${PY_SPACE}+$`, "g");
+
+function pyStrip(text: string): string {
+  return text.replace(PY_STRIP, "");
 }
 
 function parseContext(text: string | undefined): Record<string, unknown> | undefined {
@@ -233,7 +245,7 @@ type Line = Record<string, unknown>;
 function runLines(instance: Instance, clock: FakeClock | undefined, lines: string[], io: Output, keepGoing: boolean): number {
   let code = EXIT_OK;
   for (const [i, line] of lines.entries()) {
-    const text = line.trim();
+    const text = pyStrip(line);
     if (text === "" || text.startsWith("#")) continue;
     let outcomes: Line[];
     try {

@@ -206,3 +206,28 @@ def test_a_flow_that_does_not_load_exits_1(cli: Path, tmp_path: Path) -> None:
 def test_a_flow_source_must_be_compiled_first(cli: Path) -> None:
     code, _, err = ts_run(cli, [str(ROOT / "flows" / "rfp_workspace.flow")])
     assert code == 2 and "compile it first" in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '\ufeff{"goto": "ANALYZING"}\n',
+        '{"goto": "ANALYZING"}\x1c{"goto": "QNA_GENERATION"}\r\n\u3000{"back": true}\x85\n',
+        '{"goto": "ANALYZING"}\r{"goto": "QNA_GENERATION"}\u2028\n',
+    ],
+    ids=["byte-order-mark", "python-whitespace", "line-breaks"],
+)
+def test_lines_split_and_strip_as_python_does(
+    text: str,
+    compiled: dict[str, Path],
+    cli: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_bytes(text.encode("utf-8"))
+    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}', "--now", NOW]
+    args += ["--events", str(events), "--keep-going"]
+    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    assert (ts_code, ts_lines) == (py_code, py_lines)
+    assert bool(py_err) == bool(ts_err)
