@@ -4,7 +4,7 @@
 // now; on a refusal the runtime's rejection and what is allowed instead; on bad arguments the
 // field-level feedback. A retried call with the same `request_id` runs once.
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { Instance } from "./instance.js";
+import { Instance, KEYS_KEPT } from "./instance.js";
 import type { Clock } from "./clock.js";
 import type { Machine } from "./machine.js";
 import { StepResult } from "./history.js";
@@ -83,6 +83,8 @@ export interface Kept {
   readonly instance: Instance;
   readonly incarnation: string;
   readonly startContext: Json;
+  /** the effects of the steps taken under a request_id, shown again when it is retried */
+  readonly keyed: Map<string, Json[]>;
 }
 
 /** Runs calls of `tools` on instances it keeps in memory (`instances`). */
@@ -142,7 +144,7 @@ export class ToolDispatcher {
     if (tool.op === "event") out = instance.send(tool.event ?? "", rest, { ...key, force });
     else if (tool.op === "goto") out = instance.goto(String(rest.target), { ...key, force: rest.force === true });
     else out = instance.back({ ...key, force: true }); // asking to move back is the consent it needs
-    return this.answer(tool, kept, out);
+    return this.answer(tool, kept, out, requestId);
   }
 
   private startName(tool: Tool): string {
@@ -173,7 +175,7 @@ export class ToolDispatcher {
     const started = machine.start({ context: context as Json, id: instanceId, ...clock });
     if (!(started instanceof Instance)) return refused(under("context", started.toJSON()));
     const incarnation = randomBytes(8).toString("hex");
-    this.instances.set(instanceId, { instance: started, incarnation, startContext: { ...(context as Json) } });
+    this.instances.set(instanceId, { instance: started, incarnation, startContext: { ...(context as Json) }, keyed: new Map() });
     const view = views(this.tools).view(started);
     const effects = effectsOf(instanceId, incarnation, 0, started.startEffects);
     if (effects.length > 0) view.effects = effects;
@@ -223,13 +225,14 @@ export class ToolDispatcher {
     return view;
   }
 
-  private answer(tool: Tool, kept: Kept, out: Outcome): ToolResult {
+  private answer(tool: Tool, kept: Kept, out: Outcome, requestId: string | null): ToolResult {
     const instance = kept.instance;
     const instanceId = instance.id ?? "";
     const shown = views(this.tools);
     if (out instanceof StepResult) {
       const view = shown.view(instance);
-      const effects = out.replayed ? [] : effectsOf(instanceId, kept.incarnation, out.seq, out.effects);
+      const effects = out.replayed ? (kept.keyed.get(requestId ?? "") ?? []) : effectsOf(instanceId, kept.incarnation, out.seq, out.effects);
+      if (!out.replayed && requestId !== null && effects.length > 0) remember(kept.keyed, requestId, effects);
       if (effects.length > 0) view.effects = effects;
       if (out.replayed) view.replayed = true;
       return new ToolResult(false, view);
@@ -243,6 +246,13 @@ export class ToolDispatcher {
     if (data.kind !== "invalid_payload") Object.assign(data, shown.allowed(instance, true));
     return refused(data);
   }
+}
+
+/** Keep a step's effects under its request_id, as many as the instance keeps keys. */
+function remember(keyed: Map<string, Json[]>, requestId: string, effects: Json[]): void {
+  keyed.set(requestId, effects);
+  const oldest = keyed.keys().next();
+  if (keyed.size > KEYS_KEPT && oldest.done !== true) keyed.delete(oldest.value);
 }
 
 function refused(data: Json): ToolResult {

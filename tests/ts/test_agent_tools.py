@@ -188,3 +188,16 @@ def test_an_event_named_like_a_tool_is_refused_the_same_way(
     )
     assert done.returncode != 0
     assert f"Error: {refused.value}" in done.stderr
+
+
+def test_a_retried_call_shows_the_effects_of_its_first_run(compiled: dict[str, Path]) -> None:
+    calls = [
+        call("start", {"instance_id": "e", "context": {}}),
+        call("call", {"instance_id": "e", "floor": 2, "request_id": "k"}),
+        call("call", {"instance_id": "e", "floor": 2, "request_id": "k"}),
+        call("call", {"instance_id": "e", "floor": 0, "request_id": "other"}),
+    ]
+    expected = without_incarnations(python_side([compiled["elevator"]], None, calls))
+    assert without_incarnations(ts_side([compiled["elevator"]], None, calls)) == expected
+    replayed = expected["results"][2]["data"]
+    assert replayed["replayed"] is True and replayed["effects"]
