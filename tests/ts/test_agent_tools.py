@@ -14,35 +14,19 @@ from typing import Any
 
 import pytest
 
-from flowc.compiler.cli import main
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.store.durable import open_durable
 from flowc.runtime.tool_calls import ToolDispatcher
 from flowc.runtime.tools import FlowTools
 from ts.node_runtime import built, node
+from ts.seed_flows import CONTEXTS, EVENTS, FLOWS, NOW_MS, compile_flows
 
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = Path(__file__).resolve().parent / "events"
 DRIVER = Path(__file__).resolve().parent / "agent_tools.mjs"
-FLOWS = sorted([*ROOT.glob("flows/*.flow"), *ROOT.glob("flows/examples/*.flow")])
-NOW_MS = 1735689600000
-CONTEXTS: dict[str, dict[str, Any]] = {
-    "collab_skills": {"project": "p", "session": "s"},
-    "interactive_stage": {"stage": "discuss", "finalization_tool": "finish"},
-    "rfp_workspace": {"project": "acme"},
-    "stage_questions": {"solution_id": "sol-1"},
-}
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("compiled")
-    paths: dict[str, Path] = {}
-    for flow in FLOWS:
-        target = out / f"{flow.stem}.json"
-        assert main(["compile", str(flow), "-o", str(target)]) == 0
-        paths[flow.stem] = target
-    return paths
+    return compile_flows(tmp_path_factory.mktemp("compiled"))
 
 
 def python_side(paths: list[Path], prefix: bool | None, calls: list[dict[str, Any]]) -> Any:
@@ -64,17 +48,24 @@ def python_side(paths: list[Path], prefix: bool | None, calls: list[dict[str, An
     return json.loads(json.dumps({"tools": shapes, "results": results}))
 
 
-def ts_side(paths: list[Path], prefix: bool | None, calls: list[dict[str, Any]]) -> Any:
+def driver(
+    paths: list[Path], prefix: bool | None, calls: list[Any]
+) -> subprocess.CompletedProcess[str]:
+    """agent_tools.mjs run on the built package."""
     request = {"flows": [str(p) for p in paths], "prefix": prefix, "now_ms": NOW_MS}
     request["calls"] = calls
-    done = subprocess.run(
+    return subprocess.run(
         [node(), str(DRIVER), str(built())],
         input=json.dumps(request),
         capture_output=True,
         text=True,
         timeout=60,
-        check=True,
     )
+
+
+def ts_side(paths: list[Path], prefix: bool | None, calls: list[dict[str, Any]]) -> Any:
+    done = driver(paths, prefix, calls)
+    assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     for result in out["results"]:
         # The text a model reads is the data as indented JSON.
@@ -178,14 +169,7 @@ def test_an_event_named_like_a_tool_is_refused_the_same_way(
     path = compiled["microwave"]
     with pytest.raises(ValueError) as refused:
         FlowTools([Machine.from_json(path.read_bytes())], prefix=prefix)
-    request = {"flows": [str(path)], "prefix": prefix, "now_ms": NOW_MS, "calls": []}
-    done = subprocess.run(
-        [node(), str(DRIVER), str(built())],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = driver([path], prefix, [])
     assert done.returncode != 0
     assert f"Error: {refused.value}" in done.stderr
 

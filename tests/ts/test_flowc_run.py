@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,30 +15,12 @@ import pytest
 
 from flowc.compiler.cli import main
 from ts.node_runtime import built, node
-
-ROOT = Path(__file__).resolve().parents[2]
-EVENTS = Path(__file__).resolve().parent / "events"
-FLOWS = sorted([*ROOT.glob("flows/*.flow"), *ROOT.glob("flows/examples/*.flow")])
-NOW = "2025-01-01T00:00:00Z"
-
-#: The start context each seed flow needs (its required fields); the examples need none.
-CONTEXTS: dict[str, dict[str, Any]] = {
-    "collab_skills": {"project": "p", "session": "s"},
-    "interactive_stage": {"stage": "discuss", "finalization_tool": "finish"},
-    "rfp_workspace": {"project": "acme"},
-    "stage_questions": {"solution_id": "sol-1"},
-}
+from ts.seed_flows import CONTEXTS, EVENTS, FLOWS, NOW, ROOT, compile_flows
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("compiled")
-    paths: dict[str, Path] = {}
-    for flow in FLOWS:
-        target = out / f"{flow.stem}.json"
-        assert main(["compile", str(flow), "-o", str(target)]) == 0
-        paths[flow.stem] = target
-    return paths
+    return compile_flows(tmp_path_factory.mktemp("compiled"))
 
 
 @pytest.fixture(scope="module")
@@ -45,23 +28,25 @@ def cli() -> Path:
     return built() / "cli.js"
 
 
-def python_run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[Any], str]:
+#: A command's exit status, its lines (parsed) and its standard error.
+Outcome = tuple[int, list[Any], str]
+
+
+def python_run(args: list[str], capsys: pytest.CaptureFixture[str]) -> Outcome:
     capsys.readouterr()
     code = main(["run", *args])
     captured = capsys.readouterr()
     return code, [json.loads(line) for line in captured.out.splitlines()], captured.err
 
 
-def ts_run(cli: Path, args: list[str], stdin: str = "") -> tuple[int, list[Any], str]:
+def ts_run(cli: Path, args: list[str], stdin: str = "") -> Outcome:
     done = subprocess.run(
         [node(), str(cli), *args], input=stdin, capture_output=True, text=True, timeout=60
     )
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines()], done.stderr
 
 
-def both(
-    cli: Path, args: list[str], capsys: pytest.CaptureFixture[str]
-) -> tuple[tuple[int, list[Any], str], tuple[int, list[Any], str]]:
+def both(cli: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[Outcome, Outcome]:
     return python_run(args, capsys), ts_run(cli, args)
 
 
@@ -140,32 +125,37 @@ BAD_LINES = [
 ]
 
 
+@pytest.fixture
+def on_rfp(
+    compiled: dict[str, Path], cli: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> Callable[[str, list[str]], tuple[Outcome, Outcome]]:
+    """Both commands on rfp_workspace with `text` as the events file (and more arguments)."""
+
+    def run(text: str, more: list[str]) -> tuple[Outcome, Outcome]:
+        events = tmp_path / "e.jsonl"
+        events.write_bytes(text.encode("utf-8"))
+        args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}', "--now", NOW]
+        return both(cli, [*args, "--events", str(events), *more], capsys)
+
+    return run
+
+
 @pytest.mark.parametrize("bad", BAD_LINES)
 def test_a_malformed_line_stops_the_run_with_exit_1(
-    bad: str,
-    compiled: dict[str, Path],
-    cli: Path,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    bad: str, on_rfp: Callable[[str, list[str]], tuple[Outcome, Outcome]]
 ) -> None:
-    events = tmp_path / "e.jsonl"
-    events.write_text('{"goto": "ANALYZING"}\n\n# a comment\n' + bad + "\n", encoding="utf-8")
-    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}']
-    args += ["--events", str(events), "--now", NOW]
-    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    text = '{"goto": "ANALYZING"}\n\n# a comment\n' + bad + "\n"
+    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = on_rfp(text, [])
     assert (ts_code, ts_lines) == (py_code, py_lines) == (1, py_lines)
     assert py_err.removeprefix("flowc run: ") == ts_err.removeprefix("flowc-run: ")
     assert ts_err.startswith("flowc-run: events line 4: ")
 
 
 def test_a_line_that_is_not_json_stops_the_run_with_exit_1(
-    compiled: dict[str, Path], cli: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    on_rfp: Callable[[str, list[str]], tuple[Outcome, Outcome]],
 ) -> None:
-    events = tmp_path / "e.jsonl"
-    events.write_text('{"goto": "ANALYZING"}\n{"goto": \n', encoding="utf-8")
-    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}']
-    args += ["--events", str(events), "--now", NOW]
-    (py_code, py_lines, _), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    text = '{"goto": "ANALYZING"}\n{"goto": \n'
+    (py_code, py_lines, _), (ts_code, ts_lines, ts_err) = on_rfp(text, [])
     assert (ts_code, ts_lines) == (py_code, py_lines)
     assert py_code == 1 and ts_err.startswith("flowc-run: events line 2: ")
 
@@ -218,16 +208,8 @@ def test_a_flow_source_must_be_compiled_first(cli: Path) -> None:
     ids=["byte-order-mark", "python-whitespace", "line-breaks"],
 )
 def test_lines_split_and_strip_as_python_does(
-    text: str,
-    compiled: dict[str, Path],
-    cli: Path,
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
+    text: str, on_rfp: Callable[[str, list[str]], tuple[Outcome, Outcome]]
 ) -> None:
-    events = tmp_path / "e.jsonl"
-    events.write_bytes(text.encode("utf-8"))
-    args = [str(compiled["rfp_workspace"]), "--context", '{"project": "p"}', "--now", NOW]
-    args += ["--events", str(events), "--keep-going"]
-    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = on_rfp(text, ["--keep-going"])
     assert (ts_code, ts_lines) == (py_code, py_lines)
     assert bool(py_err) == bool(ts_err)
