@@ -188,7 +188,12 @@ function readEvents(source: string): string[] {
 }
 
 function stdinLines(stdin: () => Buffer | undefined): string[] {
-  const bytes = stdin();
+  let bytes: Buffer | undefined;
+  try {
+    bytes = stdin();
+  } catch (error) {
+    throw new Failure(`cannot read the events: ${why(error)}`);
+  }
   // `flowc run` opens its interactive prompt here; this command reads operations only.
   if (bytes === undefined) throw new Usage("no interactive prompt here: give --events FILE, or pipe the operations in");
   return textLines(bytes, "standard input", UNIVERSAL_NEWLINE);
@@ -329,6 +334,8 @@ function isProgram(): boolean {
 }
 
 if (isProgram()) {
+  // A reader that stops early (`flowc-run ... | head`) ends the run, without a stack trace.
+  process.stdout.on("error", () => process.exit(EXIT_FAILURE));
   const stdinBytes = (): Buffer | undefined => (process.stdin.isTTY ? undefined : readFileSync(0));
   process.exitCode = main(process.argv.slice(2), {
     out: (line) => process.stdout.write(`${line}\n`),

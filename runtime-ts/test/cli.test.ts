@@ -62,6 +62,15 @@ describe("flowc-run", () => {
     expect(r.err[0]).toMatch(/^flowc-run: no interactive prompt here/);
   });
 
+  it("exits 1 when standard input cannot be read", () => {
+    const err: string[] = [];
+    const code = main([RFP, "--context", '{"project": "p"}'], { out: () => undefined, err: (l) => err.push(l) }, () => {
+      throw new Error("EAGAIN: resource temporarily unavailable, read");
+    });
+    expect(code).toBe(EXIT_FAILURE);
+    expect(err).toEqual(["flowc-run: cannot read the events: EAGAIN: resource temporarily unavailable, read"]);
+  });
+
   it("refuses a start context the flow refuses, on one line", () => {
     const r = run([RFP, "--context", '{"project": 5}', ...NOW], "");
     expect(r.code).toBe(EXIT_FAILURE);
