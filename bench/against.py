@@ -7,7 +7,7 @@ The revision's `runtime/` is extracted (`git archive`) into a temporary package 
 so both runtimes load in one interpreter and are timed in turns: many short samples, each
 runtime's best kept, so a busy moment of a shared machine falls on both alike. Timed: the seed
 004 episode (flat, generated dispatch), `statechart_ir` (three levels, two parallel regions: the
-statechart kernel) and `NESTED_CHART` (a leaf chart: generated dispatch); every machine is warm
+engine) and `NESTED_CHART` (a leaf chart: generated dispatch); every machine is warm
 before timing. Printed: microseconds per event and the ratio this tree / REV.
 """
 

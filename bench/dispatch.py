@@ -22,7 +22,7 @@ each taken in a fresh interpreter, `--first-use`);
 the memory of 10,000 idle instances (tracemalloc), the time to load a compiled 1,000-state /
 3,000-transition flow, flowc's cost per event on generated flows of growing size (it
 should not grow), and its cost per event in a statechart (three levels, two parallel regions,
-IR version 2 written by hand: `statechart_ir`), which runs on the statechart kernel, and in
+IR version 2 written by hand: `statechart_ir`), which runs on the engine, and in
 statecharts whose configuration is one leaf chain (seed 002 and `NESTED_CHART`), generated and
 on the general path. Needs
 the `bench` extra (`pip install -e ".[bench]"`); the figures are printed, not asserted.

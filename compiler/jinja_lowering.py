@@ -20,6 +20,8 @@ FILTERS: dict[str, int] = {
     "upper": 0,
     "trim": 0,
 }
+#: What a lowered template may read of a `for`'s `loop`.
+LOOP_MEMBERS = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length"})
 #: The methods of the time value (`at` in journals), and how many arguments each takes.
 METHODS: dict[str, int] = {"isoformat": 0, "strftime": 1}
 #: The `strftime` directives a lowered template may use.
@@ -77,8 +79,10 @@ class _Lowering:
     def loop(self, node: nodes.For) -> Part:
         if node.recursive or node.test is not None:
             raise NotLowered("a `for` with `recursive` or `if` is not in the subset")
-        if not isinstance(node.target, nodes.Name):
-            raise NotLowered("a `for` over several names is not in the subset")
+        if not isinstance(node.target, nodes.Name) or node.target.name == "loop":
+            raise NotLowered(
+                "a `for` over several names, or one named `loop`, is not in the subset"
+            )
         items = self.expr(node.iter)
         self.locals += [node.target.name, "loop"]
         try:
@@ -95,9 +99,16 @@ class _Lowering:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 return _lit(-value)  # a negative number: `xs[-1]`
         if isinstance(node, nodes.Name):
+            if self._is_loop(node):
+                raise NotLowered("`loop` is in the subset only as `loop.index`, `loop.last`, ...")
             op = "local" if node.name in self.locals else "var"
             return {"op": op, "value": node.name}
         if isinstance(node, nodes.Getattr):
+            if self._is_loop(node.node):
+                if node.attr not in LOOP_MEMBERS:
+                    raise NotLowered(f"`loop.{node.attr}` is not in the subset")
+                loop = {"op": "local", "value": "loop"}
+                return {"op": "attr", "value": node.attr, "args": [loop]}
             return {"op": "attr", "value": node.attr, "args": [self.expr(node.node)]}
         if isinstance(node, nodes.Getitem):
             return {"op": "index", "args": [self.expr(node.node), self.expr(node.arg)]}
@@ -121,6 +132,10 @@ class _Lowering:
                 return self.expr(node.args[0])
             return self.method(node)
         raise NotLowered(f"`{_shown(node)}` is not in the subset")
+
+    def _is_loop(self, node: nodes.Node) -> bool:
+        """`loop` inside a `for` (whose own variable cannot be called `loop`: `loop`)."""
+        return isinstance(node, nodes.Name) and node.name == "loop" and "loop" in self.locals
 
     def binary(self, node: nodes.And | nodes.Or | nodes.Concat) -> Expr:
         if isinstance(node, nodes.Concat):

@@ -19,6 +19,7 @@ from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.source import Span
 from flowc.runtime.messages import MESSAGE_KINDS
 from flowc.runtime.model import TypeRef
+from flowc.runtime.statetree import StateTree
 
 #: A transition rule and the state it was written in (None: outside any state).
 RuleSite = tuple[ast.Rule, "ast.StateDecl | None"]
@@ -26,6 +27,9 @@ RuleSite = tuple[ast.Rule, "ast.StateDecl | None"]
 
 #: The longest `after` a timer may wait, in milliseconds (E120).
 MAX_TIMER_MS = 36_500 * 86_400_000
+
+#: What a type that could not be resolved (reported) is taken as, so checking goes on.
+_UNKNOWN_TYPE = (t.ANY, TypeRef(kind="str"))
 
 
 @dataclass
@@ -104,6 +108,8 @@ class Symbols:
     #: every state and history pseudo-state by IR name, in document order (a parent before its
     #: children); `states` holds the same states' declarations (histories excepted)
     nodes: dict[str, StateNode] = field(default_factory=dict)
+    #: which of `nodes` holds which (built once `nodes` is complete)
+    tree: StateTree = field(default_factory=lambda: StateTree(()))
     #: `done.state.NAME` -> NAME, for every compound and parallel state (implicitly declared,
     #: without payload)
     done_events: dict[str, str] = field(default_factory=dict)
@@ -119,13 +125,6 @@ class Symbols:
     @property
     def hierarchical(self) -> bool:
         return any(n.parent is not None for n in self.nodes.values())
-
-    def ancestors(self, name: str) -> Iterator[str]:
-        """The IR names of the states enclosing `name`, innermost first."""
-        parent = self.nodes[name].parent
-        while parent is not None:
-            yield parent
-            parent = self.nodes[parent].parent
 
     def state_candidates(self, written: str) -> list[str]:
         """IR names of the states a written name may mean: the state whose path from the top it
@@ -418,43 +417,55 @@ class Resolver:
 
     def _resolve_base(self, texpr: ast.TypeExpr) -> tuple[t.Ty, TypeRef]:
         name = texpr.name.name
-        unknown = (t.ANY, TypeRef(kind="str"))
         if texpr.is_range:
-            if name not in ("int", "float"):
-                self.error(
-                    "E204", f"`{name}` cannot take a range; only `int` and `float` can", texpr.span
-                )
-                return unknown
-            low, high = texpr.low, texpr.high
-            if name == "int" and any(isinstance(b, float) for b in (low, high)):
-                self.error("E204", "an `int` range needs whole-number bounds", texpr.span)
-            if low is not None and high is not None and low > high:
-                self.error("E204", f"empty range: {low:g} is greater than {high:g}", texpr.span)
-            return t.PRIMITIVES[name], TypeRef(kind=name, min=low, max=high)  # type: ignore[arg-type]
+            return self._range_type(texpr)
         if name in ("list", "map"):
-            want = 1 if name == "list" else 2
-            if len(texpr.args) != want:
-                shape = "list[T]" if name == "list" else "map[str, T]"
-                self.error(
-                    "E204",
-                    f"`{name}` takes {want} type argument{'s' * (want > 1)}",
-                    texpr.span,
-                    f"write `{shape}`",
-                )
-                return unknown
-            if name == "list":
-                item, item_ref = self.resolve_type(texpr.args[0])
-                return t.ListTy(item), TypeRef(kind="list", item=item_ref)
-            key, _ = self.resolve_type(texpr.args[0])
-            if key != t.STR and not isinstance(key, t.AnyTy):
-                self.error(
-                    "E204", "map keys must be `str`", texpr.args[0].span, "write `map[str, T]`"
-                )
-            value, value_ref = self.resolve_type(texpr.args[1])
-            return t.MapTy(value), TypeRef(kind="map", item=value_ref)
+            return self._collection_type(texpr)
         if texpr.args:
             self.error("E204", f"`{name}` takes no type arguments", texpr.span)
-            return unknown
+            return _UNKNOWN_TYPE
+        return self._named_type(texpr)
+
+    def _range_type(self, texpr: ast.TypeExpr) -> tuple[t.Ty, TypeRef]:
+        """`int(LOW..HIGH)` or `float(LOW..HIGH)`."""
+        name = texpr.name.name
+        if name not in ("int", "float"):
+            self.error(
+                "E204", f"`{name}` cannot take a range; only `int` and `float` can", texpr.span
+            )
+            return _UNKNOWN_TYPE
+        low, high = texpr.low, texpr.high
+        if name == "int" and any(isinstance(b, float) for b in (low, high)):
+            self.error("E204", "an `int` range needs whole-number bounds", texpr.span)
+        if low is not None and high is not None and low > high:
+            self.error("E204", f"empty range: {low:g} is greater than {high:g}", texpr.span)
+        return t.PRIMITIVES[name], TypeRef(kind=name, min=low, max=high)  # type: ignore[arg-type]
+
+    def _collection_type(self, texpr: ast.TypeExpr) -> tuple[t.Ty, TypeRef]:
+        """`list[T]` or `map[str, T]`."""
+        name = texpr.name.name
+        want = 1 if name == "list" else 2
+        if len(texpr.args) != want:
+            shape = "list[T]" if name == "list" else "map[str, T]"
+            self.error(
+                "E204",
+                f"`{name}` takes {want} type argument{'s' * (want > 1)}",
+                texpr.span,
+                f"write `{shape}`",
+            )
+            return _UNKNOWN_TYPE
+        if name == "list":
+            item, item_ref = self.resolve_type(texpr.args[0])
+            return t.ListTy(item), TypeRef(kind="list", item=item_ref)
+        key, _ = self.resolve_type(texpr.args[0])
+        if key != t.STR and not isinstance(key, t.AnyTy):
+            self.error("E204", "map keys must be `str`", texpr.args[0].span, "write `map[str, T]`")
+        value, value_ref = self.resolve_type(texpr.args[1])
+        return t.MapTy(value), TypeRef(kind="map", item=value_ref)
+
+    def _named_type(self, texpr: ast.TypeExpr) -> tuple[t.Ty, TypeRef]:
+        """A type named without arguments: a primitive, `json`, an enum or a record type."""
+        name = texpr.name.name
         if name in t.PRIMITIVES:
             return t.PRIMITIVES[name], TypeRef(kind=name)  # type: ignore[arg-type]
         if name == "json":
@@ -472,7 +483,7 @@ class Resolver:
             *self.symbols.record_decls,
         ]
         self.error("E106", f"unknown type `{name}`", texpr.name.span, suggest(name, known))
-        return unknown
+        return _UNKNOWN_TYPE
 
     def _fields(self, decls: tuple[ast.FieldDecl, ...], owner: str) -> dict[str, FieldInfo]:
         fields: dict[str, FieldInfo] = {}
@@ -552,7 +563,6 @@ class Resolver:
 
     # ---- states ------------------------------------------------------------------------
     def _collect_states(self, decls: tuple[ast.Decl, ...]) -> None:
-        initials: list[ast.StateDecl] = []
         top: list[ast.StateDecl | ast.HistoryDecl] = []
         for decl in decls:
             if isinstance(decl, ast.Rule):
@@ -562,9 +572,15 @@ class Resolver:
         paths: list[tuple[tuple[str, ...], ast.StateDecl | ast.HistoryDecl, int | None]] = []
         self._walk_states(top, (), None, paths)
         self._name_nodes(paths)
-        for decl in top:
-            if isinstance(decl, ast.StateDecl) and decl.has("initial"):
-                initials.append(decl)
+        self.symbols.tree = StateTree(
+            (n.name, n.parent, n.kind, _marked_initial(n.decl)) for n in self.symbols.nodes.values()
+        )
+        self._check_initial_state(top)
+        self._check_hierarchy()
+
+    def _check_initial_state(self, top: list[ast.StateDecl | ast.HistoryDecl]) -> None:
+        """One top-level state is marked `initial` (E110, E109): the flow's initial state."""
+        initials = [d for d in top if isinstance(d, ast.StateDecl) and d.has("initial")]
         if len(initials) > 1:
             for extra in initials[1:]:
                 self.error(
@@ -590,7 +606,6 @@ class Resolver:
                 first_state.name.span,
                 f"mark the state the flow starts in: `initial state {first_state.name.name}`",
             )
-        self._check_hierarchy()
 
     def _walk_states(
         self,
@@ -646,82 +661,96 @@ class Resolver:
 
     def _check_hierarchy(self) -> None:
         """The shape of compound and parallel states and of history pseudo-states."""
-        nodes = self.symbols.nodes
-        for node in nodes.values():
+        for node in self.symbols.nodes.values():
             decl = node.decl
-            parent = nodes[node.parent] if node.parent is not None else None
             if isinstance(decl, ast.HistoryDecl):
-                if parent is None or parent.kind not in ("compound", "parallel"):
-                    where = (
-                        "at the top level"
-                        if parent is None
-                        else f"in `{parent.dotted}`, which has no child states"
-                    )
-                    self.error(
-                        "E131",
-                        f"history `{decl.name.name}` {where}",
-                        decl.name.span,
-                        "a history remembers the active child states of a compound or parallel "
-                        "state: declare it inside one",
-                    )
-                continue
-            child_states = [nodes[c] for c in node.children if nodes[c].kind != "history"]
-            if child_states and (decl.has("final") or decl.has("choice")):
-                word = "final" if decl.has("final") else "choice"
+                self._check_history_place(node, decl)
+            else:
+                self._check_children(node, decl)
+
+    def _check_history_place(self, node: StateNode, decl: ast.HistoryDecl) -> None:
+        """E131: a history inside a compound or parallel state."""
+        nodes = self.symbols.nodes
+        parent = nodes[node.parent] if node.parent is not None else None
+        if parent is not None and parent.kind in ("compound", "parallel"):
+            return
+        where = (
+            "at the top level"
+            if parent is None
+            else f"in `{parent.dotted}`, which has no child states"
+        )
+        self.error(
+            "E131",
+            f"history `{decl.name.name}` {where}",
+            decl.name.span,
+            "a history remembers the active child states of a compound or parallel "
+            "state: declare it inside one",
+        )
+
+    def _check_children(self, node: StateNode, decl: ast.StateDecl) -> None:
+        """E137: child states only in an ordinary state, and a parallel state has some; then
+        the initial marks of its children (E133, E132)."""
+        nodes = self.symbols.nodes
+        child_states = [nodes[c] for c in self.symbols.tree.regions(node.name)]
+        if child_states and (decl.has("final") or decl.has("choice")):
+            word = "final" if decl.has("final") else "choice"
+            self.error(
+                "E137",
+                f"{word} state `{node.dotted}` has child states",
+                decl.name.span,
+                "only an ordinary state can be compound: remove `" + word + "`, or move "
+                "the child states out",
+            )
+        elif decl.has("parallel") and not child_states:
+            self.error(
+                "E137",
+                f"parallel state `{node.dotted}` has no regions",
+                decl.name.span,
+                "declare its regions inside it (`state A { ... }  state B { ... }`), or "
+                "remove `parallel`",
+            )
+        elif decl.has("parallel"):
+            self._check_regions_unmarked(node, child_states)
+        elif child_states:
+            self._check_initial_child(node, decl, child_states)
+
+    def _check_regions_unmarked(self, node: StateNode, regions: list[StateNode]) -> None:
+        """E133: no region of a parallel state is marked `initial` (every one is entered)."""
+        for child in regions:
+            child_decl = child.decl
+            assert isinstance(child_decl, ast.StateDecl)
+            if child_decl.has("initial"):
+                span = next(m.span for m in child_decl.modifiers if m.name == "initial")
                 self.error(
-                    "E137",
-                    f"{word} state `{node.dotted}` has child states",
-                    decl.name.span,
-                    "only an ordinary state can be compound: remove `" + word + "`, or move "
-                    "the child states out",
+                    "E133",
+                    f"region `{child.dotted}` of parallel state `{node.dotted}` is "
+                    "marked `initial`",
+                    span,
+                    "every region of a parallel state is entered: remove `initial`",
                 )
-                continue
-            if decl.has("parallel") and not child_states:
-                self.error(
-                    "E137",
-                    f"parallel state `{node.dotted}` has no regions",
-                    decl.name.span,
-                    "declare its regions inside it (`state A { ... }  state B { ... }`), or "
-                    "remove `parallel`",
-                )
-                continue
-            if decl.has("parallel"):
-                for child in child_states:
-                    child_decl = child.decl
-                    assert isinstance(child_decl, ast.StateDecl)
-                    if child_decl.has("initial"):
-                        span = next(m.span for m in child_decl.modifiers if m.name == "initial")
-                        self.error(
-                            "E133",
-                            f"region `{child.dotted}` of parallel state `{node.dotted}` is "
-                            "marked `initial`",
-                            span,
-                            "every region of a parallel state is entered: remove `initial`",
-                        )
-            elif child_states:
-                initials = [
-                    c
-                    for c in child_states
-                    if isinstance(c.decl, ast.StateDecl) and c.decl.has("initial")
-                ]
-                if not initials:
-                    first = child_states[0]
-                    self.error(
-                        "E132",
-                        f"compound state `{node.dotted}` has no initial child state",
-                        decl.name.span,
-                        f"mark the child it starts in: `initial state {first.path[-1]}`",
-                    )
-                for extra in initials[1:]:
-                    extra_decl = extra.decl
-                    assert isinstance(extra_decl, ast.StateDecl)
-                    self.error(
-                        "E132",
-                        f"`{extra.dotted}` is a second initial child of `{node.dotted}`",
-                        extra_decl.modifiers[0].span,
-                        f"`{initials[0].path[-1]}` is already initial; a compound state starts "
-                        "in one child",
-                    )
+
+    def _check_initial_child(
+        self, node: StateNode, decl: ast.StateDecl, children: list[StateNode]
+    ) -> None:
+        """E132: a compound state marks exactly one child `initial`."""
+        initials = [c for c in children if _marked_initial(c.decl)]
+        if not initials:
+            self.error(
+                "E132",
+                f"compound state `{node.dotted}` has no initial child state",
+                decl.name.span,
+                f"mark the child it starts in: `initial state {children[0].path[-1]}`",
+            )
+        for extra in initials[1:]:
+            extra_decl = extra.decl
+            assert isinstance(extra_decl, ast.StateDecl)
+            self.error(
+                "E132",
+                f"`{extra.dotted}` is a second initial child of `{node.dotted}`",
+                extra_decl.modifiers[0].span,
+                f"`{initials[0].path[-1]}` is already initial; a compound state starts "
+                "in one child",
+            )
 
     def state_ref(self, written: ast.Ident) -> str | None:
         """The IR name of the state a written name means; reports an unknown (E104) or an
@@ -923,8 +952,7 @@ class Resolver:
                 if name is None:
                     continue
                 inside = initial is None or (
-                    name == initial
-                    or initial in self.symbols.ancestors(name)
+                    self.symbols.tree.within(name, initial)
                     or (nodes[name].kind == "history" and nodes[name].parent == node.name)
                 )
                 if initial is not None and not inside:
@@ -938,7 +966,7 @@ class Resolver:
                     )
                     continue
                 for other in targets:
-                    if not self._apart(name, other):
+                    if not self.symbols.tree.orthogonal(name, other):
                         self.error(
                             "E138",
                             f"initial targets `{nodes[other].dotted}` and `{nodes[name].dotted}` "
@@ -966,19 +994,6 @@ class Resolver:
                     "done data belongs to a final state inside a compound state: it is the "
                     "payload of the parent's `done.state` event",
                 )
-
-    def _apart(self, a: str, b: str) -> bool:
-        """Whether states `a` and `b` may be active together: their innermost common
-        ancestor is a parallel state (neither contains the other)."""
-        above_a = list(self.symbols.ancestors(a))
-        if a == b or b in above_a:
-            return False
-        for anc in self.symbols.ancestors(b):
-            if anc == a:
-                return False
-            if anc in above_a:
-                return self.symbols.nodes[anc].kind == "parallel"
-        return False
 
     def _resolve_rule(self, rule: ast.Rule, source: str | None) -> ast.Rule:
         """Checks the names a rule uses and returns it with its target and completion events
@@ -1024,16 +1039,15 @@ class Resolver:
     def _check_regions(self, source: str, target: str, span_of: ast.Ident) -> None:
         """E134: a rule inside one region of a parallel state may not lead into another."""
         symbols = self.symbols
-        if symbols.nodes[source].parent is None or symbols.nodes[target].parent is None:
+        tree = symbols.tree
+        if tree.parent(source) is None or tree.parent(target) is None:
             return  # a rule of a top-level state, or a target outside every parallel state
-        source_chain = [source, *symbols.ancestors(source)]
-        target_chain = [target, *symbols.ancestors(target)]
-        for region in source_chain:
-            parent = symbols.nodes[region].parent
-            if parent is None or symbols.nodes[parent].kind != "parallel":
+        for region in (source, *tree.ancestors(source)):
+            parent = tree.parent(region)
+            if parent is None or tree.kind(parent) != "parallel":
                 continue
-            if parent in target_chain and region not in target_chain:
-                other = next((t for t in target_chain if symbols.nodes[t].parent == parent), None)
+            if tree.within(target, parent) and not tree.within(target, region):
+                other = tree.child_toward(parent, target)
                 if other is None:
                     return  # to the parallel state itself: it is left and entered again
                 self.error(
@@ -1057,7 +1071,7 @@ class Resolver:
             resolved = self.state_ref(decl.default)
             if resolved is None or node.parent is None:
                 continue
-            if node.parent not in self.symbols.ancestors(resolved) or resolved == name:
+            if resolved == name or not self.symbols.tree.is_descendant(resolved, node.parent):
                 self.error(
                     "E135",
                     f"the default of history `{node.dotted}` is `{nodes[resolved].dotted}`, "
@@ -1117,34 +1131,8 @@ class Resolver:
         seen_else: ast.Rule | None = None
         for rule in state.rules:
             self._check_rule_names(rule)
-            if seen_else is not None and is_choice:
-                self.error(
-                    "E112",
-                    "a rule after `else` can never be taken",
-                    rule.span,
-                    "`else` must be the last rule of a choice state",
-                )
             if is_choice:
-                if rule.kind in ("on", "after", "always"):
-                    word = f"`{rule.kind}`"
-                    self.error(
-                        "E112",
-                        f"{word} rules are not allowed in a choice state",
-                        rule.span,
-                        "a choice state routes at once with `if GUARD -> X` and `else -> Y`"
-                        "; wait for events in an ordinary state",
-                    )
-                elif rule.kind == "direct" and rule.guard is None:
-                    self.error(
-                        "E112",
-                        "an unguarded `->` in a choice state",
-                        rule.span,
-                        "write `else -> X` for the default route",
-                    )
-                if rule.back:
-                    self.error("E112", "`back` is not allowed on a routing rule", rule.span)
-                if rule.target is not None and rule.target.name == "self":
-                    self.error("E112", "a choice state cannot route to itself", rule.target.span)
+                self._check_route(rule, seen_else)
                 if rule.kind == "else":
                     seen_else = rule
             elif rule.kind == "else":
@@ -1154,27 +1142,62 @@ class Resolver:
                     rule.span,
                     f"write `choice state {state.name.name}`, or give this edge a guard",
                 )
-            if rule.after is not None and rule.after.milliseconds <= 0:
-                self.error(
-                    "E120",
-                    "a timer must wait longer than zero",
-                    rule.after.span,
-                    "write e.g. `after 30s -> X`",
-                )
-            elif rule.after is not None and rule.after.milliseconds > MAX_TIMER_MS:
-                # Deadlines are absolute times: past a few thousand years they no longer fit
-                # a date, and no workflow waits a century.
-                self.error(
-                    "E120",
-                    f"a timer may wait at most {MAX_TIMER_MS // 86_400_000}d (about 100 years)",
-                    rule.after.span,
-                )
+            if rule.after is not None:
+                self._check_timer(rule.after)
         if is_choice and seen_else is None and not state.has("final"):
             self.error(
                 "E119",
                 f"choice state `{state.name.name}` has no `else`",
                 state.name.span,
                 "add `else -> STATE` so routing can never get stuck",
+            )
+
+    def _check_route(self, rule: ast.Rule, seen_else: ast.Rule | None) -> None:
+        """E112: a choice state's rule routes (`if GUARD -> X`, `else -> Y` last)."""
+        if seen_else is not None:
+            self.error(
+                "E112",
+                "a rule after `else` can never be taken",
+                rule.span,
+                "`else` must be the last rule of a choice state",
+            )
+        if rule.kind in ("on", "after", "always"):
+            word = f"`{rule.kind}`"
+            self.error(
+                "E112",
+                f"{word} rules are not allowed in a choice state",
+                rule.span,
+                "a choice state routes at once with `if GUARD -> X` and `else -> Y`"
+                "; wait for events in an ordinary state",
+            )
+        elif rule.kind == "direct" and rule.guard is None:
+            self.error(
+                "E112",
+                "an unguarded `->` in a choice state",
+                rule.span,
+                "write `else -> X` for the default route",
+            )
+        if rule.back:
+            self.error("E112", "`back` is not allowed on a routing rule", rule.span)
+        if rule.target is not None and rule.target.name == "self":
+            self.error("E112", "a choice state cannot route to itself", rule.target.span)
+
+    def _check_timer(self, after: ast.Duration) -> None:
+        """E120: a timer waits longer than zero and at most `MAX_TIMER_MS`."""
+        if after.milliseconds <= 0:
+            self.error(
+                "E120",
+                "a timer must wait longer than zero",
+                after.span,
+                "write e.g. `after 30s -> X`",
+            )
+        elif after.milliseconds > MAX_TIMER_MS:
+            # Deadlines are absolute times: past a few thousand years they no longer fit
+            # a date, and no workflow waits a century.
+            self.error(
+                "E120",
+                f"a timer may wait at most {MAX_TIMER_MS // 86_400_000}d (about 100 years)",
+                after.span,
             )
 
     def _check_rule_names(self, rule: ast.Rule) -> None:

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flowc.runtime import FlowcError, Machine
-from flowc.runtime.instance import StepResult
 from flowc.runtime.journal import JournalFile
+from flowc.runtime.steps import StepResult
 from flowc.runtime.store import Store, open_store
 
 DEFAULT_STORE = "sqlite:///flowc.db"

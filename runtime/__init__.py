@@ -15,18 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flowc.runtime.clock import Clock, FakeClock, system_clock
-    from flowc.runtime.instance import (
-        AcceptedEvent,
-        HistoryEntry,
-        Instance,
-        Outcome,
-        StepResult,
-    )
+    from flowc.runtime.instance import Instance
     from flowc.runtime.limits import DEFAULT_LIMITS, Limits
     from flowc.runtime.machine import Machine
     from flowc.runtime.messages import DEFAULT_MESSAGES, MESSAGE_KINDS
     from flowc.runtime.model import IR_VERSION, CompiledFlow, FlowcError, IRLoadError
     from flowc.runtime.rejections import Rejected, Rejection, SnapshotError, UnknownTemplate
+    from flowc.runtime.steps import AcceptedEvent, HistoryEntry, Outcome, StepResult
     from flowc.runtime.templating import TemplateError, TemplateLimitError
 
 __version__ = "0.1.0"

@@ -16,8 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from flowc.runtime.clock import Clock
-from flowc.runtime.instance import AcceptedEvent, HistoryEntry, Instance, Outcome, StepResult
+from flowc.runtime.instance import Instance
 from flowc.runtime.machine import Machine
+from flowc.runtime.steps import AcceptedEvent, HistoryEntry, Outcome, StepResult
 
 Subscriber = Callable[[StepResult], Awaitable[object] | object]
 

@@ -4,11 +4,11 @@
 record, a closure per guard and per action, the loop over the candidates. For each (state,
 event) pair actually sent, this module writes one function that does all of it inline: the
 payload check of the event's fields, the preconditions, the guards of the candidates in order
-as Python expressions, the winning transition's plan (kernel.py: its exit / own / entry
+as Python expressions, the winning transition's plan (engine.py: its exit / own / entry
 actions on a working copy of the context, the timers to arm) written out, and the commit
 (history entry, state, timers, idempotency key, subscribers). The general path runs the same
 plan, so what a step does is decided in one place. A statechart whose configuration is always
-one leaf and its ancestors (kernel.py's `leaf_chart`) gets the same functions per (leaf,
+one leaf and its ancestors (engine.py's `leaf_chart`) gets the same functions per (leaf,
 event), from the kernel's per-(leaf, rule) plans (`chart_plan`); they also commit the
 configuration, the timers of the states left and entered, and the rule taken.
 
@@ -40,6 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from flowc.runtime import engine
+from flowc.runtime import rejections as R
+from flowc.runtime.engine import Plan, chart_plan, plan_of, with_ancestors
 from flowc.runtime.expr import (
     FAULTS,
     FUNCTIONS,
@@ -49,16 +52,18 @@ from flowc.runtime.expr import (
 from flowc.runtime.expr import _identity as identity
 from flowc.runtime.expr import _normaliser as normaliser
 from flowc.runtime.expr import _then as then
-from flowc.runtime.kernel import Plan, chart_plan, plan_of, with_ancestors
 from flowc.runtime.limits import LimitExceeded
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.operators import BINARY_OPERATORS, Operator
+from flowc.runtime.steps import StepResult, copy_dict
 from flowc.runtime.validate import Invalid, Type
 from flowc.runtime.validate import _check_float as check_float
 
 if TYPE_CHECKING:
-    from flowc.runtime.instance import Instance, Outcome
-    from flowc.runtime.machine import CEvent, CState, CTransition, Machine, Requirement
+    from flowc.runtime.flow import CEvent, CState, CTransition, Requirement
+    from flowc.runtime.instance import Instance
+    from flowc.runtime.machine import Machine
+    from flowc.runtime.steps import Outcome
 
 #: What a generated dispatch function is called with: the instance, the payload as sent, the
 #: reason and the idempotency key.
@@ -109,22 +114,17 @@ class Generator:
     one function)."""
 
     def __init__(self, machine: Machine) -> None:
-        from flowc.runtime import rejections as R
-        from flowc.runtime.instance import Instance, StepResult, copy_dict
-        from flowc.runtime.instance import _arm_rules as arm
-        from flowc.runtime.instance import _due_order as due_order
 
         self.m = machine
         self.ns: dict[str, Any] = {
             "_Invalid": Invalid,
             "_INVALID": Invalid(),
             "_FAULTS_OR_INVALID": (*FAULTS, Invalid),
-            "_slow": Instance._send_slow,
             "_new": object.__new__,
             "_SR": StepResult,
             "_M": machine,
-            "_arm": arm,
-            "_due": due_order,
+            "_arm": engine.arm_rules,
+            "_due": engine.due_order,
             "_index": _index,
             "_none": _none_on_path,
             "_NO_VIA": (),
@@ -539,7 +539,7 @@ class Generator:
         name = self._fresh("_d")
         s = self.const(st)
         evname = self.const(ev.name)
-        slow = f"return _slow(inst, {evname}, payload, reason, key)"
+        slow = f"return inst._send_slow({evname}, payload, reason, key)"
         lines = [f"def {name}(inst, payload, reason, key):"]
         lines += self._payload_check(ev, slow)  # 1. the payload
         lines += ["    c = inst._ctx", "    try:"]
@@ -712,7 +712,7 @@ class Generator:
             "inst._ctx = c",
         ]
         if chart:
-            # One microstep from the configuration `st` and its ancestors (kernel.py's
+            # One microstep from the configuration `st` and its ancestors (engine.py's
             # `chart_plan`): the timers of the states left are cancelled, those of the states
             # entered armed, as `Instance._take_chart` does.
             config = tuple(with_ancestors((dest,)))

@@ -15,8 +15,7 @@ in two threads or tasks apart.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -50,18 +49,22 @@ def current_scope() -> StepScope | None:
     return _CURRENT.get()
 
 
-@contextmanager
-def within(scope: StepScope) -> Iterator[None]:
-    """Make `scope` (read live, not copied) what `active()` and `event_name()` read inside."""
-    token = _CURRENT.set(scope)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+class within:
+    """Make `scope` (read live, not copied) what `active()` and `event_name()` read inside.
+    A class rather than a generator: every statechart step enters one or two."""
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, scope: StepScope) -> None:
+        self._scope = scope
+
+    def __enter__(self) -> None:
+        self._token = _CURRENT.set(self._scope)
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._token)
 
 
-@contextmanager
-def configuration(states: Collection[Any] | None, event: str | None = None) -> Iterator[None]:
+def configuration(states: Collection[Any] | None, event: str | None = None) -> within:
     """`within` a scope of these states and this event (None: a flat flow's step)."""
-    with within(Surroundings(states, event)):
-        yield
+    return within(Surroundings(states, event))

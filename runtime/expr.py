@@ -795,7 +795,7 @@ class ExprCompiler:
 
         def raised(c: dict[str, Any], e: Any, s: Any) -> None:
             out = current_outputs()
-            if out is None:  # only the statechart kernel runs blocks that raise
+            if out is None:  # only the engine runs blocks that raise
                 raise IRLoadError(f"`raise {name}` outside a statechart step")
             out.raise_event(name, None if payload is None else payload(c, e, s), limits)
 
@@ -939,7 +939,7 @@ def _active(arg: Any) -> Evaluator:
 
 def _event_name(c: dict[str, Any], e: Any, s: Any) -> str:
     """`event_name()`: the name of the event being processed ("" in a step without one: a
-    timer, `goto`, the start). Flows that read it run on the statechart kernel, which keeps it
+    timer, `goto`, the start). Flows that read it run on the engine, which keeps it
     (runtime/configuration.py)."""
     scope = current_scope()
     event = None if scope is None else scope.event

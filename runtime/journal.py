@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from flowc.runtime.instance import Instance, StepResult
+from flowc.runtime.instance import Instance
+from flowc.runtime.steps import StepResult
 
 try:  # POSIX: several processes (workers) may append to one journal
     import fcntl

@@ -5,9 +5,12 @@ runtimes to match) make the very same objects."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flowc.runtime.instance import Instance, Outcome, StepResult
+from flowc.runtime.steps import Outcome, StepResult
+
+if TYPE_CHECKING:
+    from flowc.runtime.instance import Instance
 
 
 def start_line(instance: Instance) -> dict[str, Any]:

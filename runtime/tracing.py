@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from flowc.runtime.instance import StepResult
 from flowc.runtime.rejections import Rejection
+from flowc.runtime.steps import StepResult
 from flowc.runtime.store.types import OutboxEffect, effect_id
 from flowc.runtime.tools import HANDLE, REQUEST_ID
 

@@ -10,7 +10,7 @@ would cost as much as all the rules together on a 50,000-state flow.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -20,6 +20,7 @@ from flowc.compiler.lint.timers import Starving, find_starved
 from flowc.compiler.source import SourceFile, Span
 from flowc.compiler.sourcemap import SourceMap
 from flowc.runtime.model import CompiledFlow, State, Transition
+from flowc.runtime.statetree import StateTree
 
 #: Kinds the runtime takes on its own, with no call from the host.
 AUTOMATIC_KINDS = frozenset({"choice", "else", "timer"})
@@ -57,46 +58,62 @@ class Digraph:
     def components(self) -> dict[str, int]:
         """Each node's strongly connected component, numbered from 0 (Tarjan's algorithm,
         without recursion: a path may be as long as the flow)."""
-        succ = self.succ
-        component_of: dict[str, int] = {}
-        index: dict[str, int] = {}
-        low: dict[str, int] = {}
-        stack: list[str] = []
-        on_stack: set[str] = set()
-        count = 0
-        for root in succ:
-            if root in index:
-                continue
-            index[root] = low[root] = len(index)
-            stack.append(root)
-            on_stack.add(root)
-            work = [(root, iter(succ[root]))]
-            while work:
-                node, nexts = work[-1]
-                for nxt in nexts:
-                    if nxt not in index:
-                        index[nxt] = low[nxt] = len(index)
-                        stack.append(nxt)
-                        on_stack.add(nxt)
-                        work.append((nxt, iter(succ[nxt])))
-                        break
-                    if nxt in on_stack and index[nxt] < low[node]:
-                        low[node] = index[nxt]
-                else:
-                    work.pop()
-                    if work:
-                        parent = work[-1][0]
-                        if low[node] < low[parent]:
-                            low[parent] = low[node]
-                    if low[node] == index[node]:
-                        while True:
-                            member = stack.pop()
-                            on_stack.discard(member)
-                            component_of[member] = count
-                            if member == node:
-                                break
-                        count += 1
-        return component_of
+        tarjan = _Tarjan(self.succ)
+        for root in self.succ:
+            if root not in tarjan.index:
+                tarjan.visit(root)
+        return tarjan.component_of
+
+
+class _Tarjan:
+    """The state of one run of Tarjan's algorithm over `succ`."""
+
+    __slots__ = ("component_of", "count", "index", "low", "on_stack", "stack", "succ")
+
+    def __init__(self, succ: dict[str, dict[str, None]]) -> None:
+        self.succ = succ
+        self.component_of: dict[str, int] = {}
+        self.index: dict[str, int] = {}
+        self.low: dict[str, int] = {}
+        self.stack: list[str] = []
+        self.on_stack: set[str] = set()
+        #: components found so far
+        self.count = 0
+
+    def _open(self, node: str) -> Iterator[str]:
+        self.index[node] = self.low[node] = len(self.index)
+        self.stack.append(node)
+        self.on_stack.add(node)
+        return iter(self.succ[node])
+
+    def visit(self, root: str) -> None:
+        index, low, on_stack = self.index, self.low, self.on_stack
+        work = [(root, self._open(root))]
+        while work:
+            node, nexts = work[-1]
+            for nxt in nexts:
+                if nxt not in index:
+                    work.append((nxt, self._open(nxt)))
+                    break
+                if nxt in on_stack and index[nxt] < low[node]:
+                    low[node] = index[nxt]
+            else:
+                work.pop()
+                if work and low[node] < low[work[-1][0]]:
+                    low[work[-1][0]] = low[node]
+                if low[node] == index[node]:
+                    self._close(node)
+
+    def _close(self, node: str) -> None:
+        """`node` roots a component: it and the nodes above it on the stack."""
+        number = self.count
+        self.count += 1
+        while True:
+            member = self.stack.pop()
+            self.on_stack.discard(member)
+            self.component_of[member] = number
+            if member == node:
+                break
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,39 +207,40 @@ class FlowGraph:
         self.entering = self._entering() if self.hierarchical else {}
 
     def _entering(self) -> dict[str, set[str]]:
-        children: dict[str, list[State]] = defaultdict(list)
-        for st in self.flow.states:
-            if st.parent is not None:
-                children[st.parent].append(st)
-
-        def entered(name: str) -> set[str]:
-            state = self.states[name]
-            kids = [c for c in children.get(name, []) if c.kind != "history"]
-            if state.kind == "parallel":
-                return {c.name for c in kids}
-            return {c.name for c in kids if c.initial}
-
+        tree = self.tree
         found: dict[str, set[str]] = {}
         for st in self.flow.states:
-            if st.kind == "history" and st.parent is not None:
-                found[st.name] = {st.default} if st.default else entered(st.parent)
+            name = st.name
+            parent = tree.parent(name)
+            if st.kind == "history" and parent is not None:
+                found[name] = {st.default} if st.default else self._entered(parent)
             elif st.kind in ("compound", "parallel"):
                 # an initial rule's targets are entered too (with what lies between, which the
                 # initial children lead to)
-                found[st.name] = entered(st.name) | set(st.initial_targets)
+                found[name] = self._entered(name) | set(st.initial_targets)
         return found
 
-    def ancestors(self, name: str) -> list[str]:
+    def _entered(self, name: str) -> set[str]:
+        """The children entering `name` enters by default: every region of a parallel
+        state, a compound's initial child."""
+        tree = self.tree
+        if tree.kind(name) == "parallel":
+            return set(tree.regions(name))
+        first = tree.initial_child(name)
+        return {first} if first is not None else set()
+
+    @cached_property
+    def tree(self) -> StateTree:
+        """Which state holds which (runtime/statetree.py); built only for a hierarchical
+        flow, and leniently (a graph may be built of IR that was never loaded)."""
+        return StateTree.of_states(self.flow.states, lenient=True)
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
         """The states enclosing `name`, innermost first (none in a flat flow)."""
-        found: list[str] = []
-        parent = self.parent.get(name)
-        while parent is not None:
-            found.append(parent)
-            parent = self.parent.get(parent)
-        return found
+        return self.tree.ancestors(name) if self.hierarchical else ()
 
     def descendants(self, name: str) -> set[str]:
-        return {s for s in self.parent if name in self.ancestors(s)}
+        return set(self.tree.descendants(name))
 
     @cached_property
     def finals(self) -> list[str]:
@@ -337,49 +355,92 @@ class FlowGraph:
         found: list[Shadowing] = []
         cases = _EnumCases(self.flow)
         for transitions in self.outgoing.values():
-            closed: dict[Hashable, Transition] = {}
-            exhausted: dict[Hashable, str] = {}
-            # trigger -> subject (a context or payload field of enum type) -> members named
-            # by earlier `subject == MEMBER` guards, and the state's own rule among them if any
-            named: dict[Hashable, dict[Hashable, tuple[set[str], Transition]]] = {}
-            # Guards are compared only between rules on the same trigger, and fingerprinted
-            # only once a trigger has a second guarded rule: most never do.
-            guarded: dict[Hashable, list[Transition]] = {}
-            fingerprints: dict[Hashable, dict[str, Transition]] = {}
+            rules = _RulesOfState(cases, self.unconditional)
             for t in transitions:
-                key = _trigger(t)
-                if key in closed:
-                    found.append(Shadowing(t, closed[key], False, exhausted.get(key)))
-                    continue
-                case = cases.of(t) if t.guard is not None and t.kind != "else" else None
-                if case is not None:
-                    subject, member, enum = case
-                    members, by = named.setdefault(key, {}).get(subject, (set(), t))
-                    members = members | {member}
-                    # Report against the state's own rule when there is one: an inherited
-                    # rule beaten by a state's rules is the intended override (lint stays quiet).
-                    by = by if by.inherited is False else t
-                    named[key][subject] = (members, by)
-                    if members >= cases.members(enum):
-                        closed[key], exhausted[key] = by, enum
-                        continue
-                if t.guard is not None and t.kind != "else":
-                    earlier = guarded.setdefault(key, [])
-                    if earlier:
-                        seen = fingerprints.get(key)
-                        if seen is None:
-                            seen = fingerprints[key] = {}
-                            for e in earlier:
-                                seen.setdefault(_fingerprint(e), e)
-                        mine = _fingerprint(t)
-                        if mine in seen:
-                            found.append(Shadowing(t, seen[mine], duplicate=True))
-                            continue
-                        seen[mine] = t
-                    earlier.append(t)
-                if self.unconditional(t):
-                    closed[key] = t
+                shadowing = rules.shadowing(t)
+                if shadowing is not None:
+                    found.append(shadowing)
         return found
+
+
+class _RulesOfState:
+    """One state's rules, tried in order: which triggers an earlier rule already closes (it
+    always matches, or the earlier `X == MEMBER` guards name every member of X's enum), and
+    the guards seen so far on each trigger."""
+
+    __slots__ = (
+        "cases",
+        "closed",
+        "exhausted",
+        "fingerprints",
+        "guarded",
+        "named",
+        "unconditional",
+    )
+
+    def __init__(self, cases: _EnumCases, unconditional: Callable[[Transition], bool]) -> None:
+        self.cases = cases
+        self.unconditional = unconditional
+        #: trigger -> the earlier rule after which no rule on it can fire
+        self.closed: dict[Hashable, Transition] = {}
+        #: trigger -> the enum whose members the earlier guards on it named, all of them
+        self.exhausted: dict[Hashable, str] = {}
+        #: trigger -> subject (a context or payload field of enum type) -> members named by
+        #: earlier `subject == MEMBER` guards, and the state's own rule among them if any
+        self.named: dict[Hashable, dict[Hashable, tuple[set[str], Transition]]] = {}
+        # Guards are compared only between rules on the same trigger, and fingerprinted only
+        # once a trigger has a second guarded rule: most never do.
+        self.guarded: dict[Hashable, list[Transition]] = {}
+        self.fingerprints: dict[Hashable, dict[str, Transition]] = {}
+
+    def shadowing(self, t: Transition) -> Shadowing | None:
+        """Why `t` can never fire (None: it may); records what `t` itself closes."""
+        key = _trigger(t)
+        if key in self.closed:
+            return Shadowing(t, self.closed[key], False, self.exhausted.get(key))
+        if t.guard is not None and t.kind != "else":
+            if self._exhausts(t, key):
+                return None
+            duplicate = self._duplicate(t, key)
+            if duplicate is not None:
+                return duplicate
+        if self.unconditional(t):
+            self.closed[key] = t
+        return None
+
+    def _exhausts(self, t: Transition, key: Hashable) -> bool:
+        """Whether `t`'s guard `subject == MEMBER` names the last member of the enum not
+        named by the earlier guards on its trigger (which closes the trigger)."""
+        case = self.cases.of(t)
+        if case is None:
+            return False
+        subject, member, enum = case
+        members, by = self.named.setdefault(key, {}).get(subject, (set(), t))
+        members = members | {member}
+        # Report against the state's own rule when there is one: an inherited rule beaten
+        # by a state's rules is the intended override (lint stays quiet).
+        by = by if by.inherited is False else t
+        self.named[key][subject] = (members, by)
+        if members >= self.cases.members(enum):
+            self.closed[key], self.exhausted[key] = by, enum
+            return True
+        return False
+
+    def _duplicate(self, t: Transition, key: Hashable) -> Shadowing | None:
+        """An earlier rule on the same trigger with the very same guard (W306)."""
+        earlier = self.guarded.setdefault(key, [])
+        if earlier:
+            seen = self.fingerprints.get(key)
+            if seen is None:
+                seen = self.fingerprints[key] = {}
+                for e in earlier:
+                    seen.setdefault(_fingerprint(e), e)
+            mine = _fingerprint(t)
+            if mine in seen:
+                return Shadowing(t, seen[mine], duplicate=True)
+            seen[mine] = t
+        earlier.append(t)
+        return None
 
 
 def _walk(starts: list[str], moves: dict[str, set[str]]) -> set[str]:

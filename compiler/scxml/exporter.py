@@ -41,6 +41,7 @@ from flowc.runtime.model import (
     Transition,
     TypeRef,
 )
+from flowc.runtime.statetree import StateTree
 
 #: flowc's string functions as the Python methods that compute them.
 _METHODS = {"trim": "strip", "lower": "lower", "upper": "upper"}
@@ -109,12 +110,30 @@ _HERE: ContextVar[State | None] = ContextVar("scxml_export_state", default=None)
 
 def python_text(expr: Expr) -> str:
     """Python-datamodel text of an IR expression, fully parenthesised where nested."""
-    op, args = expr.op, expr.args
+    if expr.op == "call":
+        return _call_text(expr)
+    for form in (_here_text, _simple_text, _composite_text):
+        text = form(expr)
+        if text is not None:
+            return text
+    raise _Refused(f"the expression `{expr.op}` has no Python-datamodel form")
+
+
+def _here_text(expr: Expr) -> str | None:
+    """`state.name` and `meta.KEY` in a leaf, where they are constants (None elsewhere)."""
     here = _HERE.get()
-    if op == "state" and expr.value == "name" and here is not None:
+    if here is None:
+        return None
+    if expr.op == "state" and expr.value == "name":
         return repr(here.name)
-    if op == "meta" and here is not None:
+    if expr.op == "meta":
         return repr(here.meta.get(str(expr.value)))
+    return None
+
+
+def _simple_text(expr: Expr) -> str | None:
+    """A literal, a variable, a payload field, an element or a record's field."""
+    op, args = expr.op, expr.args
     if op == "lit":
         return repr(expr.value)  # JSON values: None, bools, numbers, strings, lists, dicts
     if op == "ctx":
@@ -129,17 +148,12 @@ def python_text(expr: Expr) -> str:
         # A record is a dict in the Python datamodel: its field is read by key. The importer
         # turns a string key on a value of a declared record type back into `.field`.
         return f"{_py(args[0])}[{str(expr.value)!r}]"
-    if op == "call" and expr.value == "active" and len(args) == 1:
-        return f"In({python_text(args[0])})"
-    if op == "call" and expr.value in _METHODS and len(args) == 1:
-        return f"{_py(args[0])}.{_METHODS[str(expr.value)]}()"
-    if op == "call" and expr.value == "coalesce" and len(args) == 2:
-        value = _py(args[0])
-        return f"({_py(args[1])} if {value} is None else {value})"
-    if op == "call" and expr.value == "merge" and len(args) == 2:
-        return f"{{**{_py(args[0])}, **{_py(args[1])}}}"
-    if op == "call" and expr.value in ("len", "min", "max", "abs", "round", "str"):
-        return f"{expr.value}({', '.join(python_text(a) for a in args)})"
+    return None
+
+
+def _composite_text(expr: Expr) -> str | None:
+    """A list or map display, or an operator applied."""
+    op, args = expr.op, expr.args
     if op == "list":
         return "[" + ", ".join(python_text(a) for a in args) + "]"
     if op == "map":
@@ -151,9 +165,24 @@ def python_text(expr: Expr) -> str:
         return f"-{_py(args[0])}"
     if op in _PY_BINARY and len(args) == 2:
         return f"{_py(args[0])} {op} {_py(args[1])}"
-    if op == "call":
-        raise _Refused(f"the function `{expr.value}` has no Python-datamodel form")
-    raise _Refused(f"the expression `{op}` has no Python-datamodel form")
+    return None
+
+
+def _call_text(expr: Expr) -> str:
+    """A function call, as the Python expression that computes it."""
+    name, args = expr.value, expr.args
+    if name == "active" and len(args) == 1:
+        return f"In({python_text(args[0])})"
+    if name in _METHODS and len(args) == 1:
+        return f"{_py(args[0])}.{_METHODS[str(name)]}()"
+    if name == "coalesce" and len(args) == 2:
+        value = _py(args[0])
+        return f"({_py(args[1])} if {value} is None else {value})"
+    if name == "merge" and len(args) == 2:
+        return f"{{**{_py(args[0])}, **{_py(args[1])}}}"
+    if name in ("len", "min", "max", "abs", "round", "str"):
+        return f"{name}({', '.join(python_text(a) for a in args)})"
+    raise _Refused(f"the function `{name}` has no Python-datamodel form")
 
 
 def _py(expr: Expr) -> str:
@@ -214,8 +243,16 @@ class _Writer:
         self.flow = flow
         self.where = where
         self.lines: list[str] = []
+        #: which state holds which (leniently: hand-edited IR is exported as well as it can be)
+        self.tree = StateTree.of_states(flow.states, lenient=True)
+        self.states: dict[str, State] = {}
+        for state in flow.states:
+            self.states.setdefault(state.name, state)
+        #: each state's rules, and its timer rules, in the IR's order
+        self.rules: dict[str, list[Transition]] = {}
         self.timers: dict[str, list[Transition]] = {}
         for t in flow.transitions:
+            self.rules.setdefault(t.source, []).append(t)
             if t.kind == "timer":
                 self.timers.setdefault(t.source, []).append(t)
 
@@ -260,9 +297,8 @@ class _Writer:
                     declared = quoteattr(type_text(f.type))
                 self.lines.append(f"    <data id={quoteattr(f.name)}{expr} flowc:type={declared}/>")
             self.lines.append("  </datamodel>")
-        for state in flow.states:
-            if state.parent is None:
-                self.state(state, "  ")
+        for state in self.children(None):
+            self.state(state, "  ")
         self.lines.append("</scxml>")
         return "\n".join(self.lines) + "\n"
 
@@ -271,11 +307,11 @@ class _Writer:
         policies other than the flow's are not kept. A final state takes no event either way."""
         return any(s.unhandled == "refuse" for s in self.flow.states if s.kind != "final")
 
-    def children(self, name: str) -> list[State]:
-        return [s for s in self.flow.states if s.parent == name]
+    def children(self, name: str | None) -> list[State]:
+        return [self.states[c] for c in self.tree.children(name)]
 
     def state(self, state: State, pad: str) -> None:
-        leaf = not self.children(state.name)
+        leaf = not self.tree.children(state.name)
         here = _HERE.set(state if leaf else None)
         try:
             with _at(self.where.state(state.name)):
@@ -285,16 +321,7 @@ class _Writer:
 
     def state_body(self, state: State, pad: str) -> None:
         if state.kind == "history":
-            self.lines.append(
-                f'{pad}<history id={quoteattr(state.name)} type="{state.history or "shallow"}">'
-            )
-            if state.default and state.initial_actions:
-                self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}>")
-                self.lines.extend(f"{pad}    {self.action(a)}" for a in state.initial_actions)
-                self.lines.append(f"{pad}  </transition>")
-            elif state.default:
-                self.lines.append(f"{pad}  <transition target={quoteattr(state.default)}/>")
-            self.lines.append(f"{pad}</history>")
+            self.history(state, pad)
             return
         tag = {"final": "final", "parallel": "parallel"}.get(state.kind, "state")
         kids = self.children(state.name)
@@ -313,6 +340,42 @@ class _Writer:
             self.lines.extend(f"{inner}    {self.action(a)}" for a in state.initial_actions)
             self.lines.append(f"{inner}  </transition>")
             self.lines.append(f"{inner}</initial>")
+        self.entry_and_exit(state, inner)
+        if state.done_data is not None:
+            params = self.params(state.done_data)
+            self.lines.append(f"{inner}<donedata>{params}</donedata>")
+        self.requirements(state, inner)
+        for t in self.rules.get(state.name, ()):
+            with _at(self.where.transition(t.index)):
+                self.transition(t, inner)
+        for kid in kids:
+            self.state(kid, inner)
+        if len(self.lines) == start + 1:
+            self.lines[start] = f"{pad}<{tag}{attrs}/>"
+        else:
+            self.lines.append(f"{pad}</{tag}>")
+
+    def history(self, state: State, pad: str) -> None:
+        self.lines.append(
+            f'{pad}<history id={quoteattr(state.name)} type="{state.history or "shallow"}">'
+        )
+        if state.default:
+            target = f" target={quoteattr(state.default)}"
+            self.transition_element(target, state.initial_actions, pad + "  ")
+        self.lines.append(f"{pad}</history>")
+
+    def transition_element(self, attrs: str, actions: tuple[Action, ...], pad: str) -> None:
+        """`<transition ATTRS>` with `actions` inside, or `<transition ATTRS/>` without."""
+        if not actions:
+            self.lines.append(f"{pad}<transition{attrs}/>")
+            return
+        self.lines.append(f"{pad}<transition{attrs}>")
+        self.lines.extend(f"{pad}  {self.action(a)}" for a in actions)
+        self.lines.append(f"{pad}</transition>")
+
+    def entry_and_exit(self, state: State, pad: str) -> None:
+        """`<onentry>` and `<onexit>`: the state's actions, and its timers, each a `<send>`
+        on entry and a `<cancel>` on exit."""
         timers = self.timers.get(state.name, [])
         entry = [self.action(a) for a in state.entry]
         for t in timers:
@@ -327,22 +390,8 @@ class _Writer:
         exit_.extend(
             f"<cancel sendid={quoteattr(f'flowc.timer.{state.name}.{t.index}')}/>" for t in timers
         )
-        self.block("onentry", entry, inner)
-        self.block("onexit", exit_, inner)
-        if state.done_data is not None:
-            params = self.params(state.done_data)
-            self.lines.append(f"{inner}<donedata>{params}</donedata>")
-        self.requirements(state, inner)
-        for t in self.flow.transitions:
-            if t.source == state.name:
-                with _at(self.where.transition(t.index)):
-                    self.transition(t, inner)
-        for kid in kids:
-            self.state(kid, inner)
-        if len(self.lines) == start + 1:
-            self.lines[start] = f"{pad}<{tag}{attrs}/>"
-        else:
-            self.lines.append(f"{pad}</{tag}>")
+        self.block("onentry", entry, pad)
+        self.block("onexit", exit_, pad)
 
     @staticmethod
     def refusal(code: str | None, message: str | None, data: Expr | None) -> str:
@@ -356,14 +405,10 @@ class _Writer:
         """An event's `require` clauses, in each leaf where it or an enclosing state has rules
         for the event: refusals tried before any of those rules (`cond` is the clause's
         negation). In every leaf, so that no region of a parallel state takes the event."""
-        if self.children(state.name):
+        if self.tree.children(state.name):
             return
-        holders = {state.name}
-        parent = state.parent
-        while parent is not None:
-            holders.add(parent)
-            parent = next(s.parent for s in self.flow.states if s.name == parent)
-        handled = {t.event for t in self.flow.transitions if t.source in holders}
+        holders = (state.name, *self.tree.ancestors(state.name))
+        handled = {t.event for holder in holders for t in self.rules.get(holder, ())}
         for event in self.flow.events:
             if event.name not in handled:
                 continue
@@ -405,25 +450,11 @@ class _Writer:
             attrs += f" target={quoteattr(t.target)}"
         if t.target == t.source and not t.reenter:
             attrs += ' type="internal"'
-        actions = [self.action(a) for a in t.actions]
-        if actions:
-            self.lines.append(f"{pad}<transition{attrs}>")
-            self.lines.extend(f"{pad}  {a}" for a in actions)
-            self.lines.append(f"{pad}</transition>")
-        else:
-            self.lines.append(f"{pad}<transition{attrs}/>")
+        self.transition_element(attrs, t.actions, pad)
 
     def action(self, a: Action) -> str:
-        if a.op in ("set", "add", "sub") and a.value is not None:
-            var = _location(a.target)
-            value = python_text(a.value)
-            if a.op != "set":
-                value = f"{var} {'+' if a.op == 'add' else '-'} {_py(a.value)}"
-            return f"<assign location={quoteattr(var)} expr={quoteattr(value)}/>"
-        if a.op == "append" and a.value is not None:
-            var = _location(a.target)
-            value = quoteattr(f"{var} + [{python_text(a.value)}]")
-            return f"<assign location={quoteattr(var)} expr={value}/>"
+        if a.op in ("set", "add", "sub", "append") and a.value is not None:
+            return _assign(a, a.value)
         if a.op == "raise":
             params = self.params(a.value)
             if not params:
@@ -432,23 +463,27 @@ class _Writer:
         if a.op == "emit":
             return self.effect(a)
         if a.op == "if":
-            parts: list[str] = []
-            for i, branch in enumerate(a.branches):
-                if i == 0:
-                    guard = branch.guard or Expr(op="lit", value=True)
-                    parts.append(f"<if cond={quoteattr(python_text(guard))}>")
-                elif branch.guard is None:
-                    parts.append("<else/>")
-                else:
-                    parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
-                parts.extend(self.action(x) for x in branch.actions)
-            return "".join(parts) + "</if>"
+            return self.conditional(a)
         if a.op in ("for", "each") and a.value is not None and a.branches:
             index = f" index={quoteattr(a.index)}" if a.index else ""
             body = "".join(self.action(x) for x in a.branches[0].actions)
             head = f"<foreach array={quoteattr(python_text(a.value))} item={quoteattr(a.target[0])}"
             return f"{head}{index}>{body}</foreach>"
         raise _Refused(f"the action `{a.op}`")
+
+    def conditional(self, a: Action) -> str:
+        """`<if>`, `<elseif>`, `<else>`: an `if` action's branches."""
+        parts: list[str] = []
+        for i, branch in enumerate(a.branches):
+            if i == 0:
+                guard = branch.guard or Expr(op="lit", value=True)
+                parts.append(f"<if cond={quoteattr(python_text(guard))}>")
+            elif branch.guard is None:
+                parts.append("<else/>")
+            else:
+                parts.append(f"<elseif cond={quoteattr(python_text(branch.guard))}/>")
+            parts.extend(self.action(x) for x in branch.actions)
+        return "".join(parts) + "</if>"
 
     def params(self, value: Expr | None) -> str:
         if value is None:
@@ -466,25 +501,11 @@ class _Writer:
             for k, v in zip(a.value.args[::2], a.value.args[1::2], strict=True):
                 fields[str(k.value)] = v
         if a.event == SEND_EFFECT:
-            event, delay, sid = fields.get("name"), fields.get("delay_ms"), fields.get("id")
-            if event is None or event.op != "lit" or delay is None or delay.op != "lit":
-                raise _Refused(f"`{SEND_EFFECT}` with a computed event or delay")
-            attrs = f" event={quoteattr(str(event.value))}"
-            if sid is not None and sid.op == "lit":
-                attrs += f" id={quoteattr(str(sid.value))}"
-            if delay.value:
-                attrs += f' delay="{delay.value}ms"'
-            data = fields.get("data")
-            return f"<send{attrs}>{self.params(data)}</send>"
+            return self.send(fields)
         if a.event == CANCEL_EFFECT and "id" in fields:
             return f"<cancel sendidexpr={quoteattr(python_text(fields['id']))}/>"
         if a.event == LOG_EFFECT:
-            label = fields.get("label")
-            value = fields.get("value")
-            attrs = f" label={quoteattr(str(label.value))}" if label is not None else ""
-            if value is not None:
-                attrs += f" expr={quoteattr(python_text(value))}"
-            return f"<log{attrs}/>"
+            return _log(fields)
         # Any other effect is an event sent to the host, through the target the importer
         # reads back as `emit` (HOST_TARGET); an SCXML processor hands it to whatever I/O
         # processor the host registers under that name.
@@ -493,3 +514,38 @@ class _Writer:
             raise _Refused(f"the effect `{a.event}` with a payload that is not a literal map")
         name = quoteattr(a.event or "")
         return f"<send event={name} target={quoteattr(HOST_TARGET)}>{params}</send>"
+
+    def send(self, fields: dict[str, Expr]) -> str:
+        """The SCXML `<send>` an emit of `SEND_EFFECT` stands for (constant event and delay)."""
+        event, delay, sid = fields.get("name"), fields.get("delay_ms"), fields.get("id")
+        if event is None or event.op != "lit" or delay is None or delay.op != "lit":
+            raise _Refused(f"`{SEND_EFFECT}` with a computed event or delay")
+        attrs = f" event={quoteattr(str(event.value))}"
+        if sid is not None and sid.op == "lit":
+            attrs += f" id={quoteattr(str(sid.value))}"
+        if delay.value:
+            attrs += f' delay="{delay.value}ms"'
+        data = fields.get("data")
+        return f"<send{attrs}>{self.params(data)}</send>"
+
+
+def _assign(a: Action, value: Expr) -> str:
+    """`<assign>`: a `set`, `add`, `sub` or `append` action."""
+    var = _location(a.target)
+    if a.op == "append":
+        text = f"{var} + [{python_text(value)}]"
+    elif a.op == "set":
+        text = python_text(value)
+    else:
+        text = f"{var} {'+' if a.op == 'add' else '-'} {_py(value)}"
+    return f"<assign location={quoteattr(var)} expr={quoteattr(text)}/>"
+
+
+def _log(fields: dict[str, Expr]) -> str:
+    """The SCXML `<log>` an emit of `LOG_EFFECT` stands for."""
+    label = fields.get("label")
+    value = fields.get("value")
+    attrs = f" label={quoteattr(str(label.value))}" if label is not None else ""
+    if value is not None:
+        attrs += f" expr={quoteattr(python_text(value))}"
+    return f"<log{attrs}/>"

@@ -27,8 +27,8 @@ from flowc.compiler.testing.probes import probe_contexts, probe_moves
 from flowc.compiler.testing.runner import given_context, step_move
 from flowc.compiler.testing.template_cases import cases_data
 from flowc.runtime import FakeClock, Instance, Rejection, StepResult
-from flowc.runtime.instance import Outcome
 from flowc.runtime.lines import line_text, outcome_line, start_line
+from flowc.runtime.steps import Outcome
 
 FORMAT = "flowc.vectors/1"
 #: Where every vector's clock starts, in epoch milliseconds (2025-01-01T00:00:00Z).

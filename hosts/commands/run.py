@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
 from flowc.runtime.clock import Clock, system_clock, to_seconds
-from flowc.runtime.instance import Outcome, StepResult
 from flowc.runtime.lines import line_text, outcome_line, start_line
+from flowc.runtime.steps import Outcome, StepResult
 from flowc.runtime.store.migrate import migrate_snapshot
 
 if TYPE_CHECKING:

@@ -224,7 +224,7 @@ export class Macrostep implements StepScope {
     }
     for (const t of ts) {
       this.taken = t;
-      if (t.actions.length > 0) this.run({ phase: "actions", state: t.source }, t.actions, p, t);
+      if (t.actions.length > 0) this.run({ phase: "actions", state: t.source }, t.actions, p, t, this.routeScope(t));
     }
     this.step = null;
     const entries = new Set<StateNode>();
@@ -270,9 +270,16 @@ export class Macrostep implements StepScope {
     this.step = null;
   }
 
-  private run(step: Step, block: Actions, p: unknown, rule: Rule | null): void {
+  private run(step: Step, block: Actions, p: unknown, rule: Rule | null, scope: StepScope = this): void {
     this.step = step;
-    this.exec.run(block, this.c, p, step.state, this, rule);
+    this.exec.run(block, this.c, p, step.state, scope, rule);
+  }
+
+  /** In a flat flow a choice state's route runs its actions in the choice state (Python's
+   * flat routing: `active(C)` holds there); everywhere else the state left is left. */
+  private routeScope(t: Rule): StepScope {
+    if (!this.exec.flat || !t.source.choice) return this;
+    return { config: new Set([t.source]), event: this.event, outputs: this.outputs };
   }
 
   /** The start: enter `initial` with its default descendants (a microstep). */

@@ -5,7 +5,7 @@ import { newOutputs, type Ctx, type Exec, type StepScope } from "./engine.js";
 import { copyJson, leavesAfter, type Entry } from "./history.js";
 import type { EventDef, Expr } from "./ir.js";
 import type { Machine } from "./machine.js";
-import { DEFAULT_MESSAGES, renderSimple } from "./messages.js";
+import { messageSource, messageText, messageVariables } from "./rejections.js";
 import { Rejection } from "./outcome.js";
 import type { Rule, StateNode } from "./tree.js";
 import { describeFault, evaluate, ExprFault, LimitExceeded, newEnv, runActions, type Env } from "./expr.js";
@@ -64,24 +64,6 @@ function pythonType(v: unknown): string {
   return typeof v === "object" ? "dict" : typeof v;
 }
 
-/** A rejection's message: its template rendered, else the kind's default, else the kind. */
-function message(kind: string, source: string, vars: Record<string, unknown>, render: Render): string {
-  if (!source.includes("{")) return source.trim();
-  try {
-    return render(source, vars).trim();
-  } catch {
-    const fallback = DEFAULT_MESSAGES[kind];
-    if (fallback === undefined || fallback === source) return kind;
-    try {
-      return render(fallback, vars).trim();
-    } catch {
-      return kind;
-    }
-  }
-}
-
-type Render = (source: string, vars: Record<string, unknown>) => string;
-
 export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean; limits: Limits }): Semantics {
   const limits = flags.limits;
   const types = TypeSystem.of(m.flow, limits);
@@ -89,12 +71,8 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
   const contextType = fieldsType("context", contextFields);
   const targetType = targetTypeOf(contextFields);
   const effects = new Set(m.flow.effects.map((e) => e.name));
-  const messages: Record<string, string> = { ...DEFAULT_MESSAGES, ...m.flow.messages };
   const lowered = m.flow.lowered;
-  // A template the document lowered renders from its parts; the runtime's default messages
-  // (and the templates of a document written before lowering) with messages.ts's subset.
-  const render: Render = (source, vars) =>
-    hasKey(lowered, source) ? renderSource(source, lowered, vars, limits) : renderSimple(source, vars);
+  const render = (source: string, vars: Record<string, unknown>): string => renderSource(source, lowered, vars, limits);
   const eventTypes = new Map<string, Type>();
   const typeOf = (ev: EventDef): Type => {
     let t = eventTypes.get(ev.name);
@@ -123,10 +101,15 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
   };
   const make = (kind: string, code: string, template: string | null, rule: number | null, st: StateNode, event: string | null,
     payload: unknown, ctx: Ctx, data: Record<string, unknown> | null): Rejection =>
-    new Rejection(kind, code, st.name, event, data ?? {}, () => message(kind, template ?? messages[kind] ?? kind, {
-      state: st.view(), event: event === null ? null : new TemplateEvent(event, (payload ?? null) as Dict | null),
-      context: ctx, payload: payload ?? {}, code, ...(data ?? {}),
-    }, render), rule);
+    new Rejection(kind, code, st.name, event, data ?? {}, () => {
+      const vars = messageVariables({ kind, code, state: st.view(), event, payload: (payload ?? null) as Dict | null, context: ctx, data });
+      const source = template ?? messageSource(kind, m.flow.messages);
+      // A text with a brace but no markup is in no `lowered_templates`: it is its own message
+      // (docs/ir.md), as Jinja2 renders it. (rejections.ts's messageText falls back to the
+      // default for it; reported to tsexpr.)
+      if (!hasKey(lowered, source) && !/\{[{%#]/.test(source) && !source.endsWith("\n")) return source.trim();
+      return messageText(kind, source, vars, lowered, limits);
+    }, rule);
   const journals = new Map(m.flow.journals.map((j) => [j.name, j.template]));
   const sem: Semantics = {
     exec,

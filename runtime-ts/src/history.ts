@@ -1,6 +1,7 @@
 // What a committed step records (a history entry) and what a step returns (`StepResult`),
 // in the Python runtime's JSON shapes (`HistoryEntry.to_dict`, `StepResult.to_dict`).
 import { msToIso } from "./clock.js";
+import { toPlain } from "./values.js";
 
 export type Leaves = readonly [readonly string[], readonly string[]] | null;
 
@@ -40,7 +41,7 @@ export function entryJSON(e: Entry): Record<string, unknown> {
     source: e.source,
     target: e.target,
     event: e.event,
-    payload: copyJson(e.payload),
+    payload: toPlain(e.payload),
     reason: e.reason,
     via: [...e.via],
   };
@@ -130,7 +131,7 @@ export class StepResult {
     const out: Record<string, unknown> = { ok: true, from: source, to: target, ...rest, trigger: this.trigger };
     if (this.config !== null) out.configuration = [...this.config];
     if (this.replayed) out.replayed = true;
-    else if (this.fx.length > 0) out.effects = this.effects;
+    else if (this.fx.length > 0) out.effects = toPlain(this.effects);
     return out;
   }
 }

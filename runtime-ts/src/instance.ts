@@ -9,9 +9,10 @@ import type { Outcome, Rejection } from "./outcome.js";
 import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
 import { arm, dueOrder, type Timer } from "./timers.js";
-import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
+import { byOrder, summaryOf, type StateNode } from "./tree.js";
 import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
+import { backStep, gotoStep } from "./moves.js";
 import { sendEvent } from "./send.js";
 
 export interface StartOptions {
@@ -64,6 +65,8 @@ export class Instance {
     const run = new Macrostep([], new Map(), ctx, m.exec, newOutputs());
     const trig: Trigger = { kind: "start", event: null, p: null, reason: null, key: null, at: null, tried: [] };
     const self = new Instance(m, opts.clock ?? m.clock);
+    // (a refusal of the start reads the context as the start's actions left it, as in Python)
+    self.load(m.initial, [], new Map(), ctx, 0, []);
     try {
       run.enterInitial(m.initial);
       run.settle();
@@ -228,82 +231,11 @@ export class Instance {
   }
 
   goto(target: string, opts: StepOptions = {}): Outcome {
-    return guarded(this, null, () => this.gotoStep(target, opts));
-  }
-
-  private gotoStep(target: string, opts: StepOptions): Outcome {
-    const early = this.early(opts, null);
-    if (early !== null) return early;
-    const sem = this.machine.semantics;
-    const st = this.cur;
-    if (st.final) return sem.rejection("instance_final", st, null, null, this.ctx, null);
-    const edges = this.directEdges().get(target);
-    const data = { from: st.name, to: target };
-    if (edges === undefined) {
-      const kind = this.machine.states.has(target) ? "invalid_transition" : "unknown_state";
-      return sem.rejection(kind, st, null, null, this.ctx, data);
-    }
-    const force = opts.force === true;
-    if (!force && edges.every((t) => t.back)) return sem.rejection("backward_requires_force", st, null, null, this.ctx, data);
-    let rule: Rule | null = null;
-    try {
-      const scope = this.scope(null);
-      for (const t of edges) {
-        if (t.back && !force) continue;
-        rule = t;
-        if (t.guard === null || truthy(this.machine.exec.value(t.guard, this.ctx, null, t.source, scope))) {
-          return take(this, [t], this.trigger("goto", null, null, opts));
-        }
-      }
-    } catch (exc) {
-      return sem.fault(exc, rule === null ? "a guard" : `the guard of ${rule.describe()}`, st, null, null, this.ctx);
-    }
-    return sem.rejection("guard_failed", st, null, null, this.ctx, data);
+    return guarded(this, null, () => this.early(opts, null) ?? gotoStep(this, target, opts));
   }
 
   back(opts: StepOptions = {}): Outcome {
-    return guarded(this, null, () => this.backStep(opts));
-  }
-
-  private backStep(opts: StepOptions): Outcome {
-    const early = this.early(opts, null);
-    if (early !== null) return early;
-    const sem = this.machine.semantics;
-    const st = this.cur;
-    if (st.final) return sem.rejection("instance_final", st, null, null, this.ctx, null);
-    const edges = [...new Set(this.leaves().flatMap((s) => s.backEdges))];
-    const targets = new Set(edges.map((t) => t.target?.name));
-    const previous = [...this.entries].reverse().find((e) => e.source !== null && targets.has(e.source))?.source ?? null;
-    if (previous === null) return sem.rejection("no_previous_state", st, null, null, this.ctx, { from: st.name });
-    const data = { from: st.name, to: previous };
-    if (opts.force !== true) return sem.rejection("backward_requires_force", st, null, null, this.ctx, data);
-    return this.takeBackEdge(edges, previous, opts) ?? sem.rejection("guard_failed", st, null, null, this.ctx, data);
-  }
-
-  private takeBackEdge(edges: Rule[], previous: string, opts: StepOptions): Outcome | null {
-    const m = this.machine;
-    let rule: Rule | null = null;
-    try {
-      const scope = this.scope(null);
-      for (const t of edges) {
-        if (t.target?.name !== previous) continue;
-        rule = t;
-        let p: unknown = null;
-        if (t.kind === "event") {
-          const ev = m.events.get(t.event ?? "");
-          const empty = ev === undefined ? undefined : m.semantics.emptyPayload(ev);
-          if (ev === undefined || empty === undefined) continue; // needs a payload: only `send` takes it
-          p = empty;
-          if (ev.requires.some((r) => !truthy(m.exec.value(r.guard, this.ctx, p, this.cur, scope)))) continue;
-        }
-        if (t.guard === null || truthy(m.exec.value(t.guard, this.ctx, p, t.source, scope))) {
-          return take(this, [t], this.trigger("back", t.event, p, opts));
-        }
-      }
-    } catch (exc) {
-      return m.semantics.fault(exc, rule === null ? "a guard" : `the guard of ${rule.describe()}`, this.cur, null, null, this.ctx);
-    }
-    return null;
+    return guarded(this, null, () => this.early(opts, null) ?? backStep(this, opts));
   }
 
   /** Fire every timer due at `nowMs` (default: the clock's time), soonest first. */
@@ -366,20 +298,9 @@ export class Instance {
     return { kind, event, p, reason: opts.reason ?? null, key: opts.key ?? null, at: null, tried: [] };
   }
 
-  /** direct edges by target: each active leaf's (its own, then its ancestors'), leaves in document order */
-  directEdges(): Map<string, Rule[]> {
-    const out = new Map<string, Rule[]>();
-    for (const leaf of this.leaves()) {
-      for (const [target, edges] of leaf.direct) {
-        const have = out.get(target) ?? [];
-        out.set(target, [...have, ...edges.filter((t) => !have.includes(t))]);
-      }
-    }
-    return out;
-  }
 
   /** `invalid_argument` for a bad key or reason, or the earlier step of a key applied. */
-  private early(opts: StepOptions, event: string | null): Outcome | null {
+  early(opts: StepOptions, event: string | null): Outcome | null {
     const bad = this.machine.semantics.badArgument(this.cur, this.ctx, opts, event);
     if (bad !== null) return bad;
     const key = opts.key;

@@ -269,6 +269,16 @@ function stringMap(raw: Json, key: string): Record<string, string> {
   return out;
 }
 
+/** The lowered templates (docs/ir.md): an object of part arrays or nulls. */
+function loweredOf(raw: Json): FlowDef["lowered"] {
+  const v = raw.lowered_templates;
+  if (v === undefined || v === null) return {};
+  if (!isObject(v) || !Object.values(v).every((x) => x === null || Array.isArray(x))) {
+    throw new IRLoadError("compiled flow does not match its IR version: lowered_templates must be an object of arrays or nulls");
+  }
+  return v as FlowDef["lowered"];
+}
+
 /** The compiled flow `json` (a parsed object or its text) as typed views; throws
  * `IRLoadError` for anything the Python runtime's loader refuses at this level. */
 export function loadFlow(json: unknown): FlowDef {
@@ -306,7 +316,7 @@ export function loadFlow(json: unknown): FlowDef {
     journals: objects(raw, "journals", "flow").map((j) => shape(j, "journal", "a journal")).map((j) => ({ name: text(j, "name", "journal"), template: text(j, "template", "journal") })),
     templates: stringMap(raw, "templates"),
     invariants: objects(raw, "invariants", "flow").map((v) => ({ name: text(v, "name", "invariant"), expr: optExpr(v, "expr", "invariant") ?? {} })),
-    lowered: isObject(raw.lowered_templates) ? (raw.lowered_templates as FlowDef["lowered"]) : {},
+    lowered: loweredOf(raw),
     raw,
   };
 }

@@ -6,6 +6,7 @@ import { truthy, type StepScope } from "./engine.js";
 import { IRLoadError } from "./ir.js";
 import type { Expr, EventDef } from "./ir.js";
 import type { Instance } from "./instance.js";
+import { directEdges } from "./moves.js";
 import type { Rule, StateNode } from "./tree.js";
 
 function mentionsEvent(node: unknown): boolean {
@@ -74,7 +75,7 @@ export function acceptedEvents(inst: Instance): { name: string }[] {
 export function allowedTargets(inst: Instance, force: boolean): string[] {
   const scope = inst.scope(null);
   const out: string[] = [];
-  for (const [target, edges] of inst.directEdges()) {
+  for (const [target, edges] of directEdges(inst)) {
     if (edges.some((t) => (force || !t.back) && (t.guard === null || holds(inst, t.guard, t.source, scope)))) out.push(target);
   }
   return out;

@@ -198,8 +198,8 @@ function numCmp(a: Num, b: Num): number {
   return x < y ? -1 : x > y ? 1 : x == y ? 0 : NaN;
 }
 
-function strCmp(a: string, b: string): number {
-  // By code point, as Python orders strings (JavaScript orders UTF-16 units).
+/** Orders strings by code point, as Python does (JavaScript orders UTF-16 units). */
+export function strCmp(a: string, b: string): number {
   if (a === b) return 0;
   const xs = a[Symbol.iterator]();
   const ys = b[Symbol.iterator]();

@@ -6,37 +6,18 @@
  * kind's default text, a journal or a named template fails.
  */
 import { strip } from "./builtins.js";
+import { method, printed, RenderError, TemplateEvent, TemplateTime, textOf, tojson, UNDEFINED } from "./template_text.js";
 import type { Limits } from "./limits.js";
-import { eq } from "./operators.js";
+import { eq, strCmp } from "./operators.js";
 import {
-  codePoints, Float, floatRepr, grouped, hasKey, isDict, isFloat, isInt, strLen, truthy as pyTruthy,
+  codePoints, Float, grouped, hasKey, isDict, isFloat, isInt, strLen, truthy as pyTruthy,
   type Dict,
 } from "./values.js";
 
-export class RenderError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "RenderError";
-  }
-}
-
-/** The event a template sees: prints as its name, equals its name, reads its payload. */
-export class TemplateEvent {
-  constructor(
-    readonly name: string,
-    readonly payload: Dict | null,
-  ) {}
-}
-
-/** The step's time in a journal: UTC milliseconds. */
-export class TemplateTime {
-  constructor(readonly ms: number) {}
-}
+export { RenderError, TemplateEvent, TemplateTime } from "./template_text.js";
 
 export type Part = Readonly<Record<string, unknown>>;
 type Node = Readonly<{ op: string; args?: readonly Node[]; value?: unknown }>;
-
-const UNDEFINED = Symbol("undefined");
 
 /** Renders `parts` with `variables`; `limits` bounds the text and the loop iterations. */
 export function renderParts(parts: readonly Part[], variables: Readonly<Dict>, limits?: Limits): string {
@@ -220,23 +201,12 @@ function order(op: string, a: unknown, b: unknown): boolean {
     const y = b instanceof Float ? b.value : typeof b === "boolean" ? Number(b) : (b as number | bigint);
     c = x < y ? -1 : x > y ? 1 : x == y ? 0 : NaN;
   } else if (typeof a === "string" && typeof b === "string") {
-    c = codeOrder(a, b);
+    c = strCmp(a, b);
   } else {
     throw new RenderError("cannot compare these values");
   }
   if (Number.isNaN(c)) return false;
   return op === "<" ? c < 0 : op === "<=" ? c <= 0 : op === ">" ? c > 0 : c >= 0;
-}
-
-function codeOrder(a: string, b: string): number {
-  const xs = codePoints(a);
-  const ys = codePoints(b);
-  for (let i = 0; i < Math.min(xs.length, ys.length); i++) {
-    const x = xs[i]?.codePointAt(0) ?? 0;
-    const y = ys[i]?.codePointAt(0) ?? 0;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return xs.length - ys.length;
 }
 
 function contains(container: unknown, item: unknown): boolean {
@@ -253,60 +223,6 @@ export function truthy(value: unknown): boolean {
   if (value === UNDEFINED || value === null || value === undefined) return false;
   if (value instanceof TemplateEvent || value instanceof TemplateTime) return true;
   return pyTruthy(value);
-}
-
-/** What a `print` part writes: null prints as nothing. */
-function printed(value: unknown): string {
-  return value === null ? "" : textOf(value);
-}
-
-/** A value as text (`~`, `join`, the string filters): null is `None` here. */
-function textOf(value: unknown): string {
-  if (value === UNDEFINED) return "";
-  if (typeof value === "string") return value;
-  if (value instanceof TemplateEvent) return value.name;
-  if (value instanceof TemplateTime) return time(value, " ");
-  return repr(value);
-}
-
-function repr(value: unknown): string {
-  if (value === null || value === undefined) return "None";
-  if (typeof value === "boolean") return value ? "True" : "False";
-  if (typeof value === "bigint") return value.toString();
-  if (typeof value === "number") return Number.isInteger(value) ? String(value) : floatRepr(value);
-  if (value instanceof Float) return floatRepr(value.value);
-  if (typeof value === "string") return quoted(value);
-  if (Array.isArray(value)) return "[" + value.map(repr).join(", ") + "]";
-  if (isDict(value)) return "{" + Object.entries(value).map(([k, v]) => `${quoted(k)}: ${repr(v)}`).join(", ") + "}";
-  throw new RenderError("cannot print this value");
-}
-
-const ESCAPES: Readonly<Record<string, string>> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
-
-function quoted(text: string): string {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of codePoints(text)) {
-    const code = ch.codePointAt(0) ?? 0;
-    if (hasKey(ESCAPES, ch)) out += ESCAPES[ch] ?? "";
-    else if (ch === quote) out += "\\" + ch;
-    else if (code < 0x20 || code === 0x7f) out += "\\x" + code.toString(16).padStart(2, "0");
-    else out += ch;
-  }
-  return out + quote;
-}
-
-function two(n: number): string {
-  return String(n).padStart(2, "0");
-}
-
-function time(t: TemplateTime, sep: string): string {
-  const d = new Date(t.ms);
-  const date = `${String(d.getUTCFullYear()).padStart(4, "0")}-${two(d.getUTCMonth() + 1)}-${two(d.getUTCDate())}`;
-  let text = `${date}${sep}${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())}`;
-  const ms = ((t.ms % 1000) + 1000) % 1000;
-  if (ms) text += `.${String(ms * 1000).padStart(6, "0")}`;
-  return text + "+00:00";
 }
 
 function filter(name: string, args: unknown[]): unknown {
@@ -342,71 +258,3 @@ function filter(name: string, args: unknown[]): unknown {
   throw new RenderError(`unknown filter ${name}`);
 }
 
-function jsonAscii(text: string): string {
-  let out = '"';
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    const ch = text.charAt(i);
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\b") out += "\\b";
-    else if (ch === "\f") out += "\\f";
-    else if (c < 0x20 || c > 0x7e) out += "\\u" + c.toString(16).padStart(4, "0");
-    else out += ch;
-  }
-  return out + '"';
-}
-
-function json(value: unknown): string {
-  if (value === null) return "null";
-  if (typeof value === "boolean") return value ? "true" : "false";
-  if (typeof value === "string") return jsonAscii(value);
-  if (typeof value === "bigint" || (typeof value === "number" && Number.isInteger(value))) return String(value);
-  if (typeof value === "number" || value instanceof Float) {
-    const n = value.valueOf();
-    return Number.isNaN(n) ? "NaN" : !Number.isFinite(n) ? (n > 0 ? "Infinity" : "-Infinity") : floatRepr(n);
-  }
-  if (Array.isArray(value)) return "[" + value.map(json).join(", ") + "]";
-  if (value instanceof TemplateEvent) return json(value.payload ?? {});
-  if (isDict(value)) {
-    const keys = Object.keys(value).sort(codeOrder);
-    return "{" + keys.map((k) => `${jsonAscii(k)}: ${json(value[k])}`).join(", ") + "}";
-  }
-  throw new RenderError("`tojson` of a value JSON cannot hold");
-}
-
-function tojson(value: unknown): string {
-  return json(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/'/g, "\\u0027");
-}
-
-const DIRECTIVES: Readonly<Record<string, (d: Date) => string>> = {
-  Y: (d) => String(d.getUTCFullYear()).padStart(4, "0"),
-  m: (d) => two(d.getUTCMonth() + 1),
-  d: (d) => two(d.getUTCDate()),
-  H: (d) => two(d.getUTCHours()),
-  M: (d) => two(d.getUTCMinutes()),
-  S: (d) => two(d.getUTCSeconds()),
-  "%": () => "%",
-};
-
-function method(name: string, args: unknown[]): string {
-  const at = args[0];
-  if (!(at instanceof TemplateTime)) throw new RenderError(`\`${name}\` of something other than the time`);
-  if (name === "isoformat") return time(at, "T");
-  const fmt = String(args[1]);
-  const d = new Date(at.ms);
-  let out = "";
-  for (let i = 0; i < fmt.length; i++) {
-    const directive = fmt[i] === "%" && i + 1 < fmt.length ? DIRECTIVES[fmt.charAt(i + 1)] : undefined;
-    if (directive !== undefined) {
-      out += directive(d);
-      i++;
-    } else {
-      out += fmt.charAt(i);
-    }
-  }
-  return out;
-}

@@ -210,9 +210,10 @@ export function pyStr(x: unknown): string {
   return typeof x === "string" ? x : repr(x);
 }
 
-function jsonString(s: string): string {
-  // ensure_ascii=False: only quotes, backslashes and control characters are escaped; lone
-  // surrogates are written as escapes, as Python writes them.
+/** A JSON string as Python's `json.dumps` writes it: with `ensure_ascii=False` only quotes,
+ * backslashes and control characters are escaped; with `ascii`, everything past U+007E too
+ * (UTF-16 units: surrogate pairs as two escapes). */
+export function jsonString(s: string, ascii = false): string {
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -224,7 +225,7 @@ function jsonString(s: string): string {
     else if (ch === "\t") out += "\\t";
     else if (ch === "\b") out += "\\b";
     else if (ch === "\f") out += "\\f";
-    else if (c < 0x20) out += "\\u" + c.toString(16).padStart(4, "0");
+    else if (c < 0x20 || (ascii && c > 0x7e)) out += "\\u" + c.toString(16).padStart(4, "0");
     else out += ch;
   }
   return out + '"';

@@ -91,3 +91,11 @@ describe("loading refuses expressions", () => {
     refused(ir, /not a bool/);
   });
 });
+
+describe("loading refuses lowered templates", () => {
+  it("that are not an object of part arrays or nulls", () => {
+    refused({ ...fixture("boundary"), lowered_templates: { "{{ x }}": "text" } }, /lowered_templates must be an object of arrays or nulls/);
+    refused({ ...fixture("boundary"), lowered_templates: [] }, /lowered_templates/);
+    expect(Machine.fromJSON({ ...fixture("boundary"), lowered_templates: { "{{ x }}": null } }).name).toBe("boundary");
+  });
+});

@@ -140,3 +140,16 @@ describe("subscribers", () => {
     expect(heard).toEqual(["1:c2", "2:Q"]);
   });
 });
+
+describe("JSON out", () => {
+  it("a step's toJSON and a snapshot are plain JSON (floats as numbers)", () => {
+    const inst = started("gauge", new FakeClock());
+    const step = inst.send("set", { value: 2 });
+    const line = step.toJSON();
+    expect(line.payload).toEqual({ value: 2 });
+    expect(typeof (line.payload as Record<string, unknown>).value).toBe("number");
+    const snap = inst.snapshot();
+    expect(snap.context).toEqual({ level: 2 });
+    expect(typeof (snap.context as Record<string, unknown>).level).toBe("number");
+  });
+});

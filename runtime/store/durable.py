@@ -24,10 +24,11 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from flowc.runtime.clock import Clock, system_clock, to_seconds
-from flowc.runtime.instance import Instance, Outcome, StepResult
+from flowc.runtime.instance import Instance
 from flowc.runtime.machine import Machine
 from flowc.runtime.messages import DEFAULT_MESSAGES
 from flowc.runtime.rejections import Rejection, SnapshotError
+from flowc.runtime.steps import Outcome, StepResult
 from flowc.runtime.store.handles import check_handle
 from flowc.runtime.store.migrate import Migration, migrate_snapshot
 from flowc.runtime.store.replay import (

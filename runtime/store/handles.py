@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import re
 
-from flowc.runtime.store.types import Json, StoreError
+from flowc.runtime.store.types import Json, StoreError, shorten
 
 #: The longest id or key, in characters. Long enough for any UUID, hash or URL-safe token a
 #: host makes; short enough that echoing one in a refusal is harmless.
 MAX_HANDLE = 256
 
-#: How many characters of a refused or unknown handle a message echoes.
-ECHO = 40
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -81,12 +79,3 @@ def check_page(limit: int, offset: int) -> None:
     for name, value in (("limit", limit), ("offset", offset)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
-
-
-def shorten(value: object) -> str:
-    """`value` for a message: its repr cut to about ECHO characters, saying how long it was."""
-    if not isinstance(value, str):
-        text = repr(value)
-        return text if len(text) <= ECHO else f"{text[:ECHO]}…"
-    shown = repr(value[:ECHO]).encode("utf-8", "backslashreplace").decode("utf-8")
-    return shown if len(value) <= ECHO else f"{shown[:-1]}…' ({len(value)} characters)"

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowc.runtime.clock import FakeClock
-from flowc.runtime.instance import Instance, Outcome, StepResult
+from flowc.runtime.instance import Instance
 from flowc.runtime.machine import Machine
 from flowc.runtime.rejections import Rejection
+from flowc.runtime.steps import Outcome, StepResult
 from flowc.runtime.store.types import HistoryRow, Json
 
 #: The key of a start row's payload that holds the context the instance was started with.

@@ -26,6 +26,19 @@ Json = Any
 DEFAULT_MAX_ATTEMPTS = 10
 
 
+#: How many characters of a refused or unknown handle a message echoes.
+ECHO = 40
+
+
+def shorten(value: object) -> str:
+    """`value` for a message: its repr cut to about ECHO characters, saying how long it was."""
+    if not isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= ECHO else f"{text[:ECHO]}…"
+    shown = repr(value[:ECHO]).encode("utf-8", "backslashreplace").decode("utf-8")
+    return shown if len(value) <= ECHO else f"{shown[:-1]}…' ({len(value)} characters)"
+
+
 class StoreError(Exception):
     """Base of the errors a store raises (rejections are outcomes, never exceptions)."""
 
@@ -36,15 +49,11 @@ class InstanceNotFound(StoreError, KeyError):
         self.instance_id = instance_id
 
     def __str__(self) -> str:
-        from flowc.runtime.store.handles import shorten
-
         return f"no instance {shorten(self.instance_id)}"
 
 
 class InstanceExists(StoreError):
     def __init__(self, instance_id: str) -> None:
-        from flowc.runtime.store.handles import shorten
-
         super().__init__(f"instance {shorten(instance_id)} already exists")
         self.instance_id = instance_id
 

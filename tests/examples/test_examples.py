@@ -14,7 +14,8 @@ from flowc.compiler import compile_file
 from flowc.compiler.testing.runner import run_file
 from flowc.runtime import Machine
 from flowc.runtime.clock import FakeClock
-from flowc.runtime.instance import Instance, StepResult
+from flowc.runtime.instance import Instance
+from flowc.runtime.steps import StepResult
 
 EXAMPLES = Path(__file__).parents[2] / "flows" / "examples"
 

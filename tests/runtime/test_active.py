@@ -1,5 +1,5 @@
 """`active(STATE)`: a test of the active configuration, compiled from source and run on the
-statechart kernel, the flat general path and the generated dispatch functions."""
+engine, the flat general path and the generated dispatch functions."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Generated dispatch for statecharts whose configuration is always one leaf and its ancestors
-(kernel.py's `leaf_chart` and `chart_plan`): twin machines, one generating each (leaf, event)
-pair's function on its first send, one held to the statechart kernel's general path
+(engine.py's `leaf_chart` and `chart_plan`): twin machines, one generating each (leaf, event)
+pair's function on its first send, one held to the engine's general path
 (`Macrostep`), driven through the same random operations (sends, the clock moving, `goto`,
 `back`) agree on every outcome, state, configuration, context, history, journal, effects,
 timers and snapshot."""
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from flowc.runtime import FakeClock, Instance, Machine
 from flowc.runtime.codegen import general
-from flowc.runtime.kernel import chart_plan
+from flowc.runtime.engine import chart_plan
 
 from .conftest import machine
 from .test_chart_twins import step

@@ -1,4 +1,4 @@
-"""The statechart kernel against the flat one: a flat flow made to run on the statechart
+"""The engine against the flat one: a flat flow made to run on the statechart
 kernel (one `always` rule whose guard never holds) gives the same outcomes, snapshots and
 histories as the same flow on the flat kernel with its generated dispatch functions, through
 the operations of the flat differential test (tests/runtime/test_codegen.py)."""

@@ -295,7 +295,7 @@ def test_seed_flows_load_and_generate(name: str) -> None:
 
 def test_a_statechart_seed_gets_generated_steps() -> None:
     """Seed 002 groups its states in compound states: a statechart, but one whose
-    configuration is always one leaf and its ancestors (kernel.py's `leaf_chart`), so each
+    configuration is always one leaf and its ancestors (engine.py's `leaf_chart`), so each
     (leaf, event) pair gets a generated function like a flat flow's; compound states, never
     the instance's state, get none, and steps that route through a choice state hand over to
     the general path from inside the function. (tests/runtime/test_chart_codegen.py compares

@@ -205,7 +205,7 @@ def test_the_size_walk_says_what_it_said_before(value: Any) -> None:
 def test_a_state_is_wired_on_first_use_and_is_then_a_plain_state() -> None:
     # Only a state not used yet has `__getattr__` (which wires it): a class with one sends every
     # attribute read through it, and states are read on every step.
-    from flowc.runtime.machine import CState
+    from flowc.runtime.flow import CState
 
     m = fresh()
     st = m.states["S"]

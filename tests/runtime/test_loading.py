@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flowc.runtime import IRLoadError, Machine, kernel
-from flowc.runtime.kernel import plan_of
+from flowc.runtime import IRLoadError, Machine, engine
+from flowc.runtime.engine import plan_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,9 +24,12 @@ def test_states_are_wired_on_first_use() -> None:
     m = Machine.from_json(attempt_json())
     assert all(s._loader is m for s in m.states.values())
     inst = m.start()
-    assert m.states["UNDERSTAND"]._loader is None  # used by the start
-    assert m.states["VERIFY"]._loader is m
+    # The start runs no rule of UNDERSTAND (no entry actions, no timers): the first send
+    # wires it.
+    assert m.states["UNDERSTAND"]._loader is m
     assert inst.send("set_mode", {"mode": "EXPERT"}).ok
+    assert m.states["UNDERSTAND"]._loader is None
+    assert m.states["VERIFY"]._loader is m
     assert inst.send("skip").ok and inst.send("skip").ok
     assert inst.state == "IMPLEMENT"
     assert [e.name for e in inst.accepted_events()] == [
@@ -68,8 +71,8 @@ def test_a_step_wires_the_state_it_leads_to_only_when_that_state_has_timers() ->
     fresh = Machine.from_source(TIMED)
     b, c = fresh.states["B"], fresh.states["C"]
     assert c.timed and not b.timed
-    assert kernel.timers_of(b) == () and b._loader is fresh
-    assert kernel.timers_of(c) == c.timers and len(c.timers) == 1 and c._loader is None
+    assert engine.timers_of(b) == () and b._loader is fresh
+    assert engine.timers_of(c) == c.timers and len(c.timers) == 1 and c._loader is None
     _ = b.on
     assert b._loader is None and not b.timed
 
@@ -117,3 +120,20 @@ def test_json_the_fast_parser_refuses_still_loads() -> None:
         assert Machine.from_json(data).name == "attempt_v2"
     with pytest.raises(IRLoadError, match="not JSON"):
         Machine.from_json(text + " x")
+
+
+def test_the_ir_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # JSON from a file is checked against the IR's structure once, in the loader; a
+    # `CompiledFlow` was validated when it was made and is not checked again.
+    from flowc.compiler import compile_source
+    from flowc.runtime import flow as flow_module
+
+    checked: list[object] = []
+    real = flow_module.check_ir
+    monkeypatch.setattr(flow_module, "check_ir", lambda raw: checked.append(raw) or real(raw))
+    compiled = compile_source(TIMED, "timed.flow").flow
+    assert compiled is not None
+    Machine(compiled)
+    assert checked == []
+    Machine.from_json(compiled.to_json())
+    assert len(checked) == 1

@@ -336,16 +336,16 @@ def test_copies_and_pickles_of_a_rejection_carry_its_message() -> None:
 def test_invalid_payload_feedback_is_worked_out_when_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import flowc.runtime.instance as instance_module
+    import flowc.runtime.engine as engine_module
 
     calls: list[object] = []
-    real = instance_module.report
+    real = engine_module.report
 
     def report(t: Any, given: Any, **options: Any) -> Any:
         calls.append(given)
         return real(t, given, **options)
 
-    monkeypatch.setattr(instance_module, "report", report)
+    monkeypatch.setattr(engine_module, "report", report)
     inst = machine(FLOW).start()
     payload: dict[str, Any] = {"by": "seven", "typo": 1}
     r = inst.send("bump", payload)

@@ -1,4 +1,4 @@
-"""The statechart kernel on hand-written IR version 2: compound and parallel states, history,
+"""The engine on hand-written IR version 2: compound and parallel states, history,
 raised events, eventless rules, run to completion and its bound, timers on compound states,
 and the instance API (`configuration`, `active`, snapshots)."""
 

@@ -22,7 +22,7 @@ from flowc.compiler.template_render import RenderError, render
 from flowc.compiler.testing.template_cases import RULE_CASES, decode, variables_for
 from flowc.runtime import FakeClock, Machine
 from flowc.runtime.messages import DEFAULT_MESSAGES
-from flowc.runtime.model import CompiledFlow
+from flowc.runtime.model import CompiledFlow, IRLoadError
 from flowc.runtime.templating import EventVars, TemplateCache, TemplateError, wrap
 
 ROOT = Path(__file__).parents[2]
@@ -207,6 +207,10 @@ def test_a_rule_renders_as_jinja_does(source: str, variables: dict[str, Any]) ->
         ("{{ at.strftime('%A') }}", "%Y"),
         ("{% for x in xs if x %}{% endfor %}", "`if`"),
         ("{{ a[1:2] }}", "a:b"),
+        ("{% for x in xs %}{{ loop.cycle('a', 'b') }}{% endfor %}", "call"),
+        ("{% for x in xs %}{{ loop.depth }}{% endfor %}", "`loop.depth`"),
+        ("{% for x in xs %}{{ loop }}{% endfor %}", "`loop` is in the subset only"),
+        ("{% for loop in xs %}{% endfor %}", "named `loop`"),
         ("{{ ", "parse"),
     ],
 )
@@ -261,6 +265,9 @@ def test_the_member_changes_no_hash_and_old_documents_load() -> None:
     assert machine.start(context).state == "required"
     # And one with it loads in the runtime (which never reads it).
     assert Machine.from_json(flow.to_json()).start(context).state == "required"
+    # Its outline is checked like every member's.
+    with pytest.raises(IRLoadError, match="lowered_templates"):
+        Machine.from_json(json.dumps(dict(data, lowered_templates={"x": "not parts"})))
     # The hash does not cover it: an edit of it alone leaves the hash valid.
     edited = dict(data, lowered_templates={})
     assert CompiledFlow.from_json(json.dumps(edited)).compute_hash() == flow.hash

@@ -16,8 +16,8 @@ import pytest
 
 from flowc.compiler.cli import main
 from flowc.runtime import FakeClock, Instance, Machine, Rejection, StepResult
-from flowc.runtime.instance import Outcome
 from flowc.runtime.lines import outcome_line, start_line
+from flowc.runtime.steps import Outcome
 
 ROOT = Path(__file__).parents[2]
 VECTORS = ROOT / "runtime-ts" / "test" / "vectors"

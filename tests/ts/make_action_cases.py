@@ -71,7 +71,8 @@ ACTIONS = [
     "n = round(event.f)", "s = str(event.f)", "n = event.n * event.n * event.n * event.n",
     "f = event.n * 1.0", "n = sum(x in event.xs: x * event.n)", "n = event.n % 0",
     "p.x = p.x + 1; p.y = p.x / 4; ps = ps + [p]", "m[\"k\"] = len(m); m = merge(m, event.m)",
-    "for item in xs { xs = xs + [item] }",
+    "for item in xs { xs = xs + [item] }", 'j = {"a": [[1]], "b": event.m}', "s = s + s + s",
+    'emit ping(n: 1, label: "abcdefgh")', 'raise other(k: 123456)',
 ]  # fmt: skip
 
 PAYLOADS: list[dict[str, Any]] = [
@@ -80,6 +81,7 @@ PAYLOADS: list[dict[str, Any]] = [
     {"n": 10**20, "f": -0.25, "s": "😀", "xs": [1, 2, 3, 4], "m": {"a": 5}, "p": {}},
 ]
 SMALL = {"max_items": 5, "max_loop_iterations": 6, "max_int_digits": 30, "max_outputs": 1}
+TINY = {"max_output_size": 6, "max_value_size": 12, "max_string": 6, "max_depth": 2}
 
 
 def _actions(action: str) -> list[Any] | None:
@@ -126,7 +128,7 @@ def cases() -> list[dict[str, Any]]:
     for action in ACTIONS:
         actions = _actions(action)
         assert actions is not None, f"does not compile: {action}"
-        for limits in ({}, SMALL):
+        for limits in ({}, SMALL, TINY):
             for payload in PAYLOADS:
                 case = {"source": action, "actions": actions, "payload": payload}
                 if limits:

@@ -194,6 +194,95 @@ initial state Open {
 """
 
 
+REFUSED_START = """
+flow refused_start
+context { n: int = 0 }
+event check
+initial state A {
+  entry do n += 5; raise check
+  on check if n > 3 reject too_many "Too many: {{ context.n }}." with {"n": n}
+}
+"""
+
+
+ROUTED = """
+flow routed
+context { in_route: bool = false, in_rule: bool = true, in_entry: bool = false }
+event go
+initial state A { on go -> C do in_rule = active(A) }
+choice state C { else -> B do in_route = active(C) }
+state B { entry do in_entry = active(B) }
+"""
+
+
+SLOW = """
+flow slow
+context { wait_ms: int = 4000000000000 }
+event go
+initial state A { on go -> B }
+state B { after wait_ms ms -> A }
+"""
+
+SLOW_CHART = """
+flow slow_chart
+context { wait_ms: int = 4000000000000 }
+event go
+initial state A { on go -> P }
+state P {
+  initial state B { after wait_ms ms -> A }
+}
+"""
+
+
+FAULTS = """
+flow faults
+context { d: int = 0, items: list[int] = [], total: int = 0 }
+event div
+event pick(i: int)
+event leave
+event enter
+event back_out
+event pay(amount: int)
+  require event.amount > 0
+    else bad_amount "Pay more than {{ event.amount }}." with {"given": event.amount}
+  require 100 / d > 1 else unreachable "Never."
+initial state A {
+  on div if 10 / d > 1 -> B
+  on pick -> B do d = items[event.i]
+  on leave -> B
+  on enter -> D
+  on pay -> A do total += event.amount
+}
+state B {
+  exit do total = 10 % d
+  on back_out -> A
+}
+state D {
+  entry do total = items[5]
+}
+"""
+
+REGIONS = """
+flow regions_conflict
+context { log: list[str] = [] }
+event tick
+event quiet
+initial parallel state Both {
+  state Left {
+    initial state L1 { on tick -> L2 do append(log, "left") }
+    state L2 { }
+  }
+  state Right {
+    unhandled ignore
+    initial state R1 { on tick -> R2 do append(log, "right") }
+    state R2 { on tick reject done_already "Right is done." }
+  }
+  on tick -> Out do append(log, "out")
+}
+state Out { }
+"""
+
+
 def _loop_back(ir: dict[str, Any]) -> None:
     """Make Again route back to Route (the compiler refuses a routing cycle)."""
     ir.pop("hash", None)
@@ -285,5 +374,28 @@ CASES = [
         ],
         check_invariants=True,
     ),
+    Case("refused_start", REFUSED_START, []),
+    Case(
+        "faults",
+        FAULTS,
+        [
+            send("div"),
+            send("pick", {"i": 3}),
+            send("enter"),
+            send("pay", {"amount": 0}),
+            send("pay", {"amount": 5}),
+            send("leave"),
+            send("back_out"),
+        ],
+    ),
+    Case(
+        "parallel_conflicts",
+        REGIONS,
+        [send("tick"), send("quiet"), send("tick"), send("tick")],
+    ),
+    Case("delay_too_long", SLOW, [send("go")]),
+    Case("delay_too_long_chart", SLOW_CHART, [send("go")]),
+    Case("delay_negative", SLOW, [send("go"), advance(1)], context={"wait_ms": -5}),
+    Case("active_in_a_flat_flow", ROUTED, [send("go")]),
     Case("invalid_context", STEPS, [], context={"n": "three", "extra": 1}),
 ]

@@ -1,11 +1,11 @@
-"""The step kernel (runtime/kernel.py): one plan per transition, run by both dispatch paths."""
+"""The engine (runtime/engine.py): one plan per transition, run by both dispatch paths."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flowc.runtime import FakeClock, Machine, Rejection
-from flowc.runtime.kernel import plan_of
+from flowc.runtime.engine import plan_of
 
 from .conftest import machine
 
