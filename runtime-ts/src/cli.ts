@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `flowc-run FLOW.json`: drive an instance of a compiled flow from the command line, as
 // `flowc run` does (hosts/commands/run.py): the same options (--context, --events,
-// --keep-going, --now), the same JSON lines, the same exit statuses (0 all accepted,
+// --keep-going, --now, --snapshot), the same JSON lines, the same exit statuses (0 all accepted,
 // 1 a rejection or a flow that does not load, 2 a usage error). It reads compiled JSON only:
 // compiling a .flow file is the Python compiler's job.
 import { readFileSync, realpathSync, statSync } from "node:fs";
@@ -11,6 +11,7 @@ import { FakeClock, Instance, Machine, toMs } from "./index.js";
 import { parseJSON } from "./jsontext.js";
 import { dumps, isDict, strRepr } from "./values.js";
 import { outcomeLine } from "./vectors.js";
+import { readSnapshot, resumable, saveSnapshot, unwritable } from "./snapshotFile.js";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -18,7 +19,7 @@ export const EXIT_USAGE = 2;
 
 const NAME = "flowc-run";
 
-const HELP = `usage: flowc-run [-h] [--context JSON] [--events FILE] [--keep-going] [--now TIME] FLOW
+const HELP = `usage: flowc-run [-h] [--context JSON] [--events FILE] [--keep-going] [--now TIME] [--snapshot FILE] FLOW
 
 Start an instance of FLOW (a compiled .json, from \`flowc compile\`) and drive it. Each
 outcome is printed as a JSON line. Exit status: 0 when every operation was accepted, 1 on a
@@ -30,6 +31,7 @@ options:
   --keep-going    go on after a rejection (the exit status is still 1)
   --now TIME      run on a simulated clock starting at TIME (ISO 8601 or epoch seconds);
                   \`advance\` then moves it
+  --snapshot FILE resume from FILE if it exists; save the instance to FILE at the end
 
 one JSON object a line (blank lines and lines starting with # are skipped):
   {"event": "submit", "payload": {...}, "reason": "...", "key": "..."}
@@ -55,6 +57,7 @@ interface Options {
   events: string | undefined;
   keepGoing: boolean;
   now: string | undefined;
+  snapshot: string | undefined;
 }
 
 function options(argv: string[]): Options | "help" {
@@ -67,6 +70,7 @@ function options(argv: string[]): Options | "help" {
         context: { type: "string" },
         events: { type: "string" },
         "keep-going": { type: "boolean" },
+        snapshot: { type: "string" },
         now: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -85,6 +89,7 @@ function options(argv: string[]): Options | "help" {
     events: values.events,
     keepGoing: values["keep-going"] === true,
     now: values.now,
+    snapshot: values.snapshot,
   };
 }
 
@@ -116,15 +121,38 @@ function run(opts: Options, io: Output, stdin: () => Buffer | undefined): number
   const clock = opts.now === undefined ? undefined : fakeClock(opts.now);
   const machine = load(opts.flow);
   const lines = opts.events === undefined || opts.events === "-" ? stdinLines(stdin) : readEvents(opts.events);
-  const context = parseContext(opts.context);
-  const started = machine.start({ context, ...(clock === undefined ? {} : { clock: clock.now }) });
-  if (!(started instanceof Instance)) {
-    emit(io, started.toJSON());
-    return EXIT_FAILURE;
+  const snapshot = opts.snapshot;
+  const problem = snapshot === undefined ? null : unwritable(snapshot);
+  if (problem !== null) throw new Usage(problem);
+  const on = clock === undefined ? {} : { clock: clock.now };
+  let instance: Instance;
+  if (snapshot !== undefined && resumable(snapshot)) {
+    if (opts.context !== undefined && opts.context !== "") throw new Usage("--context starts a new instance; the snapshot already has one");
+    try {
+      instance = machine.restore(readSnapshot(snapshot), on);
+    } catch (error) {
+      throw new Failure(`cannot resume from ${snapshot}: ${why(error)}`);
+    }
+  } else {
+    const started = machine.start({ context: parseContext(opts.context), ...on });
+    if (!(started instanceof Instance)) {
+      emit(io, started.toJSON());
+      return EXIT_FAILURE;
+    }
+    instance = started;
+    emit(io, { ok: true, kind: "start", to: instance.state, seq: 0 });
   }
-  const instance = started;
-  emit(io, { ok: true, kind: "start", to: instance.state, seq: 0 });
-  return runLines(instance, clock, lines, io, opts.keepGoing);
+  let code = EXIT_FAILURE;
+  try {
+    code = runLines(instance, clock, lines, io, opts.keepGoing);
+  } finally {
+    const failed = snapshot === undefined ? null : saveSnapshot(snapshot, instance.snapshot());
+    if (failed !== null) {
+      io.err(`${NAME}: ${failed}`);
+      code = EXIT_FAILURE;
+    }
+  }
+  return code;
 }
 
 function isFile(path: string): boolean {

@@ -83,7 +83,8 @@ describe("flowc-run", () => {
     [[RFP, "--context", "{bad"], "--context is not JSON: "],
     [[RFP, "--now", "someday"], "--now: not a time: 'someday'"],
     [[RFP, "--events", "NO_SUCH.jsonl"], "no such events file: NO_SUCH.jsonl"],
-    [[RFP, "--snapshot", "x.json"], "Unknown option '--snapshot'"],
+    [[RFP, "--store", "memory:"], "Unknown option '--store'"],
+    [[RFP, "--snapshot", "."], "--snapshot . is a directory"],
     [[], "the following arguments are required: FLOW"],
     [["flows/x.flow"], "no such file: flows/x.flow"],
   ])("exits 2 on a usage error: %j", (argv, message) => {
@@ -135,5 +136,27 @@ describe("flowc-run", () => {
     const out: string[] = [];
     expect(main(["--help"], { out: (l) => out.push(l), err: () => undefined }, () => undefined)).toBe(EXIT_OK);
     expect(out[0]).toMatch(/^usage: flowc-run/);
+  });
+});
+
+describe("flowc-run --snapshot", () => {
+  it("saves the instance at the end and resumes from it", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "flowc-run-")), "deep", "s.json");
+    const first = run([RFP, "--context", '{"project": "p"}', "--snapshot", file, "--events", events('{"goto": "ANALYZING"}'), ...NOW]);
+    expect(first.code).toBe(EXIT_OK);
+    const second = run([RFP, "--snapshot", file, "--events", events('{"goto": "QNA_GENERATION"}'), ...NOW]);
+    expect(second.code).toBe(EXIT_OK);
+    expect(second.out).toEqual([expect.objectContaining({ from: "ANALYZING", to: "QNA_GENERATION", seq: 2 })]);
+    const again = run([RFP, "--context", '{"project": "p"}', "--snapshot", file]);
+    expect(again.code).toBe(EXIT_USAGE);
+    expect(again.err).toEqual(["flowc-run: --context starts a new instance; the snapshot already has one"]);
+  });
+
+  it("refuses a file that is not a snapshot of the flow, with exit 1", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "flowc-run-")), "s.json");
+    writeFileSync(file, "[1]");
+    const r = run([RFP, "--snapshot", file]);
+    expect(r.code).toBe(EXIT_FAILURE);
+    expect(r.err).toEqual([`flowc-run: cannot resume from ${file}: a snapshot is a JSON object`]);
   });
 });

@@ -6,6 +6,7 @@ first), and the same refusals of bad options and bad lines."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -213,3 +214,75 @@ def test_lines_split_and_strip_as_python_does(
     (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = on_rfp(text, ["--keep-going"])
     assert (ts_code, ts_lines) == (py_code, py_lines)
     assert bool(py_err) == bool(ts_err)
+
+
+def halves(stem: str) -> tuple[str, str]:
+    """The events file of `stem`, cut in two."""
+    lines = (EVENTS / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    middle = len(lines) // 2
+    return "".join(lines[:middle]), "".join(lines[middle:])
+
+
+@pytest.mark.parametrize("stem", ["rfp_workspace", "pr_review", "elevator"])
+@pytest.mark.parametrize("first", ["python", "typescript"])
+def test_a_snapshot_saved_by_one_command_resumes_in_the_other(
+    stem: str,
+    first: str,
+    compiled: dict[str, Path],
+    cli: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """Half the operations in one runtime, the rest in the other, through --snapshot: the same
+    lines and the same snapshot at the end as when `flowc run` does both halves."""
+    head, tail = halves(stem)
+    for name, text in (("head", head), ("tail", tail)):
+        (tmp_path / f"{name}.jsonl").write_text(text, encoding="utf-8")
+    base = [str(compiled[stem]), "--now", NOW, "--keep-going"]
+
+    def args(snapshot: Path, part: str, *more: str) -> list[str]:
+        return [*base, "--snapshot", str(snapshot), "--events", str(tmp_path / part), *more]
+
+    context = ["--context", json.dumps(CONTEXTS.get(stem, {}))]
+    alone, mixed = tmp_path / "alone.json", tmp_path / "mixed.json"
+    python_run(args(alone, "head.jsonl", *context), capsys)
+    expected = python_run(args(alone, "tail.jsonl"), capsys)
+    if first == "python":
+        python_run(args(mixed, "head.jsonl", *context), capsys)
+        got = ts_run(cli, args(mixed, "tail.jsonl"))
+    else:
+        ts_run(cli, args(mixed, "head.jsonl", *context))
+        got = python_run(args(mixed, "tail.jsonl"), capsys)
+    assert got[:2] == expected[:2]
+    assert expected[1], "the second half prints lines"
+    snapshot = json.loads(mixed.read_text(encoding="utf-8"))
+    assert snapshot == json.loads(alone.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("dir", "--snapshot {path} is a directory"),
+        ("not json", "cannot resume from {path}: "),
+        ("list", "cannot resume from {path}: a snapshot is a JSON object"),
+    ],
+)
+def test_a_snapshot_file_refused_as_flowc_run_refuses_it(
+    setup: str,
+    message: str,
+    compiled: dict[str, Path],
+    cli: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.json"
+    if setup == "dir":
+        path.mkdir()
+    else:
+        path.write_text("{nope" if setup == "not json" else "[1]", encoding="utf-8")
+    args = [str(compiled["rfp_workspace"]), "--snapshot", str(path), "--events", os.devnull]
+    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    assert (ts_code, ts_lines) == (py_code, py_lines)
+    expected = message.format(path=path)
+    assert py_err.startswith(f"flowc run: {expected}")
+    assert ts_err.startswith(f"flowc-run: {expected}")
