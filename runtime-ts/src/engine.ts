@@ -39,8 +39,6 @@ export interface Exec {
   /** a raised event's payload, normalised; throws an ExprFault when it does not fit */
   raisedPayload(name: string, given: unknown): unknown;
   readonly maxMicrosteps: number;
-  /** a flat flow: routing through a choice state twice in one step is a `routing_loop` */
-  readonly flat: boolean;
   /** the flow has eventless rules or choice states */
   readonly eventless: boolean;
 }
@@ -69,7 +67,7 @@ export class Refusal extends Error {
   }
 }
 
-/** A flat flow's routing entered a choice state twice within one step. */
+/** A step entered a choice state twice (Python's `RoutingLoop`). */
 export class RoutingLoop extends Error {
   override name = "RoutingLoop";
   constructor(
@@ -140,7 +138,7 @@ export class Macrostep implements StepScope {
   /** Run to completion: eventless rules, then internal events, each a microstep. */
   settle(): void {
     while (!this.final) {
-      const ts = this.exec.eventless ? this.select((leaf) => this.routesOf(leaf), this.p) : [];
+      const ts = this.exec.eventless ? this.select((leaf) => leaf.eventless(), this.p) : [];
       if (ts.length > 0) {
         this.microstep(this.resolve(ts), this.p);
         continue;
@@ -155,17 +153,6 @@ export class Macrostep implements StepScope {
       for (const t of chosen) if (t.target === null) throw new Refusal(t, p);
       if (chosen.length > 0) this.microstep(this.resolve(chosen), p);
     }
-  }
-
-  private routesOf(leaf: StateNode): readonly Rule[] {
-    const rules = leaf.eventless();
-    if (this.exec.flat && leaf.choice && rules.length > 0) {
-      if (this.routed.includes(leaf)) {
-        throw new RoutingLoop([...this.routed.map((s) => s.name), leaf.name], leaf.name);
-      }
-      this.routed.push(leaf);
-    }
-    return rules;
   }
 
   /** SCXML's removeConflictingTransitions. */
@@ -224,7 +211,7 @@ export class Macrostep implements StepScope {
     }
     for (const t of ts) {
       this.taken = t;
-      if (t.actions.length > 0) this.run({ phase: "actions", state: t.source }, t.actions, p, t, this.routeScope(t));
+      if (t.actions.length > 0) this.run({ phase: "actions", state: t.source }, t.actions, p, t);
     }
     this.step = null;
     const entries = new Set<StateNode>();
@@ -252,6 +239,11 @@ export class Macrostep implements StepScope {
    * default's actions, and completion when final. */
   private enter(entries: Set<StateNode>, p: unknown): void {
     for (const s of [...entries].sort(byOrder)) {
+      if (s.choice) {
+        // entering a choice state twice within one step is a loop (`routing_loop`)
+        if (this.routed.includes(s)) throw new RoutingLoop([...this.routed.map((x) => x.name), s.name], s.name);
+        this.routed.push(s);
+      }
       this.config.add(s);
       this.entered.add(s);
       if (s.def.entry.length > 0) this.run({ phase: "entry", state: s }, s.def.entry, p, null);
@@ -270,16 +262,9 @@ export class Macrostep implements StepScope {
     this.step = null;
   }
 
-  private run(step: Step, block: Actions, p: unknown, rule: Rule | null, scope: StepScope = this): void {
+  private run(step: Step, block: Actions, p: unknown, rule: Rule | null): void {
     this.step = step;
-    this.exec.run(block, this.c, p, step.state, scope, rule);
-  }
-
-  /** In a flat flow a choice state's route runs its actions in the choice state (Python's
-   * flat routing: `active(C)` holds there); everywhere else the state left is left. */
-  private routeScope(t: Rule): StepScope {
-    if (!this.exec.flat || !t.source.choice) return this;
-    return { config: new Set([t.source]), event: this.event, outputs: this.outputs };
+    this.exec.run(block, this.c, p, step.state, this, rule);
   }
 
   /** The start: enter `initial` with its default descendants (a microstep). */

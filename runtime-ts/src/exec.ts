@@ -12,7 +12,7 @@ import { describeFault, evaluate, ExprFault, LimitExceeded, newEnv, runActions, 
 import { type Limits, textProblem } from "./limits.js";
 import { type Field, type Type, TypeSystem, fieldsType, targetTypeOf } from "./types.js";
 import { checkPayload, initialContext, Invalid, InvalidWithFeedback, report } from "./validate.js";
-import { fromPlain, hasKey, toPlain, type Dict } from "./values.js";
+import { fromPlain, hasKey, toPlain, truthy as pyTruthy, type Dict } from "./values.js";
 import { renderSource, TemplateEvent, TemplateTime } from "./template.js";
 import { SnapshotError } from "./snapshot.js";
 
@@ -64,7 +64,7 @@ function pythonType(v: unknown): string {
   return typeof v === "object" ? "dict" : typeof v;
 }
 
-export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean; limits: Limits }): Semantics {
+export function makeExec(m: Machine, flags: { eventless: boolean; limits: Limits }): Semantics {
   const limits = flags.limits;
   const types = TypeSystem.of(m.flow, limits);
   const contextFields: Field[] = types.fields(m.flow.context, "context");
@@ -82,7 +82,6 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
   const scopeOf = (c: Ctx, p: unknown, state: StateNode): { c: Ctx; e: unknown; s: ReturnType<StateNode["view"]> } => ({ c, e: p, s: state.view() });
   const exec: Exec = {
     maxMicrosteps: limits.maxMicrosteps,
-    flat: flags.flat,
     eventless: flags.eventless,
     value: (node, c, p, state, scope) => evaluate(node, scopeOf(c, p, state), envOf(scope, limits, targetType, effects)),
     run: (block, c, p, state, scope) => {
@@ -138,7 +137,8 @@ export function makeExec(m: Machine, flags: { flat: boolean; eventless: boolean;
     },
     checkPayload(st, ev, payload, ctx) {
       try {
-        return { ok: true, value: checkPayload(typeOf(ev), payload ?? {}, { event: ev.name, limits }) };
+        // (Python's `if payload:`: an empty list or text counts as no payload)
+        return { ok: true, value: checkPayload(typeOf(ev), pyTruthy(payload) ? payload : {}, { event: ev.name, limits }) };
       } catch (e) {
         if (e instanceof InvalidWithFeedback) {
           return { ok: false, rejection: make("invalid_payload", "invalid_payload", null, null, st, ev.name, null, ctx, e.feedback) };

@@ -8,7 +8,7 @@ import type { Machine } from "./machine.js";
 import type { Outcome, Rejection } from "./outcome.js";
 import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
-import { arm, dueOrder, type Timer } from "./timers.js";
+import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type StateNode } from "./tree.js";
 import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
@@ -82,8 +82,8 @@ export class Instance {
     try {
       timers = arm(config.flatMap((s) => s.timers), now, m.exec, ctx, run);
     } catch (exc) {
-      const where = m.chart ? "the delay of a timer" : `the delay of a timer of ${state.name}`;
-      return sem.fault(exc, where, m.initial, null, null, ctx);
+      if (!(exc instanceof DelayFault)) throw exc;
+      return sem.fault(exc.fault, exc.where, m.initial, null, null, ctx);
     }
     const leaves = state.atomic ? null : ([[], config.filter((s) => s.atomic).map((s) => s.name)] as const);
     self.id = opts.id ?? null;
@@ -227,11 +227,14 @@ export class Instance {
 
   // ---- steps ------------------------------------------------------------------------------
   send(event: string, payload: Record<string, unknown> | null = null, opts: StepOptions = {}): Outcome {
-    return guarded(this, event, () => this.early(opts, event) ?? sendEvent(this, event, payload, opts));
+    // (a JavaScript caller may pass anything: a name that is not a string is said as one)
+    const name = typeof event === "string" ? event : String(event);
+    return guarded(this, name, () => this.early(opts, name) ?? sendEvent(this, name, payload, opts));
   }
 
   goto(target: string, opts: StepOptions = {}): Outcome {
-    return guarded(this, null, () => this.early(opts, null) ?? gotoStep(this, target, opts));
+    const name = typeof target === "string" ? target : String(target);
+    return guarded(this, null, () => this.early(opts, null) ?? gotoStep(this, name, opts));
   }
 
   back(opts: StepOptions = {}): Outcome {

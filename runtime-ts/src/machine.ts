@@ -71,7 +71,7 @@ export class Machine {
     this.chart = chart;
     wireRules(tree, flow.transitions);
     const eventless = [...this.states.values()].some((s) => s.choice || s.always.length > 0);
-    this.semantics = makeExec(this, { flat: !chart, eventless, limits: opts.limits ?? DEFAULT_LIMITS });
+    this.semantics = makeExec(this, { eventless, limits: opts.limits ?? DEFAULT_LIMITS });
     if (opts.clock !== undefined) this.clock = opts.clock;
     this.checkInvariants = opts.checkInvariants === true;
     const sem = this.semantics;

@@ -5,7 +5,7 @@ import type { Entry } from "./history.js";
 import { StepResult } from "./history.js";
 import type { Instance } from "./instance.js";
 import type { Rejection } from "./outcome.js";
-import { arm, dueOrder, type Timer } from "./timers.js";
+import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
 
 export interface Trigger {
@@ -40,7 +40,7 @@ export function stepRefused(inst: Instance, run: Macrostep, exc: unknown, st: St
   const ctx = inst.ctxRef();
   if (exc instanceof Refusal) return sem.refused(exc.rule, exc.payload, st, trig.event, ctx, run);
   if (exc instanceof RoutingLoop) {
-    return sem.rejection("routing_loop", st, trig.event, trig.p, run.c, { path: exc.path, node: exc.node });
+    return sem.rejection("routing_loop", st, trig.event, trig.p, ctx, { path: exc.path, node: exc.node });
   }
   return sem.fault(exc, faultWords(run, exc, fallback), st, trig.event, trig.p, ctx);
 }
@@ -85,8 +85,8 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
   try {
     kept.push(...arm(rules, now, m.exec, c, run));
   } catch (exc) {
-    const where = m.chart ? "the delay of a timer" : `the delay of a timer of ${dest.name}`;
-    return m.semantics.fault(exc, where, st, trig.event, trig.p, inst.ctxRef());
+    if (!(exc instanceof DelayFault)) throw exc;
+    return m.semantics.fault(exc.fault, exc.where, st, trig.event, trig.p, inst.ctxRef());
   }
   const seq = inst.seq + 1;
   const before = inst.leafNames();

@@ -2,7 +2,7 @@
 // innermost state first, then document order (as an event's rules are tried).
 import type { Ctx, Exec, StepScope } from "./engine.js";
 import { ExprFault } from "./expr.js";
-import type { Rule } from "./tree.js";
+import type { Rule, StateNode } from "./tree.js";
 
 export type Timer = readonly [number, Rule];
 
@@ -46,12 +46,33 @@ export function delayOf(t: Rule, exec: Exec, c: Ctx, scope: StepScope): number {
   return Math.max(ms, 1);
 }
 
-/** Arm `rules` at `now` (constant delays, or computed ones evaluated against `c`). */
+/** A computed delay that faulted, and the state of its timer (the refusal names it). */
+export class DelayFault extends Error {
+  override name = "DelayFault";
+  constructor(
+    readonly fault: unknown,
+    readonly state: StateNode,
+  ) {
+    super("a timer's delay faulted");
+  }
+
+  /** where the step faulted, in the Python runtime's words */
+  get where(): string {
+    return `the delay of a timer of ${this.state.name}`;
+  }
+}
+
+/** Arm `rules` at `now` (constant delays, or computed ones evaluated against `c`); throws a
+ * `DelayFault`. */
 export function arm(rules: readonly Rule[], now: number, exec: Exec, c: Ctx, scope: StepScope): Timer[] {
   const out: Timer[] = [];
   for (const t of rules) {
     if (t.afterMs === null && t.def.after_expr === null) continue;
-    out.push([now + delayOf(t, exec, c, scope), t]);
+    try {
+      out.push([now + delayOf(t, exec, c, scope), t]);
+    } catch (exc) {
+      throw new DelayFault(exc, t.source);
+    }
   }
   return out;
 }

@@ -153,3 +153,13 @@ describe("JSON out", () => {
     expect(typeof (snap.context as Record<string, unknown>).level).toBe("number");
   });
 });
+
+describe("what a JavaScript caller may pass", () => {
+  it("an event or target that is not a string is named as one", () => {
+    const inst = started("compound_to_child", new FakeClock());
+    expect(inst.send(42 as unknown as string).toJSON()).toMatchObject({ error: "unknown_event", event: "42" });
+    expect(inst.goto(7 as unknown as string).toJSON()).toMatchObject({ error: "unknown_state", to: "7" });
+    expect(inst.send("go", [1] as unknown as Record<string, unknown>).toJSON()).toMatchObject({ error: "invalid_payload" });
+    expect(inst.send("go", [] as unknown as Record<string, unknown>).toJSON()).toMatchObject({ ok: true, to: "c2" });
+  });
+});

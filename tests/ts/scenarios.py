@@ -172,6 +172,10 @@ choice state Again { else -> Done }
 final state Done
 """
 
+LOOP_CHART = (
+    LOOP.replace("flow loop", "flow loop_chart") + "state Box { initial state Inside { } }\n"
+)
+
 STORM = """
 flow storm
 context { n: int = 0 }
@@ -361,6 +365,7 @@ CASES = [
     ),
     Case("history_default", DEEP, [send("go"), send("pause"), send("resume")], patch=None),
     Case("routing_loop", LOOP, [send("go"), send("go")], patch=_loop_back),
+    Case("routing_loop_chart", LOOP_CHART, [send("go")], patch=_loop_back),
     Case("microstep_bound", STORM, [send("poke"), send("poke")]),
     Case(
         "invariants",
