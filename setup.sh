@@ -2,6 +2,8 @@
 # Set up flowc on a fresh Debian/Ubuntu machine, then check every seed flow.
 #   - Debian packages: graphviz (the `dot` renderer), python3-venv and postgresql, when missing
 #   - a virtual environment in .venv with flowc (editable) and its development tools
+#   - Node.js and npm (Debian's nodejs, npm) when missing, and the TypeScript runtime's pinned
+#     development tools (`npm ci` in runtime-ts/)
 #   - `flowc check --strict flows/` as a first real run
 # Safe to run again: every step skips what is already there.
 set -euo pipefail
@@ -43,6 +45,9 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then missing+=(postgre
 # A headless browser and its driver, for the inspector's browser test (tests/inspector).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+# Node.js and npm for the TypeScript runtime (runtime-ts/): Debian's are recent enough (18+).
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 if [ ! -x .venv/bin/python ]; then
@@ -53,6 +58,9 @@ quietly "pip install --upgrade pip setuptools wheel" \
   .venv/bin/python -m pip install --upgrade pip setuptools wheel
 echo "setup: installing flowc (editable) and its development tools"
 quietly "pip install -e .[dev]" .venv/bin/python -m pip install -e ".[dev]"
+
+echo "setup: installing the TypeScript runtime's development tools (npm ci in runtime-ts)"
+quietly "npm ci" npm --prefix runtime-ts ci --no-audit --no-fund
 
 echo "setup: flowc $(.venv/bin/flowc --version | cut -d' ' -f2) installed; checking the seed flows"
 .venv/bin/flowc check --strict flows/

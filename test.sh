@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The whole test suite: style (ruff), types (mypy) and pytest (with a throwaway PostgreSQL
-# server, .ci/postgres). Run ./setup.sh once first.
+# The whole test suite: style (ruff), types (mypy), pytest (with a throwaway PostgreSQL
+# server, .ci/postgres) and the TypeScript runtime's checks (`npm run check` in runtime-ts:
+# tsc, eslint, vitest). Run ./setup.sh once first.
 # Extra arguments go to pytest, e.g. ./test.sh -k lint -x
 # pytest runs on one worker per core (pytest-xdist; FLOWC_TEST_WORKERS=N for N workers), unless
-# the arguments choose for themselves (-n N, -p no:xdist, --pdb). mypy runs meanwhile, as the
-# tests wait on processes and sockets, and its report follows pytest's.
+# the arguments choose for themselves (-n N, -p no:xdist, --pdb). mypy and the TypeScript checks
+# run meanwhile, as the tests wait on processes and sockets, and their reports follow pytest's.
+# With arguments (a chosen part of pytest) the TypeScript checks are left out.
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ ! -x .venv/bin/python ]; then
   echo "test: no .venv here; run ./setup.sh first" >&2
+  exit 2
+fi
+ts_check=$([ $# -eq 0 ] && echo yes || echo no)
+if [ "$ts_check" = yes ] && [ ! -x runtime-ts/node_modules/.bin/tsc ]; then
+  echo "test: no runtime-ts/node_modules; run ./setup.sh first" >&2
   exit 2
 fi
 echo "== ruff"
@@ -18,16 +25,23 @@ echo "== ruff"
 pg_dir=""
 mypy_pid=""
 mypy_log=$(mktemp)
+ts_pid=""
+ts_log=$(mktemp)
 cleanup() {
   if [ -n "$mypy_pid" ]; then kill -- "-$mypy_pid" 2>/dev/null || kill "$mypy_pid" 2>/dev/null || true; fi
+  if [ -n "$ts_pid" ]; then kill -- "-$ts_pid" 2>/dev/null || kill "$ts_pid" 2>/dev/null || true; fi
   if [ -n "$pg_dir" ]; then .ci/postgres stop "$pg_dir"; fi
-  rm -f "$mypy_log"
+  rm -f "$mypy_log" "$ts_log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 # In a process group of its own (setsid), so that an interrupted run stops mypy too.
 setsid .ci/typecheck >"$mypy_log" 2>&1 &
 mypy_pid=$!
+if [ "$ts_check" = yes ]; then
+  setsid npm --prefix runtime-ts run --silent check >"$ts_log" 2>&1 &
+  ts_pid=$!
+fi
 
 echo "== pytest"
 # A throwaway PostgreSQL server for the store tests, stopped on any exit. A URL already set in
@@ -58,5 +72,13 @@ mypy_status=0
 wait "$mypy_pid" || mypy_status=$?
 mypy_pid=""
 cat "$mypy_log"
+ts_status=0
+if [ -n "$ts_pid" ]; then
+  echo "== runtime-ts (tsc, eslint, vitest)"
+  wait "$ts_pid" || ts_status=$?
+  ts_pid=""
+  cat "$ts_log"
+fi
 if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
-exit "$mypy_status"
+if [ "$mypy_status" -ne 0 ]; then exit "$mypy_status"; fi
+exit "$ts_status"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
 from typing import Any, NoReturn, TypeVar
@@ -339,6 +339,18 @@ def _classify(token: str) -> str:
     _give_up()  # a character no token starts with (E002)
 
 
+@dataclass
+class _StateBody:
+    """The items of a state's body, by kind, in order."""
+
+    metas: list[ast.MetaDecl] = field(default_factory=list)
+    blocks: list[ast.ActionBlock] = field(default_factory=list)
+    rules: list[ast.Rule] = field(default_factory=list)
+    unhandled: list[ast.UnhandledDecl] = field(default_factory=list)
+    children: list[ast.StateDecl | ast.HistoryDecl] = field(default_factory=list)
+    initial_rules: list[ast.InitialRule] = field(default_factory=list)
+
+
 class _Parser:
     """Recursive descent over the token lists; each method parses one grammar rule from
     `self.i` and leaves `self.i` after it."""
@@ -507,14 +519,7 @@ class _Parser:
         start = self.expect("enum")
         name = self.name()
         self.expect("{")
-        members: list[ast.Ident] = []
-        if self.kinds[self.i] != "}":
-            members.append(self.name())
-            while self.kinds[self.i] == ",":
-                self.i += 1
-                if self.kinds[self.i] == "}":
-                    break
-                members.append(self.name())
+        members = self.separated(self.name, "}")
         self.expect("}")
         last = members[-1].span if members else name.span
         return ast.EnumDecl(name, tuple(members), self.from_token(start, last))
@@ -724,37 +729,42 @@ class _Parser:
             duration = self.duration()
             return ast.Advance(duration, self.from_token(start, duration.span))
         if kind == "expect":
-            after = self.kinds[self.i]
-            following = self.kinds[self.i + 1]
-            if after == "state" and following != ".":
-                self.i += 1
-                state = self.dotted_name()
-                return ast.ExpectState(state, self.from_token(start, state.span))
-            if after == "reject" and following == "NAME":
-                code = self.i + 1
-                self.i += 2
-                ident = ast.Ident(self.texts[code], self.token_span(code))
-                return ast.ExpectReject(ident, self.from_token(start, ident.span))
-            if after == "journal" and following == "NAME":
-                journal = self.i + 1
-                self.i += 2
-                ident = ast.Ident(self.texts[journal], self.token_span(journal))
-                text = self.text()
-                return ast.ExpectJournal(ident, text, self.from_token(start, text.span))
-            if after == "effect" and following == "NAME":
-                return self.expect_effect(start)
-            if after == "no" and following == "effect":
-                self.i += 2
-                end = self.token_span(self.i - 1)
-                name = None
-                if self.kinds[self.i] == "NAME":
-                    name = ast.Ident(self.texts[self.i], self.token_span(self.i))
-                    end = name.span
-                    self.i += 1
-                return ast.ExpectNoEffect(name, self.from_token(start, end))
-            expr = self.expr()
-            return ast.ExpectValue(expr, self.from_token(start, expr.span))
+            return self.expect_step(start)
         _give_up()
+
+    def expect_step(self, start: int) -> ast.TestStep:
+        """`expect state S`, `expect reject CODE`, `expect journal NAME "text"`, `expect
+        effect ...`, `expect no effect [NAME]` or `expect EXPR`, after the `expect` at `start`."""
+        after = self.kinds[self.i]
+        following = self.kinds[self.i + 1]
+        if after == "state" and following != ".":
+            self.i += 1
+            state = self.dotted_name()
+            return ast.ExpectState(state, self.from_token(start, state.span))
+        if after == "reject" and following == "NAME":
+            code = self.i + 1
+            self.i += 2
+            ident = ast.Ident(self.texts[code], self.token_span(code))
+            return ast.ExpectReject(ident, self.from_token(start, ident.span))
+        if after == "journal" and following == "NAME":
+            journal = self.i + 1
+            self.i += 2
+            ident = ast.Ident(self.texts[journal], self.token_span(journal))
+            text = self.text()
+            return ast.ExpectJournal(ident, text, self.from_token(start, text.span))
+        if after == "effect" and following == "NAME":
+            return self.expect_effect(start)
+        if after == "no" and following == "effect":
+            self.i += 2
+            end = self.token_span(self.i - 1)
+            name = None
+            if self.kinds[self.i] == "NAME":
+                name = ast.Ident(self.texts[self.i], self.token_span(self.i))
+                end = name.span
+                self.i += 1
+            return ast.ExpectNoEffect(name, self.from_token(start, end))
+        expr = self.expr()
+        return ast.ExpectValue(expr, self.from_token(start, expr.span))
 
     def expect_effect(self, start: int) -> ast.ExpectEffect:
         """`expect effect NAME [(field: expr, ...)]`, after the `expect` at `start`."""
@@ -853,81 +863,83 @@ class _Parser:
         # reports one on a state that completes nothing).
         done_data = self.with_data()
         last = done_data.span if done_data is not None else (title or name).span
-        metas: list[ast.MetaDecl] = []
-        blocks: list[ast.ActionBlock] = []
-        rules: list[ast.Rule] = []
-        unhandled: list[ast.UnhandledDecl] = []
-        children: list[ast.StateDecl | ast.HistoryDecl] = []
-        initial_rules: list[ast.InitialRule] = []
+        body = _StateBody()
         if kinds[self.i] == "{":
             self.i += 1
             self.enter()
-            item: Any = None
-            while True:
-                kind = kinds[self.i]
-                if kind == "on":
-                    item = self.on_rule()
-                    rules.append(item)
-                elif kind == "meta":
-                    item = self.meta_decl()
-                    metas.append(item)
-                elif kind == "}":
-                    self.i += 1
-                    break
-                elif kind == "->" or kind == "if":
-                    item = self.direct_rule()
-                    rules.append(item)
-                elif kind == "entry" or kind == "exit":
-                    item = self.action_block()
-                    blocks.append(item)
-                elif kind == "after":
-                    item = self.after_rule()
-                    rules.append(item)
-                elif kind == "else":
-                    else_start = self.i
-                    self.i += 1
-                    item = self.rule_outcome("else", else_start, None, None, (), None)
-                    rules.append(item)
-                elif kind == "unhandled":
-                    item = self.unhandled_decl()
-                    unhandled.append(item)
-                elif kind == "initial" and kinds[self.i + 1] == "->":
-                    item = self.initial_rule()
-                    initial_rules.append(item)
-                elif kind in _STATE_START:
-                    item = self.state_decl()
-                    children.append(item)
-                elif kind == "history":
-                    item = self.history_in_state()
-                    children.append(item)
-                elif kind == "always":
-                    always = self.i
-                    self.i += 1
-                    guard = None
-                    if kinds[self.i] == "if":
-                        self.i += 1
-                        guard = self.expr()
-                    if kinds[self.i] != "->":
-                        _give_up()
-                    item = self.rule_outcome("always", always, None, guard, (), None)
-                    rules.append(item)
-                else:
-                    _give_up()
-                last = item.span
+            while kinds[self.i] != "}":
+                last = self.state_item(body)
+            self.i += 1
             self.depth -= 1
         return ast.StateDecl(
             name,
             title,
             tuple(modifiers),
-            tuple(metas),
-            tuple(blocks),
-            tuple(rules),
+            tuple(body.metas),
+            tuple(body.blocks),
+            tuple(body.rules),
             self.from_token(start, last),
-            tuple(unhandled),
-            tuple(children),
-            tuple(initial_rules),
+            tuple(body.unhandled),
+            tuple(body.children),
+            tuple(body.initial_rules),
             done_data,
         )
+
+    def state_item(self, body: _StateBody) -> Span:
+        """One item of a state's body, kept in `body`; its span."""
+        kind = self.kinds[self.i]
+        rule = self.state_rule(kind)
+        if rule is not None:
+            body.rules.append(rule)
+            return rule.span
+        if kind == "meta":
+            body.metas.append(self.meta_decl())
+            return body.metas[-1].span
+        if kind == "entry" or kind == "exit":
+            body.blocks.append(self.action_block())
+            return body.blocks[-1].span
+        if kind == "unhandled":
+            body.unhandled.append(self.unhandled_decl())
+            return body.unhandled[-1].span
+        if kind == "initial" and self.kinds[self.i + 1] == "->":
+            body.initial_rules.append(self.initial_rule())
+            return body.initial_rules[-1].span
+        if kind in _STATE_START:
+            body.children.append(self.state_decl())
+        elif kind == "history":
+            body.children.append(self.history_in_state())
+        else:
+            _give_up()
+        return body.children[-1].span
+
+    def state_rule(self, kind: str) -> ast.Rule | None:
+        """The rule a state's body item starting with `kind` is, or None if it is no rule."""
+        if kind == "on":
+            return self.on_rule()
+        if kind == "->" or kind == "if":
+            return self.direct_rule()
+        if kind == "after":
+            return self.after_rule()
+        if kind == "else":
+            else_start = self.i
+            self.i += 1
+            return self.rule_outcome("else", else_start, None, None, (), None)
+        if kind != "always":
+            return None
+        always = self.i
+        self.i += 1
+        guard = self.guard_before_arrow()
+        return self.rule_outcome("always", always, None, guard, (), None)
+
+    def guard_before_arrow(self) -> ast.Expr | None:
+        """An optional `if GUARD`, which must be followed by `->` (left for the caller)."""
+        guard = None
+        if self.kinds[self.i] == "if":
+            self.i += 1
+            guard = self.expr()
+        if self.kinds[self.i] != "->":
+            _give_up()
+        return guard
 
     def initial_rule(self) -> ast.InitialRule:
         """`initial -> TARGET ("," TARGET)* [do ACTIONS]` in a state body."""
@@ -1011,12 +1023,7 @@ class _Parser:
             self.i = unit + 1
             ident = ast.Ident(self.texts[unit], self.token_span(unit))
             delay = ast.ComputedDelay(amount, ident, unit_ms, _join(amount.span, ident.span))
-        guard = None
-        if self.kinds[self.i] == "if":
-            self.i += 1
-            guard = self.expr()
-        if self.kinds[self.i] != "->":
-            _give_up()
+        guard = self.guard_before_arrow()
         return self.rule_outcome("after", start, None, guard, (), after, delay)
 
     def rule_outcome(
@@ -1283,19 +1290,7 @@ class _Parser:
         if kind == "{":
             return self.json_object()
         if kind == "[":
-            self.i = i + 1
-            self.enter()
-            items: list[Any] = []
-            if self.kinds[self.i] != "]":
-                items.append(self.json_value())
-                while self.kinds[self.i] == ",":
-                    self.i += 1
-                    if self.kinds[self.i] == "]":
-                        break
-                    items.append(self.json_value())
-            self.expect("]")
-            self.depth -= 1
-            return items
+            return self.json_list()
         if kind == "INT" or kind == "FLOAT" or kind == "-":
             return self.signed_number()
         if kind == "true":
@@ -1308,6 +1303,28 @@ class _Parser:
             self.i = i + 1
             return None
         _give_up()
+
+    def json_list(self) -> list[Any]:
+        """`[value, ...]` in a `meta` block (a trailing comma allowed)."""
+        self.i += 1
+        self.enter()
+        items = self.separated(self.json_value, "]")
+        self.expect("]")
+        self.depth -= 1
+        return items
+
+    def separated(self, item: Callable[[], T], close: str) -> list[T]:
+        """Items separated by commas up to the token `close` (left for the caller; a trailing
+        comma allowed)."""
+        items: list[T] = []
+        if self.kinds[self.i] != close:
+            items.append(item())
+            while self.kinds[self.i] == ",":
+                self.i += 1
+                if self.kinds[self.i] == close:
+                    break
+                items.append(item())
+        return items
 
     def enter(self) -> None:
         self.depth += 1
@@ -1402,61 +1419,17 @@ class _Parser:
 
     def atom(self) -> ast.Expr:
         i = self.i
-        kinds = self.kinds
-        kind = kinds[i]
+        kind = self.kinds[i]
         if kind == "NAME" or kind in _SOFT:
-            line = self.lines[i]
-            col = self.cols[i]
-            text = self.texts[i]
-            span = _new_tuple(Span, (line, col, line, col + len(text)))
-            if kinds[i + 1] == "(":
-                self.i = i + 2
-                args = self.call_arguments()
-                if isinstance(args, ast.Quantifier):
-                    q = args
-                    func = _ident(text, span)
-                    return ast.Quantifier(func, q.var, q.iterable, q.body, _join(span, q.span))
-                last = args[-1].span if args else span
-                return _call(_ident(text, span), args, _join(span, last))
-            self.i = i + 1
-            return _name(text, span)
+            return self.name_atom(i)
         if kind == "if":
             return self.conditional()
         if kind == "event":
-            # `event.NAME`, read from the tokens (`self.name()` would build a node to discard)
-            j = i + 2
-            if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _FIELD_WORDS):
-                _give_up()
-            self.i = j + 1
-            text = self.texts[j]
-            end = (self.lines[j], self.cols[j] + len(text))
-            return _event_field(text, _new_tuple(Span, (self.lines[i], self.cols[i], *end)))
+            return self.event_atom(i)
         if kind == "state":
-            if kinds[i + 1] != ".":
-                _give_up()
-            if kinds[i + 2] == "meta":
-                if kinds[i + 3] != ".":
-                    _give_up()
-                self.i = i + 4
-                meta_key = self.name()
-                return ast.StateMeta(meta_key.name, self.from_token(i, meta_key.span))
-            self.i = i + 2
-            field = self.name()
-            return ast.StateField(field.name, self.from_token(i, field.span))
-        if kind == "INT":
-            self.i = i + 1
-            return _literal(_int(self.texts[i]), "int", self.token_span(i))
-        if kind == "FLOAT":
-            self.i = i + 1
-            return _literal(_float(self.texts[i]), "float", self.token_span(i))
-        if kind == "STRING":
-            self.i = i + 1
-            return _literal(_string(self.texts[i]), "str", self.token_span(i))
-        if kind == "true" or kind == "false" or kind == "none":
-            self.i = i + 1
-            value = {"true": True, "false": False, "none": None}[kind]
-            literal_kind = "none" if kind == "none" else "bool"
-            return _literal(value, literal_kind, self.token_span(i))
+            return self.state_atom(i)
+        if kind in _LITERAL_TOKENS:
+            return self.literal_atom(i, kind)
         if kind == "(":
             self.i = i + 1
             self.enter()
@@ -1465,35 +1438,98 @@ class _Parser:
             self.depth -= 1
             return inner
         if kind == "[":
-            self.i = i + 1
-            self.enter()
-            items: list[ast.Expr] = []
-            if kinds[self.i] != "]":
-                items.append(self.or_test())
-                while kinds[self.i] == ",":
-                    self.i += 1
-                    if kinds[self.i] == "]":
-                        break
-                    items.append(self.or_test())
-            close = self.expect("]")
-            self.depth -= 1
-            return ast.ListLit(tuple(items), self.from_token(i, self.token_span(close)))
+            return self.list_atom(i)
         if kind == "{":
-            self.i = i + 1
-            self.enter()
-            entries: list[tuple[ast.Expr, ast.Expr]] = []
-            while kinds[self.i] != "}":
-                key = self.or_test()
-                self.expect(":")
-                entries.append((key, self.or_test()))
-                if kinds[self.i] != ",":
-                    break
-                self.i += 1
-            close = self.expect("}")
-            self.depth -= 1
-            return ast.MapLit(tuple(entries), self.from_token(i, self.token_span(close)))
+            return self.map_atom(i)
         _give_up()
 
+    def name_atom(self, i: int) -> ast.Expr:
+        """A name, a call `f(args)` or a quantifier `any(x in xs: body)`, at token `i`."""
+        line = self.lines[i]
+        col = self.cols[i]
+        text = self.texts[i]
+        span = _new_tuple(Span, (line, col, line, col + len(text)))
+        if self.kinds[i + 1] != "(":
+            self.i = i + 1
+            return _name(text, span)
+        self.i = i + 2
+        args = self.call_arguments()
+        if isinstance(args, ast.Quantifier):
+            q = args
+            func = _ident(text, span)
+            return ast.Quantifier(func, q.var, q.iterable, q.body, _join(span, q.span))
+        last = args[-1].span if args else span
+        return _call(_ident(text, span), args, _join(span, last))
+
+    def event_atom(self, i: int) -> ast.Expr:
+        """`event.NAME`, read from the tokens (`self.name()` would build a node to discard)."""
+        kinds = self.kinds
+        j = i + 2
+        if kinds[i + 1] != "." or (kinds[j] != "NAME" and kinds[j] not in _FIELD_WORDS):
+            _give_up()
+        self.i = j + 1
+        text = self.texts[j]
+        end = (self.lines[j], self.cols[j] + len(text))
+        return _event_field(text, _new_tuple(Span, (self.lines[i], self.cols[i], *end)))
+
+    def state_atom(self, i: int) -> ast.Expr:
+        """`state.NAME` or `state.meta.KEY`."""
+        kinds = self.kinds
+        if kinds[i + 1] != ".":
+            _give_up()
+        if kinds[i + 2] == "meta":
+            if kinds[i + 3] != ".":
+                _give_up()
+            self.i = i + 4
+            meta_key = self.name()
+            return ast.StateMeta(meta_key.name, self.from_token(i, meta_key.span))
+        self.i = i + 2
+        field = self.name()
+        return ast.StateField(field.name, self.from_token(i, field.span))
+
+    def literal_atom(self, i: int, kind: str) -> ast.Expr:
+        """A number, a string, `true`, `false` or `none`."""
+        self.i = i + 1
+        text = self.texts[i]
+        if kind == "INT":
+            return _literal(_int(text), "int", self.token_span(i))
+        if kind == "FLOAT":
+            return _literal(_float(text), "float", self.token_span(i))
+        if kind == "STRING":
+            return _literal(_string(text), "str", self.token_span(i))
+        value = {"true": True, "false": False, "none": None}[kind]
+        literal_kind = "none" if kind == "none" else "bool"
+        return _literal(value, literal_kind, self.token_span(i))
+
+    def list_atom(self, i: int) -> ast.Expr:
+        """`[a, b, ...]` (a trailing comma allowed)."""
+        self.i = i + 1
+        self.enter()
+        items = self.separated(self.or_test, "]")
+        close = self.expect("]")
+        self.depth -= 1
+        return ast.ListLit(tuple(items), self.from_token(i, self.token_span(close)))
+
+    def map_atom(self, i: int) -> ast.Expr:
+        """`{key: value, ...}`."""
+        kinds = self.kinds
+        self.i = i + 1
+        self.enter()
+        entries: list[tuple[ast.Expr, ast.Expr]] = []
+        while kinds[self.i] != "}":
+            key = self.or_test()
+            self.expect(":")
+            entries.append((key, self.or_test()))
+            if kinds[self.i] != ",":
+                break
+            self.i += 1
+        close = self.expect("}")
+        self.depth -= 1
+        return ast.MapLit(tuple(entries), self.from_token(i, self.token_span(close)))
+
+
+#: The tokens that are a literal on their own.
+_LITERAL_TOKENS = frozenset({"INT", "FLOAT", "STRING", "true", "false", "none"})
 
 #: What starts a state declaration: its keyword, or one of its modifiers.
 _STATE_START = frozenset({"state", "initial", "final", "choice", "parallel"})

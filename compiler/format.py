@@ -190,79 +190,119 @@ def _table(parser: Lark) -> tuple[dict[int, dict[str, _Action]], int, int]:
 def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
     """Run the LALR automaton over tokens the parser has accepted, recording for every reduce
     the tokens it covers and the rule each token is a direct child of."""
-    count = len(tokens)
     kinds = [t.type for t in tokens]
-    is_name = [False] * count
-    is_sign = [False] * count
-    items: list[tuple[int, int]] = []
-    clauses: set[tuple[int, int]] = set()
-    action_blocks: set[int] = set()
-    keywords = frozenset(_scanner(parser).keywords.values())
-    states, start_state, end_state = _table(parser)
-    state_stack = [start_state]
-    # Per stack entry: (first token, last token), or None for an empty node; a token's own
-    # entry is marked by a negative "last" of -1 - index.
-    spans: list[tuple[int, int] | None] = []
+    tree = _Reductions(kinds, parser)
+    tree.run()
+    starts_item, item_start = _statement_starts(tree.items, kinds)
+    return _Shape(
+        tree.is_name,
+        tree.is_sign,
+        starts_item,
+        item_start,
+        _clause_starts(tree.clauses, len(kinds)),
+        _partners(kinds),
+        frozenset(tree.action_blocks),
+    )
 
-    def reduce(size: int, origin: str) -> None:
+
+class _Reductions:
+    """The LALR automaton run over a token list, recording what each reduce covers: the
+    statements and clauses as token spans, and which tokens are names, signs and the `{` of an
+    `if` action's blocks."""
+
+    def __init__(self, kinds: list[str], parser: Lark) -> None:
+        self.kinds = kinds
+        self.is_name = [False] * len(kinds)
+        self.is_sign = [False] * len(kinds)
+        self.items: list[tuple[int, int]] = []
+        self.clauses: set[tuple[int, int]] = set()
+        self.action_blocks: set[int] = set()
+        self.keywords = frozenset(_scanner(parser).keywords.values())
+        self.states, start_state, self.end_state = _table(parser)
+        self.state_stack = [start_state]
+        #: Per stack entry: (first token, last token), or None for an empty node; a token's
+        #: own entry is marked by a negative "last" of -1 - index.
+        self.spans: list[tuple[int, int] | None] = []
+
+    def run(self) -> None:
+        states, state_stack = self.states, self.state_stack
+        for index, kind in enumerate(self.kinds):
+            while True:
+                shift, arg, passthrough, origin = states[state_stack[-1]][kind]
+                if shift:
+                    state_stack.append(arg)
+                    self.spans.append((index, -1 - index))
+                    break
+                if passthrough:
+                    state_stack[-1] = states[state_stack[-2]][origin][1]
+                else:
+                    self.reduce(arg, origin)
+        while state_stack[-1] != self.end_state:
+            _, arg, passthrough, origin = states[state_stack[-1]]["$END"]
+            if passthrough:
+                state_stack[-1] = states[state_stack[-2]][origin][1]
+            else:
+                self.reduce(arg, origin)
+
+    def reduce(self, size: int, origin: str) -> None:
+        spans = self.spans
         children = spans[len(spans) - size :] if size else []
         if size:
             del spans[-size:]
-            del state_stack[-size:]
+            del self.state_stack[-size:]
         first = last = -1
         for position, child in enumerate(children):
             if child is None:
                 continue
             if child[1] < 0:  # a token shifted directly into this rule
                 index = child[0]
-                if (
-                    origin == "name"
-                    or (origin == "atom" and kinds[index] == "IF")
-                    or (origin == "expect_effect" and kinds[index] == "NAME")
-                ):
-                    # (`if(c, a, b)` is written as a call is; `expect effect NAME(...)` takes
-                    # a bare NAME)
-                    is_name[index] = True
-                elif position == 0 and kinds[index] == "MINUS":
-                    is_sign[index] = True
+                self._mark_token(index, position, origin)
                 child = (index, index)
             if first < 0:
                 first = child[0]
             last = child[1]
         node = (first, last) if first >= 0 else None
-        if origin == "action_block" and node is not None:
-            action_blocks.add(node[0])
         if node is not None:
-            if _is_statement_rule(origin):
-                items.append(node)
-            elif (
-                last > first
-                and kinds[first] in keywords
-                and not is_name[first]
-                and not origin.startswith("__")  # Lark's helpers for `x*`: lists, not clauses
-            ):
-                clauses.add(node)
+            self._record(node, origin)
         spans.append(node)
-        state_stack.append(states[state_stack[-1]][origin][1])
+        self.state_stack.append(self.states[self.state_stack[-1]][origin][1])
 
-    for index, kind in enumerate(kinds):
-        while True:
-            shift, arg, passthrough, origin = states[state_stack[-1]][kind]
-            if shift:
-                state_stack.append(arg)
-                spans.append((index, -1 - index))
-                break
-            if passthrough:
-                state_stack[-1] = states[state_stack[-2]][origin][1]
-            else:
-                reduce(arg, origin)
-    while state_stack[-1] != end_state:
-        _, arg, passthrough, origin = states[state_stack[-1]]["$END"]
-        if passthrough:
-            state_stack[-1] = states[state_stack[-2]][origin][1]
-        else:
-            reduce(arg, origin)
+    def _mark_token(self, index: int, position: int, origin: str) -> None:
+        """Mark a token that is a direct child of a rule as a name or a sign, if it is one."""
+        kind = self.kinds[index]
+        if (
+            origin == "name"
+            or (origin == "atom" and kind == "IF")
+            or (origin == "expect_effect" and kind == "NAME")
+        ):
+            # (`if(c, a, b)` is written as a call is; `expect effect NAME(...)` takes a bare
+            # NAME)
+            self.is_name[index] = True
+        elif position == 0 and kind == "MINUS":
+            self.is_sign[index] = True
 
+    def _record(self, node: tuple[int, int], origin: str) -> None:
+        """Keep a reduced node that is a statement, a clause or an `if` action's block."""
+        first, last = node
+        if origin == "action_block":
+            self.action_blocks.add(first)
+        if _is_statement_rule(origin):
+            self.items.append(node)
+        elif (
+            last > first
+            and self.kinds[first] in self.keywords
+            and not self.is_name[first]
+            and not origin.startswith("__")  # Lark's helpers for `x*`: lists, not clauses
+        ):
+            self.clauses.add(node)
+
+
+def _statement_starts(
+    items: list[tuple[int, int]], kinds: list[str]
+) -> tuple[list[bool], list[int]]:
+    """Whether each token starts a statement, and the first token of the innermost statement
+    holding each token (-1: none)."""
+    count = len(kinds)
     starts_item = [False] * count
     item_start = [-1] * count
     # Outer statements first, so that inner ones overwrite them.
@@ -284,20 +324,28 @@ def _shape(tokens: Sequence[Token], parser: Lark) -> _Shape:
             while following < count and item_start[following] == index:
                 item_start[following] = previous
                 following += 1
+    return starts_item, item_start
+
+
+def _clause_starts(clauses: set[tuple[int, int]], count: int) -> list[int]:
+    """The first token of the innermost clause holding each token and starting before it."""
     clause_start = [-1] * count
     for first, last in sorted(clauses, key=lambda span: (span[0], -span[1])):
         clause_start[first + 1 : last + 1] = [first] * (last - first)
-    partner = [-1] * count
+    return clause_start
+
+
+def _partners(kinds: list[str]) -> list[int]:
+    """The index of the matching bracket of each bracket (-1 for other tokens)."""
+    partner = [-1] * len(kinds)
     open_stack: list[int] = []
-    for index, token in enumerate(tokens):
-        if token.type in _OPENERS:
+    for index, kind in enumerate(kinds):
+        if kind in _OPENERS:
             open_stack.append(index)
-        elif token.type in _CLOSERS and open_stack:
+        elif kind in _CLOSERS and open_stack:
             opener = open_stack.pop()
             partner[opener], partner[index] = index, opener
-    return _Shape(
-        is_name, is_sign, starts_item, item_start, clause_start, partner, frozenset(action_blocks)
-    )
+    return partner
 
 
 # ---- writing -----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from pydantic.fields import FieldInfo as ModelField
 from flowc.compiler import ast
 from flowc.compiler.resolve import FieldInfo, StateNode, Symbols, state_path
 from flowc.compiler.sourcemap import SourceMap
+from flowc.compiler.template_lowering import lowered_templates, template_sources, template_spans
 from flowc.runtime import model as ir
 from flowc.runtime.builtins import QUANTIFIERS, WHOLE_ITEM
 
@@ -438,6 +439,10 @@ class Lowerer:
                 )
                 for name, info in symbols.effects.items()
             ),
+        )
+        where.templates = template_spans(symbols)
+        flow = flow.model_copy(
+            update={"lowered_templates": lowered_templates(template_sources(flow))}
         )
         return flow.with_hash() if hashed else flow
 

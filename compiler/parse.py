@@ -200,152 +200,169 @@ def parse_source(text: str, file: str = "<input>", *, fast_path: bool = True) ->
     quick = fastparse.parse_module(text) if fast_path else None
     if quick is not None:
         return ParseResult(quick)
-    diagnostics: list[Diagnostic] = []
-    lines_reported: set[int] = set()
-    misplaced = 0
-
-    def report(code: str, message: str, span: Span, help: str | None = None) -> None:
-        diagnostics.append(Diagnostic(code, message, span, file, help, CODES[code][0]))
-
-    #: the last token reported was dropped (it fit nowhere): the parser may be stuck mid-statement
-    dropping = False
-    #: `{` dropped as out of place, whose `}` must be dropped too
-    open_dropped = 0
-
-    def on_error(error: UnexpectedInput) -> bool:
-        if len(lines_reported) >= MAX_SYNTAX_ERRORS:
-            return False
-        if isinstance(error, UnexpectedCharacters):
-            line, column = error.line, error.column
-            pos = error.pos_in_stream or 0
-            char = text[pos] if pos < len(text) else ""
-            if line not in lines_reported:
-                lines_reported.add(line)
-                shown = repr(char) if not char.isprintable() or char == " " else f"`{char}`"
-                report(
-                    "E002",
-                    f"unexpected character {shown}",
-                    Span.point(line, column),
-                    _char_help(char),
-                )
-            return True
-        if isinstance(error, UnexpectedToken):
-            token = error.token
-            if token.type == "$END":
-                return False
-            span = _token_span(token)
-            nonlocal misplaced
-            misplaced += 1
-            if misplaced > MAX_MISPLACED_TOKENS:
-                raise _TooManyErrors(
-                    span, f"stopped after {MAX_MISPLACED_TOKENS} tokens that fit nowhere"
-                )
-            # A placeholder that makes the token fit means something is missing before it; when
-            # none does, the token itself is out of place.
-            repaired = _repair(error.interactive_parser, token)
-            nonlocal dropping, open_dropped
-            if not repaired and token.type == "LBRACE":
-                open_dropped += 1  # its `}` closes nothing the parser knows of
-            if not repaired and token.type == "RBRACE" and open_dropped:
-                open_dropped -= 1
-                dropping = True
-                return True
-            if not repaired and _resync(error.interactive_parser, token):
-                # The parser was stuck inside a broken statement and this token starts the next
-                # one: it is not a new slip when the tokens before it were already reported.
-                was_dropping, dropping = dropping, False
-                if was_dropping:
-                    return True
-            else:
-                dropping = not repaired
-            line_end = _end_of_previous_code(text, token.start_pos or 0, token.line or 1)
-            if repaired and line_end is not None and line_end[0] < span.line:
-                # Something is missing at the end of an earlier line: point there, not at the
-                # innocent first token of the next statement.
-                span = Span.point(*line_end)
-                if span.line not in lines_reported:
-                    lines_reported.add(span.line)
-                    report(
-                        "E003",
-                        f"expected {expected_in_words(error.expected)} at the end of this line, "
-                        f"found {_describe_token(token)} on line {token.line}",
-                        span,
-                        _token_help(token, error.expected),
-                    )
-                return True
-            if span.line not in lines_reported:
-                lines_reported.add(span.line)
-                report(
-                    "E003",
-                    f"unexpected {_describe_token(token)}; expected "
-                    f"{expected_in_words(error.expected)}",
-                    span,
-                    _token_help(token, error.expected),
-                )
-            return True
-        return False
-
-    def on_bad_character(char: str, line: int, column: int) -> None:
-        if len(lines_reported) >= MAX_SYNTAX_ERRORS:
-            raise _TooManyErrors(Span.point(line, column))
-        if line in lines_reported:
-            return
-        lines_reported.add(line)
-        shown = repr(char) if not char.isprintable() or char == " " else f"`{char}`"
-        report("E002", f"unexpected character {shown}", Span.point(line, column), _char_help(char))
-
     parser = flow_parser()
     with _PARSE_LOCK:
         fast = _fast_parse(parser, text, file)
     if fast is not None:
         return fast
+    recovery = _Recovery(text, file)
     try:
         with _PARSE_LOCK:
-            _BUILDER.begin(report)
-            _lexer(parser).on_bad_character = on_bad_character
-            module = parser.parse(text, on_error=on_error)
+            _BUILDER.begin(recovery.report)
+            _lexer(parser).on_bad_character = recovery.on_bad_character
+            module = parser.parse(text, on_error=recovery.on_error)
     except _TooManyErrors as too_many:
-        report("E006", too_many.message, too_many.span)
-        return ParseResult(None, _sorted(diagnostics))
+        recovery.report("E006", too_many.message, too_many.span)
+        return ParseResult(None, _sorted(recovery.diagnostics))
     except NestingTooDeep as too_deep:
-        report(
+        recovery.report(
             "E005",
             f"brackets nested more than {MAX_NESTING} deep",
             _token_span(too_deep.token),
             "split the expression or the value into smaller parts",
         )
-        return ParseResult(None, diagnostics)
+        return ParseResult(None, recovery.diagnostics)
     except UnexpectedToken as error:
+        recovery.on_fatal_token(error)
+        return ParseResult(None, _sorted(recovery.diagnostics))
+    except (UnexpectedCharacters, UnexpectedEOF) as error:
+        line = getattr(error, "line", 1) or 1
+        column = getattr(error, "column", 1) or 1
+        recovery.report(
+            "E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", Span.point(line, column)
+        )
+        return ParseResult(None, _sorted(recovery.diagnostics))
+    assert isinstance(module, ast.Module)
+    # A tree built around skipped tokens is only good for more confusion: the diagnostics say so.
+    return ParseResult(module, _sorted(recovery.diagnostics))
+
+
+class _Recovery:
+    """Lark's error recovery for one parse: reports each syntax error (at most one per line),
+    repairs or drops the token that does not fit, and stops when there are too many."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self.text = text
+        self.file = file
+        self.diagnostics: list[Diagnostic] = []
+        self.lines_reported: set[int] = set()
+        #: tokens that fit nowhere so far
+        self.misplaced = 0
+        #: the last token reported was dropped (it fit nowhere): the parser may be stuck
+        #: mid-statement
+        self.dropping = False
+        #: `{` dropped as out of place, whose `}` must be dropped too
+        self.open_dropped = 0
+
+    def report(self, code: str, message: str, span: Span, help: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, self.file, help, CODES[code][0]))
+
+    def report_once(self, code: str, message: str, span: Span, help: str | None = None) -> None:
+        """Report, unless this line already has an error (one slip often confuses the rest)."""
+        if span.line not in self.lines_reported:
+            self.lines_reported.add(span.line)
+            self.report(code, message, span, help)
+
+    def on_error(self, error: UnexpectedInput) -> bool:
+        """Lark's `on_error`: True to go on parsing, False to give up."""
+        if len(self.lines_reported) >= MAX_SYNTAX_ERRORS:
+            return False
+        if isinstance(error, UnexpectedCharacters):
+            pos = error.pos_in_stream or 0
+            char = self.text[pos] if pos < len(self.text) else ""
+            self.report_bad_character(char, error.line, error.column)
+            return True
+        if isinstance(error, UnexpectedToken) and error.token.type != "$END":
+            self.on_misplaced_token(error)
+            return True
+        return False
+
+    def on_bad_character(self, char: str, line: int, column: int) -> None:
+        """The lexer's hook for a character that starts no token."""
+        if len(self.lines_reported) >= MAX_SYNTAX_ERRORS:
+            raise _TooManyErrors(Span.point(line, column))
+        self.report_bad_character(char, line, column)
+
+    def report_bad_character(self, char: str, line: int, column: int) -> None:
+        shown = repr(char) if not char.isprintable() or char == " " else f"`{char}`"
+        self.report_once(
+            "E002", f"unexpected character {shown}", Span.point(line, column), _char_help(char)
+        )
+
+    def on_misplaced_token(self, error: UnexpectedToken) -> None:
+        token = error.token
+        span = _token_span(token)
+        self.misplaced += 1
+        if self.misplaced > MAX_MISPLACED_TOKENS:
+            raise _TooManyErrors(
+                span, f"stopped after {MAX_MISPLACED_TOKENS} tokens that fit nowhere"
+            )
+        # A placeholder that makes the token fit means something is missing before it; when
+        # none does, the token itself is out of place.
+        repaired = _repair(error.interactive_parser, token)
+        if repaired:
+            self.dropping = False
+        elif self._already_reported(error.interactive_parser, token):
+            return
+        line_end = _end_of_previous_code(self.text, token.start_pos or 0, token.line or 1)
+        if repaired and line_end is not None and line_end[0] < span.line:
+            # Something is missing at the end of an earlier line: point there, not at the
+            # innocent first token of the next statement.
+            self.report_once(
+                "E003",
+                f"expected {expected_in_words(error.expected)} at the end of this line, "
+                f"found {_describe_token(token)} on line {token.line}",
+                Span.point(*line_end),
+                _token_help(token, error.expected),
+            )
+            return
+        self.report_once(
+            "E003",
+            f"unexpected {_describe_token(token)}; expected {expected_in_words(error.expected)}",
+            span,
+            _token_help(token, error.expected),
+        )
+
+    def _already_reported(self, parser: InteractiveParser, token: Token) -> bool:
+        """Drop `token`, which fits nowhere, and say whether that is part of a slip already
+        reported: the `}` of a dropped `{`, or the first token of the next statement after
+        a broken one. Otherwise the parser is now dropping tokens."""
+        if token.type == "LBRACE":
+            self.open_dropped += 1  # its `}` closes nothing the parser knows of
+        if token.type == "RBRACE" and self.open_dropped:
+            self.open_dropped -= 1
+            self.dropping = True
+            return True
+        if _resync(parser, token):
+            # The parser was stuck inside a broken statement and this token starts the next
+            # one: it is not a new slip when the tokens before it were already reported.
+            was_dropping, self.dropping = self.dropping, False
+            return was_dropping
+        self.dropping = True
+        return False
+
+    def on_fatal_token(self, error: UnexpectedToken) -> None:
+        """Report the token Lark gave up on: the end of the file, or one past the limit."""
         if error.token.type == "$END":
-            last_line = text.count("\n") + 1
-            line, column = _end_of_previous_code(text, len(text), last_line) or (1, 1)
+            last_line = self.text.count("\n") + 1
+            end = _end_of_previous_code(self.text, len(self.text), last_line) or (1, 1)
             if "RBRACE" in error.expected:
                 message = "unexpected end of file: a block is not closed"
-                help = "add the missing `}`"
+                help: str | None = "add the missing `}`"
             else:
                 message = f"unexpected end of file; expected {expected_in_words(error.expected)}"
                 help = None
-            report("E004", message, Span.point(line, column), help)
-        elif len(lines_reported) >= MAX_SYNTAX_ERRORS:
-            report(
+            self.report("E004", message, Span.point(*end), help)
+        elif len(self.lines_reported) >= MAX_SYNTAX_ERRORS:
+            self.report(
                 "E006",
                 f"stopped after {MAX_SYNTAX_ERRORS} syntax errors",
                 _token_span(error.token),
             )
         else:  # pragma: no cover - on_error accepts every other token
-            report("E003", f"unexpected {_describe_token(error.token)}", _token_span(error.token))
-        return ParseResult(None, _sorted(diagnostics))
-    except (UnexpectedCharacters, UnexpectedEOF) as error:
-        line = getattr(error, "line", 1) or 1
-        column = getattr(error, "column", 1) or 1
-        report("E006", f"stopped after {MAX_SYNTAX_ERRORS} syntax errors", Span.point(line, column))
-        return ParseResult(None, _sorted(diagnostics))
-
-    assert isinstance(module, ast.Module)
-    if diagnostics:
-        # A tree built around skipped tokens is only good for more confusion.
-        return ParseResult(module, _sorted(diagnostics))
-    return ParseResult(module, diagnostics)
+            self.report(
+                "E003", f"unexpected {_describe_token(error.token)}", _token_span(error.token)
+            )
 
 
 class _Reduce:

@@ -27,6 +27,8 @@ class SourceMap:
     enums: dict[str, Span] = field(default_factory=dict)
     records: dict[str, Span] = field(default_factory=dict)
     context: dict[str, Span] = field(default_factory=dict)
+    #: template source -> the span of the first text it was written in
+    templates: dict[str, Span] = field(default_factory=dict)
 
     def state(self, name: str) -> Span:
         return self.states.get(name, NO_SPAN)

@@ -57,14 +57,7 @@ class TestChecker:
         previous: ast.TestStep | None = None
         for step in test.steps:
             if isinstance(step, ast.Given):
-                if acted:
-                    self.error(
-                        "E123",
-                        "`given` after a step",
-                        step.span,
-                        "`given` sets the starting context: write it before the first step",
-                    )
-                self.check_value(step.field, step.value, self.symbols.context, "the context")
+                self.check_given(step, acted)
             elif isinstance(step, ast.Send):
                 self.check_send(step)
             elif isinstance(step, ast.Goto):
@@ -74,21 +67,35 @@ class TestChecker:
             elif isinstance(step, ast.ExpectReject):
                 self.check_reject(step, previous)
             elif isinstance(step, ast.ExpectJournal):
-                name = step.journal.name
-                if name not in self.symbols.journals:
-                    self.error(
-                        "E125",
-                        f"unknown journal `{name}`",
-                        step.journal.span,
-                        suggest(name, self.symbols.journals)
-                        or f'declare it: `journal {name} "..."`',
-                    )
+                self.check_journal(step)
             elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect):
                 self.check_effect(step, acted)
             elif isinstance(step, ast.ExpectValue):
                 self.types.check_guard(step.expr, _EXPECT_SCOPE)
             acted = acted or isinstance(step, ACTIONS)
             previous = step
+
+    def check_given(self, step: ast.Given, acted: bool) -> None:
+        """`given FIELD = VALUE`: before the first step, a context field and a value of its
+        type."""
+        if acted:
+            self.error(
+                "E123",
+                "`given` after a step",
+                step.span,
+                "`given` sets the starting context: write it before the first step",
+            )
+        self.check_value(step.field, step.value, self.symbols.context, "the context")
+
+    def check_journal(self, step: ast.ExpectJournal) -> None:
+        name = step.journal.name
+        if name not in self.symbols.journals:
+            self.error(
+                "E125",
+                f"unknown journal `{name}`",
+                step.journal.span,
+                suggest(name, self.symbols.journals) or f'declare it: `journal {name} "..."`',
+            )
 
     def check_send(self, step: ast.Send) -> None:
         info = self.symbols.events.get(step.event.name)

@@ -77,6 +77,9 @@ Check = Callable[["TypeChecker", list[t.Ty], list[ast.Expr], Span], t.Ty]
 #: `TypeChecker.infer`'s method for each expression node class.
 _INFER: dict[type, Callable[..., t.Ty]] = {}
 
+#: A final state with the fields of its done data: (node, declaration, field -> type, span).
+_DoneData = tuple[StateNode, ast.StateDecl, dict[str, tuple[t.Ty, Span]]]
+
 
 class TypeChecker:
     def __init__(self, symbols: Symbols) -> None:
@@ -128,17 +131,7 @@ class TypeChecker:
         invariants. Reads the symbols and changes nothing in them (`check_done_data`, which
         derives the done payloads lowering reads, has run)."""
         symbols = self.symbols
-        for fields in symbols.records.values():
-            self._check_defaults(fields)
-        self._check_defaults(symbols.context)
-        for info in symbols.events.values():
-            self._check_defaults(info.params)
-            scope = Scope(info)
-            for req in info.decl.requires:
-                self.check_guard(req.guard, scope)
-                self.check_template(req.message)
-                if req.data is not None:
-                    self.check_data(req.data, scope)
+        self._check_declarations()
         for node in symbols.nodes.values():
             if isinstance(node.decl, ast.HistoryDecl) and node.decl.actions:
                 self.check_actions(node.decl.actions, Scope(None, "in a history's default"))
@@ -151,15 +144,53 @@ class TypeChecker:
                 self.check_rule(rule, state)
         for rule in symbols.global_rules:
             self.check_rule(rule, None)
+        self._check_texts_and_invariants()
+
+    def _check_texts_and_invariants(self) -> None:
+        """The messages, journal entries and templates, and the invariants."""
+        symbols = self.symbols
         for table in (symbols.messages, symbols.journals, symbols.templates):
             for decl in table.values():
                 self.check_template(decl.text)
         for invariant in symbols.invariants.values():
             self.check_guard(invariant.expr, Scope(None, "in an invariant (it reads the context)"))
 
+    def _check_declarations(self) -> None:
+        """The defaults of records, the context and events, and the events' requires."""
+        symbols = self.symbols
+        for fields in symbols.records.values():
+            self._check_defaults(fields)
+        self._check_defaults(symbols.context)
+        for info in symbols.events.values():
+            self._check_defaults(info.params)
+            scope = Scope(info)
+            for req in info.decl.requires:
+                self.check_guard(req.guard, scope)
+                self.check_template(req.message)
+                if req.data is not None:
+                    self.check_data(req.data, scope)
+
     def check_rule(self, rule: ast.Rule, state: ast.StateDecl | None) -> None:
         if rule.covers and rule.event is not None and rule.event.name != rule.covers[0]:
             return  # one copy of `on a, b -> X`: the first copy checks it for every event
+        scope = self._rule_scope(rule, state)
+        if rule.delay is not None:
+            self.check_delay(rule.delay, scope)
+        if rule.guard is not None:
+            self.check_guard(rule.guard, scope)
+            # Actions run only when the guard held; the payload cannot change meanwhile, so a
+            # guard's `event.x != none` still holds for them (context fields may be reassigned).
+            facts = _non_none_facts(rule.guard)
+            scope = scope.narrow(frozenset(f for f in facts if f.startswith("event:")))
+        self.check_actions(rule.actions, scope)
+        if rule.reject_message is not None:
+            self.check_template(rule.reject_message)
+        if rule.reject_data is not None:
+            self.check_data(rule.reject_data, scope)
+
+    def _rule_scope(self, rule: ast.Rule, state: ast.StateDecl | None) -> Scope:
+        """What `event.` means in a rule: its event's payload (or its done data), or nothing,
+        with the reason why."""
         done = self.symbols.done_events
         carried = self.symbols.done_payloads.get(rule.event.name) if rule.event else None
         if carried is not None and len(rule.covers) <= 1:
@@ -189,19 +220,7 @@ class TypeChecker:
             if state is not None and state.has("choice") and rule.kind == "direct":
                 where = "in a choice state (routing happens on entry, not on an event)"
             scope = Scope(None, where)
-        if rule.delay is not None:
-            self.check_delay(rule.delay, scope)
-        if rule.guard is not None:
-            self.check_guard(rule.guard, scope)
-            # Actions run only when the guard held; the payload cannot change meanwhile, so a
-            # guard's `event.x != none` still holds for them (context fields may be reassigned).
-            facts = _non_none_facts(rule.guard)
-            scope = scope.narrow(frozenset(f for f in facts if f.startswith("event:")))
-        self.check_actions(rule.actions, scope)
-        if rule.reject_message is not None:
-            self.check_template(rule.reject_message)
-        if rule.reject_data is not None:
-            self.check_data(rule.reject_data, scope)
+        return scope
 
     def check_done_data(self) -> None:
         """`final state X with {"k": value, ...}`: a record literal with distinct string keys;
@@ -222,47 +241,58 @@ class TypeChecker:
         for parent, children in finals.items():
             if all(decl.done_data is None for _, decl in children):
                 continue
-            carried: list[tuple[StateNode, ast.StateDecl, dict[str, tuple[t.Ty, Span]]]] = []
-            broken = False
-            for node, decl in children:
-                if decl.done_data is None:
-                    self.error(
-                        "E218",
-                        f"final state `{node.dotted}` carries no done data, unlike its siblings",
-                        decl.name.span,
-                        f"every final child of `{symbols.nodes[parent].dotted}` says what its "
-                        "done event carries",
-                    )
-                    broken = True
-                    continue
-                fields = self._done_fields(decl.done_data)
-                if fields is None:
-                    broken = True
-                else:
-                    carried.append((node, decl, fields))
-            if broken:
+            carried = self._carried_done_data(parent, children)
+            if carried is None or not self._same_done_fields(carried):
                 self._broken_done.add(f"done.state.{parent}")
                 continue
             first_node, _, first = carried[0]
-            for node, decl, fields in carried[1:]:
-                if set(fields) != set(first) or any(fields[k][0] != first[k][0] for k in fields):
-                    self.error(
-                        "E218",
-                        f"the done data of `{node.dotted}` differs from that of "
-                        f"`{first_node.dotted}`",
-                        decl.done_data.span if decl.done_data is not None else decl.span,
-                        "the final children of one state carry the same fields, of the same types",
-                    )
-                    broken = True
-            if broken:
-                self._broken_done.add(f"done.state.{parent}")
-                continue
             name = f"done.state.{parent}"
             params = {key: _synthetic_field(key, ty, span) for key, (ty, span) in first.items()}
             span = first_node.decl.span
             symbols.done_payloads[name] = EventInfo(
                 ast.EventDecl(ast.Ident(name, span), (), (), span), params
             )
+
+    def _carried_done_data(
+        self, parent: str, children: list[tuple[StateNode, ast.StateDecl]]
+    ) -> list[_DoneData] | None:
+        """The done data of each final child of `parent`, or None when one carries none (when
+        its siblings do) or carries data that is not a record literal (each reported)."""
+        carried: list[_DoneData] = []
+        broken = False
+        for node, decl in children:
+            if decl.done_data is None:
+                self.error(
+                    "E218",
+                    f"final state `{node.dotted}` carries no done data, unlike its siblings",
+                    decl.name.span,
+                    f"every final child of `{self.symbols.nodes[parent].dotted}` says what its "
+                    "done event carries",
+                )
+                broken = True
+                continue
+            fields = self._done_fields(decl.done_data)
+            if fields is None:
+                broken = True
+            else:
+                carried.append((node, decl, fields))
+        return None if broken else carried
+
+    def _same_done_fields(self, carried: list[_DoneData]) -> bool:
+        """Whether the final children carry the same fields of the same types (each one that
+        differs from the first reported)."""
+        first_node, _, first = carried[0]
+        same = True
+        for node, decl, fields in carried[1:]:
+            if set(fields) != set(first) or any(fields[k][0] != first[k][0] for k in fields):
+                self.error(
+                    "E218",
+                    f"the done data of `{node.dotted}` differs from that of `{first_node.dotted}`",
+                    decl.done_data.span if decl.done_data is not None else decl.span,
+                    "the final children of one state carry the same fields, of the same types",
+                )
+                same = False
+        return same
 
     def _done_fields(self, expr: ast.Expr) -> dict[str, tuple[t.Ty, Span]] | None:
         scope = Scope(None, "in done data (it is evaluated when the final state is entered)")
@@ -364,15 +394,9 @@ class TypeChecker:
         if ref.kind == "optional" and ref.item is not None:
             ref = ref.item
         if ref.kind in ("int", "float"):
-            if ref.min is None and ref.max is None:
-                return
-            sign, literal = 1, expr
-            if isinstance(expr, ast.Unary) and isinstance(expr.operand, ast.Literal_):
-                sign, literal = -1, expr.operand
-            if isinstance(literal, ast.Literal_):
-                value = literal.value
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    yield sign * value, expr.span, ref
+            number = _constant_number(expr)
+            if number is not None and (ref.min is not None or ref.max is not None):
+                yield number, expr.span, ref
         elif ref.kind == "list" and ref.item is not None and isinstance(expr, ast.ListLit):
             for item in expr.items:
                 yield from self._numbers_in(item, ref.item)
@@ -380,12 +404,18 @@ class TypeChecker:
             for _, entry in expr.entries:
                 yield from self._numbers_in(entry, ref.item)
         elif ref.kind == "record" and ref.name and isinstance(expr, ast.MapLit):
-            fields = self.symbols.records.get(ref.name, {})
-            for key, entry in expr.entries:
-                if isinstance(key, ast.Literal_) and isinstance(key.value, str):
-                    found = fields.get(key.value)
-                    if found is not None:
-                        yield from self._numbers_in(entry, found.ref)
+            yield from self._record_numbers(expr, ref.name)
+
+    def _record_numbers(
+        self, expr: ast.MapLit, record: str
+    ) -> Iterator[tuple[float, Span, TypeRef]]:
+        """`_numbers_in` a record literal: its entries that name fields of `record`."""
+        fields = self.symbols.records.get(record, {})
+        for key, entry in expr.entries:
+            if isinstance(key, ast.Literal_) and isinstance(key.value, str):
+                found = fields.get(key.value)
+                if found is not None:
+                    yield from self._numbers_in(entry, found.ref)
 
     # ---- guards, actions ---------------------------------------------------------------
     def check_guard(self, expr: ast.Expr, scope: Scope) -> None:
@@ -793,19 +823,7 @@ class TypeChecker:
                 what=what,
             )
             return
-        if isinstance(expected, t.OptionalTy) and isinstance(expr, ast.MapLit):
-            self.expect(expr, expected.inner, scope, code=code, what=what)
-            return
-        if isinstance(expected, t.MapTy) and isinstance(expr, ast.MapLit):
-            for key, value in expr.entries:
-                key_ty = self.infer(key, scope)
-                if key_ty != t.STR and not t.is_any(key_ty):
-                    self.error("E201", f"map keys must be `str`, found `{key_ty}`", key.span)
-                self.expect(value, expected.value, scope, code=code, what=f"a value of {what}")
-            return
-        if isinstance(expected, t.ListTy) and isinstance(expr, ast.ListLit):
-            for item in expr.items:
-                self.expect(item, expected.item, scope, code=code, what=f"an item of {what}")
+        if self._expect_collection(expr, expected, scope, code=code, what=what):
             return
         ty = self.infer(expr, scope)
         if not t.assignable(ty, expected):
@@ -1273,6 +1291,27 @@ class TypeChecker:
             return self.error("E201", f"`-` needs a number, found `{ty}`", expr.operand.span)
         return ty
 
+    def _expect_collection(
+        self, expr: ast.Expr, expected: t.Ty, scope: Scope, *, code: str, what: str
+    ) -> bool:
+        """`expect` for a map or list literal where one is expected, item by item (a map
+        literal also where an optional is): True when checked so."""
+        if isinstance(expected, t.OptionalTy) and isinstance(expr, ast.MapLit):
+            self.expect(expr, expected.inner, scope, code=code, what=what)
+            return True
+        if isinstance(expected, t.MapTy) and isinstance(expr, ast.MapLit):
+            for key, value in expr.entries:
+                key_ty = self.infer(key, scope)
+                if key_ty != t.STR and not t.is_any(key_ty):
+                    self.error("E201", f"map keys must be `str`, found `{key_ty}`", key.span)
+                self.expect(value, expected.value, scope, code=code, what=f"a value of {what}")
+            return True
+        if isinstance(expected, t.ListTy) and isinstance(expr, ast.ListLit):
+            for item in expr.items:
+                self.expect(item, expected.item, scope, code=code, what=f"an item of {what}")
+            return True
+        return False
+
     def _infer_Binary(self, expr: ast.Binary, scope: Scope) -> t.Ty:
         left = self.infer(expr.left, scope)
         right_scope = scope
@@ -1292,33 +1331,41 @@ class TypeChecker:
                     )
             return t.BOOL
         if op in ("==", "!="):
-            if self._json_compared(expr, left, right):
-                return t.BOOL
-            if not t.comparable(left, right):
-                self.error(
-                    "E201",
-                    f"`{left}` and `{right}` can never be equal",
-                    expr.span,
-                    _enum_compare_help(expr, left, right, self.symbols),
-                )
-            else:
-                self._check_enum_strings(left, (expr.right,))
-                self._check_enum_strings(right, (expr.left,))
+            self._check_equality(expr, left, right)
             return t.BOOL
         if op in ("<", "<=", ">", ">="):
-            if isinstance(left, t.OptionalTy) or isinstance(right, t.OptionalTy):
-                self.error(
-                    "E208",
-                    f"`{op}` on a value that may be none",
-                    expr.span,
-                    "use `coalesce(value, default)`",
-                )
-            elif not ((t.is_numeric(left) and t.is_numeric(right)) or (left == right == t.STR)):
-                self.error("E201", f"cannot order `{left}` and `{right}` with `{op}`", expr.span)
+            self._check_order(expr, left, right)
             return t.BOOL
         if op in ("in", "not in"):
             return self._check_membership(expr, left, right)
         return self._check_arithmetic(expr, left, right)
+
+    def _check_equality(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> None:
+        """`==` and `!=`: the two sides can be equal (and are not JSON values)."""
+        if self._json_compared(expr, left, right):
+            return
+        if not t.comparable(left, right):
+            self.error(
+                "E201",
+                f"`{left}` and `{right}` can never be equal",
+                expr.span,
+                _enum_compare_help(expr, left, right, self.symbols),
+            )
+        else:
+            self._check_enum_strings(left, (expr.right,))
+            self._check_enum_strings(right, (expr.left,))
+
+    def _check_order(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> None:
+        """`<`, `<=`, `>`, `>=`: two numbers or two strings, neither possibly none."""
+        if isinstance(left, t.OptionalTy) or isinstance(right, t.OptionalTy):
+            self.error(
+                "E208",
+                f"`{expr.op}` on a value that may be none",
+                expr.span,
+                "use `coalesce(value, default)`",
+            )
+        elif not ((t.is_numeric(left) and t.is_numeric(right)) or (left == right == t.STR)):
+            self.error("E201", f"cannot order `{left}` and `{right}` with `{expr.op}`", expr.span)
 
     def _json_compared(self, expr: ast.Binary, left: t.Ty, right: t.Ty) -> bool:
         """E201 for `==`, `!=`, `in` on values holding `json` (other than a test against
@@ -1638,6 +1685,18 @@ def _is_constant(expr: ast.Expr) -> bool:
     if isinstance(expr, ast.MapLit):
         return all(_is_constant(k) and _is_constant(v) for k, v in expr.entries)
     return False
+
+
+def _constant_number(expr: ast.Expr) -> float | None:
+    """The number a literal (`3`, `-2.5`) writes, or None for anything else."""
+    sign, literal = 1, expr
+    if isinstance(expr, ast.Unary) and isinstance(expr.operand, ast.Literal_):
+        sign, literal = -1, expr.operand
+    if isinstance(literal, ast.Literal_):
+        value = literal.value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return sign * value
+    return None
 
 
 def _range_text(low: float | None, high: float | None) -> str:

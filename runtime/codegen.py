@@ -9,7 +9,7 @@ actions on a working copy of the context, the timers to arm) written out, and th
 (history entry, state, timers, idempotency key, subscribers). The general path runs the same
 plan, so what a step does is decided in one place. A statechart whose configuration is always
 one leaf and its ancestors (engine.py's `leaf_chart`) gets the same functions per (leaf,
-event), from the kernel's per-(leaf, rule) plans (`chart_plan`); they also commit the
+event), from the engine's per-(leaf, rule) plans (`chart_plan`); they also commit the
 configuration, the timers of the states left and entered, and the rule taken.
 
 Writing and compiling such a function costs some hundreds of microseconds, far more than the

@@ -4,7 +4,7 @@ the active configuration (`active(STATE)`) and the name of the event being proce
 
 Guards and actions keep their `(context, payload, state)` signature, so both are found through
 a context variable that the instance sets around every statechart step: while a macrostep
-runs, the kernel's `Macrostep` itself, whose configuration is live (an exit action no longer
+runs, the engine's `Macrostep` itself, whose configuration is live (an exit action no longer
 sees the state it leaves once it is left, an entry action sees the state it enters, as SCXML's
 `In()` does) and whose event is the one being processed (an internal event once it is taken;
 eventless rules keep the last one, as SCXML's `_event`). Outside a statechart step (a flat

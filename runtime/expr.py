@@ -500,58 +500,75 @@ class ExprCompiler:
         if op == "event":
             return _read_event(_name(value, op))
         if op == "lit":
-            if (type(value) is dict or type(value) is list) and value_too_deep(value):
-                raise IRLoadError("a literal is nested too deeply")
-            return _const(value)
+            return _literal(value)
         raw_args = node.get("args")
         args = raw_args if type(raw_args) is list else list(raw_args) if raw_args else []
-        if op == "state":
-            if value == "name":
-                return lambda c, e, s: s.name
-            if value == "title":
-                return lambda c, e, s: s.title
-            raise IRLoadError(f"`state.{value}` is not readable in expressions")
-        if op == "meta":
-            return _read_meta(_name(value, op))
         fn = self._binaries.get(op)
         if fn is not None:
             if len(args) != 2:
                 _arity(op, args, 2)
             return self._binary(fn, args[0], args[1])
-        if op == "and":
-            _arity(op, args, 2)
-            return _and(self._build(args[0]), self._build(args[1]))
-        if op == "or":
-            _arity(op, args, 2)
-            return _or(self._build(args[0]), self._build(args[1]))
-        if op == "not":
-            _arity(op, args, 1)
-            return _not(self._build(args[0]))
-        if op == "neg":
-            _arity(op, args, 1)
-            return _neg(self._build(args[0]))
-        if op == "local":
-            return _read_local(_name(value, op))
-        if op in QUANTIFIERS:
-            _arity(op, args, 2)
-            listed, body = self._build(args[0]), self._build(args[1])
-            return _quantifier(op, _name(value, op), listed, body, self.limits)
-        if op == "cond":
-            _arity(op, args, 3)
-            return _cond(self._build(args[0]), self._build(args[1]), self._build(args[2]))
-        if op == "attr":
-            _arity(op, args, 1)
-            return self._attr(args[0], _name(value, op))
-        if op == "index":
-            _arity(op, args, 2)
-            return self._index(self._build(args[0]), self._build(args[1]))
-        if op == "call":
-            return self._call(_name(value, op), args)
-        if op == "list":
-            return _list_of(tuple(map(self._build, args)))
-        if op == "map":
-            return self._map(args)
-        raise IRLoadError(f"unknown expression op {op!r}")
+        build = _NODE_BUILDERS.get(op)
+        if build is None:
+            raise IRLoadError(f"unknown expression op {op!r}")
+        return build(self, op, value, args)
+
+    # The builders of the other ops, by `_NODE_BUILDERS`: each is given the node's op, value
+    # and arguments.
+    def _build_state(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        if value == "name":
+            return _state_name
+        if value == "title":
+            return _state_title
+        raise IRLoadError(f"`state.{value}` is not readable in expressions")
+
+    def _build_meta(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        return _read_meta(_name(value, op))
+
+    def _build_local(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        return _read_local(_name(value, op))
+
+    def _build_and(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 2)
+        return _and(self._build(args[0]), self._build(args[1]))
+
+    def _build_or(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 2)
+        return _or(self._build(args[0]), self._build(args[1]))
+
+    def _build_not(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 1)
+        return _not(self._build(args[0]))
+
+    def _build_neg(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 1)
+        return _neg(self._build(args[0]))
+
+    def _build_quantifier(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 2)
+        listed, body = self._build(args[0]), self._build(args[1])
+        return _quantifier(op, _name(value, op), listed, body, self.limits)
+
+    def _build_cond(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 3)
+        return _cond(self._build(args[0]), self._build(args[1]), self._build(args[2]))
+
+    def _build_attr(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 1)
+        return self._attr(args[0], _name(value, op))
+
+    def _build_index(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        _arity(op, args, 2)
+        return self._index(self._build(args[0]), self._build(args[1]))
+
+    def _build_call(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        return self._call(_name(value, op), args)
+
+    def _build_list(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        return _list_of(tuple(map(self._build, args)))
+
+    def _build_map(self, op: str, value: Any, args: list[Any]) -> Evaluator:
+        return self._map(args)
 
     def _map(self, args: list[Any]) -> Evaluator:
         if len(args) % 2:
@@ -628,14 +645,8 @@ class ExprCompiler:
         if name == "coalesce":
             _arity(name, args, 2)
             return _coalesce(self._build(args[0]), self._build(args[1]))
-        if (name == "active" or name == "event_name") and not self.configuration:
-            raise IRLoadError(f"`{name}` needs IR version 2, the flow is version 1")
-        if name == "active":
-            _arity(name, args, 1)
-            return _active(args[0])
-        if name == "event_name":
-            _arity(name, args, 0)
-            return _event_name
+        if name == "active" or name == "event_name":
+            return self._configuration_call(name, args)
         fn = FUNCTIONS.get(name)
         if fn is None:
             raise IRLoadError(f"unknown function {name!r}")
@@ -655,6 +666,16 @@ class ExprCompiler:
         if len(fs) == 2:
             return _call2(fn, fs[0], fs[1])
         return _call_n(fn, fs)
+
+    def _configuration_call(self, name: str, args: Sequence[Mapping[str, Any]]) -> Evaluator:
+        """`active(S)` and `event_name()`, which read the step's configuration and event."""
+        if not self.configuration:
+            raise IRLoadError(f"`{name}` needs IR version 2, the flow is version 1")
+        if name == "active":
+            _arity(name, args, 1)
+            return _active(args[0])
+        _arity(name, args, 0)
+        return _event_name
 
     # ---- actions ----------------------------------------------------------------------------
     def actions(
@@ -692,26 +713,8 @@ class ExprCompiler:
     ) -> ActionBlock:
         op = raw.get("op")
         if op not in _STORES:
-            if op == "raise":
-                return self._raise(raw)
-            if op == "if":
-                return self._if(raw, target_type, event_types)
-            if op == "emit":
-                return self._emit(raw)
-            if op == "send" or op == "cancel":
-                return self._schedule(raw)
-            if op == "for" or op == "each":
-                return self._for(raw, target_type, event_types)
-            if op == "put" or op == "delete":
-                return self._keyed(raw, target_type, event_types, fresh_depth)
-            raise IRLoadError(f"unknown action op {op!r}")
-        path = tuple(raw.get("target") or ())
-        for p in path:
-            if type(p) is not str and not isinstance(p, str):
-                path = ()
-                break
-        if not path:
-            raise IRLoadError(f"an action needs a target path, got {raw.get('target')!r}")
+            return self._control(raw, target_type, event_types, fresh_depth)
+        path = _target_path(raw)
         value_node = raw.get("value")
         # A leaf a `set` may store as it is (`x = event.y`, the commonest action) needs no
         # closure of its own: it is checked as compiling it would check it, and compiled only
@@ -725,16 +728,7 @@ class ExprCompiler:
         ty = target_type(path)
         if op == "append" or op == "remove":
             assert value is not None
-            if ty.kind != "list" or ty.item is None:
-                raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
-            if op == "append":
-                bound = self.bound(op, value_node, ty.item)
-                item_norm = _then(
-                    bound, _normaliser(ty.item, path, value_node, event_types, item=True)
-                )
-                appended = _appender(self.limits.max_items, item_norm)
-                return _update(path, appended, value, fresh_depth)
-            return _update(path, _removed, value, fresh_depth)
+            return self._list_change(raw, path, ty, value, event_types, fresh_depth)
         # (A pair's first use compiles its block: each helper called is one more cold call,
         # so the common answers are written here: a leaf `set` has no bound, a type that
         # needs no normalising is stored as it is.)
@@ -752,6 +746,51 @@ class ExprCompiler:
         if op == "add":
             return _update(path, _added(norm), value, fresh_depth)
         return _update(path, _subtracted(norm), value, fresh_depth)  # sub
+
+    def _control(
+        self,
+        raw: Mapping[str, Any],
+        target_type: Callable[[Sequence[str]], Type],
+        event_types: Mapping[str, Type],
+        fresh_depth: int,
+    ) -> ActionBlock:
+        """An action that is not a plain store: `raise`, `if`, `emit`, `send` and `cancel`
+        (scheduled events), the loops, `put` and `delete`."""
+        op = raw.get("op")
+        if op == "raise":
+            return self._raise(raw)
+        if op == "if":
+            return self._if(raw, target_type, event_types)
+        if op == "emit":
+            return self._emit(raw)
+        if op == "send" or op == "cancel":
+            return self._schedule(raw)
+        if op == "for" or op == "each":
+            return self._for(raw, target_type, event_types)
+        if op == "put" or op == "delete":
+            return self._keyed(raw, target_type, event_types, fresh_depth)
+        raise IRLoadError(f"unknown action op {op!r}")
+
+    def _list_change(
+        self,
+        raw: Mapping[str, Any],
+        path: tuple[str, ...],
+        ty: Type,
+        value: Evaluator,
+        event_types: Mapping[str, Type],
+        fresh_depth: int,
+    ) -> ActionBlock:
+        """`append` and `remove`: a new list at `path` with the one item added or taken out."""
+        op = raw.get("op")
+        if ty.kind != "list" or ty.item is None:
+            raise IRLoadError(f"`{op}` needs a list field, `{'.'.join(path)}` is not one")
+        if op == "remove":
+            return _update(path, _removed, value, fresh_depth)
+        value_node = raw.get("value")
+        bound = self.bound("append", value_node, ty.item)
+        item_norm = _then(bound, _normaliser(ty.item, path, value_node, event_types, item=True))
+        appended = _appender(self.limits.max_items, item_norm)
+        return _update(path, appended, value, fresh_depth)
 
     def _keyed(
         self,
@@ -785,8 +824,8 @@ class ExprCompiler:
         return _update(path, change, _pair(key, value), fresh_depth)
 
     def _raise(self, raw: Mapping[str, Any]) -> ActionBlock:
-        """`raise EVENT(...)`: queue an internal event for the step's kernel (its payload is
-        checked against the event's fields when the kernel takes it, as a sent one is)."""
+        """`raise EVENT(...)`: queue an internal event for the step's engine (its payload is
+        checked against the event's fields when the engine takes it, as a sent one is)."""
         name = raw.get("event")
         if not isinstance(name, str):
             raise IRLoadError(f"`raise` needs an event name, got {name!r}")
@@ -876,19 +915,7 @@ class ExprCompiler:
         `each` is the same loop with a local item and index: kept in the working context under
         `LOCAL_PREFIX` keys while the body runs (read by `local` expressions), then taken out."""
         local = raw.get("op") == "each"
-        target = raw.get("target")
-        if not isinstance(target, Sequence) or len(target) != 1 or not isinstance(target[0], str):
-            raise IRLoadError("a `for` action needs the name of its item field")
-        item: str = target[0]
-        index = raw.get("index")
-        if index is not None and not isinstance(index, str):
-            raise IRLoadError(f"a `for` index must be a field name, got {index!r}")
-        branches = raw.get("branches")
-        if not isinstance(branches, Sequence) or len(branches) != 1:
-            raise IRLoadError("a `for` action needs one body")
-        body_raw = branches[0]
-        if not isinstance(body_raw, Mapping):
-            raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
+        item, index, body_raw = _loop_parts(raw)
         listed = self.compile(raw.get("value"))
         norm: Callable[[Any], Any] = _identity  # a local item is read as it is, never stored
         if local:
@@ -899,34 +926,7 @@ class ExprCompiler:
             if index is not None:
                 target_type((index,))  # checks the field exists
         body = self.actions(body_raw.get("actions") or (), target_type, event_types)
-        limits = self.limits
-
-        def loop(c: dict[str, Any], e: Any, s: Any) -> None:
-            items = listed(c, e, s)
-            if type(items) is not list:
-                raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
-            # (A step of a flow with loops always collects, `Machine.emits`: the step's budget.)
-            with step_budget() as out:
-                out.charge_loop(len(items), limits)
-                if not local:
-                    run(c, e, s, items)
-                    return
-                try:
-                    run(c, e, s, items)
-                finally:  # the locals never outlive the loop, even one a fault ends
-                    c.pop(item, None)
-                    if index is not None:
-                        c.pop(index, None)
-
-        def run(c: dict[str, Any], e: Any, s: Any, items: list[Any]) -> None:
-            for i, x in enumerate(tuple(items)):
-                c[item] = norm(x)
-                if index is not None:
-                    c[index] = i
-                if body is not None:
-                    body(c, e, s)
-
-        return loop
+        return _loop(listed, item, index, norm, body, local, self.limits)
 
     def _emit(self, raw: Mapping[str, Any]) -> ActionBlock:
         """`emit EFFECT(...)`: the effect and its payload go to the step's collector
@@ -979,6 +979,39 @@ def _scheduled_id(ident: Any, limits: Limits) -> str:
             f"at most {limits.max_argument:,}"
         )
     return ident
+
+
+#: How `ExprCompiler._build` builds each op that is neither a leaf nor a binary operator.
+_NODE_BUILDERS: dict[str, Callable[[ExprCompiler, str, Any, list[Any]], Evaluator]] = {
+    "state": ExprCompiler._build_state,
+    "meta": ExprCompiler._build_meta,
+    "local": ExprCompiler._build_local,
+    "and": ExprCompiler._build_and,
+    "or": ExprCompiler._build_or,
+    "not": ExprCompiler._build_not,
+    "neg": ExprCompiler._build_neg,
+    **dict.fromkeys(QUANTIFIERS, ExprCompiler._build_quantifier),
+    "cond": ExprCompiler._build_cond,
+    "attr": ExprCompiler._build_attr,
+    "index": ExprCompiler._build_index,
+    "call": ExprCompiler._build_call,
+    "list": ExprCompiler._build_list,
+    "map": ExprCompiler._build_map,
+}
+
+
+def _state_name(c: dict[str, Any], e: Any, s: Any) -> Any:
+    return s.name
+
+
+def _state_title(c: dict[str, Any], e: Any, s: Any) -> Any:
+    return s.title
+
+
+def _literal(value: Any) -> Evaluator:
+    if (type(value) is dict or type(value) is list) and value_too_deep(value):
+        raise IRLoadError("a literal is nested too deeply")
+    return _const(value)
 
 
 def _active(arg: Any) -> Evaluator:
@@ -1085,23 +1118,31 @@ def action_plan(raw: Sequence[Any]) -> list[tuple[Mapping[str, Any], int]]:
         plan.append((a, depth))
         if pos == last:
             break  # what the last action leaves copied is of no use to any other
-        if a.get("op") == "for" or a.get("op") == "each":
-            # The body may store shared values anywhere: nothing copied before stays fresh.
-            fresh = set()
-            continue
-        for i in range(1, len(path)):
-            fresh.add(path[:i])
-        if fresh:
-            # The written path holds a value that may be shared; anything read by the value
-            # may now be referenced from elsewhere: neither may be changed in place again.
-            read = _ctx_reads(a.get("value")) | _ctx_reads(a.get("key"))
-            n = len(path)
-            kept = set()
-            for q in fresh:  # a loop: a comprehension here would put n, path, read in cells
-                if q[:n] != path and q[0] not in read:
-                    kept.add(q)
-            fresh = kept
+        fresh = _fresh_after(a, path, fresh)
     return plan
+
+
+def _fresh_after(
+    a: Mapping[str, Any], path: tuple[str, ...], fresh: set[tuple[str, ...]]
+) -> set[tuple[str, ...]]:
+    """The paths a block has copied and may still change in place after action `a` (which
+    writes `path`)."""
+    if a.get("op") == "for" or a.get("op") == "each":
+        # The body may store shared values anywhere: nothing copied before stays fresh.
+        return set()
+    for i in range(1, len(path)):
+        fresh.add(path[:i])
+    if not fresh:
+        return fresh
+    # The written path holds a value that may be shared; anything read by the value may now
+    # be referenced from elsewhere: neither may be changed in place again.
+    read = _ctx_reads(a.get("value")) | _ctx_reads(a.get("key"))
+    n = len(path)
+    kept = set()
+    for q in fresh:  # a loop: a comprehension here would put n, path, read in cells
+        if q[:n] != path and q[0] not in read:
+            kept.add(q)
+    return kept
 
 
 def _ctx_reads(node: Any) -> set[str]:
@@ -1163,6 +1204,74 @@ def _removed(old: list[Any], item: Any) -> list[Any]:
     return out
 
 
+def _loop_parts(raw: Mapping[str, Any]) -> tuple[str, str | None, Mapping[str, Any]]:
+    """A `for` (or `each`) action's item name, index name (None: none) and body, checked."""
+    target = raw.get("target")
+    if not isinstance(target, Sequence) or len(target) != 1 or not isinstance(target[0], str):
+        raise IRLoadError("a `for` action needs the name of its item field")
+    index = raw.get("index")
+    if index is not None and not isinstance(index, str):
+        raise IRLoadError(f"a `for` index must be a field name, got {index!r}")
+    branches = raw.get("branches")
+    if not isinstance(branches, Sequence) or len(branches) != 1:
+        raise IRLoadError("a `for` action needs one body")
+    body_raw = branches[0]
+    if not isinstance(body_raw, Mapping):
+        raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
+    return target[0], index, body_raw
+
+
+def _loop(
+    listed: Evaluator,
+    item: str,
+    index: str | None,
+    norm: Callable[[Any], Any],
+    body: ActionBlock | None,
+    local: bool,
+    limits: Limits,
+) -> ActionBlock:
+    """The closure of a `for` loop (see `ExprCompiler._for`)."""
+
+    def loop(c: dict[str, Any], e: Any, s: Any) -> None:
+        items = listed(c, e, s)
+        if type(items) is not list:
+            raise ExprFault(f"`for` needs a list, got {_kind_of(items)}")
+        # (A step of a flow with loops always collects, `Machine.emits`: the step's budget.)
+        with step_budget() as out:
+            out.charge_loop(len(items), limits)
+            if not local:
+                run(c, e, s, items)
+                return
+            try:
+                run(c, e, s, items)
+            finally:  # the locals never outlive the loop, even one a fault ends
+                c.pop(item, None)
+                if index is not None:
+                    c.pop(index, None)
+
+    def run(c: dict[str, Any], e: Any, s: Any, items: list[Any]) -> None:
+        for i, x in enumerate(tuple(items)):
+            c[item] = norm(x)
+            if index is not None:
+                c[index] = i
+            if body is not None:
+                body(c, e, s)
+
+    return loop
+
+
+def _target_path(raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """The context path a storing action writes, checked to be a non-empty path of names."""
+    path = tuple(raw.get("target") or ())
+    for p in path:
+        if type(p) is not str and not isinstance(p, str):
+            path = ()
+            break
+    if not path:
+        raise IRLoadError(f"an action needs a target path, got {raw.get('target')!r}")
+    return path
+
+
 def _none_on_path(path: tuple[str, ...], upto: int) -> ExprFault:
     return ExprFault(f"cannot set `{'.'.join(path)}`: `{'.'.join(path[:upto])}` is none")
 
@@ -1208,42 +1317,59 @@ def _set_leaf(path: tuple[str, ...], leaf: tuple[str, Any], fresh_depth: int) ->
     """`x = event.y`, `x.f = y`, `x = 3`: the most common actions, each one closure."""
     kind, k = leaf
     if len(path) == 1:
-        key = path[0]
-        if kind == "event":
-
-            def set_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
-                c[key] = e[k]
-
-            return set_from_event
-        if kind == "ctx":
-
-            def set_from_ctx(c: dict[str, Any], e: Any, s: Any) -> None:
-                c[key] = c[k]
-
-            return set_from_ctx
-
-        def set_const(c: dict[str, Any], e: Any, s: Any) -> None:
-            c[key] = k
-
-        return set_const
-    head, last = path
+        return _set_top_leaf(path[0], kind, k)
     if kind == "event":
-        if fresh_depth >= 1:
-
-            def set_event_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
-                c[head][last] = e[k]
-
-            return set_event_in_copy
-
-        def set_field_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
-            node = c[head]
-            if node is None:
-                raise _none_on_path(path, 1)
-            node = c[head] = dict(node)
-            node[last] = e[k]
-
-        return set_field_from_event
+        return _set_field_from_event(path, k, fresh_depth)
     read = _ctx_reader(k) if kind == "ctx" else _const_reader(k)
+    return _set_field_from(path, read, fresh_depth)
+
+
+def _set_top_leaf(key: str, kind: str, k: Any) -> ActionBlock:
+    """`x = event.y`, `x = y`, `x = 3`."""
+    if kind == "event":
+
+        def set_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[key] = e[k]
+
+        return set_from_event
+    if kind == "ctx":
+
+        def set_from_ctx(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[key] = c[k]
+
+        return set_from_ctx
+
+    def set_const(c: dict[str, Any], e: Any, s: Any) -> None:
+        c[key] = k
+
+    return set_const
+
+
+def _set_field_from_event(path: tuple[str, ...], k: str, fresh_depth: int) -> ActionBlock:
+    """`x.f = event.y`."""
+    head, last = path
+    if fresh_depth >= 1:
+
+        def set_event_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:
+            c[head][last] = e[k]
+
+        return set_event_in_copy
+
+    def set_field_from_event(c: dict[str, Any], e: Any, s: Any) -> None:
+        node = c[head]
+        if node is None:
+            raise _none_on_path(path, 1)
+        node = c[head] = dict(node)
+        node[last] = e[k]
+
+    return set_field_from_event
+
+
+def _set_field_from(
+    path: tuple[str, ...], read: Callable[[dict[str, Any], Any], Any], fresh_depth: int
+) -> ActionBlock:
+    """`x.f = y`, `x.f = 3`: `read` gives the value."""
+    head, last = path
     if fresh_depth >= 1:
 
         def set_in_copy(c: dict[str, Any], e: Any, s: Any) -> None:

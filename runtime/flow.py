@@ -663,7 +663,7 @@ class LoadedFlow:
         implicit = [name for name in done if name not in self.events]
         for name in implicit:
             self.events[name] = CEvent(name, (), ())
-        # (declared ones too: they carry done data, and only the kernel raises them)
+        # (declared ones too: they carry done data, and only the engine raises them)
         self.internal_events = frozenset(done)
         if self.hierarchical:
             self.chart = True

@@ -229,38 +229,52 @@ def _measure(limits: Limits, value: Any, depth: int, budget: list[int]) -> None:
         if not -limits._int_max <= value <= limits._int_max:
             raise LimitExceeded(f"the integer has more than {limits.max_int_digits:,} digits")
     elif t is list or t is dict:
-        if depth >= limits.max_depth:
-            raise LimitExceeded(f"the value is nested more than {limits.max_depth} levels deep")
-        problem = limits.items_problem(len(value))
-        if problem is not None:
-            raise LimitExceeded(f"the value has {problem}")
-        budget[0] -= len(value)
-        inner = depth + 1
-        longest = limits.max_string
-        if t is dict:
-            for k, v in value.items():
-                if type(k) is str and len(k) <= longest and k.isascii() and "\x00" not in k:
-                    budget[0] -= len(k)
-                    if budget[0] < 0:
-                        _too_large(limits)
-                else:
-                    _measure(limits, k, inner, budget)
-                if type(v) is str and len(v) <= longest and v.isascii() and "\x00" not in v:
-                    budget[0] -= len(v)
-                    if budget[0] < 0:
-                        _too_large(limits)
-                else:
-                    _measure(limits, v, inner, budget)
-        else:
-            for v in value:
-                if type(v) is str and len(v) <= longest and v.isascii() and "\x00" not in v:
-                    budget[0] -= len(v)
-                    if budget[0] < 0:
-                        _too_large(limits)
-                else:
-                    _measure(limits, v, inner, budget)
+        _measure_container(limits, value, depth, budget)
     if budget[0] < 0:
         _too_large(limits)
+
+
+def _measure_container(
+    limits: Limits, value: list[Any] | dict[Any, Any], depth: int, budget: list[int]
+) -> None:
+    """`_measure` of a list or dict: its own size, then each item (short plain strings
+    counted inline)."""
+    if depth >= limits.max_depth:
+        raise LimitExceeded(f"the value is nested more than {limits.max_depth} levels deep")
+    problem = limits.items_problem(len(value))
+    if problem is not None:
+        raise LimitExceeded(f"the value has {problem}")
+    budget[0] -= len(value)
+    if type(value) is dict:
+        _measure_dict(limits, value, depth + 1, budget)
+        return
+    inner = depth + 1
+    longest = limits.max_string
+    for v in value:
+        if type(v) is str and len(v) <= longest and v.isascii() and "\x00" not in v:
+            budget[0] -= len(v)
+            if budget[0] < 0:
+                _too_large(limits)
+        else:
+            _measure(limits, v, inner, budget)
+
+
+def _measure_dict(limits: Limits, value: dict[Any, Any], inner: int, budget: list[int]) -> None:
+    """The keys and values of a dict, at depth `inner` (short plain strings counted inline)."""
+    longest = limits.max_string
+    for k, v in value.items():
+        if type(k) is str and len(k) <= longest and k.isascii() and "\x00" not in k:
+            budget[0] -= len(k)
+            if budget[0] < 0:
+                _too_large(limits)
+        else:
+            _measure(limits, k, inner, budget)
+        if type(v) is str and len(v) <= longest and v.isascii() and "\x00" not in v:
+            budget[0] -= len(v)
+            if budget[0] < 0:
+                _too_large(limits)
+        else:
+            _measure(limits, v, inner, budget)
 
 
 def _too_large(limits: Limits) -> NoReturn:

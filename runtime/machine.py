@@ -25,7 +25,7 @@ from flowc.runtime.codegen import Dispatch, Generator, general, warming
 from flowc.runtime.flow import CState, LoadedFlow, _check_version
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits
 from flowc.runtime.messages import DEFAULT_MESSAGES
-from flowc.runtime.model import CompiledFlow, IRLoadError
+from flowc.runtime.model import UNHASHED_MEMBERS, CompiledFlow, IRLoadError
 from flowc.runtime.rejections import Rejected, Rejection
 from flowc.runtime.templating import EventVars, wrap
 
@@ -347,7 +347,8 @@ def _verify_hash(raw: dict[str, Any], text: str | bytes) -> None:
         digest = "sha256:" + hashlib.sha256(candidate.encode("utf-8")).hexdigest()
         if digest == expected:
             return
-    body = {k: v for k, v in raw.items() if k != "hash"}
+    # (The members derived from others, `lowered_templates`, are not hashed: model.py.)
+    body = {k: v for k, v in raw.items() if k not in UNHASHED_MEMBERS}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest() == expected:
         return

@@ -260,6 +260,10 @@ class Invariant(IRModel):
     expr: Expr
 
 
+#: The members the content hash leaves out: the hash itself, and what is derived from the rest.
+UNHASHED_MEMBERS: set[str] = {"hash", "lowered_templates"}
+
+
 class CompiledFlow(IRModel):
     ir_version: int = 1
     name: str
@@ -282,12 +286,16 @@ class CompiledFlow(IRModel):
     invariants: tuple[Invariant, ...] = ()
     #: Version 2: declared effects (`effect NAME(params)`), the output events actions `emit`.
     effects: tuple[EventDef, ...] = ()
+    #: The templates above lowered for runtimes without Jinja2: source -> parts, or None when
+    #: outside the subset (docs/ir.md, "Lowered templates"). Derived from the sources, so it is
+    #: left out of the hash; this runtime never reads it.
+    lowered_templates: dict[str, list[JsonValue] | None] = Field(default_factory=dict)
     #: sha256 of the canonical JSON of everything else; filled by `with_hash`.
     hash: str = ""
 
     def canonical_json(self) -> str:
         """Sorted keys, compact separators, hash excluded: the bytes the hash is taken over."""
-        data = self.model_dump(mode="json", exclude={"hash"}, exclude_defaults=True)
+        data = self.model_dump(mode="json", exclude=UNHASHED_MEMBERS, exclude_defaults=True)
         data["ir_version"] = self.ir_version
         return _canonical(data)
 
@@ -800,6 +808,13 @@ def _check_tables(raw: dict[str, Any]) -> None:
     for m in _list(raw.get("migrations"), "migrations"):
         _object(m, _MIGRATION, "a migration")
         _is(m["from_version"], int, "a migration's from_version")
+    lowered = raw.get("lowered_templates")
+    # Never read here (other runtimes render it); only its outline is checked.
+    if lowered is not None and (
+        type(lowered) is not dict
+        or not all(type(v) in (list, type(None)) for v in lowered.values())
+    ):
+        raise _Bad("lowered_templates must be an object of arrays or nulls")
 
 
 class FlowcError(Exception):

@@ -389,6 +389,11 @@ def _fold(node: nodes.Node) -> Any:
         return _FOLD_BINARY[type(node)](_fold(node.left), _fold(node.right))
     if isinstance(node, nodes.Concat):
         return _sized("".join(str(_fold(n)) for n in node.nodes))
+    return _fold_call(node)
+
+
+def _fold_call(node: nodes.Node) -> Any:
+    """`_fold` of a call of `range` or of a bounded filter, on constant arguments."""
     if (
         isinstance(node, nodes.Call)
         and isinstance(node.node, nodes.Name)

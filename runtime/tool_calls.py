@@ -142,15 +142,31 @@ class ToolDispatcher:
         problems = _Problems()
         instance_id = problems.string(args, HANDLE, required=True)
         request_id = problems.string(args, REQUEST_ID, required=False)
-        force = False
-        if tool.op == "event":
-            if tool.backward:
-                force = problems.boolean(args, FORCE)
-            rest: dict[str, Any] = args  # the payload: the runtime checks it field by field
-        else:
-            rest = self._own_arguments(tool, args, problems)
+        force, rest = self._step_arguments(tool, args, problems)
         if problems or instance_id is None:
             return _error(problems.feedback(tool))
+        record = self._record(tool, instance_id)
+        if isinstance(record, ToolResult):
+            return record
+        if tool.op == "status":
+            return self._status(record, instance_id)
+        if tool.op == "history":
+            return ToolResult(False, self._history(instance_id, record.state))
+        return self._move(tool, instance_id, rest, force=force, request_id=request_id)
+
+    def _step_arguments(
+        self, tool: Tool, args: dict[str, Any], problems: _Problems
+    ) -> tuple[bool, dict[str, Any]]:
+        """`force` (given to an event tool with a backward rule), and the arguments left: an
+        event's payload, which the runtime checks field by field, or a tool's own."""
+        if tool.op != "event":
+            return False, self._own_arguments(tool, args, problems)
+        force = problems.boolean(args, FORCE) if tool.backward else False
+        return force, args
+
+    def _record(self, tool: Tool, instance_id: str) -> InstanceRecord | ToolResult:
+        """The stored instance a tool acts on, or the error when there is none or it runs
+        another flow."""
         try:
             record = self.flows.store.load(instance_id)
         except InstanceNotFound:
@@ -165,15 +181,27 @@ class ToolDispatcher:
                     "instance_id": instance_id,
                 }
             )
-        if tool.op == "status":
-            instance = self._instance(record)
-            context = visible_context(instance.machine, instance.context)
-            view = {**self._view(instance), "context": context}
-            if self.on_status is not None:
-                view.update(self.on_status(instance_id))
-            return ToolResult(False, view)
-        if tool.op == "history":
-            return ToolResult(False, self._history(instance_id, record.state))
+        return record
+
+    def _status(self, record: InstanceRecord, instance_id: str) -> ToolResult:
+        """The instance's state, meta, visible context and the tools it accepts now."""
+        instance = self._instance(record)
+        context = visible_context(instance.machine, instance.context)
+        view = {**self._view(instance), "context": context}
+        if self.on_status is not None:
+            view.update(self.on_status(instance_id))
+        return ToolResult(False, view)
+
+    def _move(
+        self,
+        tool: Tool,
+        instance_id: str,
+        rest: dict[str, Any],
+        *,
+        force: bool,
+        request_id: str | None,
+    ) -> ToolResult:
+        """An event, `goto` or `back`: the step, and what the model may do next."""
         try:
             if tool.op == "event":
                 assert tool.event is not None

@@ -202,9 +202,29 @@ class FlowTools:
         return f"{machine.name}_{base}" if self.prefixed else base
 
     def _flow_tools(self, machine: Machine) -> list[Tool]:
-        title = machine.title or machine.name
         transitions: list[Mapping[str, Any]] = list(machine.raw.get("transitions", ()))
-        tools = [
+        tools = self._lifecycle_tools(machine)
+        tools.extend(self._event_tool(machine, transitions, name) for name in tool_events(machine))
+        direct = [t for t in transitions if t.get("kind") == "direct" and t.get("target")]
+        if direct:
+            tools.append(self._goto_tool(machine, direct))
+        if any(t.get("back") and t.get("target") for t in transitions):
+            tools.append(
+                Tool(
+                    self._name(machine, "back"),
+                    machine.name,
+                    "back",
+                    f"Move an instance of {_title(machine)!r} back to the state it came from "
+                    f"(along a backward edge).",
+                    _arguments({}, []),
+                )
+            )
+        return tools
+
+    def _lifecycle_tools(self, machine: Machine) -> list[Tool]:
+        """`start`, `status` and `history`: every flow has them."""
+        title = _title(machine)
+        return [
             Tool(
                 self._name(machine, "start"),
                 machine.name,
@@ -244,71 +264,66 @@ class FlowTools:
                 _arguments({}, [], request_id=False),
             ),
         ]
-        for name in tool_events(machine):
-            states = _states_accepting(machine, transitions, name)
-            where = f" Accepted in: {', '.join(states)}." if states else ""
-            schema = machine.event_schema(name)
-            fields: dict[str, Any] = dict(schema.get("properties", {}))
-            backward = any(
-                t.get("back") and t.get("event") == name and t.get("kind") == "event"
-                for t in transitions
-            )
-            for reserved in (HANDLE, REQUEST_ID, *((FORCE,) if backward else ())):
-                if reserved in fields:
-                    raise ValueError(
-                        f"event `{name}` of {machine.name} has a field `{reserved}`, which its "
-                        f"tool uses for itself"
-                    )
-            tools.append(
-                Tool(
-                    self._name(machine, name),
-                    machine.name,
-                    "event",
-                    f"Send the event `{name}` to an instance of {title!r}.{where} "
-                    f"The result gives the new state and the tools accepted next; a refusal "
-                    f"says why and what is allowed instead.",
-                    _arguments(
-                        {**fields, FORCE: _FORCE_ARGUMENT} if backward else fields,
-                        list(schema.get("required", [])),
-                    ),
-                    event=name,
-                    backward=backward,
+
+    def _event_tool(
+        self, machine: Machine, transitions: list[Mapping[str, Any]], name: str
+    ) -> Tool:
+        """The tool sending event `name`: its payload's fields are the arguments (and `force`
+        when one of its rules goes backward)."""
+        states = _states_accepting(machine, transitions, name)
+        where = f" Accepted in: {', '.join(states)}." if states else ""
+        schema = machine.event_schema(name)
+        fields: dict[str, Any] = dict(schema.get("properties", {}))
+        backward = any(
+            t.get("back") and t.get("event") == name and t.get("kind") == "event"
+            for t in transitions
+        )
+        for reserved in (HANDLE, REQUEST_ID, *((FORCE,) if backward else ())):
+            if reserved in fields:
+                raise ValueError(
+                    f"event `{name}` of {machine.name} has a field `{reserved}`, which its "
+                    f"tool uses for itself"
                 )
-            )
-        direct = [t for t in transitions if t.get("kind") == "direct" and t.get("target")]
-        if direct:
-            targets = sorted({str(t["target"]) for t in direct})
-            properties: dict[str, Any] = {
-                "target": {
-                    "type": "string",
-                    "enum": targets,
-                    "description": "The state to go to.",
-                }
+        return Tool(
+            self._name(machine, name),
+            machine.name,
+            "event",
+            f"Send the event `{name}` to an instance of {_title(machine)!r}.{where} "
+            f"The result gives the new state and the tools accepted next; a refusal "
+            f"says why and what is allowed instead.",
+            _arguments(
+                {**fields, FORCE: _FORCE_ARGUMENT} if backward else fields,
+                list(schema.get("required", [])),
+            ),
+            event=name,
+            backward=backward,
+        )
+
+    def _goto_tool(self, machine: Machine, direct: list[Mapping[str, Any]]) -> Tool:
+        """`goto`: its `target` one of the states the flow's direct edges lead to."""
+        targets = sorted({str(t["target"]) for t in direct})
+        properties: dict[str, Any] = {
+            "target": {
+                "type": "string",
+                "enum": targets,
+                "description": "The state to go to.",
             }
-            if any(t.get("back") for t in direct):
-                properties[FORCE] = _FORCE_ARGUMENT
-            tools.append(
-                Tool(
-                    self._name(machine, "goto"),
-                    machine.name,
-                    "goto",
-                    f"Move an instance of {title!r} to another state along a direct edge. "
-                    f"Results list the targets reachable now.",
-                    _arguments(properties, ["target"]),
-                )
-            )
-        if any(t.get("back") and t.get("target") for t in transitions):
-            tools.append(
-                Tool(
-                    self._name(machine, "back"),
-                    machine.name,
-                    "back",
-                    f"Move an instance of {title!r} back to the state it came from (along a "
-                    f"backward edge).",
-                    _arguments({}, []),
-                )
-            )
-        return tools
+        }
+        if any(t.get("back") for t in direct):
+            properties[FORCE] = _FORCE_ARGUMENT
+        return Tool(
+            self._name(machine, "goto"),
+            machine.name,
+            "goto",
+            f"Move an instance of {_title(machine)!r} to another state along a direct edge. "
+            f"Results list the targets reachable now.",
+            _arguments(properties, ["target"]),
+        )
+
+
+def _title(machine: Machine) -> str:
+    """The flow's name as its tools' descriptions show it."""
+    return machine.title or machine.name
 
 
 def input_fields(machine: Machine) -> list[str]:
@@ -505,21 +520,27 @@ def from_strict(schema: Mapping[str, Any], value: Any) -> Any:
             return {str(e["key"]): from_strict(item, e["value"]) for e in value}
         return value
     if kind == "object" and isinstance(value, Mapping):
-        props = schema.get("properties", {})
-        required = set(schema.get("required", ()))
-        out: dict[str, Any] = {}
-        for name, v in value.items():
-            prop = props.get(name)
-            if prop is None:
-                out[name] = v
-            elif v is None and name not in required and not _nullable(prop):
-                continue
-            else:
-                out[name] = from_strict(prop, v)
-        return out
+        return _object_from_strict(schema, value)
     if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         return [from_strict(schema["items"], v) for v in value]
     return value
+
+
+def _object_from_strict(schema: Mapping[str, Any], value: Mapping[str, Any]) -> dict[str, Any]:
+    """`from_strict` of an object with properties: each known one converted, an optional one
+    given as null left out."""
+    props = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    out: dict[str, Any] = {}
+    for name, v in value.items():
+        prop = props.get(name)
+        if prop is None:
+            out[name] = v
+        elif v is None and name not in required and not _nullable(prop):
+            continue
+        else:
+            out[name] = from_strict(prop, v)
+    return out
 
 
 def _kept(schema: Mapping[str, Any], also: tuple[str, ...]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from flowc.runtime.limits import DEFAULT_LIMITS, Limits, storable
@@ -120,12 +121,7 @@ class Type:
         if kind == "bool":
             return {"type": "boolean"}
         if kind in ("int", "float"):
-            out: dict[str, Any] = {"type": "integer" if kind == "int" else "number"}
-            if self.min is not None:
-                out["minimum"] = int(self.min) if kind == "int" else self.min
-            if self.max is not None:
-                out["maximum"] = int(self.max) if kind == "int" else self.max
-            return out
+            return self._number_schema()
         if kind == "str":
             return {"type": "string"}
         if kind == "enum":
@@ -142,6 +138,15 @@ class Type:
             assert self.item is not None
             return {"anyOf": [self.item.schema(), {"type": "null"}]}
         return object_schema(self.fields, title=self.name)
+
+    def _number_schema(self) -> dict[str, Any]:
+        whole = self.kind == "int"
+        out: dict[str, Any] = {"type": "integer" if whole else "number"}
+        if self.min is not None:
+            out["minimum"] = int(self.min) if whole else self.min
+        if self.max is not None:
+            out["maximum"] = int(self.max) if whole else self.max
+        return out
 
 
 class Field:
@@ -170,6 +175,15 @@ def object_schema(fields: Sequence[Field], *, title: str | None = None) -> dict[
     out["required"] = [f.name for f in fields if f.required]
     out["additionalProperties"] = False
     return out
+
+
+def _number_type(t: Type, ref: Mapping[str, Any], unbounded: Check) -> None:
+    """Fill in an int or float type: its bounds, and its check (`unbounded` within them)."""
+    t.min, t.max = ref.get("min"), ref.get("max")
+    if t.min is None and t.max is None:
+        t.check = unbounded
+    else:
+        t.check = _bounded(unbounded, t.min, t.max)
 
 
 def _reject_all(value: Any) -> Any:
@@ -245,18 +259,8 @@ class TypeSystem:
         if kind == "bool":
             t.simple = bool
             t.check = _check_bool
-        elif kind == "int":
-            t.min, t.max = ref.get("min"), ref.get("max")
-            if t.min is None and t.max is None:
-                t.check = self.check_int
-            else:
-                t.check = _bounded(self.check_int, t.min, t.max)
-        elif kind == "float":
-            t.min, t.max = ref.get("min"), ref.get("max")
-            if t.min is None and t.max is None:
-                t.check = _check_float
-            else:
-                t.check = _bounded(_check_float, t.min, t.max)
+        elif kind in ("int", "float"):
+            _number_type(t, ref, self.check_int if kind == "int" else _check_float)
         elif kind == "str":
             t.check = self.check_str
         elif kind == "enum":
@@ -268,18 +272,7 @@ class TypeSystem:
         elif kind == "json":
             t.check = _json_check(self.limits, self.check_str, self.check_int)
         elif kind in ("list", "map", "optional"):
-            if ref.get("item") is None:
-                raise IRLoadError(f"a {kind} type needs an item type")
-            item = self.compile(ref["item"])
-            t.item = item
-            t.has_record = item.has_record
-            if kind == "list":
-                t.check = _list_check(item, self.limits)
-            elif kind == "map":
-                t.check = _map_check(item, self.limits, self.check_str)
-            else:
-                t.simple = item.simple
-                t.check = _optional_check(item)
+            self._container(t, ref)
         else:
             raise IRLoadError(f"unknown type kind {kind!r}")
         t.normal = not (
@@ -290,6 +283,22 @@ class TypeSystem:
             or (t.item is not None and not t.item.normal)
         )
         return t
+
+    def _container(self, t: Type, ref: Mapping[str, Any]) -> None:
+        """Fill in a list, map or optional type: its item type and its check."""
+        kind = t.kind
+        if ref.get("item") is None:
+            raise IRLoadError(f"a {kind} type needs an item type")
+        item = self.compile(ref["item"])
+        t.item = item
+        t.has_record = item.has_record
+        if kind == "list":
+            t.check = _list_check(item, self.limits)
+        elif kind == "map":
+            t.check = _map_check(item, self.limits, self.check_str)
+        else:
+            t.simple = item.simple
+            t.check = _optional_check(item)
 
     def _record(self, name: str) -> Type:
         found = self._records.get(name)
@@ -434,47 +443,61 @@ def _json_check(limits: Limits, check_str: Check, check_int: Check) -> Check:
     """Any JSON value, copied: null, booleans, finite numbers, strings, lists (tuples become
     lists) and objects with string keys, within the limits on strings, integers, items, depth
     and overall size (`Limits.max_value_size`, counted as `check_computed` counts it)."""
-    most, deepest = limits.max_items, limits.max_depth
+    return _JsonCopy(limits, check_str, check_int)
 
-    def copy(x: Any, depth: int, budget: list[int]) -> Any:
+
+class _JsonCopy:
+    """`_json_check`'s check: one call copies one value, `budget` counting down the size
+    still allowed."""
+
+    __slots__ = ("check_int", "check_str", "deepest", "most", "size")
+
+    def __init__(self, limits: Limits, check_str: Check, check_int: Check) -> None:
+        self.most, self.deepest = limits.max_items, limits.max_depth
+        self.size = limits.max_value_size
+        self.check_str = check_str
+        self.check_int = check_int
+
+    def __call__(self, x: Any) -> Any:
+        return self.copy(x, 0, [self.size])
+
+    def copy(self, x: Any, depth: int, budget: list[int]) -> Any:
         if x is None or x is True or x is False:
             return x
         if isinstance(x, str):
-            x = check_str(x)
+            x = self.check_str(x)
             budget[0] -= len(x)
         elif isinstance(x, bool):
             return bool(x)
         elif isinstance(x, int):
-            return check_int(int(x))
+            return self.check_int(int(x))
         elif isinstance(x, float):
             if x - x == 0.0:  # not nan, not an infinity
                 return float(x)
             raise _INVALID
         elif isinstance(x, list | tuple | Mapping):
-            if depth >= deepest or len(x) > most:
-                raise _INVALID
-            budget[0] -= len(x)
-            if isinstance(x, Mapping):
-                out: Any = {}
-                for k, v in x.items():
-                    if not isinstance(k, str):
-                        raise _INVALID
-                    key = check_str(k)
-                    budget[0] -= len(key)
-                    out[key] = copy(v, depth + 1, budget)
-            else:
-                out = [copy(v, depth + 1, budget) for v in x]
-            x = out
+            x = self.copy_container(x, depth, budget)
         else:
             raise _INVALID
         if budget[0] < 0:
             raise _INVALID
         return x
 
-    def check(x: Any) -> Any:
-        return copy(x, 0, [limits.max_value_size])
-
-    return check
+    def copy_container(self, x: Any, depth: int, budget: list[int]) -> Any:
+        """A list, tuple (copied as a list) or object, each item copied."""
+        if depth >= self.deepest or len(x) > self.most:
+            raise _INVALID
+        budget[0] -= len(x)
+        if not isinstance(x, Mapping):
+            return [self.copy(v, depth + 1, budget) for v in x]
+        out: dict[str, Any] = {}
+        for k, v in x.items():
+            if not isinstance(k, str):
+                raise _INVALID
+            key = self.check_str(k)
+            budget[0] -= len(key)
+            out[key] = self.copy(v, depth + 1, budget)
+        return out
 
 
 def _json_problem(value: Any, limits: Limits) -> str:
@@ -489,14 +512,10 @@ def _json_problem(value: Any, limits: Limits) -> str:
         if isinstance(x, int) and not isinstance(x, bool) and limits.int_problem(int(x)):
             return limits.int_problem(int(x)) or ""
         if isinstance(x, list | tuple | Mapping):
-            if depth >= limits.max_depth:
-                return f"the value is nested more than {limits.max_depth} levels deep"
-            if len(x) > limits.max_items:
-                return f"{len(x):,} items; at most {limits.max_items:,}"
+            problem = _container_problem(x, depth, limits)
+            if problem is not None:
+                return problem
             if isinstance(x, Mapping):
-                for k in x:
-                    if not isinstance(k, str):
-                        return f"key {_key_text(k)} is not a string"
                 stack.extend((v, depth + 1) for v in x.values())
                 stack.extend((k, depth + 1) for k in x)
             else:
@@ -504,6 +523,19 @@ def _json_problem(value: Any, limits: Limits) -> str:
         elif not (x is None or isinstance(x, bool | int | float | str)):
             return f"expected a JSON value, got {_json_kind(x)}"
     return f"the value is larger than {limits.max_value_size:,} (characters plus items)"
+
+
+def _container_problem(x: Any, depth: int, limits: Limits) -> str | None:
+    """What is wrong with a list or object itself (its items aside), if anything."""
+    if depth >= limits.max_depth:
+        return f"the value is nested more than {limits.max_depth} levels deep"
+    if len(x) > limits.max_items:
+        return f"{len(x):,} items; at most {limits.max_items:,}"
+    if isinstance(x, Mapping):
+        for k in x:
+            if not isinstance(k, str):
+                return f"key {_key_text(k)} is not a string"
+    return None
 
 
 def _optional_check(item: Type) -> Check:
@@ -604,70 +636,112 @@ def report(
     counted, a container past `limits.max_items` or nested past `limits.max_depth` is one
     issue, not walked."""
     issues = issues if issues is not None else Issues(limits.max_issues)
-    kind = t.kind
-    if kind in ("record", "list", "map"):
-        if depth >= limits.max_depth and isinstance(value, list | tuple | Mapping):
-            problem = f"the value is nested more than {limits.max_depth} levels deep"
-            _invalid(issues, path, value, t, problem)
-            return issues
-        if isinstance(value, list | tuple | Mapping) and len(value) > limits.max_items:
-            _invalid(issues, path, value, t, f"{len(value):,} items; at most {limits.max_items:,}")
-            return issues
-    if kind == "record":
-        if not isinstance(value, Mapping):
-            _invalid(issues, path, value, t, f"expected an object, got {_json_kind(value)}")
-            return issues
-        known = {f.name for f in t.fields}
-        for f in t.fields:
-            sub = f"{path}.{f.name}" if path else f.name
-            if f.name in value:
-                report(f.type, value[f.name], sub, issues, limits, depth + 1)
-            elif f.required:
-                issues.add_missing(sub, f.type.requirement())
-        for k in value:
-            if k not in known:
-                name = _key_text(k)
-                issues.add_unknown(f"{path}.{name}" if path else name)
-        return issues
-    if kind == "optional":
-        assert t.item is not None
-        if value is None:
-            return issues
-        if t.item.kind in ("record", "list", "map", "optional"):
-            return report(t.item, value, path, issues, limits, depth)
+    where = _Where(issues, path, limits, depth)
+    walk = _REPORT_WALKS.get(t.kind)
+    if walk is None:
         try:
-            t.item.check(value)
+            t.check(value)
         except Invalid:
-            _invalid(issues, path, value, t, _problem(t.item, value, limits))
-        return issues
-    if kind == "list":
-        assert t.item is not None
-        if not isinstance(value, list | tuple):
-            _invalid(issues, path, value, t, f"expected a list, got {_json_kind(value)}")
-            return issues
-        for i, v in enumerate(value):
-            report(t.item, v, f"{path}[{i}]", issues, limits, depth + 1)
-        return issues
-    if kind == "map":
-        assert t.item is not None
-        if not isinstance(value, Mapping):
-            _invalid(issues, path, value, t, f"expected an object, got {_json_kind(value)}")
-            return issues
-        for k, v in value.items():
-            if not isinstance(k, str):
-                _invalid(issues, path, value, t, f"key {_key_text(k)} is not a string")
-                continue
-            key_problem = limits.string_problem(k)
-            if key_problem is not None:
-                _invalid(issues, path, value, t, f"a key is not allowed: {key_problem}")
-                continue
-            report(t.item, v, f'{path}["{k}"]', issues, limits, depth + 1)
-        return issues
-    try:
-        t.check(value)
-    except Invalid:
-        _invalid(issues, path, value, t, _problem(t, value, limits))
+            _invalid(issues, path, value, t, _problem(t, value, limits))
+    elif t.kind == "optional" or not _too_big(where, t, value):
+        walk(where, t, value)
     return issues
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where `report` is in a value: the issues so far, the field path, the limits and the
+    depth of nesting."""
+
+    issues: Issues
+    path: str
+    limits: Limits
+    depth: int
+
+    def invalid(self, value: Any, t: Type, problem: str) -> None:
+        _invalid(self.issues, self.path, value, t, problem)
+
+    def report(self, t: Type, value: Any, path: str, deeper: int = 1) -> None:
+        report(t, value, path, self.issues, self.limits, self.depth + deeper)
+
+
+def _too_big(where: _Where, t: Type, value: Any) -> bool:
+    """Report a container nested too deep or with too many items (one issue, not walked)."""
+    if not isinstance(value, list | tuple | Mapping):
+        return False
+    limits = where.limits
+    if where.depth >= limits.max_depth:
+        where.invalid(value, t, f"the value is nested more than {limits.max_depth} levels deep")
+        return True
+    if len(value) > limits.max_items:
+        where.invalid(value, t, f"{len(value):,} items; at most {limits.max_items:,}")
+        return True
+    return False
+
+
+def _report_record(where: _Where, t: Type, value: Any) -> None:
+    if not isinstance(value, Mapping):
+        where.invalid(value, t, f"expected an object, got {_json_kind(value)}")
+        return
+    path = where.path
+    known = {f.name for f in t.fields}
+    for f in t.fields:
+        sub = f"{path}.{f.name}" if path else f.name
+        if f.name in value:
+            where.report(f.type, value[f.name], sub)
+        elif f.required:
+            where.issues.add_missing(sub, f.type.requirement())
+    for k in value:
+        if k not in known:
+            name = _key_text(k)
+            where.issues.add_unknown(f"{path}.{name}" if path else name)
+
+
+def _report_optional(where: _Where, t: Type, value: Any) -> None:
+    assert t.item is not None
+    if value is None:
+        return
+    if t.item.kind in ("record", "list", "map", "optional"):
+        where.report(t.item, value, where.path, deeper=0)
+        return
+    try:
+        t.item.check(value)
+    except Invalid:
+        where.invalid(value, t, _problem(t.item, value, where.limits))
+
+
+def _report_list(where: _Where, t: Type, value: Any) -> None:
+    assert t.item is not None
+    if not isinstance(value, list | tuple):
+        where.invalid(value, t, f"expected a list, got {_json_kind(value)}")
+        return
+    for i, v in enumerate(value):
+        where.report(t.item, v, f"{where.path}[{i}]")
+
+
+def _report_map(where: _Where, t: Type, value: Any) -> None:
+    assert t.item is not None
+    if not isinstance(value, Mapping):
+        where.invalid(value, t, f"expected an object, got {_json_kind(value)}")
+        return
+    for k, v in value.items():
+        if not isinstance(k, str):
+            where.invalid(value, t, f"key {_key_text(k)} is not a string")
+            continue
+        key_problem = where.limits.string_problem(k)
+        if key_problem is not None:
+            where.invalid(value, t, f"a key is not allowed: {key_problem}")
+            continue
+        where.report(t.item, v, f'{where.path}["{k}"]')
+
+
+#: How `report` walks a value of each kind that has parts (other kinds are checked whole).
+_REPORT_WALKS: dict[str, Callable[[_Where, Type, Any], None]] = {
+    "record": _report_record,
+    "optional": _report_optional,
+    "list": _report_list,
+    "map": _report_map,
+}
 
 
 def _invalid(issues: Issues, path: str, value: Any, t: Type, problem: str) -> None:
@@ -731,21 +805,30 @@ def _problem(t: Type, value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
             return f"{_shown(value)!r} is not one of the allowed values"
         return f"expected a string, got {got}"
     if kind in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"expected {'an integer' if kind == 'int' else 'a number'}, got {got}"
-        if isinstance(value, int) and kind == "float" and abs(value) > _LARGEST_FLOAT:
-            return "the number is too large"
-        if kind == "int" and isinstance(value, float) and not value.is_integer():
-            return f"{value!r} is not a whole number"
-        if isinstance(value, float) and not math.isfinite(value):
-            return f"{value!r} is not a finite number"
-        if isinstance(value, int) and limits.int_problem(int(value)) is not None:
-            return limits.int_problem(int(value)) or ""
-        if t.min is not None and value < t.min:
-            return f"{value!r} is below the minimum {_show(t.min)}"
-        if t.max is not None and value > t.max:
-            return f"{value!r} is above the maximum {_show(t.max)}"
+        problem = _number_problem(t, value, limits)
+        if problem is not None:
+            return problem
     return f"expected {t.requirement()}, got {got}"
+
+
+def _number_problem(t: Type, value: Any, limits: Limits) -> str | None:
+    """Why `value` is not an int or float of type `t`, if a number's own rules say why."""
+    whole = t.kind == "int"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"expected {'an integer' if whole else 'a number'}, got {_json_kind(value)}"
+    if isinstance(value, int) and not whole and abs(value) > _LARGEST_FLOAT:
+        return "the number is too large"
+    if whole and isinstance(value, float) and not value.is_integer():
+        return f"{value!r} is not a whole number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if isinstance(value, int) and limits.int_problem(int(value)) is not None:
+        return limits.int_problem(int(value)) or ""
+    if t.min is not None and value < t.min:
+        return f"{value!r} is below the minimum {_show(t.min)}"
+    if t.max is not None and value > t.max:
+        return f"{value!r} is above the maximum {_show(t.max)}"
+    return None
 
 
 def _json_kind(value: Any) -> str:

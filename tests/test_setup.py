@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -84,3 +85,28 @@ def test_setup_runs_apt_and_pip_through_quietly() -> None:
             assert previous.endswith("\\") and "quietly" in previous, line
     # sudo resets the environment: the frontend must be set inside it, or debconf talks.
     assert "env DEBIAN_FRONTEND=noninteractive apt-get" in script
+
+
+def test_setup_installs_node_and_npm_when_missing(tmp_path: Path) -> None:
+    """The lines of setup.sh that look for Node.js and npm ask Debian for both when neither is
+    on the PATH, and for nothing when both are."""
+    script = (ROOT / "setup.sh").read_text(encoding="utf-8")
+    checks = [line for line in script.splitlines() if re.match(r"command -v (node|npm)\b", line)]
+    assert len(checks) == 2
+    for name in ("node", "npm"):
+        (tmp_path / name).write_text("#!/bin/sh\n", encoding="utf-8")
+        (tmp_path / name).chmod(0o755)
+    program = "missing=()\n" + "\n".join(checks) + '\necho "${missing[@]}"'
+    bash = shutil.which("bash") or "/bin/bash"
+    for path, expected in ((str(tmp_path / "none"), "nodejs npm"), (str(tmp_path), "")):
+        done = subprocess.run(
+            [bash, "-c", program], capture_output=True, text=True, env={"PATH": path}
+        )
+        assert done.stdout.strip() == expected
+
+
+def test_setup_installs_and_test_runs_the_typescript_checks() -> None:
+    setup = (ROOT / "setup.sh").read_text(encoding="utf-8")
+    assert 'quietly "npm ci" npm --prefix runtime-ts ci' in setup
+    test = (ROOT / "test.sh").read_text(encoding="utf-8")
+    assert "npm --prefix runtime-ts run --silent check" in test

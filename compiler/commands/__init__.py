@@ -12,7 +12,10 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 COMMAND_MODULES: dict[str, str] = {
     name: f"flowc.{package}.commands.{name}"
     for package, names in (
-        ("compiler", ("check", "test", "paths", "explore", "compile", "render", "docs", "fmt")),
+        (
+            "compiler",
+            ("check", "test", "paths", "explore", "vectors", "compile", "render", "docs", "fmt"),
+        ),
         ("hosts", ("run", "instances", "worker", "inspect", "replay", "mcp")),
         ("compiler", ("lsp", "scxml_import", "scxml_export")),
     )

@@ -79,11 +79,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"flowc docs: {exc}", file=sys.stderr)
             return EXIT_FAILURE
 
-    out_dir = Path(args.out_dir)
-    files = _build(docs, svg=not args.no_svg)
+    return _write_site(docs, Path(args.out_dir), check=args.check, svg=not args.no_svg)
+
+
+def _write_site(docs: list[FlowDoc], out_dir: Path, *, check: bool, svg: bool) -> int:
+    """The pages of several flows in `out_dir` (only the files that change are written), or
+    with `check`, whether they are all up to date."""
+    files = _build(docs, svg=svg)
     if files is None:
         return EXIT_FAILURE
-    if args.check:
+    if check:
         stale = stale_files(docs, files, out_dir)
         for name in stale:
             print(f"flowc docs: {out_dir / name} is out of date", file=sys.stderr)

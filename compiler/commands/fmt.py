@@ -63,14 +63,8 @@ def run(args: argparse.Namespace) -> int:
             print("flowc fmt: `-` (standard input) cannot be mixed with paths", file=sys.stderr)
             return EXIT_USAGE
         return _run_stdin(args, color)
-    files = list(find_flow_files(args.paths))
-    missing = [str(p) for p in files if not p.exists()]
-    if missing:
-        for name in missing:
-            print(f"flowc fmt: no such file or directory: {name}", file=sys.stderr)
-        return EXIT_USAGE
-    if not files:
-        print("flowc fmt: no .flow files found under " + ", ".join(args.paths), file=sys.stderr)
+    files = _files(args.paths)
+    if files is None:
         return EXIT_USAGE
     write = not (args.check or args.diff)
     changed: list[Path] = []
@@ -87,23 +81,47 @@ def run(args: argparse.Namespace) -> int:
         if formatted == text:
             continue
         changed.append(path)
-        if args.diff:
-            sys.stdout.writelines(_diff(text, formatted, str(path)))
-        if args.check:
-            print(f"would reformat {path}")
-        if write:
-            try:
-                _replace(path, formatted)
-            except OSError as exc:
-                # A folder it cannot write is the same for every file in it: say so once.
-                reason = exc.strerror or str(exc)
-                print(f"flowc fmt: cannot write {path}: {reason}", file=sys.stderr)
-                return EXIT_FAILURE
+        if not _apply(args, path, text, formatted):
+            return EXIT_FAILURE
     if not args.quiet:
         print(_summary(len(files), len(changed), failed, write), file=sys.stderr)
     if failed or (changed and not write):
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _apply(args: argparse.Namespace, path: Path, text: str, formatted: str) -> bool:
+    """Show (`--diff`), report (`--check`) or write the new layout of a file that changes;
+    False when it cannot be written."""
+    if args.diff:
+        sys.stdout.writelines(_diff(text, formatted, str(path)))
+    if args.check:
+        print(f"would reformat {path}")
+    if args.check or args.diff:
+        return True
+    try:
+        _replace(path, formatted)
+    except OSError as exc:
+        # A folder it cannot write is the same for every file in it: say so once.
+        reason = exc.strerror or str(exc)
+        print(f"flowc fmt: cannot write {path}: {reason}", file=sys.stderr)
+        return False
+    return True
+
+
+def _files(paths: list[str]) -> list[Path] | None:
+    """The .flow files named or found under `paths`; None (said why) when one is missing or
+    there are none."""
+    files = list(find_flow_files(paths))
+    missing = [str(p) for p in files if not p.exists()]
+    for name in missing:
+        print(f"flowc fmt: no such file or directory: {name}", file=sys.stderr)
+    if missing:
+        return None
+    if not files:
+        print("flowc fmt: no .flow files found under " + ", ".join(paths), file=sys.stderr)
+        return None
+    return files
 
 
 def _run_stdin(args: argparse.Namespace, color: bool | None) -> int:

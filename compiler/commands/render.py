@@ -109,6 +109,34 @@ def load_flow(path: Path, command: str) -> CompiledFlow | int:
     return result.flow
 
 
+def _highlight(args: argparse.Namespace, flow: CompiledFlow) -> Highlight | None:
+    """The states to highlight: a snapshot's (`--snapshot`), or one named (`--highlight`);
+    None (said why) when the snapshot is unreadable or of another flow, or names a state the
+    flow does not have."""
+    mark = Highlight()
+    if args.snapshot:
+        try:
+            mark = read_snapshot(args.snapshot)
+        except SnapshotError as exc:
+            print(f"flowc render: {exc}", file=sys.stderr)
+            return None
+        if mark.flow is not None and mark.flow != flow.name:
+            print(
+                f"flowc render: {args.snapshot} is a snapshot of {mark.flow}, not {flow.name}",
+                file=sys.stderr,
+            )
+            return None
+    if args.highlight:
+        mark.current = args.highlight
+        mark.configuration = ()
+    names = {s.name for s in flow.states}
+    unknown = sorted({mark.current or "", *mark.configuration} - names - {""})
+    if unknown:
+        print(f"flowc render: `{unknown[0]}` is not a state of {flow.name}", file=sys.stderr)
+        return None
+    return mark
+
+
 def run(args: argparse.Namespace) -> int:
     if args.watch:
         once = argparse.Namespace(**{**vars(args), "watch": False})
@@ -130,27 +158,8 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(loaded, int):
         return loaded
     flow = loaded
-
-    mark = Highlight()
-    if args.snapshot:
-        try:
-            mark = read_snapshot(args.snapshot)
-        except SnapshotError as exc:
-            print(f"flowc render: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        if mark.flow is not None and mark.flow != flow.name:
-            print(
-                f"flowc render: {args.snapshot} is a snapshot of {mark.flow}, not {flow.name}",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-    if args.highlight:
-        mark.current = args.highlight
-        mark.configuration = ()
-    names = {s.name for s in flow.states}
-    unknown = sorted({mark.current or "", *mark.configuration} - names - {""})
-    if unknown:
-        print(f"flowc render: `{unknown[0]}` is not a state of {flow.name}", file=sys.stderr)
+    mark = _highlight(args, flow)
+    if mark is None:
         return EXIT_USAGE
 
     direction = None if args.direction == "auto" else args.direction

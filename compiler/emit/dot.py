@@ -255,11 +255,7 @@ def _edge(
     """`ends` replaces the arrow's two states by the nodes it is drawn between (hierarchy)."""
     first = bundle[0]
     attrs: dict[str, str] = {}
-    lines: list[str] = []
-    for e in bundle:
-        for line in edge_label(e.transition, labels).split("\n"):
-            if line and line not in lines:
-                lines.append(line)
+    lines = _bundle_label(bundle, labels)
     if lines:
         attrs["label"] = _dot_text("\n".join(lines))
     if first.transition.back:
@@ -281,6 +277,16 @@ def _edge(
         # is placed beside the arrow as drawn.
         attrs["xlabel"] = attrs.pop("label")
     graph.edge(ends.tail, ends.head, **attrs, **ends.attrs)
+
+
+def _bundle_label(bundle: list[Edge], labels: LabelMode) -> list[str]:
+    """The label lines of arrows drawn as one, each line once."""
+    lines: list[str] = []
+    for e in bundle:
+        for line in edge_label(e.transition, labels).split("\n"):
+            if line and line not in lines:
+                lines.append(line)
+    return lines
 
 
 def _wrap(text: str, separator: str, width: int = 12) -> list[str]:

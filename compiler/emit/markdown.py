@@ -192,21 +192,6 @@ def _state_row(state: State, mine: list[Transition]) -> _StateRow:
         kinds.append(state.history + " history" if state.history else state.kind)
     if state.parent is not None:
         kinds.append(f"in `{state.parent}`")
-    accepts: list[str] = []
-    for t in mine:
-        if t.kind in ("event", "reject") and t.event and f"`{t.event}`" not in accepts:
-            accepts.append(f"`{t.event}`")
-    directs = sorted({t.target for t in mine if t.kind == "direct" and t.target})
-    extra = []
-    if directs:
-        extra.append("go to " + ", ".join(f"`{d}`" for d in directs))
-    timers = [t for t in mine if t.kind == "timer"]
-    for t in timers:
-        extra.append(trigger_text(t))
-    if any(t.kind == "always" for t in mine):
-        extra.append("always")
-    if state.kind == "choice":
-        extra.append("routes at once")
     blocks = []
     if state.entry:
         blocks.append(f"entry: {_code(actions_text(state.entry))}")
@@ -220,10 +205,28 @@ def _state_row(state: State, mine: list[Transition]) -> _StateRow:
         anchor=f"`{state.name}`",
         title=state.title or "",
         kind=", ".join(kinds) or "",
-        accepts=", ".join(accepts + extra),
+        accepts=", ".join(_accepts(state, mine)),
         entry_exit="\n".join(blocks),
         meta=meta,
     )
+
+
+def _accepts(state: State, mine: list[Transition]) -> list[str]:
+    """What a state answers to: its events, its direct targets, its timers, `always`, and
+    whether it routes at once (a choice)."""
+    accepts: list[str] = []
+    for t in mine:
+        if t.kind in ("event", "reject") and t.event and f"`{t.event}`" not in accepts:
+            accepts.append(f"`{t.event}`")
+    directs = sorted({t.target for t in mine if t.kind == "direct" and t.target})
+    if directs:
+        accepts.append("go to " + ", ".join(f"`{d}`" for d in directs))
+    accepts.extend(trigger_text(t) for t in mine if t.kind == "timer")
+    if any(t.kind == "always" for t in mine):
+        accepts.append("always")
+    if state.kind == "choice":
+        accepts.append("routes at once")
+    return accepts
 
 
 def _transition_rows(flow: CompiledFlow, transitions: list[Transition]) -> list[_TransitionRow]:

@@ -78,6 +78,22 @@ def to_mermaid(
         nested = _Nested(flow, ids, labels)
         lines += nested.scope(None, 1)
         return "\n".join(lines + nested.styles(mark)) + "\n"
+    lines += _flat_states(flow, ids)
+    arrows = edges(flow)
+    if any(e.inherited for e in arrows):
+        lines.append('    state "any state" as any_state')
+    lines.append(f"    [*] --> {ids[flow.initial]}")
+    for edge in arrows:
+        lines.append(f"    {ids[edge.source]} --> {ids[edge.target]}{_edge_text(edge, labels)}")
+    for state in flow.states:
+        if state.kind == "final":
+            lines.append(f"    {ids[state.name]} --> [*]")
+    return "\n".join(lines + _flat_styles(flow, ids, mark)) + "\n"
+
+
+def _flat_states(flow: CompiledFlow, ids: dict[str, str]) -> list[str]:
+    """The declarations a flat flow's states need: choices, names that are not ids, titles."""
+    lines: list[str] = []
     for state in flow.states:
         sid = ids[state.name]
         if state.kind == "choice":
@@ -87,21 +103,11 @@ def to_mermaid(
             lines.append(f'    state "{escape_label(state.name)}" as {sid}')
         if state.title:
             lines.append(f"    {sid} : {escape_label(state.title)}")
-    arrows = edges(flow)
-    if any(e.inherited for e in arrows):
-        lines.append('    state "any state" as any_state')
-    lines.append(f"    [*] --> {ids[flow.initial]}")
-    for edge in arrows:
-        t = edge.transition
-        parts = label_parts(t, labels)
-        if t.back:
-            parts.append("(back)")
-        label = f" : {escape_label(' '.join(parts))}" if parts else ""
-        lines.append(f"    {ids[edge.source]} --> {ids[edge.target]}{label}")
-    for state in flow.states:
-        if state.kind == "final":
-            lines.append(f"    {ids[state.name]} --> [*]")
+    return lines
 
+
+def _flat_styles(flow: CompiledFlow, ids: dict[str, str], mark: Highlight) -> list[str]:
+    """The current state and the states a path went through, styled."""
     styled: list[str] = []
     if mark.current and mark.current in {s.name for s in flow.states if s.kind != "choice"}:
         styled.append("    classDef current fill:#ffca28,stroke:#e65100,stroke-width:2px")
@@ -112,7 +118,7 @@ def to_mermaid(
     if visited:
         styled.append("    classDef visited fill:#fff3c4")
         styled.append(f"    class {', '.join(ids[n] for n in visited)} visited")
-    return "\n".join(lines + styled) + "\n"
+    return styled
 
 
 def _edge_text(edge: Edge, labels: LabelMode) -> str:
@@ -200,20 +206,7 @@ class _Nested:
         if state.kind == "history":
             return [f'{pad}state "{"H*" if state.history == "deep" else "H"}" as {sid}']
         if state.kind in ("compound", "parallel"):
-            # A composite shows one label: its name, and its title in parentheses.
-            label = f"{shown} ({state.title})" if state.title else shown
-            head = f"state {sid}" if label == sid else f'state "{escape_label(label)}" as {sid}'
-            lines = [f"{pad}{head} {{"]
-            if state.kind == "compound":
-                lines += self.scope(state.name, depth + 1)
-            else:
-                for i, region in enumerate(self.tree.kids(state.name)):
-                    if i and region.kind != "history":
-                        lines.append(f"{pad}    --")
-                    lines += self.declare(region, depth + 1)
-                if state.name in self.boxes:
-                    lines.append(f'{pad}    state "any state" as {self.boxes[state.name]}')
-            return [*lines, f"{pad}}}"]
+            return self.declare_composite(state, depth)
         lines = []
         if sid != shown:
             lines.append(f'{pad}state "{escape_label(shown)}" as {sid}')
@@ -222,6 +215,26 @@ class _Nested:
         if state.title:
             lines.append(f"{pad}{sid} : {escape_label(state.title)}")
         return lines
+
+    def declare_composite(self, state: State, depth: int) -> list[str]:
+        """A compound's block (its scope) or a parallel's (its regions, split by `--`)."""
+        pad = "    " * depth
+        sid = self.ids[state.name]
+        shown = self.tree.short_name(state.name)
+        # A composite shows one label: its name, and its title in parentheses.
+        label = f"{shown} ({state.title})" if state.title else shown
+        head = f"state {sid}" if label == sid else f'state "{escape_label(label)}" as {sid}'
+        lines = [f"{pad}{head} {{"]
+        if state.kind == "compound":
+            lines += self.scope(state.name, depth + 1)
+        else:
+            for i, region in enumerate(self.tree.kids(state.name)):
+                if i and region.kind != "history":
+                    lines.append(f"{pad}    --")
+                lines += self.declare(region, depth + 1)
+            if state.name in self.boxes:
+                lines.append(f'{pad}    state "any state" as {self.boxes[state.name]}')
+        return [*lines, f"{pad}}}"]
 
     def styles(self, mark: Highlight) -> list[str]:
         named = mark.configuration or ((mark.current,) if mark.current else ())

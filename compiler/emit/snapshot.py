@@ -47,29 +47,10 @@ def snapshot_highlight(raw: Any) -> Highlight:
         state = state.get("name")
     if not isinstance(state, str):
         raise SnapshotError("a snapshot needs a `state` naming the current state")
-    steps: list[tuple[str, str, str | None]] = []
     history = raw.get("history", [])
     if not isinstance(history, list):
         raise SnapshotError("`history` must be a list of steps")
-    for step in history:
-        if not isinstance(step, Mapping):
-            continue
-        source = step.get("source", step.get("from"))
-        target = step.get("target", step.get("to"))
-        trigger = step.get("event", step.get("trigger"))
-        if isinstance(trigger, Mapping):
-            trigger = trigger.get("name") or trigger.get("event")
-        if not (isinstance(source, str) and isinstance(target, str)):
-            continue  # the row that started the instance has no source
-        # A step that routed through choice states lists them in `via`: draw every hop.
-        via = step.get("via")
-        hops = (
-            [source, *(v for v in via if isinstance(v, str))] if isinstance(via, list) else [source]
-        )
-        hops.append(target)
-        event = trigger if isinstance(trigger, str) else None
-        for i, (a, b) in enumerate(itertools.pairwise(hops)):
-            steps.append((a, b, event if i == 0 else None))
+    steps = [hop for step in history if isinstance(step, Mapping) for hop in _hops(step)]
     configuration = raw.get("configuration", [])
     if not isinstance(configuration, list) or not all(isinstance(n, str) for n in configuration):
         raise SnapshotError("`configuration` must be a list of state names")
@@ -80,3 +61,21 @@ def snapshot_highlight(raw: Any) -> Highlight:
         steps=steps,
         flow=flow if isinstance(flow, str) else None,
     )
+
+
+def _hops(step: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
+    """The edges one history step took, (source, target, event): one, or one per choice state
+    it routed through (the event on the first); none for the row that started the instance."""
+    source = step.get("source", step.get("from"))
+    target = step.get("target", step.get("to"))
+    trigger = step.get("event", step.get("trigger"))
+    if isinstance(trigger, Mapping):
+        trigger = trigger.get("name") or trigger.get("event")
+    if not (isinstance(source, str) and isinstance(target, str)):
+        return []  # the row that started the instance has no source
+    # A step that routed through choice states lists them in `via`: draw every hop.
+    via = step.get("via")
+    hops = [source, *(v for v in via if isinstance(v, str))] if isinstance(via, list) else [source]
+    hops.append(target)
+    event = trigger if isinstance(trigger, str) else None
+    return [(a, b, event if i == 0 else None) for i, (a, b) in enumerate(itertools.pairwise(hops))]

@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W319, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W322, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.lint import agents, cycles, reach, regions, transitions, usage
+from flowc.compiler.lint import agents, cycles, reach, regions, templates, transitions, usage
 from flowc.compiler.lint.graph import FlowGraph
 from flowc.compiler.lint.suppress import apply as apply_suppressions
 from flowc.compiler.lint.suppress import codes_naming_no_warning
@@ -46,7 +46,8 @@ RULES: dict[str, Rule] = {
     "W319": transitions.starved_timers,
     "W320": agents.hidden_fields_shown,
     "W321": agents.required_fields_no_tool_sets,
-    "W322": usage.unsent_internal_events,
+    "W322": templates.templates_python_only,
+    "W323": usage.unsent_internal_events,
 }
 
 

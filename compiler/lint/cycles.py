@@ -129,31 +129,43 @@ _WALKS_LIMIT = 4
 
 
 def _leads_back(g: FlowGraph, back: list[Transition]) -> Callable[[Transition], bool]:
-    forward = g.forward
     sources_of: dict[str, set[str]] = defaultdict(set)
     for t in back:
         sources_of[g.dest(t)].add(t.source)
 
     if len(sources_of) <= _WALKS_LIMIT:
-        # Walk forward from each target until every state it should lead back from is seen.
-        succ = forward.succ
-        ok: set[tuple[str, str]] = set()
-        for target, sources in sources_of.items():
-            wanted = set(sources)
-            seen = {target}
-            stack = [target]
-            while stack and wanted:
-                for nxt in succ[stack.pop()]:
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        wanted.discard(nxt)
-                        stack.append(nxt)
-            ok.update((s, target) for s in sources - wanted)
-        return lambda t: (t.source, g.dest(t)) in ok
+        return _leads_back_by_walks(g, sources_of)
+    return _leads_back_by_condensation(g, sources_of)
 
-    # Many targets: one pass over the condensation of the forward graph in topological order,
-    # carrying one bit per target ("this target can reach here"): linear in the graph times
-    # targets / 64.
+
+def _leads_back_by_walks(
+    g: FlowGraph, sources_of: dict[str, set[str]]
+) -> Callable[[Transition], bool]:
+    """`_leads_back` for a few targets: walk forward from each target until every state it
+    should lead back from is seen."""
+    succ = g.forward.succ
+    ok: set[tuple[str, str]] = set()
+    for target, sources in sources_of.items():
+        wanted = set(sources)
+        seen = {target}
+        stack = [target]
+        while stack and wanted:
+            for nxt in succ[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    wanted.discard(nxt)
+                    stack.append(nxt)
+        ok.update((s, target) for s in sources - wanted)
+    return lambda t: (t.source, g.dest(t)) in ok
+
+
+def _leads_back_by_condensation(
+    g: FlowGraph, sources_of: dict[str, set[str]]
+) -> Callable[[Transition], bool]:
+    """`_leads_back` for many targets: one pass over the condensation of the forward graph in
+    topological order, carrying one bit per target ("this target can reach here"): linear in
+    the graph times targets / 64."""
+    forward = g.forward
     component_of = forward.components()
     count = len(set(component_of.values()))
     downstream: list[set[int]] = [set() for _ in range(count)]
@@ -254,6 +266,29 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
     """
     if not _raises_any(g):  # most flows raise nothing: no need to index every rule by its event
         return
+    edges = _raise_edges(g)
+    if not edges:
+        return
+    import networkx as nx  # here, not at the top: most flows raise nothing round a loop
+
+    graph = nx.DiGraph(edges)
+    by_index = {t.index: t for t in g.live_transitions}
+    for component in _cyclic_components(graph):
+        chain = [by_index[i] for i in sorted(cast("set[int]", component))]
+        words = ", ".join(f"`on {t.event}` in `{t.source}`" for t in chain)
+        yield Diagnostic.make(
+            "W317",
+            f"raise loop: {words} raise each other's events and none has a guard, so the step "
+            "never ends (the runtime refuses it at the microstep bound)",
+            g.transition_span(chain[0]),
+            help="give one of these rules a guard that a raise changes, or raise the event "
+            "only under a condition (`if ... { raise ... }`)",
+        )
+
+
+def _raise_edges(g: FlowGraph) -> list[tuple[int, int]]:
+    """An edge from each unguarded event rule to the unguarded rule its raised event takes in
+    the state it leads to (the first rule for the event there, its ancestors' after its own)."""
     by_event: dict[tuple[str, str], list[Transition]] = {}
     for t in g.live_transitions:
         if t.kind == "event" and t.event is not None:
@@ -277,23 +312,7 @@ def raise_loops(g: FlowGraph) -> Iterator[Diagnostic]:
             )
             if first is not None and first.guard is None:
                 edges.append((t.index, first.index))
-    if not edges:
-        return
-    import networkx as nx  # here, not at the top: most flows raise nothing round a loop
-
-    graph = nx.DiGraph(edges)
-    by_index = {t.index: t for t in g.live_transitions}
-    for component in _cyclic_components(graph):
-        chain = [by_index[i] for i in sorted(cast("set[int]", component))]
-        words = ", ".join(f"`on {t.event}` in `{t.source}`" for t in chain)
-        yield Diagnostic.make(
-            "W317",
-            f"raise loop: {words} raise each other's events and none has a guard, so the step "
-            "never ends (the runtime refuses it at the microstep bound)",
-            g.transition_span(chain[0]),
-            help="give one of these rules a guard that a raise changes, or raise the event "
-            "only under a condition (`if ... { raise ... }`)",
-        )
+    return edges
 
 
 def _raises_any(g: FlowGraph) -> bool:

@@ -1,4 +1,4 @@
-"""Declarations nobody uses: W310 event, W311 enum, W312 context field; W322 an internal event
+"""Declarations nobody uses: W310 event, W311 enum, W312 context field; W323 an internal event
 nothing sends.
 
 A context field counts as used when any guard, action (read or write), `require` condition,
@@ -34,7 +34,7 @@ def unused_events(g: FlowGraph) -> Iterator[Diagnostic]:
 
 
 def unsent_internal_events(g: FlowGraph) -> Iterator[Diagnostic]:
-    """W322: an `internal` event no action raises or schedules: only the flow may send it, and
+    """W323: an `internal` event no action raises or schedules: only the flow may send it, and
     it never does, so its rules never fire."""
     internal = [e.name for e in g.flow.events if e.internal]
     if not internal:
@@ -135,11 +135,7 @@ def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
             if isinstance(node, Action):
                 if node.target:
                     used.add(node.target[0])
-                stack += [x for x in (node.value, node.key, node.delay) if x is not None]
-                for branch in node.branches:  # `if`: its guards and the actions of every arm
-                    if branch.guard is not None:
-                        stack.append(branch.guard)
-                    stack.extend(branch.actions)
+                stack.extend(_action_parts(node))
                 continue
             if id(node) in seen:
                 continue
@@ -152,6 +148,19 @@ def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
             if fields <= used:
                 break
     return used
+
+
+def _action_parts(action: Action) -> list[Action | Expr]:
+    """The value of an action (a scheduled event's key and delay too), and for an `if`, its
+    guards and the actions of every arm."""
+    parts: list[Action | Expr] = [
+        x for x in (action.value, action.key, action.delay) if x is not None
+    ]
+    for branch in action.branches:
+        if branch.guard is not None:
+            parts.append(branch.guard)
+        parts.extend(branch.actions)
+    return parts
 
 
 def _usage_roots(flow: CompiledFlow) -> Iterator[Action | Expr]:

@@ -193,25 +193,7 @@ class FileIndex:
             head = f"history{deep} {node.path[-1]}{default}"
             return f"```flow\n{head}\n```\n\nhistory of `{node.parent}`"
         if kind == "state" and o.name in s.states:
-            decl = s.states[o.name]
-            modifiers = " ".join(m.name for m in decl.modifiers)
-            head = f"{modifiers} state {o.name}".strip()
-            lines = [f"```flow\n{head}\n```"]
-            if node is not None and node.parent is not None:
-                lines.append(f"inside `{node.parent}`")
-            if node is not None and node.kind in ("compound", "parallel"):
-                count = len(node.children)
-                lines.append(f"{node.kind}, {count} child state{'' if count == 1 else 's'}")
-            if decl.title is not None:
-                lines.append(decl.title.value)
-            meta: dict[str, object] = {}
-            for block in decl.metas:
-                meta.update(block.value)
-            if meta:
-                shown = json.dumps(meta, ensure_ascii=False, indent=2)
-                lines.append(f"meta:\n```json\n{shown}\n```")
-            lines.append(f"{len(decl.rules)} rule{'' if len(decl.rules) == 1 else 's'}")
-            return "\n\n".join(lines)
+            return _describe_state(o.name, s.states[o.name], node)
         if kind == "event" and o.name in s.events:
             info = s.events[o.name]
             params = ", ".join(self._text(p.span) for p in info.decl.params)
@@ -230,12 +212,16 @@ class FileIndex:
             return f"```flow\ntype {o.name} {{\n{fields}\n}}\n```"
         if kind == "field" and o.name in s.context:
             return f"```flow\n{self._text(s.context[o.name].decl.span)}\n```\ncontext field"
-        if kind == "param" and o.key[0] in s.events:
+        return self._describe_field(o, s)
+
+    def _describe_field(self, o: Occurrence, s: Symbols) -> str | None:
+        """The hover text of a field of an event or of a record type."""
+        if o.kind == "param" and o.key[0] in s.events:
             param = s.events[o.key[0]].params.get(o.name)
             if param is not None:
                 text = self._text(param.decl.span)
                 return f"```flow\n{text}\n```\nfield of event `{o.key[0]}`"
-        if kind == "recfield" and o.key[0] in s.records:
+        if o.kind == "recfield" and o.key[0] in s.records:
             field = s.records[o.key[0]].get(o.name)
             if field is not None:
                 text = self._text(field.decl.span)
@@ -390,33 +376,46 @@ class FileIndex:
                 for m in decl.members:
                     self._add("member", (decl.name.name, m.name), m.span, True)
             elif isinstance(decl, ast.TypeDecl):
-                self._add("type", (decl.name.name,), decl.name.span, True)
-                for f in decl.fields:
-                    self._add("recfield", (decl.name.name, f.name.name), f.name.span, True)
-                    self._field_parts(f, s)
+                self._record_type(decl, s)
             elif isinstance(decl, ast.ContextDecl):
-                for f in decl.fields:
-                    self._add("field", (f.name.name,), f.name.span, True)
-                    self._field_parts(f, s)
+                self._context(decl, s)
             elif isinstance(decl, ast.EventDecl):
-                event = decl.name.name
-                self._add("event", (event,), decl.name.span, True)
-                for p in decl.params:
-                    self._add("param", (event, p.name.name), p.name.span, True)
-                    self._field_parts(p, s)
-                for req in decl.requires:
-                    self._expr(req.guard, event, s)
+                self._event(decl, s)
             elif isinstance(decl, ast.StateDecl | ast.HistoryDecl):
                 self._state(decl, (), s)
             elif isinstance(decl, ast.Rule):
                 self._rule(decl, s)
             elif isinstance(decl, ast.MigrateDecl):
-                for item in decl.items:
-                    if isinstance(item, ast.MigrateMapping):
-                        if item.kind == "state" and item.new.name in s.states:
-                            self._add("state", (item.new.name,), item.new.span, False)
-                        elif item.kind == "field" and item.new.name in s.context:
-                            self._add("field", (item.new.name,), item.new.span, False)
+                self._migrate(decl, s)
+
+    def _context(self, decl: ast.ContextDecl, s: Symbols) -> None:
+        for f in decl.fields:
+            self._add("field", (f.name.name,), f.name.span, True)
+            self._field_parts(f, s)
+
+    def _record_type(self, decl: ast.TypeDecl, s: Symbols) -> None:
+        self._add("type", (decl.name.name,), decl.name.span, True)
+        for f in decl.fields:
+            self._add("recfield", (decl.name.name, f.name.name), f.name.span, True)
+            self._field_parts(f, s)
+
+    def _event(self, decl: ast.EventDecl, s: Symbols) -> None:
+        event = decl.name.name
+        self._add("event", (event,), decl.name.span, True)
+        for p in decl.params:
+            self._add("param", (event, p.name.name), p.name.span, True)
+            self._field_parts(p, s)
+        for req in decl.requires:
+            self._expr(req.guard, event, s)
+
+    def _migrate(self, decl: ast.MigrateDecl, s: Symbols) -> None:
+        """The new names a `migrate` block maps old states and fields to."""
+        for item in decl.items:
+            if isinstance(item, ast.MigrateMapping):
+                if item.kind == "state" and item.new.name in s.states:
+                    self._add("state", (item.new.name,), item.new.span, False)
+                elif item.kind == "field" and item.new.name in s.context:
+                    self._add("field", (item.new.name,), item.new.span, False)
 
     def _state(
         self, decl: ast.StateDecl | ast.HistoryDecl, outer: tuple[str, ...], s: Symbols
@@ -473,28 +472,14 @@ class FileIndex:
     def _actions(self, actions: tuple[ast.Action, ...], event: str | None, s: Symbols) -> None:
         for action in actions:
             if isinstance(action, ast.Assign | ast.PutAction):
-                head, *rest = action.target
-                info = s.context.get(head.name)
-                if info is not None:
-                    self._add("field", (head.name,), head.span, False)
-                    self._record_path(info.ty, rest, s)
-                if isinstance(action, ast.PutAction):
-                    self._expr(action.key, event, s)
-                self._expr(action.value, event, s)
+                self._store(action, event, s)
             elif isinstance(action, ast.ActionCall):
                 for arg in action.args:
                     self._expr(arg, event, s)
             elif isinstance(action, ast.IfAction):
-                for branch in action.branches:
-                    if branch.guard is not None:
-                        self._expr(branch.guard, event, s)
-                    self._actions(branch.actions, event, s)
+                self._if(action, event, s)
             elif isinstance(action, ast.ForAction):
-                for ident in (action.item, action.index):
-                    if ident is not None and ident.name in s.context:
-                        self._add("field", (ident.name,), ident.span, False)
-                self._expr(action.iterable, event, s)
-                self._actions(action.actions, event, s)
+                self._loop(action, event, s)
             elif isinstance(action, ast.CancelAction):
                 self._expr(action.id, event, s)
             else:
@@ -509,6 +494,32 @@ class FileIndex:
                     self._add("event", (action.event.name,), action.event.span, False)
                 for _, value in action.payload:
                     self._expr(value, event, s)
+
+    def _store(self, action: ast.Assign | ast.PutAction, event: str | None, s: Symbols) -> None:
+        """`x.f = v` and `x[k] = v`: the field written (and its record fields), and the
+        expressions."""
+        head, *rest = action.target
+        info = s.context.get(head.name)
+        if info is not None:
+            self._add("field", (head.name,), head.span, False)
+            self._record_path(info.ty, rest, s)
+        if isinstance(action, ast.PutAction):
+            self._expr(action.key, event, s)
+        self._expr(action.value, event, s)
+
+    def _if(self, action: ast.IfAction, event: str | None, s: Symbols) -> None:
+        for branch in action.branches:
+            if branch.guard is not None:
+                self._expr(branch.guard, event, s)
+            self._actions(branch.actions, event, s)
+
+    def _loop(self, action: ast.ForAction, event: str | None, s: Symbols) -> None:
+        """`for item, i in xs { … }`: the context fields it sets, the list and the body."""
+        for ident in (action.item, action.index):
+            if ident is not None and ident.name in s.context:
+                self._add("field", (ident.name,), ident.span, False)
+        self._expr(action.iterable, event, s)
+        self._actions(action.actions, event, s)
 
     def _record_path(self, ty: t.Ty, path: list[ast.Ident], s: Symbols) -> None:
         for ident in path:
@@ -527,44 +538,41 @@ class FileIndex:
             if ty is not None:
                 self.typed.append((e.span, ty))
             if isinstance(e, ast.Name):
-                if e.name in s.context:
-                    self._add("field", (e.name,), e.span, False)
-                elif len(s.members.get(e.name, ())) == 1:
-                    self._add("member", (s.members[e.name][0], e.name), e.span, False)
+                self._name(e, s)
             elif isinstance(e, ast.EventField):
-                info = s.events.get(event) if event is not None else None
-                if info is not None and e.name in info.params and e.span.line == e.span.end_line:
-                    start = e.span.end_column - len(e.name)
-                    span = Span(e.span.line, start, e.span.line, e.span.end_column)
-                    self._add("param", (event, e.name), span, False)  # type: ignore[arg-type]
-            elif isinstance(e, ast.Attribute):
-                obj = e.obj
-                if isinstance(obj, ast.Name) and s.is_enum_member(obj.name, e.name.name):
-                    self._add("enum", (obj.name,), obj.span, False)
-                    self._add("member", (obj.name, e.name.name), e.name.span, False)
-                    continue
-                stack.append(obj)
-                owner = self.types.get(id(obj))
-                if isinstance(owner, t.OptionalTy):
-                    owner = owner.inner
-                if isinstance(owner, t.RecordTy) and e.name.name in s.records.get(owner.name, {}):
-                    self._add("recfield", (owner.name, e.name.name), e.name.span, False)
-            elif isinstance(e, ast.Subscript):
-                stack += [e.obj, e.index]
-            elif isinstance(e, ast.Call):
-                stack += e.args
-            elif isinstance(e, ast.ListLit):
-                stack += e.items
-            elif isinstance(e, ast.MapLit):
-                stack += [part for entry in e.entries for part in entry]
-            elif isinstance(e, ast.Unary):
-                stack.append(e.operand)
-            elif isinstance(e, ast.Binary):
-                stack += [e.left, e.right]
-            elif isinstance(e, ast.Conditional):
-                stack += [e.cond, e.then, e.other]
-            elif isinstance(e, ast.Quantifier):
-                stack += [e.iterable, e.body]
+                self._event_field(e, event, s)
+            elif isinstance(e, ast.Attribute) and self._attribute(e, s):
+                continue
+            stack += _subexpressions(e)
+
+    def _name(self, e: ast.Name, s: Symbols) -> None:
+        """A bare name: a context field, or an enum member only one enum has."""
+        if e.name in s.context:
+            self._add("field", (e.name,), e.span, False)
+        elif len(s.members.get(e.name, ())) == 1:
+            self._add("member", (s.members[e.name][0], e.name), e.span, False)
+
+    def _event_field(self, e: ast.EventField, event: str | None, s: Symbols) -> None:
+        """`event.x`: a field of the rule's event (its name only, written on one line)."""
+        info = s.events.get(event) if event is not None else None
+        if info is not None and e.name in info.params and e.span.line == e.span.end_line:
+            start = e.span.end_column - len(e.name)
+            span = Span(e.span.line, start, e.span.line, e.span.end_column)
+            self._add("param", (event, e.name), span, False)  # type: ignore[arg-type]
+
+    def _attribute(self, e: ast.Attribute, s: Symbols) -> bool:
+        """`Enum.member` (True: nothing inside it to walk), or `x.field` of a record."""
+        obj = e.obj
+        if isinstance(obj, ast.Name) and s.is_enum_member(obj.name, e.name.name):
+            self._add("enum", (obj.name,), obj.span, False)
+            self._add("member", (obj.name, e.name.name), e.name.span, False)
+            return True
+        owner = self.types.get(id(obj))
+        if isinstance(owner, t.OptionalTy):
+            owner = owner.inner
+        if isinstance(owner, t.RecordTy) and e.name.name in s.records.get(owner.name, {}):
+            self._add("recfield", (owner.name, e.name.name), e.name.span, False)
+        return False
 
     # ---- text -----------------------------------------------------------------------------
 
@@ -576,6 +584,52 @@ class FileIndex:
         lines += [self.source.line_text(n) for n in range(span.line + 1, span.end_line)]
         lines.append(self.source.line_text(span.end_line)[: span.end_column - 1])
         return " ".join(part.strip() for part in lines)
+
+
+def _describe_state(name: str, decl: ast.StateDecl, node: StateNode | None) -> str:
+    """The hover text of a state: its declaration's head, where it is, its children, title,
+    meta and number of rules."""
+    modifiers = " ".join(m.name for m in decl.modifiers)
+    head = f"{modifiers} state {name}".strip()
+    lines = [f"```flow\n{head}\n```"]
+    if node is not None and node.parent is not None:
+        lines.append(f"inside `{node.parent}`")
+    if node is not None and node.kind in ("compound", "parallel"):
+        count = len(node.children)
+        lines.append(f"{node.kind}, {count} child state{'' if count == 1 else 's'}")
+    if decl.title is not None:
+        lines.append(decl.title.value)
+    meta: dict[str, object] = {}
+    for block in decl.metas:
+        meta.update(block.value)
+    if meta:
+        shown = json.dumps(meta, ensure_ascii=False, indent=2)
+        lines.append(f"meta:\n```json\n{shown}\n```")
+    lines.append(f"{len(decl.rules)} rule{'' if len(decl.rules) == 1 else 's'}")
+    return "\n\n".join(lines)
+
+
+def _subexpressions(e: ast.Expr) -> list[ast.Expr]:
+    """The expressions directly inside `e` (none for a name, an event field, a literal)."""
+    if isinstance(e, ast.Attribute):
+        return [e.obj]
+    if isinstance(e, ast.Subscript):
+        return [e.obj, e.index]
+    if isinstance(e, ast.Call):
+        return list(e.args)
+    if isinstance(e, ast.ListLit):
+        return list(e.items)
+    if isinstance(e, ast.MapLit):
+        return [part for entry in e.entries for part in entry]
+    if isinstance(e, ast.Unary):
+        return [e.operand]
+    if isinstance(e, ast.Binary):
+        return [e.left, e.right]
+    if isinstance(e, ast.Conditional):
+        return [e.cond, e.then, e.other]
+    if isinstance(e, ast.Quantifier):
+        return [e.iterable, e.body]
+    return []
 
 
 def _state_outline(decl: ast.StateDecl | ast.HistoryDecl) -> Outline:

@@ -25,14 +25,7 @@ def reparse(old_text: str, old_module: ast.Module, new_text: str) -> ast.Module 
     new_lines = new_text.split("\n")
     if len(old_lines) != len(new_lines) or old_text == new_text:
         return None
-    first = 0
-    while old_lines[first] == new_lines[first]:
-        first += 1
-    last = len(old_lines) - 1
-    while old_lines[last] == new_lines[last]:
-        last -= 1
-    first += 1  # 1-based lines from here on
-    last += 1
+    first, last = _changed_lines(old_lines, new_lines)
     decls = old_module.decls
     starts = [d.span.line for d in decls]
     for k, decl in enumerate(decls):
@@ -55,3 +48,15 @@ def reparse(old_text: str, old_module: ast.Module, new_text: str) -> ast.Module 
             return None
         return ast.Module((*decls[:k], *parsed.module.decls, *decls[k + 1 :]))
     return None
+
+
+def _changed_lines(old_lines: list[str], new_lines: list[str]) -> tuple[int, int]:
+    """The first and last lines (1-based) that differ between two texts of as many lines, at
+    least one of which differs."""
+    first = 0
+    while old_lines[first] == new_lines[first]:
+        first += 1
+    last = len(old_lines) - 1
+    while old_lines[last] == new_lines[last]:
+        last -= 1
+    return first + 1, last + 1

@@ -187,6 +187,16 @@ def to_lsp_diagnostic(diag: Diagnostic, source: SourceFile, uri: str) -> lsp.Dia
 
 def build_server() -> FlowServer:
     server = FlowServer()
+    _serve_document_sync(server)
+    _serve_navigation(server)
+    _serve_rename(server)
+    _serve_views(server)
+    _serve_editing(server)
+    return server
+
+
+def _serve_document_sync(server: FlowServer) -> None:
+    """Open, change, save and close: each compiles the document again (or forgets it)."""
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlowServer, params: lsp.DidOpenTextDocumentParams) -> None:
@@ -206,6 +216,11 @@ def build_server() -> FlowServer:
         ls.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
+
+
+def _serve_navigation(server: FlowServer) -> None:
+    """Hover, go to definition and find references: each asks the file's index about the name
+    under the cursor."""
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: FlowServer, params: lsp.HoverParams) -> lsp.Hover | None:
@@ -240,6 +255,10 @@ def build_server() -> FlowServer:
             for o in found
         ]
 
+
+def _serve_rename(server: FlowServer) -> None:
+    """Rename the name under the cursor, everywhere the file's index finds it."""
+
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
     def prepare_rename(ls: FlowServer, params: lsp.PrepareRenameParams) -> lsp.Range | None:
         a = ls.analysis(params.text_document.uri)
@@ -256,6 +275,10 @@ def build_server() -> FlowServer:
         if isinstance(edits, str):
             raise ValueError(f"cannot rename: {edits}")
         return _workspace_edit(params.text_document.uri, edits, a.source)
+
+
+def _serve_editing(server: FlowServer) -> None:
+    """Completion, quick fixes and whole-document formatting."""
 
     @server.feature(
         lsp.TEXT_DOCUMENT_COMPLETION,
@@ -278,6 +301,30 @@ def build_server() -> FlowServer:
             ],
         )
 
+    @server.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    )
+    def code_actions(ls: FlowServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        uri = params.text_document.uri
+        a = ls.analysis(uri)
+        first = params.range.start.line + 1
+        last = params.range.end.line + 1
+        return [
+            action
+            for diag in a.result.diagnostics
+            if diag.span.end_line >= first and diag.span.line <= last
+            for action in _quick_fixes(diag, a.source, uri)
+        ]
+
+    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    def formatting(ls: FlowServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+        return format_edits(ls.workspace.get_text_document(params.text_document.uri).source)
+
+
+def _serve_views(server: FlowServer) -> None:
+    """The document's outline and its names coloured by kind."""
+
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def document_symbols(
         ls: FlowServer, params: lsp.DocumentSymbolParams
@@ -295,48 +342,32 @@ def build_server() -> FlowServer:
         a = ls.analysis(params.text_document.uri)
         return lsp.SemanticTokens(data=encode_tokens(a.index.occurrences, a.source))
 
-    @server.feature(
-        lsp.TEXT_DOCUMENT_CODE_ACTION,
-        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
-    )
-    def code_actions(ls: FlowServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
-        uri = params.text_document.uri
-        a = ls.analysis(uri)
-        first = params.range.start.line + 1
-        last = params.range.end.line + 1
-        actions: list[lsp.CodeAction] = []
-        for diag in a.result.diagnostics:
-            if diag.span.end_line < first or diag.span.line > last:
-                continue
-            shown = to_lsp_diagnostic(diag, a.source, uri)
-            for fix in diag.fixes:
-                edits = [(e.span, e.new_text) for e in fix.edits]
-                actions.append(
-                    lsp.CodeAction(
-                        title=fix.title,
-                        kind=lsp.CodeActionKind.QuickFix,
-                        diagnostics=[shown],
-                        is_preferred=True,
-                        edit=_workspace_edit(uri, edits, a.source),
-                    )
-                )
-            if diag.severity is Severity.WARNING:
-                span, text = allow_comment_edit(a.source, diag.span.line, diag.code)
-                actions.append(
-                    lsp.CodeAction(
-                        title=f"Allow {diag.code} here (`# flowc: allow {diag.code}`)",
-                        kind=lsp.CodeActionKind.QuickFix,
-                        diagnostics=[shown],
-                        edit=_workspace_edit(uri, [(span, text)], a.source),
-                    )
-                )
-        return actions
 
-    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
-    def formatting(ls: FlowServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
-        return format_edits(ls.workspace.get_text_document(params.text_document.uri).source)
-
-    return server
+def _quick_fixes(diag: Diagnostic, source: SourceFile, uri: str) -> list[lsp.CodeAction]:
+    """The diagnostic's own fixes (preferred), then, for a warning, the comment that allows
+    it on its line."""
+    shown = to_lsp_diagnostic(diag, source, uri)
+    actions = [
+        lsp.CodeAction(
+            title=fix.title,
+            kind=lsp.CodeActionKind.QuickFix,
+            diagnostics=[shown],
+            is_preferred=True,
+            edit=_workspace_edit(uri, [(e.span, e.new_text) for e in fix.edits], source),
+        )
+        for fix in diag.fixes
+    ]
+    if diag.severity is Severity.WARNING:
+        span, text = allow_comment_edit(source, diag.span.line, diag.code)
+        actions.append(
+            lsp.CodeAction(
+                title=f"Allow {diag.code} here (`# flowc: allow {diag.code}`)",
+                kind=lsp.CodeActionKind.QuickFix,
+                diagnostics=[shown],
+                edit=_workspace_edit(uri, [(span, text)], source),
+            )
+        )
+    return actions
 
 
 def format_edits(text: str) -> list[lsp.TextEdit]:

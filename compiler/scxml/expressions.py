@@ -22,6 +22,9 @@ from flowc.runtime.model import Expr
 #: Python builtins with a flowc function of the same meaning (runtime/builtins.py).
 SUPPORTED_CALLS: frozenset[str] = frozenset({"len", "min", "max", "abs", "round", "str"})
 #: String methods read as flowc's functions (`s.strip()` is `trim(s)`): what an export writes.
+#: Why a call that is not to a plain builtin is refused.
+_ONLY_BUILTINS = "only calls to plain builtins are translated; method calls are refused"
+
 _STRING_METHODS = {"strip": "trim", "lower": "lower", "upper": "upper"}
 
 #: The fields of `_event` besides `name` and `data`, each read as the payload field
@@ -367,30 +370,10 @@ class _Translator:
         location = self._processor_location(node)
         if location is not None:
             return location
-        if (
-            isinstance(func, ast.Attribute)
-            and func.attr == "get"
-            and _is_event_data(func.value)
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            # `_event.data.get('NAME')`: a field read (a field the event lacks is its default).
-            key = node.args[0]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return self._event_field(key.value)
-            raise Refusal("E416", "`_event.data.get(...)` takes a string literal key")
-        if isinstance(func, ast.Attribute) and func.attr in _STRING_METHODS:
-            if node.args or node.keywords:
-                raise Refusal("E411", f"`.{func.attr}()` is translated only without arguments")
-            value = self.node(func.value)
-            return Expr(op="call", value=_STRING_METHODS[func.attr], args=(value,))
+        if isinstance(func, ast.Attribute):
+            return self._method_call(node, func)
         if not isinstance(func, ast.Name):
-            if isinstance(func, ast.Attribute):
-                _refuse_dunder(func.attr)
-                self.node(func.value)  # a dunder or forbidden call in the object says more
-            raise Refusal(
-                "E411", "only calls to plain builtins are translated; method calls are refused"
-            )
+            raise Refusal("E411", _ONLY_BUILTINS)
         _refuse_dunder(func.id)
         if node.keywords:
             raise Refusal("E410", f"`{func.id}()` with keyword arguments is not supported")
@@ -405,6 +388,29 @@ class _Translator:
                 "flowc calls only its builtins: " + ", ".join(sorted(SUPPORTED_CALLS)),
             )
         return Expr(op="call", value=func.id, args=tuple(self.node(a) for a in node.args))
+
+    def _method_call(self, node: ast.Call, func: ast.Attribute) -> Expr:
+        """`_event.data.get('NAME')` and the string methods flowc has; other methods are
+        refused."""
+        if (
+            func.attr == "get"
+            and _is_event_data(func.value)
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            # `_event.data.get('NAME')`: a field read (a field the event lacks is its default).
+            key = node.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return self._event_field(key.value)
+            raise Refusal("E416", "`_event.data.get(...)` takes a string literal key")
+        if func.attr in _STRING_METHODS:
+            if node.args or node.keywords:
+                raise Refusal("E411", f"`.{func.attr}()` is translated only without arguments")
+            value = self.node(func.value)
+            return Expr(op="call", value=_STRING_METHODS[func.attr], args=(value,))
+        _refuse_dunder(func.attr)
+        self.node(func.value)  # a dunder or forbidden call in the object says more
+        raise Refusal("E411", _ONLY_BUILTINS)
 
     def _hasattr(self, node: ast.Call) -> Expr:
         """`hasattr(_event, 'FIELD')`: true for the fields every SCXML event has, which are

@@ -175,6 +175,15 @@ class _Send:
     processor: Expr | None
 
 
+class _SendRefused(Exception):
+    """A `<send>` flowc cannot translate (reported): it is left out."""
+
+
+class _SendFails(Exception):
+    """A `<send>` SCXML fails to run (an invalid target, an unknown type, an undeclared name):
+    it raises error.execution rather than sending."""
+
+
 @dataclass
 class _StateInfo:
     element: Element
@@ -275,22 +284,7 @@ class _Importer:
 
     def run(self) -> str | None:
         root = self.root
-        if root.tag != "scxml" or root.namespace != SCXML_NS:
-            self.error(
-                "E405",
-                "not an SCXML document",
-                root,
-                f'the root must be <scxml xmlns="{SCXML_NS}">',
-            )
-            return None
-        datamodel = self.datamodel_override or root.attrs.get("datamodel", "null")
-        if datamodel not in ("null", "python"):
-            self.error(
-                "E406",
-                f"the `{datamodel}` datamodel is not supported",
-                root,
-                "flowc maps the null and Python datamodels onto its own expression language",
-            )
+        if not self.readable_root():
             return None
         if root.attrs.get("binding", "early") != "early":
             self.features.add("late-binding")
@@ -314,22 +308,7 @@ class _Importer:
         self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
         self.infer_from_uses()
-        # Fields read where no single event is known (entry, exit, `*` rules): every event.
-        for event, fields in self.events.items():
-            for name in sorted(self.names.event_fields):
-                fields.setdefault(name, None)
-            if fields.get(EVENT_DATA_FIELD, "") is None and event in self.data_types:
-                fields[EVENT_DATA_FIELD] = self.data_types[event]
-            for name, ty in fields.items():
-                if ty is None and name in self.field_types:
-                    fields[name] = self.field_types[name]
-
-        # A rule for `e` also covers the `e.*` events: they get the fields it reads.
-        for event, read in self.rule_reads:
-            for other, fields in self.events.items():
-                if other.startswith(event + "."):
-                    for name in sorted(read):
-                        fields.setdefault(name, self.field_types.get(name))
+        self.complete_event_fields()
         body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
         header = self.write_header(root)
@@ -339,42 +318,86 @@ class _Importer:
             return None
         return header + body
 
+    def readable_root(self) -> bool:
+        """Whether the root is an SCXML document in a datamodel flowc reads (else reported)."""
+        root = self.root
+        if root.tag != "scxml" or root.namespace != SCXML_NS:
+            self.error(
+                "E405",
+                "not an SCXML document",
+                root,
+                f'the root must be <scxml xmlns="{SCXML_NS}">',
+            )
+            return False
+        datamodel = self.datamodel_override or root.attrs.get("datamodel", "null")
+        if datamodel not in ("null", "python"):
+            self.error(
+                "E406",
+                f"the `{datamodel}` datamodel is not supported",
+                root,
+                "flowc maps the null and Python datamodels onto its own expression language",
+            )
+            return False
+        return True
+
+    def complete_event_fields(self) -> None:
+        """Give each event the fields read where it is not the one known event, with the
+        types found for them."""
+        # Fields read where no single event is known (entry, exit, `*` rules): every event.
+        for event, fields in self.events.items():
+            for name in sorted(self.names.event_fields):
+                fields.setdefault(name, None)
+            if fields.get(EVENT_DATA_FIELD, "") is None and event in self.data_types:
+                fields[EVENT_DATA_FIELD] = self.data_types[event]
+            for name, ty in fields.items():
+                if ty is None and name in self.field_types:
+                    fields[name] = self.field_types[name]
+        # A rule for `e` also covers the `e.*` events: they get the fields it reads.
+        for event, read in self.rule_reads:
+            for other, fields in self.events.items():
+                if other.startswith(event + "."):
+                    for name in sorted(read):
+                        fields.setdefault(name, self.field_types.get(name))
+
     def infer_from_uses(self) -> None:
         """Types for untyped variables and payload fields from how expressions use them: an
         operand compared or combined with a typed one, a value stored in a typed variable
         (SCXML is untyped; flowc is not)."""
         by_field = {flow_name(v, "v"): v for v in self.var_types}
-
-        def known(expr: Expr) -> str | None:
-            if expr.op == "event":
-                return self.field_types.get(str(expr.value))
-            return _infer(expr, self.var_types, self.names)
-
-        def learn(expr: Expr, ty: str | None) -> None:
-            if ty not in ("int", "float", "str", "bool"):
-                return
-            if expr.op == "event":
-                self.field_types.setdefault(str(expr.value), ty)
-            elif expr.op == "ctx" and expr.value in by_field:
-                var = by_field[str(expr.value)]
-                if self.var_types.get(var) is None:
-                    self.var_types[var] = ty
-
-        def walk(expr: Expr) -> None:
-            if expr.op in _TYPED_PAIRS and len(expr.args) == 2:
-                left, right = expr.args
-                learn(left, known(right))
-                learn(right, known(left))
-            for arg in expr.args:
-                walk(arg)
-
         for _ in range(3):  # a few rounds let one inference feed the next
             for target, expr in self.used:
-                walk(expr)
+                self.learn_from_operands(expr, by_field)
                 if target is not None and target in by_field:
                     var = by_field[target]
-                    learn(expr, self.var_types.get(var))
-                    learn(Expr(op="ctx", value=target), known(expr))
+                    self.learn_type(expr, self.var_types.get(var), by_field)
+                    self.learn_type(Expr(op="ctx", value=target), self.known_type(expr), by_field)
+
+    def known_type(self, expr: Expr) -> str | None:
+        """The type of `expr` as far as it is known so far."""
+        if expr.op == "event":
+            return self.field_types.get(str(expr.value))
+        return _infer(expr, self.var_types, self.names)
+
+    def learn_type(self, expr: Expr, ty: str | None, by_field: dict[str, str]) -> None:
+        """`expr`, a payload field or an untyped variable (`by_field`: the variable of each
+        context field), has the simple type `ty`, if it is one."""
+        if ty not in ("int", "float", "str", "bool"):
+            return
+        if expr.op == "event":
+            self.field_types.setdefault(str(expr.value), ty)
+        elif expr.op == "ctx" and expr.value in by_field:
+            var = by_field[str(expr.value)]
+            if self.var_types.get(var) is None:
+                self.var_types[var] = ty
+
+    def learn_from_operands(self, expr: Expr, by_field: dict[str, str]) -> None:
+        """Each operand compared or combined with another inside `expr` has the other's type."""
+        if expr.op in _TYPED_PAIRS and len(expr.args) == 2:
+            left, right = expr.args
+            self.learn_type(left, self.known_type(right), by_field)
+            self.learn_type(right, self.known_type(left), by_field)
+        for arg in expr.args:
+            self.learn_from_operands(arg, by_field)
 
     def resolve_pattern(self, match: re.Match[str]) -> str:
         """The event list of a descriptor, once every event is known: `*` is every event;
@@ -625,35 +648,26 @@ class _Importer:
 
     def collect_declarations(self, root: Element) -> None:
         """Types an export kept in the flowc namespace (exporter.py): they win over inference."""
-        for record in root.children:
-            if record.namespace == FLOWC_NS and record.tag == "record":
-                record_fields = self.records.setdefault(
-                    flow_name(record.attrs.get("name", ""), "T"), {}
-                )
-                for item in record.attrs.get("fields", "").split(";"):
-                    name, _, ty = item.partition(":")
-                    if name.strip() and ty.strip():
-                        record_fields[name.strip()] = ty.strip()
+        kept = [c for c in root.children if c.namespace == FLOWC_NS]
+        for record in (c for c in kept if c.tag == "record"):
+            record_fields = self.records.setdefault(
+                flow_name(record.attrs.get("name", ""), "T"), {}
+            )
+            for name, ty in _declared_fields(record):
+                if ty is not None:
+                    record_fields[name] = ty
         for data in self.walk(root, "data"):
             declared = data.attrs.get(f"{FLOWC_NS} type")
             if declared and data.attrs.get("id") in self.var_types:
                 self.var_types[data.attrs["id"]] = declared
-        for effect in root.children:
-            if effect.namespace == FLOWC_NS and effect.tag == "effect":
-                typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
-                for item in effect.attrs.get("fields", "").split(";"):
-                    name, _, ty = item.partition(":")
-                    if name.strip():
-                        typed[name.strip()] = ty.strip() or None
-        for event in root.children:
-            if event.namespace != FLOWC_NS or event.tag != "event":
-                continue
+        for effect in (c for c in kept if c.tag == "effect"):
+            typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
+            typed.update(_declared_fields(effect))
+        for event in (c for c in kept if c.tag == "event"):
             fields = self.events.setdefault(event_flow_name(event.attrs.get("name", "")), {})
-            for item in event.attrs.get("fields", "").split(";"):
-                name, _, ty = item.partition(":")
-                if name.strip():
-                    fields[name.strip()] = ty.strip() or None
-                    self.declared_fields.add(name.strip())
+            for name, ty in _declared_fields(event):
+                fields[name] = ty
+                self.declared_fields.add(name)
 
     def data_failures(self, root: Element) -> tuple[str | None, list[Element]]:
         """The `<data>` whose value is not an expression: SCXML leaves each unset and raises
@@ -754,6 +768,19 @@ class _Importer:
             lines.append(f"type {record} {{")
             lines.extend(f"  {name}: {ty}" for name, ty in typed.items())
             lines.append("}")
+        lines.extend(self.event_declarations())
+        context = self.context_fields()
+        for datamodel in self.walk(self.root, "datamodel"):
+            lines.extend(f"# {c}" for c in datamodel.comments)
+        if context:
+            lines.append("context {")
+            lines.extend(context)
+            lines.append("}")
+        return "\n".join(lines) + "\n\n"
+
+    def event_declarations(self) -> list[str]:
+        """The `event` and `effect` lines of the flow."""
+        lines: list[str] = []
         for event, fields in self.events.items():
             if event.startswith("done.state."):
                 continue
@@ -773,6 +800,10 @@ class _Importer:
             lines.append(f"effect {CANCEL_EFFECT}(id: str)")
         if "log" in self.features:
             lines.append(f"effect {LOG_EFFECT}(label: str, value: json)")
+        return lines
+
+    def context_fields(self) -> list[str]:
+        """The lines inside the flow's `context { ... }`: one per variable."""
         context: list[str] = []
         for var, ty in self.var_types.items():
             default = self.data_default(var)
@@ -786,13 +817,7 @@ class _Importer:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
         if self.uses_sessionid:
             context.append(f"  sessionid: str = {literal_text(self.session_id)}")
-        for datamodel in self.walk(self.root, "datamodel"):
-            lines.extend(f"# {c}" for c in datamodel.comments)
-        if context:
-            lines.append("context {")
-            lines.extend(context)
-            lines.append("}")
-        return "\n".join(lines) + "\n\n"
+        return context
 
     @property
     def session_id(self) -> str:
@@ -841,22 +866,7 @@ class _Importer:
             if info.kind == "history":
                 out.append(indent + self.write_history(child))
                 continue
-            modifiers = []
-            if sid in initial:
-                modifiers.append("initial")
-            if info.kind == "final":
-                modifiers.append("final")
-            if info.kind == "parallel":
-                self.features.add("parallel")
-                modifiers.append("parallel")
-            if info.kind == "state" and parent is not None:
-                self.features.add("compound")
-            head = " ".join([*modifiers, "state", info.name])
-            if info.kind == "final" and not self.done_data_fails(child):
-                carried = self.done_data(child)
-                if carried is not None:
-                    self.features.add("donedata")
-                    head += f" with {carried}"
+            head = self.state_head(child, info, initial=sid in initial, nested=parent is not None)
             body = self.write_body(child, sid, indent + "  ")
             if body:
                 out.append(f"{head} {{".join([indent, ""]))
@@ -865,6 +875,26 @@ class _Importer:
             else:
                 out.append(indent + head)
         return "\n".join(out) + ("\n" if out else "")
+
+    def state_head(self, element: Element, info: _StateInfo, *, initial: bool, nested: bool) -> str:
+        """`[initial] [final|parallel] state NAME [with DONE_DATA]`."""
+        modifiers = []
+        if initial:
+            modifiers.append("initial")
+        if info.kind == "final":
+            modifiers.append("final")
+        if info.kind == "parallel":
+            self.features.add("parallel")
+            modifiers.append("parallel")
+        if info.kind == "state" and nested:
+            self.features.add("compound")
+        head = " ".join([*modifiers, "state", info.name])
+        if info.kind == "final" and not self.done_data_fails(element):
+            carried = self.done_data(element)
+            if carried is not None:
+                self.features.add("donedata")
+                head += f" with {carried}"
+        return head
 
     def write_history(self, element: Element) -> str:
         self.features.add("history")
@@ -883,23 +913,11 @@ class _Importer:
         return text
 
     def write_body(self, element: Element, sid: str, indent: str) -> list[str]:
-        lines: list[str] = []
-        for tag, keyword_ in (("onentry", "entry"), ("onexit", "exit")):
-            actions: list[str] = []
-            if tag == "onentry" and sid == self.start_errors[0]:
-                actions.extend(self.fails() for _ in self.start_errors[1])
-                self.failed = False
-            # The start's entry runs before any event: `_event` is not bound yet.
-            self.names.event_unbound = tag == "onentry" and sid == self.start_state
-            for block in element.find(tag):
-                actions.extend(self.actions(block.children))
-            self.names.event_unbound = False
-            if keyword_ == "entry" and self.done_data_fails(element):
-                # SCXML evaluates the done data once the entry actions have run: one it cannot
-                # evaluate raises error.execution (before the done event, which has no data).
-                actions.append(self.fails())
-            if actions:
-                lines.append(f"{indent}{keyword_} do {'; '.join(actions)}")
+        lines = [
+            f"{indent}{keyword_} do {'; '.join(actions)}"
+            for keyword_ in ("entry", "exit")
+            if (actions := self.entry_exit_actions(element, sid, keyword_))
+        ]
         earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
@@ -920,6 +938,25 @@ class _Importer:
         if inner:
             lines.extend(inner.rstrip("\n").split("\n"))
         return lines
+
+    def entry_exit_actions(self, element: Element, sid: str, keyword_: str) -> list[str]:
+        """The actions of a state's `<onentry>`s (`keyword_` "entry") or `<onexit>`s ("exit");
+        the start state's entry also raises the errors of the data SCXML fails to set."""
+        tag = "onentry" if keyword_ == "entry" else "onexit"
+        actions: list[str] = []
+        if tag == "onentry" and sid == self.start_errors[0]:
+            actions.extend(self.fails() for _ in self.start_errors[1])
+            self.failed = False
+        # The start's entry runs before any event: `_event` is not bound yet.
+        self.names.event_unbound = tag == "onentry" and sid == self.start_state
+        for block in element.find(tag):
+            actions.extend(self.actions(block.children))
+        self.names.event_unbound = False
+        if keyword_ == "entry" and self.done_data_fails(element):
+            # SCXML evaluates the done data once the entry actions have run: one it cannot
+            # evaluate raises error.execution (before the done event, which has no data).
+            actions.append(self.fails())
+        return actions
 
     def done_without_data(self, descriptor: str) -> bool:
         """Whether `descriptor` names the done event of a state whose final children carry no
@@ -1029,14 +1066,7 @@ class _Importer:
         do = f" do {'; '.join(actions)}" if actions else ""
         code = transition.attrs.get(f"{FLOWC_NS} reject")
         if code is not None and not targets and not actions and events:
-            message = literal_text(transition.attrs.get(f"{FLOWC_NS} message", ""))
-            names = self.event_patterns(events)
-            data = transition.attrs.get(f"{FLOWC_NS} data")
-            carried = self.expr(data, transition) if data is not None else None
-            if data is not None and carried is None:
-                return None
-            with_data = f" with {expr_text(carried)}" if carried is not None else ""
-            return f"on {_SEP.join(names)}{guard} reject {code} {message}{with_data}"
+            return self.reject_rule(transition, events, guard, code)
         if transition.attrs.get(f"{FLOWC_NS} direct") == "true" and targets:
             return f"{guard.strip()} -> {target}{do}".strip()
         if not events:
@@ -1044,6 +1074,20 @@ class _Importer:
             return f"always{guard} -> {target}{do}"
         names = self.event_patterns(events)
         return f"on {_SEP.join(names)}{guard} -> {target}{do}"
+
+    def reject_rule(
+        self, transition: Element, events: list[str], guard: str, code: str
+    ) -> str | None:
+        """A rejection an export kept in the flowc namespace: `on E [if G] reject CODE "..."
+        [with DATA]`."""
+        message = literal_text(transition.attrs.get(f"{FLOWC_NS} message", ""))
+        names = self.event_patterns(events)
+        data = transition.attrs.get(f"{FLOWC_NS} data")
+        carried = self.expr(data, transition) if data is not None else None
+        if data is not None and carried is None:
+            return None
+        with_data = f" with {expr_text(carried)}" if carried is not None else ""
+        return f"on {_SEP.join(names)}{guard} reject {code} {message}{with_data}"
 
     def across_regions(self, source: str, target: str) -> str:
         """The state a rule enters for an SCXML target in another region of a parallel state
@@ -1193,36 +1237,7 @@ class _Importer:
     def action(self, element: Element) -> str | None:
         tag = element.tag
         if tag == "assign":
-            self.features.add("assign")
-            source = element.attrs.get("expr") or element.text
-            if self.fails_at_run_time(element.attrs.get("location", ""), source):
-                # SCXML raises error.execution for an assignment that cannot be made (an
-                # undeclared location, an expression that is not one).
-                return self.fails()
-            try:
-                var = location(element.attrs.get("location", ""), self.names)
-            except Refusal as refusal:
-                self.refused(refusal, element)
-                return None
-            value = self.expr(source, element) if source else None
-            if value is None:
-                return None
-            declared = self.var_types.get(self.variable_of(var))
-            found = _infer(value, self.var_types, self.names)
-            if "." not in var and _clash(declared, found):
-                self.error(
-                    "E410",
-                    f"`{var}` holds `{declared}` values and is assigned a `{found}`",
-                    element,
-                    "flowc variables have one type; use one variable per kind of value",
-                )
-                return None
-            self.used.append((var, value))
-            item = _appended_map(var, value)
-            if item is not None:
-                # `append` gives the literal its type from the list (a record's, say)
-                return f"append({var}, {expr_text(item)})"
-            return f"{var} = {expr_text(value)}"
+            return self.assign(element)
         if tag == "raise":
             self.features.add("raise")
             event = event_flow_name(element.attrs.get("event", ""))
@@ -1237,15 +1252,7 @@ class _Importer:
         if tag == "send":
             return self.send(element)
         if tag == "cancel":
-            self.features.add("cancel")
-            if "sendid" in element.attrs:
-                sendid = literal_text(element.attrs["sendid"])
-            else:
-                expr = self.expr(element.attrs.get("sendidexpr", ""), element)
-                if expr is None:
-                    return None
-                sendid = expr_text(expr)
-            return f"emit {CANCEL_EFFECT}(id: {sendid})"
+            return self.cancel(element)
         if tag == "if":
             return self.if_action(element)
         if tag == "foreach":  # inside an `<if>`: the rest of the block is not the branch's
@@ -1254,6 +1261,51 @@ class _Importer:
             return None  # refused by check_elements
         self.error("E412", "not executable content flowc supports", element)
         return None
+
+    def assign(self, element: Element) -> str | None:
+        """`<assign location expr>`: `var = value` (`append` for a map added to a list)."""
+        self.features.add("assign")
+        source = element.attrs.get("expr") or element.text
+        if self.fails_at_run_time(element.attrs.get("location", ""), source):
+            # SCXML raises error.execution for an assignment that cannot be made (an
+            # undeclared location, an expression that is not one).
+            return self.fails()
+        try:
+            var = location(element.attrs.get("location", ""), self.names)
+        except Refusal as refusal:
+            self.refused(refusal, element)
+            return None
+        value = self.expr(source, element) if source else None
+        if value is None:
+            return None
+        declared = self.var_types.get(self.variable_of(var))
+        found = _infer(value, self.var_types, self.names)
+        if "." not in var and _clash(declared, found):
+            self.error(
+                "E410",
+                f"`{var}` holds `{declared}` values and is assigned a `{found}`",
+                element,
+                "flowc variables have one type; use one variable per kind of value",
+            )
+            return None
+        self.used.append((var, value))
+        item = _appended_map(var, value)
+        if item is not None:
+            # `append` gives the literal its type from the list (a record's, say)
+            return f"append({var}, {expr_text(item)})"
+        return f"{var} = {expr_text(value)}"
+
+    def cancel(self, element: Element) -> str | None:
+        """`<cancel sendid>` or `<cancel sendidexpr>`: the host's effect that cancels a send."""
+        self.features.add("cancel")
+        if "sendid" in element.attrs:
+            sendid = literal_text(element.attrs["sendid"])
+        else:
+            expr = self.expr(element.attrs.get("sendidexpr", ""), element)
+            if expr is None:
+                return None
+            sendid = expr_text(expr)
+        return f"emit {CANCEL_EFFECT}(id: {sendid})"
 
     def foreach(self, element: Element, rest: list[Element]) -> tuple[str | None, bool]:
         """`<foreach array item index>`: `for item, index in array { … }`, and whether the
@@ -1355,114 +1407,90 @@ class _Importer:
         for it (error.execution: an invalid target or an unknown type; error.communication: a
         session that is not this one). A computed target or type is checked where it runs."""
         self.features.add("send")
-        attrs = element.attrs
         # The id first: SCXML stores it in `idlocation` before the send can fail, and the error
         # of a failed send carries it.
+        start = self.send_id(element)
+        if start is None:
+            return None
+        sendid, explicit, assigns = start
+        try:
+            processor = self.send_processor(element)
+            if element.attrs.get("target", "") == HOST_TARGET:
+                return assigns + (self.host_effect(element) or "")
+            send = self.read_send(element, sendid, explicit, processor)
+        except _SendRefused:
+            return None
+        except _SendFails:
+            return assigns + self.fails(sendid)
+        if processor is not None or send.delay.variable is not None:
+            self.events.setdefault("error.execution", {})
+        if send.address is not None:
+            for error in ("error.execution", "error.communication"):
+                self.events.setdefault(error, {})
+        return assigns + self.later(lambda: self.send_checked(send))
+
+    def send_id(self, element: Element) -> tuple[str, bool, str] | None:
+        """The send's id, whether the document gives it (`id`, `idlocation`), and the action
+        storing a made-up one in `idlocation` ("" if none); None when refused."""
+        attrs = element.attrs
         sendid = attrs.get("id")
         explicit = sendid is not None or "idlocation" in attrs
-        assigns = ""
-        if sendid is None:
-            sendid = self.new_send_id()
-            if "idlocation" in attrs:
-                try:
-                    var = location(attrs["idlocation"], self.names)
-                except Refusal as refusal:
-                    self.refused(refusal, element)
-                    return None
-                assigns = f"{var} = {literal_text(sendid)}; "
-        processor: Expr | None = None
+        if sendid is not None:
+            return sendid, explicit, ""
+        sendid = self.new_send_id()
+        if "idlocation" not in attrs:
+            return sendid, explicit, ""
+        try:
+            var = location(attrs["idlocation"], self.names)
+        except Refusal as refusal:
+            self.refused(refusal, element)
+            return None
+        return sendid, explicit, f"{var} = {literal_text(sendid)}; "
+
+    def send_expr(self, text: str, element: Element) -> Expr:
+        """An expression of a `<send>`; a refused one (reported) refuses the send."""
+        expr = self.expr(text, element)
+        if expr is None:
+            raise _SendRefused
+        return expr
+
+    def send_processor(self, element: Element) -> Expr | None:
+        """The computed processor type (`typeexpr`), or None for the SCXML processor; a type
+        flowc does not support refuses the send, an unknown one fails it."""
+        attrs = element.attrs
         if "typeexpr" in attrs:
             self.features.add("computed-send-type")
-            processor = self.expr(attrs["typeexpr"], element)
-            if processor is None:
-                return None
-        else:
-            kind = attrs.get("type", SCXML_PROCESSOR)
-            if kind in OTHER_PROCESSORS:
-                self.features.add("external-send")
-                self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
-                return None
-            if kind not in SCXML_PROCESSOR_NAMES:
-                # SCXML: a type the processor does not support raises error.execution.
-                return assigns + self.fails(sendid)
-        target = attrs.get("target", "")
-        if target == HOST_TARGET:
-            return assigns + (self.host_effect(element) or "")
-        address: Expr | None = None
-        if "targetexpr" in attrs:
-            self.features.add("computed-send-target")
-            address = self.expr(attrs["targetexpr"], element)
-            if address is None:
-                return None
-        elif target.startswith("#_scxml_"):
-            address = Expr(op="lit", value=target)
-        elif target and not target.startswith("#") and ":" not in target:
-            # Not a URI nor a special target: SCXML raises error.execution (the target is
-            # invalid) rather than sending.
-            return assigns + self.fails(sendid)
-        elif target not in ("", "#_internal"):
+            return self.send_expr(attrs["typeexpr"], element)
+        kind = attrs.get("type", SCXML_PROCESSOR)
+        if kind in OTHER_PROCESSORS:
             self.features.add("external-send")
-            self.error(
-                "E409",
-                f"sending to `{target}` is not supported",
-                element,
-                "flowc sends only to the session itself (no target, `#_internal`, "
-                "`#_scxml_` + its session id)",
-            )
-            return None
-        name: str | None = None
-        if "eventexpr" in attrs:
-            self.features.add("computed-event")
-            if target == "#_internal" or address is not None:
-                self.error(
-                    "E410",
-                    "`eventexpr` is translated only for sends to the session's external queue",
-                    element,
-                    "flowc raises only declared events; give the event by name",
-                )
-                return None
-            if attrs.get("namelist") or element.find("param") or element.find("content"):
-                self.error("E410", "`eventexpr` with data is not supported", element)
-                return None
-            named = self.expr(attrs["eventexpr"], element)
-            if named is None:
-                return None
-            name = expr_text(named)
+            self.error("E409", f"the event I/O processor `{kind}` is not supported", element)
+            raise _SendRefused
+        if kind not in SCXML_PROCESSOR_NAMES:
+            # SCXML: a type the processor does not support raises error.execution.
+            raise _SendFails
+        return None
+
+    def read_send(
+        self, element: Element, sendid: str, explicit: bool, processor: Expr | None
+    ) -> _Send:
+        """A `<send>` to the session itself, read: its address, event, data and delay."""
+        attrs = element.attrs
+        target = attrs.get("target", "")
+        address = self.send_address(element, target)
+        name = self.send_event_name(element, target, address)
         event = event_flow_name(attrs.get("event", "")) if name is None else ""
         fields = self.events.setdefault(event, {}) if name is None else {}
-        data: list[tuple[str, str]] = []
-        for var in attrs.get("namelist", "").split():
-            if var.isidentifier() and var not in self.var_types:
-                return assigns + self.fails(sendid)  # an undeclared name: error.execution
-            expr = self.expr(var, element)
-            if expr is None:
-                return None
-            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
-            data.append((flow_name(var, "v"), expr_text(expr)))
-        for param in element.find("param"):
-            field_name = flow_name(param.attrs.get("name", ""), "p")
-            source = param.attrs.get("expr") or param.attrs.get("location", "")
-            expr = self.expr(source, param)
-            if expr is None:
-                return None
-            ty = _infer(expr, self.var_types, self.names)
-            if fields.get(field_name) is None:
-                fields[field_name] = ty
-            data.append((field_name, expr_text(expr)))
+        data = self.send_data(element, fields)
         ok, whole = self.send_content(element, data, fields)
         if not ok:
-            return None
+            raise _SendRefused
         if whole is not None and name is None:
-            ty = self.whole_type
-            if data:  # the map of the params: typed when they share one type
-                kinds = {fields.get(k) for k, _ in data}
-                ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
-            if ty is not None:
-                self.data_types.setdefault(event, ty)
+            self.type_whole_data(event, data, fields)
         delay = self.send_delay(element)
         if delay is None:
-            return None
-        send = _Send(
+            raise _SendRefused
+        return _Send(
             event=event,
             name=name,
             sendid=sendid,
@@ -1474,12 +1502,80 @@ class _Importer:
             address=address,
             processor=processor,
         )
-        if processor is not None or delay.variable is not None:
-            self.events.setdefault("error.execution", {})
-        if address is not None:
-            for error in ("error.execution", "error.communication"):
-                self.events.setdefault(error, {})
-        return assigns + self.later(lambda: self.send_checked(send))
+
+    def send_address(self, element: Element, target: str) -> Expr | None:
+        """The session a send goes to (`targetexpr`, `#_scxml_` + an id), or None for this
+        session's own queues (no target, `#_internal`)."""
+        if "targetexpr" in element.attrs:
+            self.features.add("computed-send-target")
+            return self.send_expr(element.attrs["targetexpr"], element)
+        if target.startswith("#_scxml_"):
+            return Expr(op="lit", value=target)
+        if target and not target.startswith("#") and ":" not in target:
+            # Not a URI nor a special target: SCXML raises error.execution (the target is
+            # invalid) rather than sending.
+            raise _SendFails
+        if target not in ("", "#_internal"):
+            self.features.add("external-send")
+            self.error(
+                "E409",
+                f"sending to `{target}` is not supported",
+                element,
+                "flowc sends only to the session itself (no target, `#_internal`, "
+                "`#_scxml_` + its session id)",
+            )
+            raise _SendRefused
+        return None
+
+    def send_event_name(self, element: Element, target: str, address: Expr | None) -> str | None:
+        """The text of a computed event name (`eventexpr`), or None for a named event."""
+        attrs = element.attrs
+        if "eventexpr" not in attrs:
+            return None
+        self.features.add("computed-event")
+        if target == "#_internal" or address is not None:
+            self.error(
+                "E410",
+                "`eventexpr` is translated only for sends to the session's external queue",
+                element,
+                "flowc raises only declared events; give the event by name",
+            )
+            raise _SendRefused
+        if attrs.get("namelist") or element.find("param") or element.find("content"):
+            self.error("E410", "`eventexpr` with data is not supported", element)
+            raise _SendRefused
+        return expr_text(self.send_expr(attrs["eventexpr"], element))
+
+    def send_data(self, element: Element, fields: dict[str, str | None]) -> list[tuple[str, str]]:
+        """The send's fields, (name, expression text), from its `namelist` then its params,
+        each field's type recorded in `fields` (the event's) when first known."""
+        data: list[tuple[str, str]] = []
+        for var in element.attrs.get("namelist", "").split():
+            if var.isidentifier() and var not in self.var_types:
+                raise _SendFails  # an undeclared name: error.execution
+            expr = self.send_expr(var, element)
+            fields.setdefault(flow_name(var, "v"), _infer(expr, self.var_types, self.names))
+            data.append((flow_name(var, "v"), expr_text(expr)))
+        for param in element.find("param"):
+            field_name = flow_name(param.attrs.get("name", ""), "p")
+            source = param.attrs.get("expr") or param.attrs.get("location", "")
+            expr = self.send_expr(source, param)
+            ty = _infer(expr, self.var_types, self.names)
+            if fields.get(field_name) is None:
+                fields[field_name] = ty
+            data.append((field_name, expr_text(expr)))
+        return data
+
+    def type_whole_data(
+        self, event: str, data: list[tuple[str, str]], fields: dict[str, str | None]
+    ) -> None:
+        """Record the type of the event's `_event.data` as a whole, when it is known."""
+        ty = self.whole_type
+        if data:  # the map of the params: typed when they share one type
+            kinds = {fields.get(k) for k, _ in data}
+            ty = f"map[str, {kinds.pop()}]" if len(kinds) == 1 and None not in kinds else None
+        if ty is not None:
+            self.data_types.setdefault(event, ty)
 
     def host_effect(self, element: Element) -> str | None:
         """A `<send>` to HOST_TARGET: `emit NAME(param: expr, ...)`, one of the flow's effects."""
@@ -1660,18 +1756,9 @@ class _Importer:
                 content,
             )
             return False, None
-        if "expr" in content.attrs:
-            value = self.expr(content.attrs["expr"], content)
-            if value is None:
-                return False, None
-        else:
-            text = " ".join(content.text.split())
-            try:
-                value = translate(text, Names({}, ""))
-            except Refusal:
-                value = Expr(op="lit", value=text)
-            if not _constant(value):
-                value = Expr(op="lit", value=text)
+        value = self.content_value(content)
+        if value is None:
+            return False, None
         keys = value.args[0::2] if value.op == "map" else ()
         if keys and all(
             k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
@@ -1685,6 +1772,18 @@ class _Importer:
         self.used.append((None, value))
         self.whole_type = _infer(value, self.var_types, self.names)
         return True, expr_text(value)
+
+    def content_value(self, content: Element) -> Expr | None:
+        """The value of a `<content>`: its `expr` (None when refused), or its text read as a
+        literal when it is one, else as a string with its white space normalised."""
+        if "expr" in content.attrs:
+            return self.expr(content.attrs["expr"], content)
+        text = " ".join(content.text.split())
+        try:
+            value = translate(text, Names({}, ""))
+        except Refusal:
+            return Expr(op="lit", value=text)
+        return value if _constant(value) else Expr(op="lit", value=text)
 
     def addressed(self, send: _Send) -> str:
         """A send to a target known when it runs: `#_internal`, this session
@@ -1704,6 +1803,17 @@ class _Importer:
             f'elif "#_" in {to} or ":" in {to} {{ {unreachable} }} '
             f"else {{ {self.send_error(send)} }}"
         )
+
+
+def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
+    """The fields of a flowc declaration's `fields="name: type; ..."`, in order (the type
+    None when not given)."""
+    out: list[tuple[str, str | None]] = []
+    for item in element.attrs.get("fields", "").split(";"):
+        name, _, ty = item.partition(":")
+        if name.strip():
+            out.append((name.strip(), ty.strip() or None))
+    return out
 
 
 def _syntax_error(text: str) -> bool:

@@ -18,6 +18,7 @@ from flowc.compiler.lint.transitions import never_fires
 from flowc.compiler.source import SourceFile
 from flowc.compiler.sourcemap import SourceMap
 from flowc.compiler.testing.coverage import describe
+from flowc.compiler.testing.moves import Move
 from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
 from flowc.compiler.testing.values import ValueSource
 from flowc.runtime import Rejection, StepResult
@@ -32,6 +33,10 @@ class Path:
     given: list[tuple[str, str]]
     steps: list[str]
     covers: set[int] = field(default_factory=set)
+    #: what the test does, as values (`flowc vectors` runs these): the starting context the
+    #: `given` lines set and the moves its steps make
+    context: dict[str, Any] = field(default_factory=dict)
+    moves: list[Move] = field(default_factory=list)
 
     def text(self) -> str:
         lines = [f'test "{self.name}" {{']
@@ -89,20 +94,56 @@ def generate(
     only as many as needed to take every transition found (each test then takes several)."""
     started = time.perf_counter()
     explorer = Explorer(flow)
+    deadline = started + time_limit
+    searches, reached, states = _search(flow, explorer, max_configs, max_depth, deadline)
+    rested = dict(states)
+    _add_passed_through(flow, searches, reached, states)
+    tests = _tests(flow, reached, rested, cover=cover)
+    cannot_fire = never_firing(flow)
+    missing = {
+        t.index: _why(t, explorer, searches, states)
+        for t in flow.transitions
+        if t.index not in reached and t.index not in cannot_fire
+    }
+    unreached = {
+        s.name: "no sequence of moves reaches it from the contexts tried"
+        for s in flow.states
+        if s.name not in states
+    }
+    required = explorer.values.required_given()
+    for test in tests:
+        given = dict(test.given)
+        test.given = [(n, t) for n, _, t in required if n not in given] + test.given
+        test.context.update((n, v) for n, v, _ in required if n not in given)
+    seconds = time.perf_counter() - started
+    return PathsReport(flow, tests, missing, unreached, seconds, cannot_fire)
+
+
+#: Where a state or a transition was first found: the search, and the node or how it was taken.
+_StatesFound = dict[str, tuple[_Found, Any]]
+_TransitionsFound = dict[int, tuple[_Found, Reached]]
+
+
+def _search(
+    flow: CompiledFlow, explorer: Explorer, max_configs: int, max_depth: int, deadline: float
+) -> tuple[list[_Found], _TransitionsFound, _StatesFound]:
+    """Search from the default context, then from each variant of it until every transition
+    is taken or time is up: the searches that took a new transition, where each transition
+    was first taken and where each state was first rested in (breadth-first: shortest)."""
     searches = [
         _Found({}, explorer.search(max_configs=max_configs, max_depth=max_depth, abstract=True))
     ]
-    reached: dict[int, tuple[_Found, Reached]] = {
+    reached: _TransitionsFound = {
         i: (searches[0], r) for i, r in searches[0].search.transitions.items()
     }
-    states: dict[str, tuple[_Found, Any]] = {}
+    states: _StatesFound = {}
     for node in searches[0].search.nodes.values():  # breadth-first order: shortest first
         for state in node.states:  # a statechart's leaves and their ancestors
             states.setdefault(state, (searches[0], node))
     wanted = {t.index for t in flow.transitions}
     budget = max(1, min(max_configs, 2000))
     for name, value, text in explorer.values.context_variants():
-        if wanted <= set(reached) or time.perf_counter() - started > time_limit:
+        if wanted <= set(reached) or time.perf_counter() > deadline:
             break
         found = _Found(
             {name: (value, text)},
@@ -118,9 +159,15 @@ def generate(
                 states.setdefault(state, (found, node))
         if new:
             searches.append(found)
-    # States passed through, never rested in: choice states, a statechart's states left at
-    # once by an eventless rule, history states (entered through by a rule into them).
-    rested = dict(states)
+    return searches, reached, states
+
+
+def _add_passed_through(
+    flow: CompiledFlow, searches: list[_Found], reached: _TransitionsFound, states: _StatesFound
+) -> None:
+    """Add to `states` the states passed through, never rested in: choice states, a
+    statechart's states left at once by an eventless rule, history states (entered through by
+    a rule into them)."""
     for found in searches:
         root = next(iter(found.search.nodes.values()), None)
         for state in root.instance.history[0].via if root is not None else ():
@@ -134,18 +181,19 @@ def generate(
         if isinstance(how.outcome, StepResult):
             for state in how.outcome.via:  # a statechart's states entered and left at once
                 states.setdefault(state, (found, how.node))
+
+
+def _tests(
+    flow: CompiledFlow, reached: _TransitionsFound, rested: _StatesFound, *, cover: bool
+) -> list[Path]:
+    """One test per state rested in and one per transition; with `cover`, only the
+    transitions' tests needed to take every transition (longest first picked, shortest first
+    listed)."""
     tests: list[Path] = []
     covered: set[int] = set()
     order = sorted(reached.items(), key=lambda kv: (-len(kv[1][1].moves()), kv[0]))
     if not cover:
-        for state in (s.name for s in flow.states):
-            if state in rested:
-                found, node = rested[state]
-                path = _path(f"reaches {state}", found, node.moves(), None, flow)
-                expect = f"expect state {state}"
-                if expect not in path.steps:  # a compound state: its leaves are expected
-                    path.steps.insert(len(node.moves()), expect)
-                tests.append(path)
+        tests.extend(_state_tests(flow, rested))
         order = sorted(reached.items())
     for index, (found, how) in order:
         if cover and index in covered:
@@ -157,23 +205,21 @@ def generate(
         tests.append(path)
     if cover:
         tests.reverse()  # shortest first reads better
-    cannot_fire = never_firing(flow)
-    missing = {
-        t.index: _why(t, explorer, searches, states)
-        for t in flow.transitions
-        if t.index not in reached and t.index not in cannot_fire
-    }
-    unreached = {
-        s.name: "no sequence of moves reaches it from the contexts tried"
-        for s in flow.states
-        if s.name not in states
-    }
-    required = [(name, text) for name, _, text in explorer.values.required_given()]
-    for test in tests:
-        given = dict(test.given)
-        test.given = [(n, t) for n, t in required if n not in given] + test.given
-    seconds = time.perf_counter() - started
-    return PathsReport(flow, tests, missing, unreached, seconds, cannot_fire)
+    return tests
+
+
+def _state_tests(flow: CompiledFlow, rested: _StatesFound) -> list[Path]:
+    """A test reaching each state rested in, in the flow's order."""
+    tests: list[Path] = []
+    for state in (s.name for s in flow.states):
+        if state in rested:
+            found, node = rested[state]
+            path = _path(f"reaches {state}", found, node.moves(), None, flow)
+            expect = f"expect state {state}"
+            if expect not in path.steps:  # a compound state: its leaves are expected
+                path.steps.insert(len(node.moves()), expect)
+            tests.append(path)
+    return tests
 
 
 def never_firing(flow: CompiledFlow) -> dict[int, str]:
@@ -207,7 +253,8 @@ def _path(
             steps += effect_steps(flow, how.outcome)
         steps += [f"expect state {leaf}" for leaf in _final_leaves(flow, found, moves, how)]
     given = [(k, text) for k, (_, text) in found.given.items()]
-    return Path(name.replace('"', "'"), given, steps)
+    context = {k: value for k, (value, _) in found.given.items()}
+    return Path(name.replace('"', "'"), given, steps, context=context, moves=list(moves))
 
 
 def effect_steps(flow: CompiledFlow, step: StepResult) -> list[str]:

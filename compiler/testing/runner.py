@@ -107,7 +107,13 @@ def _run_test(path: str, test: ast.TestDecl, player: Player, lowerer: Lowerer) -
     )
 
 
-def _move(step: ast.TestStep, lowerer: Lowerer) -> Move:
+def given_context(test: ast.TestDecl, lowerer: Lowerer) -> dict[str, Any]:
+    """The starting context a test's `given` lines set."""
+    return {s.field.name: lowerer.constant(s.value) for s in test.steps if isinstance(s, ast.Given)}
+
+
+def step_move(step: ast.TestStep, lowerer: Lowerer) -> Move:
+    """The move a `send`, `goto`, `back` or `advance` step makes."""
     if isinstance(step, ast.Send):
         payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
         return Move("send", step.event.name, payload)
@@ -134,10 +140,7 @@ def _steps(
     emitted: Counter[str],
 ) -> None:
     steps = test.steps
-    context: dict[str, Any] = {
-        s.field.name: lowerer.constant(s.value) for s in steps if isinstance(s, ast.Given)
-    }
-    started = player.start(context)
+    started = player.start(given_context(test, lowerer))
     if isinstance(started, Rejection):
         raise _Failed(f"the instance could not start: {_refusal(started)}", test.name.span)
     instance: Instance = started
@@ -149,54 +152,84 @@ def _steps(
         if isinstance(step, ast.Given):
             continue
         if isinstance(step, ast.Send | ast.Goto | ast.Back | ast.Advance):
-            result = player.play(instance, _move(step, lowerer))
-            fired.update(result.fired)
-            emitted.update(e["effect"] for e in emitted_effects(result))
-            refused = result.rejection
             following = steps[i + 1] if i + 1 < len(steps) else None
-            if refused is not None and not isinstance(following, ast.ExpectReject):
-                raise _Failed(f"refused with {_refusal(refused)}", step.span)
-            if refused is None:
-                _check_invariants(player, instance, step.span, "after this step")
+            result = _play(step, following, player, instance, lowerer, fired, emitted)
             last = (step, result)
         elif isinstance(step, ast.ExpectReject):
             assert last is not None  # the checker requires a step before
-            refused = last[1].rejection
-            if refused is None:
-                raise _Failed(
-                    f"expected a refusal with `{step.code.name}`, but the step was accepted"
-                    + _moved(last[1]),
-                    step.span,
-                )
-            if refused.code != step.code.name:
-                raise _Failed(
-                    f"expected a refusal with `{step.code.name}`, got {_refusal(refused)}",
-                    step.span,
-                )
+            _check_reject(step, last[1])
         elif isinstance(step, ast.ExpectState):
-            # In a statechart the instance is in every state of its configuration: a leaf of
-            # one region, the compound around it, the parallel state around both.
-            if not instance.active(_state_name(lowerer, step.state.name)):
-                where = ", ".join(f"`{s}`" for s in instance.configuration)
-                raise _Failed(
-                    f"expected state `{step.state.name}`, the instance is in {where}",
-                    step.span,
-                )
+            _check_state(step, instance, lowerer)
         elif isinstance(step, ast.ExpectValue):
-            expr = lowerer.expr(step.expr).model_dump(mode="json")
-            try:
-                value = player.evaluate(expr, instance)
-            except Exception as exc:
-                raise _Failed(f"could not evaluate the expectation: {exc}", step.span) from None
-            if value is not True:
-                raise _Failed(
-                    f"expectation does not hold; context: {_context_text(instance)}", step.span
-                )
+            _check_value(step, instance, player, lowerer)
         elif isinstance(step, ast.ExpectJournal):
             _check_journal(step, last)
         elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect):
             assert last is not None  # the checker requires a step before
             _check_effect(step, last[1], lowerer)
+
+
+def _play(
+    step: ast.Send | ast.Goto | ast.Back | ast.Advance,
+    following: ast.TestStep | None,
+    player: Player,
+    instance: Instance,
+    lowerer: Lowerer,
+    fired: set[int],
+    emitted: Counter[str],
+) -> MoveResult:
+    """One move of a test (the rules it fired and the effects it emitted counted): refused
+    only when the step after it expects the refusal; the invariants hold after an accepted
+    one."""
+    result = player.play(instance, step_move(step, lowerer))
+    fired.update(result.fired)
+    emitted.update(e["effect"] for e in emitted_effects(result))
+    refused = result.rejection
+    if refused is not None and not isinstance(following, ast.ExpectReject):
+        raise _Failed(f"refused with {_refusal(refused)}", step.span)
+    if refused is None:
+        _check_invariants(player, instance, step.span, "after this step")
+    return result
+
+
+def _check_reject(step: ast.ExpectReject, result: MoveResult) -> None:
+    """The last move, against `expect reject CODE`."""
+    refused = result.rejection
+    if refused is None:
+        raise _Failed(
+            f"expected a refusal with `{step.code.name}`, but the step was accepted"
+            + _moved(result),
+            step.span,
+        )
+    if refused.code != step.code.name:
+        raise _Failed(
+            f"expected a refusal with `{step.code.name}`, got {_refusal(refused)}",
+            step.span,
+        )
+
+
+def _check_state(step: ast.ExpectState, instance: Instance, lowerer: Lowerer) -> None:
+    # In a statechart the instance is in every state of its configuration: a leaf of one
+    # region, the compound around it, the parallel state around both.
+    if not instance.active(_state_name(lowerer, step.state.name)):
+        where = ", ".join(f"`{s}`" for s in instance.configuration)
+        raise _Failed(
+            f"expected state `{step.state.name}`, the instance is in {where}",
+            step.span,
+        )
+
+
+def _check_value(
+    step: ast.ExpectValue, instance: Instance, player: Player, lowerer: Lowerer
+) -> None:
+    """`expect EXPR`: the expression holds of the instance now."""
+    expr = lowerer.expr(step.expr).model_dump(mode="json")
+    try:
+        value = player.evaluate(expr, instance)
+    except Exception as exc:
+        raise _Failed(f"could not evaluate the expectation: {exc}", step.span) from None
+    if value is not True:
+        raise _Failed(f"expectation does not hold; context: {_context_text(instance)}", step.span)
 
 
 def _check_effect(

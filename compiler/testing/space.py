@@ -158,7 +158,7 @@ class Explorer:
         copy._seq = instance._seq
         copy._history = list(instance._history)
         copy._timers = instance._timers
-        # A statechart's configuration is a tuple and its histories a dict the kernel copies
+        # A statechart's configuration is a tuple and its histories a dict the engine copies
         # before it records anything: both can be shared too.
         copy._config = instance._config
         copy._hist = instance._hist

@@ -36,6 +36,58 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def _conditions(flow: CompiledFlow) -> list[Expr]:
+    """The flow's guards, requires and invariants: the literals in them are the values worth
+    trying."""
+    exprs = [t.guard for t in flow.transitions if t.guard is not None]
+    for ev in flow.events:
+        exprs.extend(r.guard for r in ev.requires)
+    exprs.extend(inv.expr for inv in flow.invariants)
+    return exprs
+
+
+def _near(value: Any, ints: set[int], floats: set[float], strs: set[str]) -> None:
+    """Add a literal found in a condition, and for a number its neighbours, to the values to
+    try."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        ints.update({value - 1, value, value + 1})
+    elif isinstance(value, float):
+        floats.update({value - 0.5, value, value + 0.5})
+    elif isinstance(value, str):
+        strs.add(value)
+
+
+def _varied(
+    fields: Sequence[FieldDef], options: list[list[tuple[Any, str]]]
+) -> list[tuple[tuple[Any, str], ...]]:
+    """The smallest payload, the fullest one (every optional field given a value other than
+    its default) and the largest (every field at its last candidate), then each with one field
+    varied at a time; each combination once."""
+    smallest = tuple(opts[0] for opts in options)
+    fullest = tuple(
+        next((o for o in opts if o[0] is not _ABSENT and o[0] != f.default), opts[0])
+        if not f.required
+        else opts[0]
+        for f, opts in zip(fields, options, strict=True)
+    )
+    largest = tuple(opts[-1] for opts in options)
+    bases = (smallest, fullest, largest)
+    varied = list(bases)  # the bases first: the limit cuts variations, not them
+    for base in bases:
+        for i, opts in enumerate(options):
+            varied.extend((*base[:i], choice, *base[i + 1 :]) for choice in opts[1:])
+    seen: set[tuple[str, ...]] = set()
+    combos: list[tuple[tuple[Any, str], ...]] = []
+    for combo in varied:
+        key = tuple(text for _, text in combo)  # values may be unhashable
+        if key not in seen:
+            seen.add(key)
+            combos.append(combo)
+    return combos
+
+
 class ValueSource:
     def __init__(self, flow: CompiledFlow) -> None:
         self.flow = flow
@@ -44,31 +96,16 @@ class ValueSource:
         ints: set[int] = {0, 1, 2, 5}
         floats: set[float] = {0.0, 0.5, 1.0}
         strs: set[str] = {"", "x"}
-        exprs: list[Expr] = []
-        for t in flow.transitions:
-            if t.guard is not None:
-                exprs.append(t.guard)
-        for ev in flow.events:
-            exprs.extend(r.guard for r in ev.requires)
-        exprs.extend(inv.expr for inv in flow.invariants)
         for f in flow.context:
             strs.update(_strings(f.default))
         meta_keys: set[str] = set()
-        for root in exprs:
+        for root in _conditions(flow):
             for node in _walk(root):
                 value = node.value
                 if node.op == "meta" and isinstance(value, str):
                     meta_keys.add(value)
-                if node.op != "lit":
-                    continue
-                if isinstance(value, bool):
-                    continue
-                if isinstance(value, int):
-                    ints.update({value - 1, value, value + 1})
-                elif isinstance(value, float):
-                    floats.update({value - 0.5, value, value + 0.5})
-                elif isinstance(value, str):
-                    strs.add(value)
+                if node.op == "lit":
+                    _near(value, ints, floats, strs)
         # A guard comparing with `state.meta.KEY` is satisfied by one of the states' KEY values
         # (seed 002's `require event.skill == coalesce(state.meta.skill, "")`).
         for state in flow.states:
@@ -85,13 +122,7 @@ class ValueSource:
         if kind == "bool":
             return [(False, "false"), (True, "true")]
         if kind == "int":
-            lo = ref.min if ref.min is not None else -(2**63)
-            hi = ref.max if ref.max is not None else 2**63 - 1
-            values = [v for v in self.ints if lo <= v <= hi]
-            for bound in (ref.min, ref.max):
-                if bound is not None and int(bound) not in values:
-                    values.append(int(bound))
-            return [(v, str(v)) for v in values]
+            return self._ints(ref)
         if kind == "float":
             lo_f = ref.min if ref.min is not None else float("-inf")
             hi_f = ref.max if ref.max is not None else float("inf")
@@ -108,6 +139,21 @@ class ValueSource:
             return [(None, "none"), *self.candidates(ref.item, depth)]
         if depth >= 2:
             return self._smallest(ref)
+        return self._containers(ref, depth)
+
+    def _ints(self, ref: TypeRef) -> list[tuple[Any, str]]:
+        """The integers to try within the type's range, and its bounds."""
+        lo = ref.min if ref.min is not None else -(2**63)
+        hi = ref.max if ref.max is not None else 2**63 - 1
+        values = [v for v in self.ints if lo <= v <= hi]
+        for bound in (ref.min, ref.max):
+            if bound is not None and int(bound) not in values:
+                values.append(int(bound))
+        return [(v, str(v)) for v in values]
+
+    def _containers(self, ref: TypeRef, depth: int) -> list[tuple[Any, str]]:
+        """`candidates` of a list, map or record (nested less than two deep)."""
+        kind = ref.kind
         if kind == "list":
             assert ref.item is not None
             items = self.candidates(ref.item, depth)[:6]
@@ -176,36 +222,14 @@ class ValueSource:
                 return []  # a required field no value can be made for: no payload is sent
             options.append(found)
         names = [f.name for f in fields]
-        combos: list[tuple[tuple[Any, str], ...]] = []
         total = 1
         for opts in options:
             total *= len(opts)
-        if total <= limit:
-            combos = list(itertools.product(*options))
-        else:
-            # The smallest payload, the fullest one (every optional field given a value other
-            # than its default) and the largest (every field at its last candidate), each with
-            # one field varied at a time.
-            smallest = tuple(opts[0] for opts in options)
-            fullest = tuple(
-                next((o for o in opts if o[0] is not _ABSENT and o[0] != f.default), opts[0])
-                if not f.required
-                else opts[0]
-                for f, opts in zip(fields, options, strict=True)
-            )
-            largest = tuple(opts[-1] for opts in options)
-            seen: set[tuple[str, ...]] = set()
-            bases = (smallest, fullest, largest)
-            varied = list(bases)  # the bases first: the limit cuts variations, not them
-            for base in bases:
-                for i, opts in enumerate(options):
-                    varied.extend((*base[:i], choice, *base[i + 1 :]) for choice in opts[1:])
-            for combo in varied:
-                key = tuple(text for _, text in combo)  # values may be unhashable
-                if key not in seen:
-                    seen.add(key)
-                    combos.append(combo)
-            combos = combos[:limit]
+        combos: list[tuple[tuple[Any, str], ...]] = (
+            list(itertools.product(*options))
+            if total <= limit
+            else _varied(fields, options)[:limit]
+        )
         out: list[Payload] = []
         for combo in combos:
             out.append(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
 from flowc.runtime.clock import Clock, system_clock, to_seconds
+from flowc.runtime.lines import line_text, outcome_line, start_line
 from flowc.runtime.steps import Outcome, StepResult
 from flowc.runtime.store.migrate import migrate_snapshot
 
@@ -172,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
         if interactive:
             print(f"started {machine.name} version {machine.version}")
         else:
-            _emit(out, {"ok": True, "kind": "start", "to": instance.state, "seq": 0})
+            _emit(out, start_line(instance))
     if journals:
         instance.subscribe(journals.for_instance(instance.id or "_"))
 
@@ -364,7 +365,7 @@ class LocalDriver:
         return self._instance
 
     def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
-        return [_describe(o, self._instance) for o in apply(self._instance, op, self.fake)]
+        return [outcome_line(o, self._instance) for o in apply(self._instance, op, self.fake)]
 
 
 class StoredDriver:
@@ -477,7 +478,7 @@ def _open_lines(source: str) -> Iterable[str]:
 
 
 def _emit(out: TextIO, data: dict[str, Any]) -> None:
-    out.write(json.dumps(data, ensure_ascii=False, default=repr) + "\n")
+    out.write(line_text(data) + "\n")
     out.flush()
 
 
@@ -588,13 +589,6 @@ def _journal_failed(journals: StepJournals) -> bool:
     for failure in failures:
         print(f"flowc run: {failure}", file=sys.stderr)
     return bool(failures)
-
-
-def _describe(outcome: Outcome, instance: Instance) -> dict[str, Any]:
-    data = outcome.to_dict()
-    if isinstance(outcome, StepResult):
-        data["final"] = instance.is_final
-    return data
 
 
 # ---- interactive ----------------------------------------------------------------------------

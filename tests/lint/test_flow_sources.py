@@ -174,6 +174,15 @@ CASES = [
     ),
     (
         "W322",
+        "flow d\nevent go(n: int)\ninitial state A {\n"
+        ' on go if event.n > 1 reject no "{{ event.n + 1 }} is too many"\n on go -> DONE\n}\n'
+        "final state DONE\n",
+        "flow d\nevent go(n: int)\ninitial state A {\n"
+        ' on go if event.n > 1 reject no "{{ event.n }} is too many"\n on go -> DONE\n}\n'
+        "final state DONE\n",
+    ),
+    (
+        "W323",
         "flow d\ninternal event tally\nevent go\n"
         "initial state A { on go -> A\n on tally -> DONE }\nfinal state DONE\n",
         "flow d\ninternal event tally\nevent go\n"
@@ -181,7 +190,7 @@ CASES = [
         "final state DONE\n",
     ),
     (
-        "W322",
+        "W323",
         "flow d\ninternal event tally\nevent go\n"
         "initial state A { on go -> A\n on tally -> DONE }\nfinal state DONE\n",
         "flow d\ncontext { n: int = 0 }\ninternal event tally\nevent go\n"

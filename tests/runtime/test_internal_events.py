@@ -60,7 +60,7 @@ def test_the_flow_itself_still_raises_it() -> None:
 
 @pytest.mark.parametrize("hot_after", [0, 1, 50])
 def test_generated_dispatch_never_accepts_an_internal_event(hot_after: int) -> None:
-    # Nothing sends `nudge` here (W322), so the flow is flat: its pairs get generated functions.
+    # Nothing sends `nudge` here (W323), so the flow is flat: its pairs get generated functions.
     m = Machine.from_source(FLAT.replace("; send nudge after 1s", ""))
     assert not m.chart
     m.hot_after = hot_after

@@ -137,3 +137,24 @@ def test_the_ir_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert checked == []
     Machine.from_json(compiled.to_json())
     assert len(checked) == 1
+
+
+def test_a_flow_with_lowered_templates_loads_without_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The hash covers every member but the derived ones (`lowered_templates`): a compiled
+    # file verifies on its own, without the IR model's slower reading.
+    from pathlib import Path
+
+    from flowc.compiler import compile_file
+    from flowc.runtime import CompiledFlow
+
+    flow = compile_file(Path(__file__).parents[2] / "flows" / "interactive_stage.flow").flow
+    assert flow is not None and flow.lowered_templates
+    text = flow.to_json()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was asked")
+
+    monkeypatch.setattr(CompiledFlow, "from_json", refuse)
+    assert Machine.from_json(text).name == flow.name

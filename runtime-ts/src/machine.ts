@@ -1,0 +1,163 @@
+// `Machine`: a compiled flow loaded once (IR checked, state tree built, rules wired), shared by
+// all its instances. Instances come from `start` and `Machine.restore`.
+import type { Clock } from "./clock.js";
+import { systemClock } from "./clock.js";
+import type { Exec } from "./engine.js";
+import { makeExec, type Semantics } from "./exec.js";
+import { IRLoadError, loadFlow } from "./ir.js";
+import { DEFAULT_LIMITS, type Limits } from "./limits.js";
+import type { EventDef, FlowDef, RuleDef } from "./ir.js";
+import { buildTree, wireRules, type StateNode } from "./tree.js";
+import type { Journaller } from "./history.js";
+import { Instance, type StartOptions } from "./instance.js";
+import type { Rejection } from "./outcome.js";
+import { restoreInstance, type RestoreOptions } from "./snapshot.js";
+
+export interface MachineOptions {
+  /** the bounds on values and work of this machine's instances (default: Python's defaults) */
+  limits?: Limits;
+  /** the clock instances read unless started or restored with their own */
+  clock?: Clock;
+  /** check the flow's invariants after every step and refuse one that breaks one
+   * (`invariant_violated`, nothing changed); off by default, as in Python */
+  checkInvariants?: boolean;
+}
+
+export class Machine {
+  readonly flow: FlowDef;
+  readonly name: string;
+  readonly version: number;
+  readonly hash: string;
+  readonly states: ReadonlyMap<string, StateNode>;
+  readonly initial: StateNode;
+  /** every event, the `done.state.NAME` the runtime declares included */
+  readonly events = new Map<string, EventDef>();
+  /** the `done.state.NAME` events (a host may not send them) */
+  readonly internalEvents: ReadonlySet<string>;
+  /** some state is nested, compound, parallel or history */
+  readonly hierarchical: boolean;
+  /** steps are reported as a statechart's (configuration, leaves): the flow is hierarchical,
+   * has `always` rules, raises events or reads `event_name()` (Python's `Machine.chart`) */
+  readonly chart: boolean;
+  readonly exec: Exec;
+  readonly semantics: Semantics;
+  clock: Clock = systemClock;
+  readonly checkInvariants: boolean;
+  /** how steps render the flow's journals (null: it has none) */
+  readonly journaller: Journaller | null;
+
+  private constructor(flow: FlowDef, opts: MachineOptions) {
+    this.flow = flow;
+    this.name = flow.name;
+    this.version = flow.version;
+    this.hash = flow.hash;
+    const tree = buildTree(flow);
+    this.states = tree.states;
+    this.initial = tree.initial;
+    this.hierarchical = tree.hierarchical;
+    for (const ev of flow.events) this.events.set(ev.name, ev);
+    for (const name of tree.doneEvents) {
+      if (!this.events.has(name)) this.events.set(name, { name, fields: [], requires: [] });
+    }
+    this.internalEvents = new Set(tree.doneEvents);
+    let chart = tree.hierarchical;
+    for (const t of flow.transitions) if (this.checkRule(t)) chart = true;
+    for (const s of flow.states) {
+      for (const block of [s.entry, s.exit, s.initial_actions]) {
+        if (this.raises(block, `the actions of ${s.name}`)) chart = true;
+      }
+    }
+    if (flow.ir_version >= 2 && calls([flow.states, flow.transitions], "event_name")) chart = true;
+    this.chart = chart;
+    wireRules(tree, flow.transitions);
+    const eventless = [...this.states.values()].some((s) => s.choice || s.always.length > 0);
+    this.semantics = makeExec(this, { eventless, limits: opts.limits ?? DEFAULT_LIMITS });
+    if (opts.clock !== undefined) this.clock = opts.clock;
+    this.checkInvariants = opts.checkInvariants === true;
+    const sem = this.semantics;
+    this.journaller = flow.journals.length === 0 ? null : {
+      names: flow.journals.map((j) => j.name),
+      render: (name, entry, ctx) => sem.journal(name, entry, ctx),
+    };
+    this.exec = this.semantics.exec;
+  }
+
+  /** Load compiled JSON (an object or its text); throws `IRLoadError`. */
+  static fromJSON(ir: object | string, opts: MachineOptions = {}): Machine {
+    return new Machine(loadFlow(ir), opts);
+  }
+
+  /** A new instance in the initial state, or the rejection of its start. */
+  start(opts: StartOptions = {}): Instance | Rejection {
+    return Instance.start(this, opts);
+  }
+
+  /** An instance from a snapshot (`Instance.snapshot()`, of either runtime). */
+  restore(snapshot: object | string, opts: RestoreOptions = {}): Instance {
+    return restoreInstance(this, snapshot, opts);
+  }
+
+  /** Check one rule (`_check_transition`); whether it makes the flow a statechart. */
+  private checkRule(t: RuleDef): boolean {
+    const source = this.states.get(t.source);
+    if (source === undefined) throw new IRLoadError(`transition #${t.index} leaves unknown state '${t.source}'`);
+    if (t.target !== null && !this.states.has(t.target)) {
+      throw new IRLoadError(`transition #${t.index} goes to unknown state '${t.target}'`);
+    }
+    if (t.target === null && t.kind !== "reject") throw new IRLoadError(`transition #${t.index} (${t.kind}) has no target`);
+    if ((t.kind === "event" || t.kind === "reject") && (t.event === null || !this.events.has(t.event))) {
+      throw new IRLoadError(`transition #${t.index} is on unknown event ${JSON.stringify(t.event)}`);
+    }
+    if (source.history !== null) throw new IRLoadError(`transition #${t.index} leaves history state '${t.source}'`);
+    if (t.kind === "timer") checkDelay(t);
+    const raises = this.flow.ir_version >= 2 && this.raises(t.actions, `transition #${t.index}`);
+    return t.kind === "always" || raises;
+  }
+
+  private raises(block: unknown[], where: string): boolean {
+    const names = raised(block);
+    for (const name of names) {
+      if (!this.events.has(name)) throw new IRLoadError(`${where} raises undeclared event '${name}'`);
+    }
+    return names.length > 0;
+  }
+}
+
+function checkDelay(t: RuleDef): void {
+  if (t.after_expr !== null) {
+    if (t.after_ms !== null) throw new IRLoadError(`timer transition #${t.index} has both delays`);
+  } else if (t.after_ms === null || t.after_ms <= 0) {
+    throw new IRLoadError(`timer transition #${t.index} needs after_ms > 0`);
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The events an action block (the arms of an `if` included) raises. */
+function raised(block: unknown[]): string[] {
+  const out: string[] = [];
+  for (const a of block) {
+    if (!isRecord(a)) continue;
+    if (a.op === "raise") out.push(String(a.event));
+    if (Array.isArray(a.branches)) {
+      for (const b of a.branches) if (isRecord(b) && Array.isArray(b.actions)) out.push(...raised(b.actions));
+    }
+  }
+  return out;
+}
+
+/** Whether raw IR calls the function `name` somewhere. */
+function calls(node: unknown, name: string): boolean {
+  const stack: unknown[] = [node];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (Array.isArray(n)) stack.push(...(n as unknown[]));
+    else if (isRecord(n)) {
+      if (n.op === "call" && n.value === name) return true;
+      stack.push(...Object.values(n));
+    }
+  }
+  return false;
+}
