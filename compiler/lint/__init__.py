@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W322, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W323, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once

@@ -44,7 +44,7 @@ def unsent_internal_events(g: FlowGraph) -> Iterator[Diagnostic]:
         if name in sent:
             continue
         yield Diagnostic.make(
-            "W322",
+            "W323",
             f"internal event `{name}` is never raised or scheduled: only the flow may send it",
             g.where.events.get(name, NO_SPAN),
             help=f"send it from an action (`raise {name}`, `send {name} after 1m`), "
