@@ -78,3 +78,19 @@ def test_cancel_and_the_end_delete_the_row(store: Store, clock: Clock, end: str)
     assert store.timers("a") == []
     clock.advance(60)
     assert d.worker(owner="w").run_once() == 0
+
+
+def test_a_delivery_is_its_own_step_kind_and_replays(store: Store, clock: Clock) -> None:
+    d = flows(store, clock)
+    d.start("remind", id="a")
+    d.send("a", "ask")
+    clock.advance(30)
+    assert d.worker(owner="w").run_once() == 1
+    d.send("a", "ask")
+    last = store.history("a")[-2]
+    assert (last.kind, last.trigger, last.payload) == ("scheduled", "remind", {"n": 2})
+    (entry,) = [h for h in d.load("a").history if h.kind == "scheduled"]
+    assert (entry.event, entry.trigger) == ("remind", "remind")
+    steps = d.replay("a")
+    assert [s.difference for s in steps] == [None] * 4
+    assert steps[-1].context == d.load("a").context
