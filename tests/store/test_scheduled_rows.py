@@ -3,7 +3,12 @@ across workers, kept across a restart, cancelled with `cancel` and when the inst
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+
+from flowc.compiler.cli import main
 
 from flowc.runtime.store import Store
 from flowc.runtime.store.durable import DurableFlows
@@ -94,3 +99,34 @@ def test_a_delivery_is_its_own_step_kind_and_replays(store: Store, clock: Clock)
     steps = d.replay("a")
     assert [s.difference for s in steps] == [None] * 4
     assert steps[-1].context == d.load("a").context
+
+
+def test_the_command_line_refuses_an_internal_event(
+    shared_store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "remind.flow"
+    path.write_text(REMIND, encoding="utf-8")
+    s = ("--store", shared_store_url)
+    assert main(["instances", "start", "remind", "--id", "a", *s, "--flow", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["instances", "send", "a", "remind", '{"n": 1}', *s]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == "internal_event"
+    events = tmp_path / "e.jsonl"
+    events.write_text(json.dumps({"event": "remind", "payload": {"n": 1}}) + "\n", "utf-8")
+    main(["run", str(path), "--events", str(events)])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[-1]["error"] == "internal_event"
+
+
+def test_a_tool_call_cannot_send_an_internal_event(store: Store, clock: Clock) -> None:
+    from flowc.runtime.tool_calls import ToolDispatcher
+
+    d = flows(store, clock)
+    calls = ToolDispatcher(d)
+    started = calls.call("start", {"request_id": "r1"})
+    assert not started.is_error, started.data
+    handle = started.data["instance_id"]
+    refused = calls.call("remind", {"instance_id": handle, "n": 1})
+    assert refused.is_error and refused.data["error"] == "unknown_tool"
+    assert "remind" not in refused.data["tools"]
+    assert store.load(str(handle)).seq == 0
