@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flowc.compiler.cli import main
-
 from flowc.runtime.store import Store
 from flowc.runtime.store.durable import DurableFlows
 from store.flows import machine
+from store.test_cli import flowc
 from store.toy import Clock
 
 REMIND = """\
@@ -106,16 +105,14 @@ def test_the_command_line_refuses_an_internal_event(
 ) -> None:
     path = tmp_path / "remind.flow"
     path.write_text(REMIND, encoding="utf-8")
-    s = ("--store", shared_store_url)
-    assert main(["instances", "start", "remind", "--id", "a", *s, "--flow", str(path)]) == 0
-    capsys.readouterr()
-    assert main(["instances", "send", "a", "remind", '{"n": 1}', *s]) == 1
-    assert json.loads(capsys.readouterr().out)["error"] == "internal_event"
+    s = ("--store", shared_store_url, "--flow", str(path))
+    assert flowc(capsys, "instances", "start", "remind", "--id", "a", *s)[0] == 0
+    code, out, _ = flowc(capsys, "instances", "send", "a", "remind", '{"n": 1}', *s)
+    assert code == 1 and json.loads(out)["error"] == "internal_event"
     events = tmp_path / "e.jsonl"
     events.write_text(json.dumps({"event": "remind", "payload": {"n": 1}}) + "\n", "utf-8")
-    main(["run", str(path), "--events", str(events)])
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert lines[-1]["error"] == "internal_event"
+    out = flowc(capsys, "run", str(path), "--events", str(events))[1]
+    assert json.loads(out.splitlines()[-1])["error"] == "internal_event"
 
 
 def test_a_tool_call_cannot_send_an_internal_event(store: Store, clock: Clock) -> None:
