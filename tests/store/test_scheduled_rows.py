@@ -127,3 +127,21 @@ def test_a_tool_call_cannot_send_an_internal_event(store: Store, clock: Clock) -
     assert refused.is_error and refused.data["error"] == "unknown_tool"
     assert "remind" not in refused.data["tools"]
     assert store.load(str(handle)).seq == 0
+
+
+def test_a_migration_keeps_the_scheduled_events_whose_event_remains() -> None:
+    from flowc.runtime.store.migrate import migrate_snapshot
+
+    old = machine(REMIND).start()
+    old.send("ask")
+    snap = old.snapshot()
+    kept = machine(REMIND.replace("flow remind", "flow remind\nversion 2"))
+    assert [x["event"] for x in migrate_snapshot(snap, kept, [])["sends"]] == ["remind"]
+    assert kept.restore(migrate_snapshot(snap, kept, [])).scheduled[0]["id"] == "r"
+    gone = REMIND.replace("flow remind", "flow remind\nversion 2")
+    gone = gone.replace("internal event remind(n: int)\n", "")
+    gone = gone.replace(' do send remind(n: 2) after 30s as "r"', "")
+    gone = gone.replace("  on remind -> WAITING do reminded += event.n\n", "")
+    dropped = machine(gone)
+    out = migrate_snapshot(snap, dropped, [])
+    assert out["sends"] == [] and dropped.restore(out).scheduled == []
