@@ -37,6 +37,7 @@ def test_a_scheduled_send_and_cancel_compile() -> None:
         ("  on go -> A do send ping after n parsecs", "E213", 35),
         ("  on go -> A do send ping after 1s as n", "E201", 39),
         ("  on go -> A do cancel n", "E201", 24),
+        ('  on go -> A do cancel ("r" + rid)', "E117", 17),
     ],
 )  # fmt: skip
 def test_scheduled_sends_are_checked_like_raise_and_timers(
