@@ -762,6 +762,14 @@ class TypeChecker:
                     action.func.span,
                     f"assign its result: `field = {name}(...)`",
                 )
+            elif name == "cancel":  # `cancel (x)`: a call, since `cancel` may name a field
+                self.error(
+                    "E117",
+                    "`cancel` takes the id without brackets",
+                    action.func.span,
+                    'write `cancel "reminder"`, `cancel reminder_id` or `cancel event.id` '
+                    "(an id computed otherwise: set a field to it first)",
+                )
             else:
                 self.error(
                     "E117",
@@ -769,7 +777,7 @@ class TypeChecker:
                     action.func.span,
                     suggest(name, ACTION_FUNCTIONS)
                     or "actions: `x = e`, `x += e`, `x -= e`, `xs[i] = e`, `append(xs, e)`, "
-                    "`remove(xs, e)`, `delete(m, k)`",
+                    "`remove(xs, e)`, `delete(m, k)`, `send E after D`, `cancel ID`",
                 )
             for arg in action.args:
                 self.infer(arg, scope)

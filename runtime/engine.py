@@ -726,18 +726,20 @@ def send(
     its ancestors'), the conflicts are resolved, and the step runs to completion. `at`: a
     scheduled event's delivery (the flow's own send, recorded at its deadline), which alone
     may send an `internal` event."""
+    # A delivery is recorded as a step of its own kind (replay delivers it again by `advance`).
+    kind = "event" if at is None else "scheduled"
     if inst._config is None:
         # A flat flow's guards read no configuration but their own state's, which is what
         # `active()` answers outside a scope: none is set (it costs more than a refusal).
         chosen = _choose(inst, event, payload, force, at is not None)
         if isinstance(chosen, Rejection):
             return chosen
-        return take(inst, inst._state, chosen[0], chosen[1], "event", event, reason, key, at)
+        return take(inst, inst._state, chosen[0], chosen[1], kind, event, reason, key, at)
     with configuration(inst._config, event):
         chosen = _choose(inst, event, payload, force, at is not None)
         if isinstance(chosen, Rejection):
             return chosen
-        return take(inst, inst._state, chosen[0], chosen[1], "event", event, reason, key, at)
+        return take(inst, inst._state, chosen[0], chosen[1], kind, event, reason, key, at)
 
 
 def _choose(

@@ -756,7 +756,7 @@ def _snapshot_entry(row: HistoryRow) -> dict[str, Json]:
         "kind": kind,
         "source": row.source,
         "target": row.target,
-        "event": row.trigger if kind == "event" else None,
+        "event": row.trigger if kind in ("event", "scheduled") else None,
         "payload": row.payload,
         "reason": row.reason,
         "via": list(row.via),

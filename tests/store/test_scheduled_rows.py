@@ -3,11 +3,15 @@ across workers, kept across a restart, cancelled with `cancel` and when the inst
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from flowc.runtime.store import Store
 from flowc.runtime.store.durable import DurableFlows
 from store.flows import machine
+from store.test_cli import flowc
 from store.toy import Clock
 
 REMIND = """\
@@ -78,3 +82,66 @@ def test_cancel_and_the_end_delete_the_row(store: Store, clock: Clock, end: str)
     assert store.timers("a") == []
     clock.advance(60)
     assert d.worker(owner="w").run_once() == 0
+
+
+def test_a_delivery_is_its_own_step_kind_and_replays(store: Store, clock: Clock) -> None:
+    d = flows(store, clock)
+    d.start("remind", id="a")
+    d.send("a", "ask")
+    clock.advance(30)
+    assert d.worker(owner="w").run_once() == 1
+    d.send("a", "ask")
+    last = store.history("a")[-2]
+    assert (last.kind, last.trigger, last.payload) == ("scheduled", "remind", {"n": 2})
+    (entry,) = [h for h in d.load("a").history if h.kind == "scheduled"]
+    assert (entry.event, entry.trigger) == ("remind", "remind")
+    steps = d.replay("a")
+    assert [s.difference for s in steps] == [None] * 4
+    assert steps[-1].context == d.load("a").context
+
+
+def test_the_command_line_refuses_an_internal_event(
+    shared_store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "remind.flow"
+    path.write_text(REMIND, encoding="utf-8")
+    s = ("--store", shared_store_url, "--flow", str(path))
+    assert flowc(capsys, "instances", "start", "remind", "--id", "a", *s)[0] == 0
+    code, out, _ = flowc(capsys, "instances", "send", "a", "remind", '{"n": 1}', *s)
+    assert code == 1 and json.loads(out)["error"] == "internal_event"
+    events = tmp_path / "e.jsonl"
+    events.write_text(json.dumps({"event": "remind", "payload": {"n": 1}}) + "\n", "utf-8")
+    out = flowc(capsys, "run", str(path), "--events", str(events))[1]
+    assert json.loads(out.splitlines()[-1])["error"] == "internal_event"
+
+
+def test_a_tool_call_cannot_send_an_internal_event(store: Store, clock: Clock) -> None:
+    from flowc.runtime.tool_calls import ToolDispatcher
+
+    d = flows(store, clock)
+    calls = ToolDispatcher(d)
+    started = calls.call("start", {"request_id": "r1"})
+    assert not started.is_error, started.data
+    handle = started.data["instance_id"]
+    refused = calls.call("remind", {"instance_id": handle, "n": 1})
+    assert refused.is_error and refused.data["error"] == "unknown_tool"
+    assert "remind" not in refused.data["tools"]
+    assert store.load(str(handle)).seq == 0
+
+
+def test_a_migration_keeps_the_scheduled_events_whose_event_remains() -> None:
+    from flowc.runtime.store.migrate import migrate_snapshot
+
+    old = machine(REMIND).start()
+    old.send("ask")
+    snap = old.snapshot()
+    kept = machine(REMIND.replace("flow remind", "flow remind\nversion 2"))
+    assert [x["event"] for x in migrate_snapshot(snap, kept, [])["sends"]] == ["remind"]
+    assert kept.restore(migrate_snapshot(snap, kept, [])).scheduled[0]["id"] == "r"
+    gone = REMIND.replace("flow remind", "flow remind\nversion 2")
+    gone = gone.replace("internal event remind(n: int)\n", "")
+    gone = gone.replace(' do send remind(n: 2) after 30s as "r"', "")
+    gone = gone.replace("  on remind -> WAITING do reminded += event.n\n", "")
+    dropped = machine(gone)
+    out = migrate_snapshot(snap, dropped, [])
+    assert out["sends"] == [] and dropped.restore(out).scheduled == []
