@@ -262,7 +262,39 @@ class ForAction:
     span: Span
 
 
-Action = Assign | PutAction | ActionCall | RaiseAction | EmitAction | IfAction | ForAction
+@dataclass(frozen=True, slots=True)
+class SendAction:
+    """`send EVENT(field: expr, ...) after DELAY [as ID]`: the event to this instance once the
+    delay has passed (a constant `after`, or a `delay` computed when the step commits); `id`
+    names it for `cancel` (a second send with the same id replaces the first)."""
+
+    event: Ident
+    payload: Payload
+    after: Duration | None
+    delay: ComputedDelay | None
+    id: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class CancelAction:
+    """`cancel ID`: forget the pending scheduled event of that id (none: nothing happens)."""
+
+    id: Expr
+    span: Span
+
+
+Action = (
+    Assign
+    | PutAction
+    | ActionCall
+    | RaiseAction
+    | EmitAction
+    | IfAction
+    | ForAction
+    | SendAction
+    | CancelAction
+)
 
 
 # ---- declarations ---------------------------------------------------------------------------
@@ -328,6 +360,8 @@ class EventDecl:
     params: tuple[FieldDecl, ...]
     requires: tuple[Require, ...]
     span: Span
+    #: `internal event ...`: the keyword, when written (only the flow itself may send it)
+    internal: Ident | None = None
 
 
 @dataclass(frozen=True, slots=True)

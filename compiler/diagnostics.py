@@ -111,6 +111,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W320": (Severity.WARNING, "hidden field shown to a model"),
     "W321": (Severity.WARNING, "required field no tool can set"),
     "W322": (Severity.WARNING, "template renders in Python only"),
+    "W323": (Severity.WARNING, "internal event never sent"),
     # E4xx: SCXML import and export (compiler/scxml/, docs/scxml.md)
     "E401": (Severity.ERROR, "SCXML file is not well-formed XML"),
     "E402": (Severity.ERROR, "DTD or entity refused"),

@@ -48,7 +48,7 @@ _SOFT = frozenset(
         "message", "journal", "template", "require", "back", "migrate", "from", "field", "drop",
         "invariant", "test", "given", "send", "goto", "advance", "expect", "force", "with",
         "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif", "for",
-        "input", "hidden", "no",
+        "input", "hidden", "no", "internal", "cancel", "as",
     ]
 )  # fmt: skip
 #: Words a payload field's name may be (the grammar's `field_name`).
@@ -566,6 +566,15 @@ class _Parser:
         last = found[-1].span if found else self.token_span(start)
         return ast.ContextDecl(found, self.from_token(start, last))
 
+    def internal_event_decl(self) -> ast.EventDecl:
+        """`internal event ...`: an event only the flow itself sends."""
+        start = self.expect("internal")
+        mark = ast.Ident("internal", self.token_span(start))
+        if self.kinds[self.i] != "event":
+            _give_up()
+        decl = self.event_decl()
+        return replace(decl, span=_join(mark.span, decl.span), internal=mark)
+
     def event_decl(self) -> ast.EventDecl:
         start = self.expect("event")
         name = self.dotted_name()
@@ -1014,17 +1023,20 @@ class _Parser:
         if self.kinds[self.i] == "DURATION":
             after = self.duration()
         else:
-            # `after EXPR UNIT`: the unit is a NAME, one of the duration units (else E213).
-            amount = self.expr()
-            unit = self.i
-            unit_ms = _DURATION_UNITS_MS.get(self.texts[unit])
-            if self.kinds[unit] != "NAME" or unit_ms is None:
-                _give_up()
-            self.i = unit + 1
-            ident = ast.Ident(self.texts[unit], self.token_span(unit))
-            delay = ast.ComputedDelay(amount, ident, unit_ms, _join(amount.span, ident.span))
+            delay = self.computed_delay()
         guard = self.guard_before_arrow()
         return self.rule_outcome("after", start, None, guard, (), after, delay)
+
+    def computed_delay(self) -> ast.ComputedDelay:
+        """`EXPR UNIT`: the unit is a NAME, one of the duration units (else E213, Lark's)."""
+        amount = self.expr()
+        unit = self.i
+        unit_ms = _DURATION_UNITS_MS.get(self.texts[unit])
+        if self.kinds[unit] != "NAME" or unit_ms is None:
+            _give_up()
+        self.i = unit + 1
+        ident = ast.Ident(self.texts[unit], self.token_span(unit))
+        return ast.ComputedDelay(amount, ident, unit_ms, _join(amount.span, ident.span))
 
     def rule_outcome(
         self,
@@ -1132,6 +1144,10 @@ class _Parser:
         # name).
         if kind == "for" and self.is_name(start + 1):
             return self.for_action()
+        if kind == "send" and self.is_name(start + 1):
+            return self.send_action()
+        if kind == "cancel" and kinds[start + 1] in _CANCEL_ID_START:
+            return self.cancel_action()
         if (kind == "raise" or kind == "emit") and self.is_name(start + 1):
             self.i = start + 1
             sent = self.dotted_name() if kind == "raise" else self.name()
@@ -1164,6 +1180,40 @@ class _Parser:
         self.i += 1
         value = self.expr()
         return _assign(tuple(target), op, value, _join(first.span, value.span))
+
+    def send_action(self) -> ast.SendAction:
+        """`send EVENT [payload] after (DURATION | EXPR UNIT) [as EXPR]`."""
+        start = self.expect("send")
+        event = self.dotted_name()
+        payload = self.payload()
+        self.expect("after")
+        after, delay = None, None
+        if self.kinds[self.i] == "DURATION":
+            after = self.duration()
+        else:
+            delay = self.computed_delay()
+        last = after.span if after is not None else delay.span  # type: ignore[union-attr]
+        ident = None
+        if self.kinds[self.i] == "as":
+            self.i += 1
+            ident = self.expr()
+            last = ident.span
+        return ast.SendAction(event, payload, after, delay, ident, self.from_token(start, last))
+
+    def cancel_action(self) -> ast.CancelAction:
+        """`cancel ID`: a string, a name or `event.NAME`, then any `.name` (the grammar's
+        `cancel_id`); a call or an index after it is Lark's to report."""
+        start = self.expect("cancel")
+        if self.kinds[self.i + 1] == "(":
+            _give_up()
+        node = self.atom()
+        while self.kinds[self.i] == ".":
+            self.i += 1
+            attr = self.name()
+            node = _attribute(node, attr, _join(node.span, attr.span))
+        if self.kinds[self.i] in ("(", "["):
+            _give_up()
+        return ast.CancelAction(node, self.from_token(start, node.span))
 
     def if_action(self) -> ast.IfAction:
         """`if G { ... } (elif G { ... })* [else { ... }]`. An `else` is this action's only when
@@ -1531,6 +1581,9 @@ class _Parser:
 #: The tokens that are a literal on their own.
 _LITERAL_TOKENS = frozenset({"INT", "FLOAT", "STRING", "true", "false", "none"})
 
+#: What may follow `cancel` in a `cancel ID` action (the grammar's `cancel_id`).
+_CANCEL_ID_START = frozenset({"STRING", "NAME", "event", *_SOFT})
+
 #: What starts a state declaration: its keyword, or one of its modifiers.
 _STATE_START = frozenset({"state", "initial", "final", "choice", "parallel"})
 
@@ -1541,6 +1594,7 @@ _DECLARATIONS = {
     "type": _Parser.type_decl,
     "context": _Parser.context_decl,
     "event": _Parser.event_decl,
+    "internal": _Parser.internal_event_decl,
     "message": _Parser.named_text,
     "journal": _Parser.named_text,
     "template": _Parser.named_text,

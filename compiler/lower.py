@@ -247,9 +247,19 @@ class Lowerer:
         return tuple(lowered)
 
     def v2_action(
-        self, action: ast.IfAction | ast.RaiseAction | ast.EmitAction | ast.ForAction
+        self,
+        action: ast.IfAction
+        | ast.RaiseAction
+        | ast.EmitAction
+        | ast.ForAction
+        | ast.SendAction
+        | ast.CancelAction,
     ) -> ir.Action:
-        """`if`, `raise`, `emit` and `for` (IR version 2)."""
+        """`if`, `raise`, `emit` and `for` (IR version 2); `send` and `cancel` (version 4)."""
+        if isinstance(action, ast.SendAction):
+            return self.send(action)
+        if isinstance(action, ast.CancelAction):
+            return _new(ir.Action, op="cancel", key=self.expr(action.id))
         if isinstance(action, ast.ForAction):
             # The body is the loop's one branch, without a guard. A loop whose item is not a
             # context field is `each`: its item and index are local to the body.
@@ -306,6 +316,23 @@ class Lowerer:
         if not parts:
             return None
         return _new(ir.Expr, op="map", args=tuple(parts))
+
+    def send(self, action: ast.SendAction) -> ir.Action:
+        """`send E(...) after DELAY [as ID]`: the payload as `raise` has it, the delay in
+        milliseconds (a literal for a written duration), the id in `key` (null: none)."""
+        if action.delay is not None:
+            delay = self.delay(action.delay)
+        else:
+            assert action.after is not None
+            delay = _new(ir.Expr, op="lit", value=action.after.milliseconds)
+        return _new(
+            ir.Action,
+            op="send",
+            event=action.event.name,
+            value=self.payload(action.payload, {}),
+            delay=delay,
+            key=self.expr(action.id) if action.id is not None else None,
+        )
 
     def delay(self, delay: ast.ComputedDelay) -> ir.Expr:
         """A computed delay in milliseconds: the expression times its unit."""
@@ -384,6 +411,7 @@ class Lowerer:
                         )
                         for req in info.decl.requires
                     ),
+                    internal=info.decl.internal is not None,
                 )
                 # the `done.state` events that carry done data are declared with its fields
                 for name, info in (*symbols.events.items(), *symbols.done_payloads.items())

@@ -820,9 +820,10 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return tuple(p for p in c if p is not None)
 
     def event_decl(self, c: list[Any]) -> ast.EventDecl:
-        # EVENT, name, params|None, require*
-        params = c[2] if c[2] is not None else ()
-        return ast.EventDecl(c[1], params, tuple(c[3:]), _span(c))
+        # INTERNAL|None, EVENT, name, params|None, require*
+        mark = ast.Ident(str(c[0]), _token_span(c[0])) if c[0] is not None else None
+        params = c[3] if c[3] is not None else ()
+        return ast.EventDecl(c[2], params, tuple(c[4:]), _span(c), mark)
 
     def effect_decl(self, c: list[Any]) -> ast.EffectDecl:
         # EFFECT, name, params|None
@@ -1145,7 +1146,12 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
 
     def after_expr_rule(self, c: list[Any]) -> ast.Rule:
         # AFTER, expr, NAME (the unit), guard|None, arrow
-        unit = ast.Ident(str(c[2]), _token_span(c[2]))
+        delay = self._delay(c[1], c[2])
+        return replace(self._rule("after", c, None, c[3], c[4]), delay=delay)
+
+    def _delay(self, amount: ast.Expr, token: Token) -> ast.ComputedDelay:
+        """`EXPR UNIT` of a computed delay (a timer's or a scheduled event's)."""
+        unit = ast.Ident(str(token), _token_span(token))
         unit_ms = _DURATION_UNITS_MS.get(unit.name)
         # `_` is the placeholder error recovery inserts for a missing unit, already reported.
         if unit_ms is None and unit.name != "_":
@@ -1156,8 +1162,7 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
                 "a computed delay ends with its unit: `ms`, `s`, `m`, `h` or `d` "
                 "(`after backoff_ms ms`)",
             )
-        delay = ast.ComputedDelay(c[1], unit, unit_ms or 1, c[1].span.to(unit.span))
-        return replace(self._rule("after", c, None, c[3], c[4]), delay=delay)
+        return ast.ComputedDelay(amount, unit, unit_ms or 1, amount.span.to(unit.span))
 
     def _duration(self, token: Token) -> ast.Duration:
         text = str(token)
@@ -1185,6 +1190,20 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
     def emit_action(self, c: list[Any]) -> ast.EmitAction:
         # EMIT, name, payload|None
         return ast.EmitAction(c[1], c[2] or (), _span(c))
+
+    def send_action(self, c: list[Any]) -> ast.SendAction:
+        # SEND, event_name, payload|None, AFTER, DURATION, AS|None, expr|None
+        after = self._duration(c[4])
+        return ast.SendAction(c[1], c[2] or (), after, None, c[6], _span(c))
+
+    def send_expr_action(self, c: list[Any]) -> ast.SendAction:
+        # SEND, event_name, payload|None, AFTER, expr, NAME (the unit), AS|None, expr|None
+        delay = self._delay(c[4], c[5])
+        return ast.SendAction(c[1], c[2] or (), None, delay, c[7], _span(c))
+
+    def cancel_action(self, c: list[Any]) -> ast.CancelAction:
+        # CANCEL, expr
+        return ast.CancelAction(c[1], _span(c))
 
     def action_block(self, c: list[Any]) -> tuple[ast.Action, ...]:
         actions: tuple[ast.Action, ...] = c[0] or ()

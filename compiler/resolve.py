@@ -251,6 +251,18 @@ def edit_distance(a: str, b: str, limit: int | None = None) -> int:
     return previous[len(b)]
 
 
+def timer_problem(milliseconds: int) -> str | None:
+    """What is wrong with a written delay (E120: a timer's, a scheduled event's), or None: it
+    waits longer than zero and at most `MAX_TIMER_MS`."""
+    if milliseconds <= 0:
+        return "a timer must wait longer than zero"
+    if milliseconds > MAX_TIMER_MS:
+        # Deadlines are absolute times: past a few thousand years they no longer fit a date,
+        # and no workflow waits a century.
+        return f"a timer may wait at most {MAX_TIMER_MS // 86_400_000}d (about 100 years)"
+    return None
+
+
 class Resolver:
     def __init__(self, module: ast.Module) -> None:
         self.module = module
@@ -1184,21 +1196,9 @@ class Resolver:
 
     def _check_timer(self, after: ast.Duration) -> None:
         """E120: a timer waits longer than zero and at most `MAX_TIMER_MS`."""
-        if after.milliseconds <= 0:
-            self.error(
-                "E120",
-                "a timer must wait longer than zero",
-                after.span,
-                "write e.g. `after 30s -> X`",
-            )
-        elif after.milliseconds > MAX_TIMER_MS:
-            # Deadlines are absolute times: past a few thousand years they no longer fit
-            # a date, and no workflow waits a century.
-            self.error(
-                "E120",
-                f"a timer may wait at most {MAX_TIMER_MS // 86_400_000}d (about 100 years)",
-                after.span,
-            )
+        problem = timer_problem(after.milliseconds)
+        if problem is not None:
+            self.error("E120", problem, after.span, "write e.g. `after 30s -> X`")
 
     def _check_rule_names(self, rule: ast.Rule) -> None:
         events = self.symbols.events

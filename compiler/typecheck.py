@@ -22,6 +22,7 @@ from flowc.compiler.resolve import (
     Symbols,
     state_path,
     suggest,
+    timer_problem,
 )
 from flowc.compiler.source import Span
 from flowc.runtime.builtins import ACTION_FUNCTIONS, BUILTINS, EXPRESSION_FUNCTIONS, QUANTIFIERS
@@ -444,6 +445,10 @@ class TypeChecker:
             self._check_raise(action, scope)
         elif isinstance(action, ast.ForAction):
             self._check_for(action, scope)
+        elif isinstance(action, ast.SendAction):
+            self._check_send(action, scope)
+        elif isinstance(action, ast.CancelAction):
+            self.expect(action.id, t.STR, scope, code="E201", what="a scheduled event's id")
         else:
             self._check_emit(action, scope)
 
@@ -537,6 +542,19 @@ class TypeChecker:
             "event",
             f"declare it: `event {name}`",
         )
+
+    def _check_send(self, action: ast.SendAction, scope: Scope) -> None:
+        """`send E(...) after DELAY [as ID]`: the event and payload as `raise` checks them,
+        the delay as a timer's, the id a `str`."""
+        self._check_raise(ast.RaiseAction(action.event, action.payload, action.span), scope)
+        if action.after is not None:
+            problem = timer_problem(action.after.milliseconds)
+            if problem is not None:
+                self.error("E120", problem, action.after.span, "write e.g. `after 30s`")
+        if action.delay is not None:
+            self.check_delay(action.delay, scope)
+        if action.id is not None:
+            self.expect(action.id, t.STR, scope, code="E201", what="a scheduled event's id")
 
     def _check_emit(self, action: ast.EmitAction, scope: Scope) -> None:
         name = action.effect.name
@@ -744,6 +762,14 @@ class TypeChecker:
                     action.func.span,
                     f"assign its result: `field = {name}(...)`",
                 )
+            elif name == "cancel":  # `cancel (x)`: a call, since `cancel` may name a field
+                self.error(
+                    "E117",
+                    "`cancel` takes the id without brackets",
+                    action.func.span,
+                    'write `cancel "reminder"`, `cancel reminder_id` or `cancel event.id` '
+                    "(an id computed otherwise: set a field to it first)",
+                )
             else:
                 self.error(
                     "E117",
@@ -751,7 +777,7 @@ class TypeChecker:
                     action.func.span,
                     suggest(name, ACTION_FUNCTIONS)
                     or "actions: `x = e`, `x += e`, `x -= e`, `xs[i] = e`, `append(xs, e)`, "
-                    "`remove(xs, e)`, `delete(m, k)`",
+                    "`remove(xs, e)`, `delete(m, k)`, `send E after D`, `cancel ID`",
                 )
             for arg in action.args:
                 self.infer(arg, scope)
@@ -1751,7 +1777,7 @@ def _written_fields(action: ast.Action) -> frozenset[str]:
     if isinstance(action, ast.ForAction):
         loop = {action.item.name} | ({action.index.name} if action.index else set())
         return _written_in(action.actions) | loop
-    return frozenset()  # raise and emit queue work; they write no field
+    return frozenset()  # raise, emit, send and cancel queue work; they write no field
 
 
 def _written_in(actions: tuple[ast.Action, ...]) -> frozenset[str]:

@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowc.runtime import rejections as R
 from flowc.runtime.configuration import configuration, within
-from flowc.runtime.expr import FAULTS, ExprFault, describe_fault
+from flowc.runtime.expr import FAULTS, MAX_DELAY_MS, ExprFault, describe_fault
 from flowc.runtime.flow import ACTIVE, CTransition, Requirement, actions_call, block_emits
 from flowc.runtime.limits import LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError
-from flowc.runtime.outputs import collecting, current_outputs
+from flowc.runtime.outputs import Scheduling, collecting, current_outputs
 from flowc.runtime.rejections import Rejection
 from flowc.runtime.steps import (
     _AT,
@@ -656,9 +656,19 @@ def _order(s: CState) -> int:
 #: pending timers: (due, in epoch milliseconds; the rule), in the order they are tried
 Timers = tuple[tuple[int, "CTransition"], ...]
 
-#: The longest a computed delay may be: what the compiler allows a written one (about 100
-#: years; deadlines are absolute times, which past a few thousand years no longer fit a date).
-MAX_DELAY_MS = 36_500 * 86_400_000
+
+class Scheduled(NamedTuple):
+    """A pending scheduled event (`send E after D as ID`): delivered at `due` (epoch ms)."""
+
+    due: int
+    id: str
+    event: str
+    payload: dict[str, Any] | None
+
+
+#: pending scheduled events, soonest first (in the order they were sent, when due together)
+Sends = tuple[Scheduled, ...]
+
 #: Configurations whose names are kept per machine (`names_of`), before the cache is emptied.
 CONFIG_NAMES_KEPT = 4096
 _EMPTY: dict[str, Any] = {}
@@ -708,32 +718,40 @@ def send(
     reason: str | None,
     key: str | None,
     force: bool = False,
+    at: int | None = None,
 ) -> Outcome:
     """`send` on the general path: what a generated dispatch function (codegen.py) hands
     over whenever the step is not a plain accepted one, and what it must agree with. Every
     active leaf in document order offers its first enabled rule for the event (its own, then
-    its ancestors'), the conflicts are resolved, and the step runs to completion."""
+    its ancestors'), the conflicts are resolved, and the step runs to completion. `at`: a
+    scheduled event's delivery (the flow's own send, recorded at its deadline), which alone
+    may send an `internal` event."""
+    # A delivery is recorded as a step of its own kind (replay delivers it again by `advance`).
+    kind = "event" if at is None else "scheduled"
     if inst._config is None:
         # A flat flow's guards read no configuration but their own state's, which is what
         # `active()` answers outside a scope: none is set (it costs more than a refusal).
-        chosen = _choose(inst, event, payload, force)
+        chosen = _choose(inst, event, payload, force, at is not None)
         if isinstance(chosen, Rejection):
             return chosen
-        return take(inst, inst._state, chosen[0], chosen[1], "event", event, reason, key, None)
+        return take(inst, inst._state, chosen[0], chosen[1], kind, event, reason, key, at)
     with configuration(inst._config, event):
-        chosen = _choose(inst, event, payload, force)
+        chosen = _choose(inst, event, payload, force, at is not None)
         if isinstance(chosen, Rejection):
             return chosen
-        return take(inst, inst._state, chosen[0], chosen[1], "event", event, reason, key, None)
+        return take(inst, inst._state, chosen[0], chosen[1], kind, event, reason, key, at)
 
 
 def _choose(
-    inst: Instance, event: str, payload: Mapping[str, Any] | None, force: bool
+    inst: Instance, event: str, payload: Mapping[str, Any] | None, force: bool, own: bool
 ) -> tuple[list[CTransition], Any] | Rejection:
-    """The rules an event takes now, with its checked payload; or the refusal."""
+    """The rules an event takes now, with its checked payload; or the refusal. `own`: the
+    flow sends it itself (a scheduled event), so an `internal` event is allowed."""
     st, c, m = inst._state, inst._ctx, inst._m
     if type(event) is not str:
         event = str(event)
+    if not own and event in m.own_events:
+        return m.rejection(R.INTERNAL_EVENT, st, event, None, c)
     handled = _handled(inst, event, payload)
     if isinstance(handled, Rejection):
         return handled
@@ -950,7 +968,15 @@ def fire_due(inst: Instance, when: int) -> list[Outcome]:
     (`rivals`) are not (they repeat with it when it is an internal `after D -> self`), the
     others are tried next. A timer whose guard faults is dropped and its rejection returned."""
     out: list[Outcome] = []
-    while inst._timers:
+    while inst._timers or inst._sends:
+        sends = inst._sends
+        if sends and (not inst._timers or sends[0].due < inst._timers[0][0]):
+            if sends[0].due > when:
+                break
+            inst._sends = sends[1:] or None
+            out.append(_deliver(inst, sends[0]))
+            continue
+        assert inst._timers is not None
         due = inst._timers[0][0]
         if due > when:
             break
@@ -961,6 +987,14 @@ def fire_due(inst: Instance, when: int) -> list[Outcome]:
         inst._timers = inst._timers[n:] or None
         _fire_one_of(inst, tried, due, out)
     return out
+
+
+def _deliver(inst: Instance, sent: Scheduled) -> Outcome:
+    """A scheduled event, due: sent as a host sends one (the same selection; refused, it is
+    dropped), but by the flow itself, so an `internal` event is allowed; recorded at its
+    deadline."""
+    at = max(sent.due, inst._history[-1][_AT])
+    return send(inst, sent.event, sent.payload, None, None, False, at)
 
 
 def _fire_one_of(
@@ -1035,8 +1069,17 @@ def take(
     timers = _timers_after(inst, run, config, ts, tried, now, c)
     if type(timers) is not tuple and timers is not None:
         return timers.rejection(m, st, event, p, inst._ctx)  # type: ignore[union-attr]
+    sends = inst._sends
+    if (out is not None and out.scheduled) or run.final:
+        scheduled = out.scheduled if out is not None else []
+        after = sends_after(m, sends, scheduled, run, now, inst._seq + 1)
+        if isinstance(after, _Refused):
+            return after.rejection(m, st, event, p, inst._ctx)
+        sends = after
     effects = out.effects if out is not None else None
-    return _commit(inst, st, run, config, timers, kind, event, p, reason, key, now, effects)
+    return _commit(
+        inst, st, run, config, (timers, sends), kind, event, p, reason, key, now, effects
+    )
 
 
 def _timers_after(
@@ -1071,7 +1114,7 @@ def _commit(
     st: CState,
     run: Macrostep,
     config: tuple[CState, ...],
-    timers: Timers | None,
+    pending: tuple[Timers | None, Sends | None],
     kind: str,
     event: str | None,
     p: Any,
@@ -1080,7 +1123,8 @@ def _commit(
     now: int,
     effects: list[tuple[str, dict[str, Any]]] | None,
 ) -> StepResult:
-    """Write the step into the instance: nothing here can fail."""
+    """Write the step into the instance: nothing here can fail. `pending`: the timers and
+    scheduled events after it."""
     m = inst._m
     dest = summary_of(config)
     seq = inst._seq + 1
@@ -1095,7 +1139,7 @@ def _commit(
     inst._config = config if m.chart else None
     inst._hist = run.histories or None
     inst._state = dest
-    inst._timers = timers
+    inst._timers, inst._sends = pending
     if key is not None:
         inst._remember(key, seq)
     r: StepResult = _new(StepResult)
@@ -1132,10 +1176,14 @@ def start(machine: Machine, ctx: dict[str, Any], now_ms: Callable[[], int]) -> S
     except _DelayFault as bad:
         where = f"the delay of a timer of {bad.state.name}"
         return _Refused.fault(bad.exc, where).rejection(machine, initial, None, None, ctx)
+    sends = sends_after(machine, None, out.scheduled, run, now, 0) if out.scheduled else None
+    if isinstance(sends, _Refused):
+        return sends.rejection(machine, initial, None, None, ctx)
     state = summary_of(config)
     leaves = None if state.atomic or not machine.chart else ((), names_of(machine, config)[1])
     entry: Entry = (0, now, "start", None, state.name, None, None, None, tuple(run.via), leaves)
-    return Started(config, run.histories or None, state, entry, timers or None, tuple(run.fired))
+    fired = tuple(run.fired)
+    return Started(config, run.histories or None, state, entry, timers or None, fired, sends)
 
 
 class Started(NamedTuple):
@@ -1147,6 +1195,7 @@ class Started(NamedTuple):
     entry: Entry
     timers: Timers | None
     rules: tuple[int, ...]
+    sends: Sends | None
 
 
 def _run(
@@ -1311,6 +1360,41 @@ def refusal_data(
     """The data a flow's own refusal carries (`with {...}`): a copy, the host's to keep."""
     fn = machine._refusal_data(rule)
     return None if fn is None else copy_dict(fn(c, p, st))
+
+
+# ---- scheduled events --------------------------------------------------------------------------
+def sends_after(
+    m: Machine,
+    pending: Sends | None,
+    scheduled: list[Scheduling],
+    run: Macrostep,
+    now: int,
+    seq: int,
+) -> Sends | _Refused | None:
+    """The scheduled events after a step: its `send` and `cancel` actions applied in order to
+    those pending (a `send` with the id of a pending one replaces it; one without an id gets
+    `#SEQ.N`, its place in step SEQ; a `cancel` of an unknown id does nothing), or none once
+    the instance has ended. A payload that does not fit its event refuses the step."""
+    if run.final:
+        return None
+    by_id = {x.id: x for x in pending or ()}
+    for n, op in enumerate(scheduled):
+        ident = op.id if op.id is not None else f"#{seq}.{n}"
+        by_id.pop(ident, None)
+        if op.event is None:
+            continue
+        ev = m.events[op.event]
+        try:
+            payload = ev.check(op.payload) if op.payload else ev.empty or ev.check(_EMPTY)
+        except (Invalid, RecursionError):
+            exc = ExprFault(
+                f"the payload of the scheduled event {op.event} does not fit its fields"
+            )
+            return _Refused.fault(exc, f"a `send {op.event}`")
+        by_id[ident] = Scheduled(now + op.delay_ms, ident, op.event, payload)
+    if not by_id:
+        return None
+    return tuple(sorted(by_id.values(), key=lambda x: x.due))
 
 
 # ---- timers ------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from flowc.runtime.configuration import current_scope
 from flowc.runtime.limits import DEFAULT_LIMITS, LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError, value_too_deep
 from flowc.runtime.operators import BINARY_OPERATORS, EVALUATED
-from flowc.runtime.outputs import current_outputs, step_budget
+from flowc.runtime.outputs import Scheduling, current_outputs, step_budget
 from flowc.runtime.validate import Invalid, Type
 
 
@@ -754,8 +754,8 @@ class ExprCompiler:
         event_types: Mapping[str, Type],
         fresh_depth: int,
     ) -> ActionBlock:
-        """An action that is not a plain store: `raise`, `if`, `emit`, the loops, `put` and
-        `delete`."""
+        """An action that is not a plain store: `raise`, `if`, `emit`, `send` and `cancel`
+        (scheduled events), the loops, `put` and `delete`."""
         op = raw.get("op")
         if op == "raise":
             return self._raise(raw)
@@ -763,6 +763,8 @@ class ExprCompiler:
             return self._if(raw, target_type, event_types)
         if op == "emit":
             return self._emit(raw)
+        if op == "send" or op == "cancel":
+            return self._schedule(raw)
         if op == "for" or op == "each":
             return self._for(raw, target_type, event_types)
         if op == "put" or op == "delete":
@@ -840,6 +842,37 @@ class ExprCompiler:
 
         return raised
 
+    def _schedule(self, raw: Mapping[str, Any]) -> ActionBlock:
+        """`send EVENT(...) after DELAY [as ID]` / `cancel ID`: evaluated now (the payload,
+        the delay: an int of milliseconds, at most `MAX_DELAY_MS`; the id: a str), applied
+        by the engine at the commit (a refused step schedules nothing)."""
+        name = raw.get("event")
+        sending = raw.get("op") == "send"
+        if sending and not isinstance(name, str):
+            raise IRLoadError(f"`send` needs an event name, got {name!r}")
+        node, key_node, delay_node = raw.get("value"), raw.get("key"), raw.get("delay")
+        if not sending and key_node is None:
+            raise IRLoadError("`cancel` needs the id of a scheduled event")
+        payload = None if node is None else self.compile(node)
+        key = None if key_node is None else self.compile(key_node)
+        delay = self.compile(delay_node) if sending else None
+        limits = self.limits
+
+        def schedule(c: dict[str, Any], e: Any, s: Any) -> None:
+            out = current_outputs()
+            if out is None:  # only the engine runs blocks that schedule
+                raise IRLoadError("`send` or `cancel` outside a step of the engine")
+            ident = None if key is None else _scheduled_id(key(c, e, s), limits)
+            if not sending:
+                out.schedule(Scheduling(ident, None), limits)
+                return
+            assert delay is not None
+            ms = _scheduled_delay(delay(c, e, s), name)
+            given = None if payload is None else payload(c, e, s)
+            out.schedule(Scheduling(ident, name, given, ms), limits)
+
+        return schedule
+
     def _if(
         self,
         raw: Mapping[str, Any],
@@ -915,6 +948,37 @@ class ExprCompiler:
             out.emit(name, value(c, e, s) if value is not None else {}, limits)
 
         return emit
+
+
+#: The longest a computed delay may be (a timer's, a scheduled event's): what the compiler
+#: allows a written one (about 100 years; deadlines are absolute times, which past a few
+#: thousand years no longer fit a date).
+MAX_DELAY_MS = 36_500 * 86_400_000
+
+
+def _scheduled_delay(ms: Any, event: Any) -> int:
+    """A scheduled event's delay: an int of milliseconds; below 1 ms counts as 1 ms (it fires
+    after the step that sent it)."""
+    if type(ms) is not int:
+        kind = "none" if ms is None else type(ms).__name__
+        raise ExprFault(f"the delay of the scheduled event {event} is not an int ({kind})")
+    if ms > MAX_DELAY_MS:
+        raise ExprFault(
+            f"the delay of the scheduled event {event} is {ms:,} ms, longer than any timer may wait"
+        )
+    return max(ms, 1)
+
+
+def _scheduled_id(ident: Any, limits: Limits) -> str:
+    """A scheduled event's id: a str no longer than a host's idempotency key may be."""
+    if type(ident) is not str:
+        raise ExprFault(f"the id of a scheduled event is not a str ({type(ident).__name__})")
+    if len(ident) > limits.max_argument:
+        raise ExprFault(
+            f"the id of a scheduled event has {len(ident):,} characters; "
+            f"at most {limits.max_argument:,}"
+        )
+    return ident
 
 
 #: How `ExprCompiler._build` builds each op that is neither a leaf nor a binary operator.

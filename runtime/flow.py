@@ -57,6 +57,10 @@ ACTIVE = frozenset({"active"})
 CONFIGURATION_CALLS = frozenset({"active", "event_name"})
 
 
+#: Action ops whose steps the engine runs whole (`Macrostep`), never a generated function.
+_ENGINE_OPS = frozenset({"raise", "send", "cancel"})
+
+
 def leaf_chart(raw: Any) -> bool:
     """Whether a statechart's configuration is always one leaf and its ancestors, and a step
     on an event from a leaf one microstep that depends on the leaf and the event alone: only
@@ -76,7 +80,7 @@ def leaf_chart(raw: Any) -> bool:
         n = stack.pop()
         if isinstance(n, dict):
             op = n.get("op")
-            if op == "raise" or (op == "call" and n.get("value") in ("active", "event_name")):
+            if op in _ENGINE_OPS or (op == "call" and n.get("value") in ("active", "event_name")):
                 return False
             stack.extend(n.values())
         elif isinstance(n, list | tuple):
@@ -485,6 +489,11 @@ class LoadedFlow:
             fields = self.types.fields(ev.get("fields", ()), f"event {name}")
             requires = tuple(Requirement(r) for r in ev.get("requires", ()))
             self.events[name] = CEvent(name, fields, requires)
+        #: The events declared `internal` (IR version 4): only the flow itself sends them
+        #: (`raise`, a scheduled `send`); a host's send is refused (`internal_event`).
+        self.own_events: frozenset[str] = frozenset(
+            ev["name"] for ev in raw.get("events", ()) if ev.get("internal") is True
+        )
         v2 = raw.get("ir_version", 1) >= 2
         self._load_states(raw, v2)
         # Every transition is checked now; the runtime structures of a state are built when
@@ -621,12 +630,13 @@ class LoadedFlow:
             state._loader = self
 
     def _raises(self, actions: Any, where: str) -> bool:
-        """Whether an action block raises events; each must be declared (`IRLoadError`)."""
-        names = _raised(actions)
+        """Whether an action block raises, schedules (`send`) or cancels events (the step then
+        runs on the engine, which collects them); each event must be declared (`IRLoadError`)."""
+        names, cancels = _raised(actions)
         for name in names:
             if name not in self.events:
                 raise IRLoadError(f"{where} raises undeclared event {name!r}")
-        return bool(names)
+        return bool(names) or cancels
 
     def _load_hierarchy(self) -> None:
         """Link and check the state hierarchy of an IR version 2 flow: parents listed before
@@ -941,18 +951,24 @@ def _check_version(raw: Mapping[str, Any]) -> None:
         )
 
 
-def _raised(actions: Any) -> list[Any]:
-    """The events an action block (an `if` inside it included) raises."""
+def _raised(actions: Any) -> tuple[list[Any], bool]:
+    """The events an action block (an `if` or loop inside it included) raises or schedules
+    (`send`), and whether it `cancel`s one."""
     out = []
+    cancels = False
     for a in actions or ():
         if not isinstance(a, Mapping):
             continue
-        if a.get("op") == "raise":
+        op = a.get("op")
+        if op == "raise" or op == "send":
             out.append(a.get("event"))
+        cancels = cancels or op == "cancel"
         for b in a.get("branches") or ():
             if isinstance(b, Mapping):
-                out += _raised(b.get("actions"))
-    return out
+                names, inner = _raised(b.get("actions"))
+                out += names
+                cancels = cancels or inner
+    return out, cancels
 
 
 def _mentions_event(node: Any) -> bool:

@@ -77,7 +77,9 @@ log = logging.getLogger("flowc.runtime")
 #: rounded to the millisecond) and runs on under the current semantics (docs/runtime.md).
 SNAPSHOT_FORMAT: Final = "flowc.snapshot/2"
 SNAPSHOT_FORMAT_1: Final = "flowc.snapshot/1"
-SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
+#: /3: the snapshot has pending scheduled events (`sends`); written only then.
+SNAPSHOT_FORMAT_3: Final = "flowc.snapshot/3"
+SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_3})
 #: Every top-level field a snapshot may have; any other is refused (a hand edit or a typo
 #: would otherwise be dropped without a word). `lineage` is the durable layer's (a fork's
 #: origin, `DurableFlows.fork`): an instance restores past it and the store carries it on.
@@ -86,7 +88,7 @@ SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT})
 SNAPSHOT_FIELDS: Final = frozenset(
     {
         "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
-        "timers", "keys", "configuration", "histories", "lineage", "retired_states",
+        "timers", "keys", "configuration", "histories", "lineage", "retired_states", "sends",
     }
 )  # fmt: skip
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
@@ -115,6 +117,7 @@ class Instance:
         "_now",
         "_per_ms",
         "_retired",
+        "_sends",
         "_seq",
         "_start_rules",
         "_state",
@@ -129,6 +132,8 @@ class Instance:
     _seq: int
     _history: list[Entry]
     _timers: engine.Timers | None
+    #: pending scheduled events (`send E after D`), soonest first; None: none
+    _sends: engine.Sends | None
     #: A statechart's configuration (every active state, in document order) and recorded
     #: histories (history state -> the states recorded); None for a flat flow, whose
     #: configuration is `_state` alone.
@@ -159,6 +164,7 @@ class Instance:
         self._retired = None
         self._subs = None
         self._timers = None
+        self._sends = None
         self._guarded = False
         self._config = None
         self._hist = None
@@ -193,6 +199,7 @@ class Instance:
         self._seq = 0
         self._history = [started.entry]
         self._timers = started.timers
+        self._sends = started.sends
         self._start_rules = started.rules
         return self
 
@@ -296,9 +303,24 @@ class Instance:
         ]
 
     @property
+    def scheduled(self) -> list[dict[str, Any]]:
+        """Pending scheduled events (`send E after D as ID`): `{"id", "due": datetime,
+        "event", "payload"}`, soonest first."""
+        return [
+            {
+                "id": x.id,
+                "due": ms_to_datetime(x.due),
+                "event": x.event,
+                "payload": copy_json(x.payload),
+            }
+            for x in self._sends or ()
+        ]
+
+    @property
     def next_deadline(self) -> datetime | None:
-        """When the next timer is due (to schedule a wake-up), or None."""
-        return ms_to_datetime(self._timers[0][0]) if self._timers else None
+        """When the next timer or scheduled event is due (to schedule a wake-up), or None."""
+        dues = [x[0] for x in (self._timers or ())[:1] + (self._sends or ())[:1]]
+        return ms_to_datetime(min(dues)) if dues else None
 
     def accepted_events(self) -> list[AcceptedEvent]:
         """The events that may be accepted now, with their payload JSON Schemas.
@@ -310,8 +332,8 @@ class Instance:
         st, c = self._state, self._ctx
         out: list[AcceptedEvent] = []
         # The events of every active leaf (each with its candidates there and in its
-        # ancestors), in document order; `done.state.*` are not the host's.
-        internal = self._m.internal_events
+        # ancestors), in document order; `done.state.*` and `internal` events are not the host's.
+        internal = self._m.internal_events | self._m.own_events
         leaves = engine.leaves_of(self)
         for leaf in leaves:
             for name, (ev, candidates) in leaf.on.items():
@@ -482,7 +504,7 @@ class Instance:
         invariant, put everything back and refuse it (`invariant_violated`). `advance` is
         judged as a whole: a timer that breaks one refuses the timers fired with it."""
         before = (self._state, self._ctx, self._seq, len(self._history), self._timers)
-        chart = (self._config, self._hist)
+        chart = (self._config, self._hist, self._sends)
         keys = dict(self._keys) if self._keys is not None else None
         subs, self._subs = self._subs, None
         self._guarded = True
@@ -497,7 +519,7 @@ class Instance:
             if broken:
                 state, ctx, seq, length, timers = before
                 self._state, self._ctx, self._seq, self._timers = state, ctx, seq, timers
-                self._config, self._hist = chart
+                self._config, self._hist, self._sends = chart
                 del self._history[length:]
                 self._keys = keys
                 data = {"invariants": broken, "to": done[-1].to}
@@ -601,6 +623,19 @@ class Instance:
         }
         if any(e[_LEAVES] is not None for e in self._history):
             snap["format"] = SNAPSHOT_FORMAT
+        if self._sends:
+            # Only then /3: a snapshot without them reads as before, and a runtime that does
+            # not know them refuses one that has them (rather than lose them).
+            snap["format"] = SNAPSHOT_FORMAT_3
+            snap["sends"] = [
+                {
+                    "id": x.id,
+                    "due": ms_to_datetime(x.due).isoformat(),
+                    "event": x.event,
+                    "payload": copy_json(x.payload),
+                }
+                for x in self._sends
+            ]
         if m.hierarchical and self._config is not None:
             # Only a hierarchical flow's snapshot has them: a flat flow's reads as before.
             snap["configuration"] = [s.name for s in self._config if s.atomic]
@@ -658,6 +693,7 @@ class Instance:
             not same_flow,
             machine.states,
         )
+        self._sends = _restore_sends(data.get("sends"), machine)
         return self
 
     def __repr__(self) -> str:
@@ -859,6 +895,30 @@ def _restore_timers(
     if not timers:
         return None
     return engine.due_order(timers)
+
+
+def _restore_sends(raw: Any, machine: Machine) -> engine.Sends | None:
+    """The snapshot's scheduled events (format /3), each of an event of this flow."""
+    if not raw:
+        return None
+    sends: list[engine.Scheduled] = []
+    try:
+        for n, item in enumerate(raw):
+            event, ident, payload = item["event"], item["id"], item.get("payload")
+            if event not in machine.events or type(ident) is not str:
+                raise SnapshotError(
+                    f"scheduled event {n} of the snapshot ({event!r}, id {ident!r}) is not an "
+                    f"event of {machine.name} version {machine.version}"
+                )
+            if payload is not None and not isinstance(payload, dict):
+                raise SnapshotError(f"scheduled event {n} of the snapshot has a malformed payload")
+            sends.append(engine.Scheduled(to_ms(item["due"]), ident, event, copy_json(payload)))
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, SnapshotError):
+            raise
+        raise SnapshotError(f"malformed snapshot scheduled events: {str(exc)[:200]}") from None
+    sends.sort(key=lambda x: x.due)
+    return tuple(sends)
 
 
 def _restore_configuration(

@@ -169,7 +169,8 @@ class Machine(LoadedFlow):
                 chart_step = self._chart_steps[event] = general(event)
             return chart_step
         try:
-            known = event in state.on
+            # An `internal` event is never the host's: the general path refuses it.
+            known = event in state.on and event not in self.own_events
         except TypeError:
             known = False
         if not known:

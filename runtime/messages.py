@@ -13,6 +13,7 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "invalid_payload": "Invalid payload for '{{ event }}': {{ issue_count }} issue(s).",
     "invalid_context": "Invalid context: {{ issue_count }} issue(s).",
     "unknown_event": "Unknown event '{{ event }}'.",
+    "internal_event": "Event '{{ event }}' is internal: only the flow itself may send it.",
     "event_not_accepted": "Event '{{ event }}' is not accepted in state '{{ state.name }}'.",
     "ignored": "Event '{{ event }}' was ignored in state '{{ state.name }}'.",
     "guard_failed": (

@@ -22,9 +22,9 @@ from flowc.runtime.messages import MESSAGE_KINDS
 #: Bumped on any change a loader written for the previous version could misread. The compiler
 #: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
 #: that uses no member added in version 2 is written as version 1, byte for byte as before.
-IR_VERSION = 3
+IR_VERSION = 4
 #: The versions this runtime reads.
-READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3)
+READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 
 
 class IRModel(BaseModel):
@@ -90,7 +90,10 @@ class Action(IRModel):
     payload in `value`) and `if` (`branches`, tried in order; the first whose guard holds runs;
     a branch without a guard is the `else`, and comes last), and `for` (the list in `value`, the
     context field set to each item in `target`, the one set to its position in `index`, and
-    the body as the one branch, without a guard, of `branches`). It grew `put` (`xs[i] = v`,
+    the body as the one branch, without a guard, of `branches`). Version 4 adds `send` (a
+    scheduled event to this instance: `event`, its payload in `value` as for `raise`, its delay
+    in `delay`, its id, a str expression, in `key`, or null) and `cancel` (the id in `key`).
+    It grew `put` (`xs[i] = v`,
     `m[k] = v`: the list or map at `target`, the position or key in `key`, the new item in
     `value`), `delete` (`delete(m, k)`: the map at `target`, the key in `key`) and `each` (a
     `for` whose `target` and `index` name locals of the body, read by `local` expressions,
@@ -109,6 +112,8 @@ class Action(IRModel):
         "each",
         "put",
         "delete",
+        "send",
+        "cancel",
     ]
     target: tuple[str, ...] = ()
     value: Expr | None = None
@@ -116,6 +121,9 @@ class Action(IRModel):
     branches: tuple[Branch, ...] = ()
     index: str | None = None
     key: Expr | None = None
+    #: Version 4, `send` only: the delay in milliseconds (an int expression, evaluated when the
+    #: action runs).
+    delay: Expr | None = None
 
 
 class Branch(IRModel):
@@ -141,6 +149,9 @@ class EventDef(IRModel):
     name: str
     fields: tuple[FieldDef, ...] = ()
     requires: tuple[Requirement, ...] = ()
+    #: Version 4: only the flow itself sends it (`raise`, `send`); a host is refused
+    #: (`internal_event`), and it is no tool.
+    internal: bool = False
 
 
 TransitionKind = Literal["event", "direct", "choice", "else", "timer", "reject", "always"]
@@ -148,6 +159,8 @@ StateKind = Literal["normal", "final", "choice", "compound", "parallel", "histor
 #: The members and values added in version 2 (see `CompiledFlow.required_version`).
 V2_STATE_KINDS: frozenset[str] = frozenset({"compound", "parallel", "history"})
 V2_ACTION_OPS: frozenset[str] = frozenset({"raise", "emit", "if", "for", "each", "put", "delete"})
+#: The action ops added in version 4 (scheduled events).
+V4_ACTION_OPS: frozenset[str] = frozenset({"send", "cancel"})
 #: Expression ops added in version 2 (after it first shipped; see docs/ir.md).
 V2_EXPR_OPS: frozenset[str] = frozenset({"cond", "local", *QUANTIFIERS})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
@@ -290,9 +303,12 @@ class CompiledFlow(IRModel):
         return "sha256:" + hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
 
     def required_version(self) -> int:
-        """The lowest IR version that can express this flow: 3 when a context field is marked
+        """The lowest IR version that can express this flow: 4 when an event is `internal` or an
+        action schedules (`send`, `cancel`), 3 when a context field is marked
         `input` or `hidden`, 2 when it uses a member added in version 2, else 1 (so flows that
         do not are written exactly as before)."""
+        if any(e.internal for e in self.events) or _uses_v4_ops(self):
+            return 4
         if any(f.input or f.hidden for f in self.context):
             return 3
         if self.effects or any(
@@ -351,6 +367,19 @@ class CompiledFlow(IRModel):
         return flow
 
 
+def _uses_v4_ops(flow: CompiledFlow) -> bool:
+    """Whether some action, at any depth, is `send` or `cancel`."""
+    stack: list[Action] = [a for t in flow.transitions for a in t.actions]
+    for s in flow.states:
+        stack += [*s.entry, *s.exit, *s.initial_actions]
+    while stack:
+        a = stack.pop()
+        if a.op in V4_ACTION_OPS:
+            return True
+        stack += [x for b in a.branches for x in b.actions]
+    return False
+
+
 def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
     return any(a.op in V2_ACTION_OPS for a in actions)
 
@@ -406,7 +435,7 @@ _TYPE_KINDS = frozenset(
     {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"}
 )
 _ACTION_OPS = frozenset({"set", "add", "sub", "append", "remove"})
-_ALL_ACTION_OPS = _ACTION_OPS | V2_ACTION_OPS
+_ALL_ACTION_OPS = _ACTION_OPS | V2_ACTION_OPS | V4_ACTION_OPS
 
 
 class _Bad(Exception):
@@ -561,9 +590,15 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
     op = a["op"]
     if op not in _ALL_ACTION_OPS:
         raise _Bad(f"{where} has unknown op {op!r}")
-    if op in ("raise", "emit"):
+    if op in ("raise", "emit", "send"):
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
+        if op == "send":
+            _expr(a.get("delay"), f"{where} send delay")
+            _expr(a.get("key"), f"{where} send id", optional=True)
+        return
+    if op == "cancel":
+        _expr(a.get("key"), f"{where} cancel id")
         return
     if op == "for" or op == "each":
         _loop_head(a, where)
@@ -687,6 +722,7 @@ def _check_events(raw: dict[str, Any]) -> None:
     for ev in [*_list(raw.get("events"), "events"), *_list(raw.get("effects"), "effects")]:
         _object(ev, _EVENT, "an event")
         _is(ev["name"], str, "an event's name")
+        _is(ev.get("internal", False), bool, f"event {ev['name']}.internal")
         _fields(ev.get("fields"), f"event {ev['name']}")
         for req in _list(ev.get("requires"), f"event {ev['name']} requires"):
             _object(req, _REQUIREMENT, f"a requirement of {ev['name']}")

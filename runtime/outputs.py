@@ -1,12 +1,14 @@
 """What a step's actions produce besides the new context.
 
-Two action kinds write here rather than to the context: `raise` (an internal event, processed
-inside the same atomic step before the next external event) and `emit` (an effect: an output
-event for the host, delivered only after the step commits). Action blocks keep their
-`(context, payload, state)` signature, so the collector is found through a context variable
-that the instance sets while it runs a step whose blocks may raise or emit; flows that do
-neither never touch it. A context variable (not an attribute of the shared, immutable
-machine) keeps two instances stepping in two threads or tasks apart.
+Four action kinds write here rather than to the context: `raise` (an internal event, processed
+inside the same atomic step before the next external event), `emit` (an effect: an output
+event for the host, delivered only after the step commits), and `send` / `cancel` (a scheduled
+event to this instance, or forgetting one: the engine applies them, in order, at the commit).
+Action blocks keep their `(context, payload, state)` signature, so the collector is found
+through a context variable that the instance sets while it runs a step whose blocks may raise,
+emit or schedule; flows that do none of these never touch it. A context variable (not an
+attribute of the shared, immutable machine) keeps two instances stepping in two threads or tasks
+apart.
 """
 
 from __future__ import annotations
@@ -14,9 +16,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowc.runtime.limits import LimitExceeded, Limits
+
+
+class Scheduling(NamedTuple):
+    """One `send` (`event` set: the event, its payload, its delay in ms, its id or None) or
+    `cancel` (`event` None: the id) run by a step's actions."""
+
+    id: str | None
+    event: str | None
+    payload: dict[str, Any] | None = None
+    delay_ms: int = 0
 
 
 class StepOutputs:
@@ -24,13 +36,15 @@ class StepOutputs:
     the step's loops have done: the step's bounds (`Limits.max_outputs`, `max_output_size`,
     `max_loop_iterations`) are kept here, as the collector lives exactly as long as the step."""
 
-    __slots__ = ("effects", "iterations", "raised", "size")
+    __slots__ = ("effects", "iterations", "raised", "scheduled", "size")
 
     def __init__(self) -> None:
         #: (event name, payload or None), in the order the actions raised them
         self.raised: list[tuple[str, dict[str, Any] | None]] = []
         #: (effect name, payload), in the order the actions emitted them
         self.effects: list[tuple[str, dict[str, Any]]] = []
+        #: `send` and `cancel`, in the order the actions ran them (`Scheduling`)
+        self.scheduled: list[Scheduling] = []
         #: loop iterations charged so far (`charge_loop`)
         self.iterations = 0
         #: total size of the payloads above
@@ -44,10 +58,14 @@ class StepOutputs:
         self._charge(payload, limits)
         self.raised.append((name, payload))
 
+    def schedule(self, entry: Scheduling, limits: Limits) -> None:
+        self._charge(entry.payload, limits)
+        self.scheduled.append(entry)
+
     def _charge(self, payload: dict[str, Any] | None, limits: Limits) -> None:
         """Count one more output and its payload's size, refusing the step past the bounds
         before the output is kept (a storm stops at the bound, not at a `MemoryError`)."""
-        if len(self.effects) + len(self.raised) >= limits.max_outputs:
+        if len(self.effects) + len(self.raised) + len(self.scheduled) >= limits.max_outputs:
             raise LimitExceeded(
                 f"the step emits and raises more than {limits.max_outputs:,} effects and events "
                 "(Limits.max_outputs)"

@@ -27,6 +27,8 @@ REQUIRE: Final = "require"
 INVALID_PAYLOAD: Final = "invalid_payload"
 INVALID_CONTEXT: Final = "invalid_context"
 UNKNOWN_EVENT: Final = "unknown_event"
+#: An event declared `internal`, sent by a host: only the flow itself may send it.
+INTERNAL_EVENT: Final = "internal_event"
 EVENT_NOT_ACCEPTED: Final = "event_not_accepted"
 #: Not a refusal: a state that says `unhandled ignore` had no rule for the event; nothing changed.
 IGNORED: Final = "ignored"
@@ -228,6 +230,7 @@ __all__ = [
     "GUARD_FAILED",
     "IGNORED",
     "INSTANCE_FINAL",
+    "INTERNAL_EVENT",
     "INVALID_ARGUMENT",
     "INVALID_CONTEXT",
     "INVALID_PAYLOAD",

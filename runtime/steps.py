@@ -85,7 +85,8 @@ def copy_dict(value: Mapping[str, Any]) -> dict[str, Any]:
 
 class HistoryEntry:
     """One committed step as recorded in the history. `kind` is `start`, `event`, `goto`,
-    `back` or `timer`; `source` is None for `start`; `via` lists the choice states routed
+    `back`, `timer` or `scheduled` (a scheduled event delivered; its `event` and `payload` are
+    set as for `event`); `source` is None for `start`; `via` lists the choice states routed
     through; `at` is an aware UTC datetime."""
 
     __slots__ = ("_e",)
@@ -126,7 +127,8 @@ class HistoryEntry:
 
     @property
     def trigger(self) -> str:
-        """The event's name for event steps, else the kind (`goto`, `back`, `timer`, ...)."""
+        """The event's name for event and scheduled steps, else the kind (`goto`, `back`,
+        `timer`, ...)."""
         return self._e[_EVENT] or self._e[_KIND]
 
     @property

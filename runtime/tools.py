@@ -354,9 +354,13 @@ def start_schema(machine: Machine) -> dict[str, Any]:
 
 
 def tool_events(machine: Machine) -> list[str]:
-    """The events that are tools: those a caller may send (the `done.state.*` events the
-    runtime raises when a compound state completes are its own)."""
-    return [name for name in machine.events if name not in machine.internal_events]
+    """The events that are tools: those a caller may send (not `internal` ones, nor the
+    `done.state.*` events the runtime raises when a compound state completes)."""
+    return [
+        name
+        for name in machine.events
+        if name not in machine.internal_events and name not in machine.own_events
+    ]
 
 
 def has_backward_edge(instance: Instance) -> bool:

@@ -56,6 +56,19 @@ def delay_text(expr: Expr) -> str:
     return f"{expr_text(expr)} ms"
 
 
+_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
+
+
+def duration_text(ms: int | None) -> str:
+    """`10m` for 600000: the largest unit that divides the duration exactly, as in the source."""
+    if ms is None:
+        return "?"
+    for unit, size in _UNITS:
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
 def payload_text(value: Expr | None) -> str:
     """`(field: expr, ...)` of a `raise` / `emit` (a `map` of literal keys in the IR)."""
     if value is None:
@@ -73,6 +86,10 @@ def payload_text(value: Expr | None) -> str:
 def action_text(action: Action) -> str:
     if action.op in ("raise", "emit"):
         return f"{action.op} {action.event}{payload_text(action.value)}"
+    if action.op == "send" and action.delay is not None:
+        return _send_text(action, action.delay)
+    if action.op == "cancel" and action.key is not None:
+        return f"cancel {expr_text(action.key)}"
     if action.op == "for" or action.op == "each":  # (`each`: the same loop, with locals)
         assert action.value is not None and action.branches, "a loop has a list and a body"
         head = ", ".join((*action.target, *((action.index,) if action.index else ())))
@@ -96,6 +113,15 @@ def action_text(action: Action) -> str:
     if symbol is None:  # `append(xs, e)`, `remove(xs, e)`: statement functions
         return f"{action.op}({target}, {expr_text(action.value)})"
     return f"{target} {symbol} {expr_text(action.value)}"
+
+
+def _send_text(action: Action, delay: Expr) -> str:
+    """`send E(...) after 5m as "r"`: a written duration as it was written (lowering made it a
+    `lit` of milliseconds), a computed one with its unit."""
+    ms = delay.value if delay.op == "lit" else None
+    after = duration_text(ms) if type(ms) is int else delay_text(delay)
+    text = f"send {action.event}{payload_text(action.value)} after {after}"
+    return text if action.key is None else f"{text} as {expr_text(action.key)}"
 
 
 def actions_text(actions: Iterable[Action]) -> str:

@@ -11,23 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from flowc.compiler.emit.expr_text import actions_text, delay_text, expr_text
+from flowc.compiler.emit.expr_text import actions_text, delay_text, duration_text, expr_text
 from flowc.runtime.model import CompiledFlow, Transition, TypeRef
 
 LabelMode = Literal["none", "events", "full"]
 LABEL_MODES: tuple[LabelMode, ...] = ("none", "events", "full")
-
-_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
-
-
-def duration_text(ms: int | None) -> str:
-    """`10m` for 600000: the largest unit that divides the duration exactly, as in the source."""
-    if ms is None:
-        return "?"
-    for unit, size in _UNITS:
-        if ms and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def timer_text(t: Transition) -> str:

@@ -1,4 +1,4 @@
-"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W322, E304), and the
+"""Graph lint: analyses of a compiled flow's transition graph (codes W301–W323, E304), and the
 check of `# flowc: allow` comments (W313).
 
 Runs only on the IR of a flow that compiled without errors. The graph is built once
@@ -47,6 +47,7 @@ RULES: dict[str, Rule] = {
     "W320": agents.hidden_fields_shown,
     "W321": agents.required_fields_no_tool_sets,
     "W322": templates.templates_python_only,
+    "W323": usage.unsent_internal_events,
 }
 
 

@@ -1,4 +1,5 @@
-"""Declarations nobody uses: W310 event, W311 enum, W312 context field.
+"""Declarations nobody uses: W310 event, W311 enum, W312 context field; W323 an internal event
+nothing sends.
 
 A context field counts as used when any guard, action (read or write), `require` condition,
 refusal data (`with {...}`), entry/exit action or template (messages, journals, named
@@ -30,6 +31,34 @@ def unused_events(g: FlowGraph) -> Iterator[Diagnostic]:
             g.where.events.get(event.name, NO_SPAN),
             help=f"add `on {event.name} -> ...` where it should be accepted, or remove it",
         )
+
+
+def unsent_internal_events(g: FlowGraph) -> Iterator[Diagnostic]:
+    """W323: an `internal` event no action raises or schedules: only the flow may send it, and
+    it never does, so its rules never fire."""
+    internal = [e.name for e in g.flow.events if e.internal]
+    if not internal:
+        return
+    sent = {a.event for root in _usage_roots(g.flow) for a in _actions_in(root) if a.event}
+    for name in internal:
+        if name in sent:
+            continue
+        yield Diagnostic.make(
+            "W323",
+            f"internal event `{name}` is never raised or scheduled: only the flow may send it",
+            g.where.events.get(name, NO_SPAN),
+            help=f"send it from an action (`raise {name}`, `send {name} after 1m`), "
+            "or drop `internal` if a host sends it",
+        )
+
+
+def _actions_in(root: Action | Expr) -> Iterator[Action]:
+    """`root` and the actions nested in it, when it is an action."""
+    stack = [root] if isinstance(root, Action) else []
+    while stack:
+        action = stack.pop()
+        yield action
+        stack += [a for b in action.branches for a in b.actions]
 
 
 def unused_enums(g: FlowGraph) -> Iterator[Diagnostic]:
@@ -122,8 +151,11 @@ def _context_names_used(flow: CompiledFlow, fields: set[str]) -> set[str]:
 
 
 def _action_parts(action: Action) -> list[Action | Expr]:
-    """The value of an action, and for an `if`, its guards and the actions of every arm."""
-    parts: list[Action | Expr] = [] if action.value is None else [action.value]
+    """The value of an action (a scheduled event's key and delay too), and for an `if`, its
+    guards and the actions of every arm."""
+    parts: list[Action | Expr] = [
+        x for x in (action.value, action.key, action.delay) if x is not None
+    ]
     for branch in action.branches:
         if branch.guard is not None:
             parts.append(branch.guard)

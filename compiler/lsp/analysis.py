@@ -480,8 +480,17 @@ class FileIndex:
                 self._if(action, event, s)
             elif isinstance(action, ast.ForAction):
                 self._loop(action, event, s)
+            elif isinstance(action, ast.CancelAction):
+                self._expr(action.id, event, s)
             else:
-                if isinstance(action, ast.RaiseAction) and action.event.name in s.events:
+                if isinstance(action, ast.SendAction):
+                    for part in (action.id, action.delay.expr if action.delay else None):
+                        if part is not None:
+                            self._expr(part, event, s)
+                if (
+                    isinstance(action, ast.RaiseAction | ast.SendAction)
+                    and action.event.name in s.events
+                ):
                     self._add("event", (action.event.name,), action.event.span, False)
                 for _, value in action.payload:
                     self._expr(value, event, s)

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from flowc.compiler.emit.expr_text import literal_text
-from flowc.compiler.emit.labels import duration_text
+from flowc.compiler.emit.expr_text import duration_text, literal_text
 from flowc.runtime import FakeClock, Instance, Machine, Rejection, StepResult
 from flowc.runtime.expr import ExprCompiler
 from flowc.runtime.model import CompiledFlow

@@ -113,8 +113,10 @@ class Explorer:
         }
         self._abstraction()
         self.events_of: dict[str, list[str]] = {}
+        # An `internal` event is no host's move (the flow may still raise or schedule it).
+        own = self.machine.own_events
         for t in flow.transitions:
-            if t.kind in ("event", "reject") and t.event:
+            if t.kind in ("event", "reject") and t.event and t.event not in own:
                 names = self.events_of.setdefault(t.source, [])
                 if t.event not in names:
                     names.append(t.event)
@@ -156,6 +158,7 @@ class Explorer:
         copy._seq = instance._seq
         copy._history = list(instance._history)
         copy._timers = instance._timers
+        copy._sends = instance._sends  # (a tuple of tuples, never changed in place either)
         # A statechart's configuration is a tuple and its histories a dict the engine copies
         # before it records anything: both can be shared too.
         copy._config = instance._config
@@ -195,7 +198,7 @@ class Explorer:
         if found is None:
             leaves = [self.machine.states[name] for name in config]
             leaves = [s for s in leaves if s.atomic]
-            internal = self.machine.internal_events
+            internal = self.machine.internal_events | self.machine.own_events
             # A leaf's tables hold its own rules, then its ancestors'.
             events = dict.fromkeys(e for s in leaves for e in s.on if e not in internal)
             targets = {
@@ -300,15 +303,19 @@ class _Offers:
 
 def state_key(instance: Instance) -> str:
     """What, besides the context, decides an instance's next moves: its state; in a statechart
-    its active leaves and what its history states recorded."""
-    if instance._config is None:
-        return instance.state
-    key = configuration_text(instance)
+    its active leaves and what its history states recorded; the scheduled events pending."""
+    key = instance.state if instance._config is None else configuration_text(instance)
     if instance._hist:
         recorded = sorted(
             (h, ",".join(s.name for s in states)) for h, states in instance._hist.items()
         )
         key += " | " + " ".join(f"{h}={states}" for h, states in recorded)
+    if instance._sends:
+        # By id (an id of its own, `#SEQ.N`, says only that it has none) and payload.
+        key += " | sends " + " ".join(
+            f"{'#' if x.id.startswith('#') else x.id}={x.event}{context_key(x.payload or {})}"
+            for x in instance._sends
+        )
     return key
 
 

@@ -1,6 +1,6 @@
 /**
  * Actions (runtime/expr.py `ExprCompiler.actions`): `set`, `add`, `sub`, `append`, `remove`,
- * `put`, `delete`, `if`, `for`, `each`, `emit`, `raise`, run on the working copy of the
+ * `put`, `delete`, `if`, `for`, `each`, `emit`, `raise`, `send`, `cancel` (scheduled.ts), run on the working copy of the
  * context `scope.c` with the Python runtime's semantics. Containers along a target path are
  * copied before they are changed (copy-on-write), so committed contexts, defaults and payloads
  * may be shared freely.
@@ -9,6 +9,7 @@ import { ExprFault, IRLoadError, typeError } from "./faults.js";
 import { LimitExceeded } from "./limits.js";
 import { add, eq, sub } from "./operators.js";
 import { chargeLoop, evaluate, kindOf, LOCAL_PREFIX, type Env, type Scope } from "./expr.js";
+import { scheduleAction } from "./scheduled.js";
 import { Invalid, type Type } from "./types.js";
 import { dumps, grouped, hasKey, isDict, repr, setKey, truthy, type Dict } from "./values.js";
 
@@ -65,6 +66,10 @@ function runAction(raw: Action, scope: Scope, env: Env): void {
     case "emit":
     case "raise":
       output(op, raw, scope, env);
+      return;
+    case "send":
+    case "cancel":
+      scheduleAction(raw, scope, env);
       return;
     default:
       throw new IRLoadError(`unknown action op ${repr(op ?? null)}`);

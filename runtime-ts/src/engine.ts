@@ -5,7 +5,7 @@
 // history recorded before anything is left), the transitions' actions, the entry set
 // (outermost first, defaults and histories), then eventless rules and internal events until
 // nothing more is enabled. Everything runs on a working copy; the instance commits or not.
-import type { Budget, Output } from "./expr.js";
+import type { Budget, Output, Scheduling } from "./expr.js";
 import type { Actions, Expr } from "./ir.js";
 import { LimitExceeded } from "./limits.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
@@ -16,11 +16,13 @@ export type Ctx = Record<string, unknown>;
 export interface Outputs {
   raised: Output[];
   effects: Output[];
+  /** `send` and `cancel` (scheduled events), in the order the actions ran them */
+  scheduled: Scheduling[];
   budget: Budget;
 }
 
 export function newOutputs(): Outputs {
-  return { raised: [], effects: [], budget: { iterations: 0, outputs: 0, size: 0 } };
+  return { raised: [], effects: [], scheduled: [], budget: { iterations: 0, outputs: 0, size: 0 } };
 }
 
 /** What expressions read besides context, payload and state: the live configuration and
@@ -38,6 +40,8 @@ export interface Exec {
   run(block: Actions, c: Ctx, p: unknown, state: StateNode, scope: StepScope, rule: Rule | null): void;
   /** a raised event's payload, normalised; throws an ExprFault when it does not fit */
   raisedPayload(name: string, given: unknown): unknown;
+  /** a scheduled event's payload, normalised; throws an ExprFault when it does not fit */
+  scheduledPayload(name: string, given: unknown): Record<string, unknown> | null;
   readonly maxMicrosteps: number;
   /** the flow has eventless rules or choice states */
   readonly eventless: boolean;

@@ -51,6 +51,7 @@ function envOf(scope: StepScope, limits: Limits, targetType: (path: readonly str
     budget: scope.outputs.budget,
     effects: scope.outputs.effects,
     raised: scope.outputs.raised,
+    scheduled: scope.outputs.scheduled,
     targetType,
     declaredEffects: effects,
   });
@@ -94,6 +95,16 @@ export function makeExec(m: Machine, flags: { eventless: boolean; limits: Limits
         return typeOf(ev).check(given ?? {});
       } catch (e) {
         if (e instanceof Invalid) throw new ExprFault(`the payload of the raised event ${name} does not fit its fields`);
+        throw e;
+      }
+    },
+    scheduledPayload: (name, given) => {
+      const ev = m.events.get(name);
+      if (ev === undefined) throw new ExprFault(`an action sends undeclared event '${name}'`);
+      try {
+        return typeOf(ev).check(given ?? {}) as Record<string, unknown> | null;
+      } catch (e) {
+        if (e instanceof Invalid) throw new ExprFault(`the payload of the scheduled event ${name} does not fit its fields`);
         throw e;
       }
     },

@@ -48,6 +48,15 @@ export function newBudget(): Budget {
 /** An effect emitted or an event raised: its name and payload (null: a raise without one). */
 export type Output = [name: string, payload: Record<string, unknown> | null];
 
+/** One `send` (`event` set: its payload, delay in ms and id or null) or `cancel` (`event`
+ * null: the id) run by a step's actions, applied by the engine at the commit. */
+export interface Scheduling {
+  id: string | null;
+  event: string | null;
+  payload: Record<string, unknown> | null;
+  delayMs: number;
+}
+
 export interface Env {
   limits: Limits;
   /** Whether a state (its IR name) is active now; absent: the state evaluated in and its
@@ -58,6 +67,8 @@ export interface Env {
   budget: Budget;
   effects: Output[];
   raised: Output[];
+  /** `send` and `cancel` in the order they ran (absent: outside a step, where they are refused) */
+  scheduled?: Scheduling[];
   /** The type of the context path an action stores to; absent: values are stored as they are. */
   targetType?: (path: readonly string[]) => Type;
   /** The effects an `emit` may name (absent: any). */

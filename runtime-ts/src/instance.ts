@@ -7,8 +7,9 @@ import { copyJson, entryJSON, StepResult, type Effect, type Entry } from "./hist
 import type { Machine } from "./machine.js";
 import type { Outcome, Rejection } from "./outcome.js";
 import { writeSnapshot } from "./snapshot.js";
-import { keepUntried, stepRefused, stuck, take, type Trigger } from "./step.js";
+import { keepUntried, pendingSends, stepRefused, stuck, take, type Trigger } from "./step.js";
 import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
+import { SendRefused, type Scheduled } from "./scheduled.js";
 import { byOrder, summaryOf, type StateNode } from "./tree.js";
 import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
@@ -29,7 +30,7 @@ export interface StepOptions {
   key?: string | null;
 }
 
-type Saved = [StateNode, StateNode[], Map<string, StateNode[]>, Ctx, number, number, Timer[], Map<string, number>];
+type Saved = [StateNode, StateNode[], Map<string, StateNode[]>, Ctx, number, number, Timer[], Map<string, number>, readonly Scheduled[]];
 
 /** Idempotency keys remembered per instance (the oldest forgotten first). */
 export const KEYS_KEPT = 1024;
@@ -46,6 +47,8 @@ export class Instance {
   private seqNo = 0;
   private entries: Entry[] = [];
   private pending: Timer[] = [];
+  /** pending scheduled events (`send E after D`), soonest first */
+  private sends: readonly Scheduled[] = [];
   private keys = new Map<string, number>();
   private subs: ((step: StepResult) => void)[] = [];
   /** states of older versions the history names */
@@ -85,12 +88,20 @@ export class Instance {
       if (!(exc instanceof DelayFault)) throw exc;
       return sem.fault(exc.fault, exc.where, m.initial, null, null, ctx);
     }
+    let sends: Scheduled[] = [];
+    try {
+      sends = run.outputs.scheduled.length > 0 ? pendingSends(self, run, now, 0) : [];
+    } catch (exc) {
+      if (!(exc instanceof SendRefused)) throw exc;
+      return sem.fault(exc.fault, exc.where, m.initial, null, null, ctx);
+    }
     const leaves = state.atomic ? null : ([[], config.filter((s) => s.atomic).map((s) => s.name)] as const);
     self.id = opts.id ?? null;
     self.load(state, config, run.histories, ctx, 0, [
       { seq: 0, at: now, kind: "start", source: null, target: state.name, event: null, payload: null, reason: null, via: [...run.via], leaves },
     ]);
     self.pending = dueOrder(timers);
+    self.sends = sends;
     self.startRules = [...run.fired];
     self.startEffects = run.outputs.effects.map(([effect, payload]) => ({ effect, payload: payload ?? {} }));
     return self;
@@ -132,6 +143,10 @@ export class Instance {
   get timers(): { due: number; target: string | null; after_ms: number | null }[] {
     return this.pending.map(([due, t]) => ({ due, target: t.target?.name ?? null, after_ms: t.afterMs }));
   }
+  /** pending scheduled events, soonest first (Python's `Instance.scheduled`, `due` in epoch ms) */
+  get scheduled(): { id: string; due: number; event: string; payload: Record<string, unknown> | null }[] {
+    return this.sends.map((x) => ({ id: x.id, due: x.due, event: x.event, payload: copyJson(x.payload) }));
+  }
   active(name: string): boolean {
     return this.config.some((s) => s.name === name);
   }
@@ -154,6 +169,12 @@ export class Instance {
   }
   keysRef(): ReadonlyMap<string, number> {
     return this.keys;
+  }
+  sendsRef(): readonly Scheduled[] {
+    return this.sends;
+  }
+  setSends(sends: readonly Scheduled[]): void {
+    this.sends = sends;
   }
   setTimers(timers: Timer[]): void {
     this.pending = timers;
@@ -197,7 +218,7 @@ export class Instance {
 
   /** Everything a step may change, to be put back (`checkInvariants`). */
   save(): Saved {
-    return [this.cur, this.config, this.hist, this.ctx, this.seqNo, this.entries.length, this.pending, new Map(this.keys)];
+    return [this.cur, this.config, this.hist, this.ctx, this.seqNo, this.entries.length, this.pending, new Map(this.keys), this.sends];
   }
 
   undo(saved: Saved): void {
@@ -205,17 +226,18 @@ export class Instance {
     this.entries.length = saved[5];
     this.pending = saved[6];
     this.keys = saved[7];
+    this.sends = saved[8];
   }
 
   /** Commit a step (step.ts): nothing here can fail. */
-  commit(entry: Entry, c: Ctx, config: StateNode[], hist: Map<string, StateNode[]>, timers: Timer[], key: string | null): void {
+  commit(entry: Entry, c: Ctx, config: StateNode[], hist: Map<string, StateNode[]>, pending: [Timer[], readonly Scheduled[]], key: string | null): void {
     this.entries.push(entry);
     this.seqNo = entry.seq;
     this.ctx = c;
     this.config = config;
     this.hist = hist;
     this.cur = summaryOf(config);
-    this.pending = timers;
+    [this.pending, this.sends] = pending;
     if (key !== null) {
       this.keys.set(key, entry.seq);
       if (this.keys.size > KEYS_KEPT) {
@@ -241,7 +263,8 @@ export class Instance {
     return guarded(this, null, () => this.early(opts, null) ?? backStep(this, opts));
   }
 
-  /** Fire every timer due at `nowMs` (default: the clock's time), soonest first. */
+  /** Fire every timer and deliver every scheduled event due at `nowMs` (default: the clock's
+   * time), soonest first. */
   advance(nowMs?: number): Outcome[] {
     return guarded(this, null, () => this.fireDue(nowMs));
   }
@@ -249,7 +272,17 @@ export class Instance {
   private fireDue(nowMs?: number): Outcome[] {
     const when = nowMs ?? this.nowMs();
     const out: Outcome[] = [];
-    for (let first = this.pending[0]; first !== undefined && first[0] <= when; first = this.pending[0]) {
+    for (;;) {
+      const first = this.pending[0];
+      const sent = this.sends[0];
+      if (sent !== undefined && (first === undefined || sent.due < first[0])) {
+        // a scheduled event before any timer (a timer due at the same millisecond goes first)
+        if (sent.due > when) break;
+        this.sends = this.sends.slice(1);
+        out.push(this.deliver(sent));
+        continue;
+      }
+      if (first === undefined || first[0] > when) break;
       const due = first[0];
       const st = this.cur;
       const c = this.ctx;
@@ -275,6 +308,14 @@ export class Instance {
     return out;
   }
 
+  /** A scheduled event, due: sent as a host sends one (refused, it is dropped), but by the
+   * flow itself (an `internal` event is allowed), recorded at its deadline. */
+  private deliver(sent: Scheduled): Outcome {
+    const last = this.entries[this.entries.length - 1];
+    const at = Math.max(sent.due, last?.at ?? sent.due);
+    return sendEvent(this, sent.event, sent.payload, {}, at);
+  }
+
   /** The events that may be accepted now (see offers.ts). */
   acceptedEvents(): { name: string }[] {
     return acceptedEvents(this);
@@ -297,8 +338,8 @@ export class Instance {
   }
 
   // ---- helpers ----------------------------------------------------------------------------
-  trigger(kind: string, event: string | null, p: unknown, opts: StepOptions): Trigger {
-    return { kind, event, p, reason: opts.reason ?? null, key: opts.key ?? null, at: null, tried: [] };
+  trigger(kind: string, event: string | null, p: unknown, opts: StepOptions, at: number | null = null): Trigger {
+    return { kind, event, p, reason: opts.reason ?? null, key: opts.key ?? null, at, tried: [] };
   }
 
 

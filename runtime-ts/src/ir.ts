@@ -1,9 +1,9 @@
-// The compiled flow (IR JSON, versions 1 to 3) as typed views, checked once when loaded
+// The compiled flow (IR JSON, versions 1 to 4) as typed views, checked once when loaded
 // (`loadFlow`). Expressions and action blocks stay JSON: src/expr.ts interprets them.
 import { IRLoadError } from "./faults.js";
 import type { FieldDef } from "./types.js";
 
-export const IR_VERSIONS = [1, 2, 3] as const;
+export const IR_VERSIONS = [1, 2, 3, 4] as const;
 
 export const STATE_KINDS = ["normal", "final", "choice", "compound", "parallel", "history"] as const;
 export const RULE_KINDS = ["event", "direct", "choice", "else", "timer", "reject", "always"] as const;
@@ -29,6 +29,9 @@ export interface EventDef {
   name: string;
   fields: FieldDef[];
   requires: RequirementDef[];
+  /** IR version 4: only the flow itself sends it (`raise`, a scheduled `send`); a host's send
+   * is refused (`internal_event`) */
+  internal: boolean;
 }
 
 export interface StateDef {
@@ -104,7 +107,7 @@ const MEMBERS = {
   transition: [["actions", "after_expr", "after_ms", "back", "code", "column", "data", "event", "guard", "index",
     "inherited", "kind", "line", "message", "reenter", "source", "target"], ["index", "kind", "source", "target"]],
   field: [["default", "hidden", "input", "name", "required", "type"], ["name", "type"]],
-  event: [["fields", "name", "requires"], ["name"]],
+  event: [["fields", "internal", "name", "requires"], ["name"]],
   requirement: [["code", "data", "guard", "message"], ["code", "guard", "message"]],
   journal: [["name", "template"], ["name", "template"]],
   enum: [["members", "name"], ["members", "name"]],
@@ -200,7 +203,9 @@ function eventDef(e: Json, where: string): EventDef {
     if (guard === null) throw new IRLoadError(`malformed compiled flow: ${at} has no guard`);
     return { guard, code: text(r, "code", at), message: text(r, "message", at), data: optExpr(r, "data", at) };
   });
-  return { name: text(e, "name", where), fields: fields(e, "fields", where), requires };
+  const internal = e.internal ?? false;
+  if (typeof internal !== "boolean") throw new IRLoadError(`malformed compiled flow: ${where}.internal is not a bool`);
+  return { name: text(e, "name", where), fields: fields(e, "fields", where), requires, internal };
 }
 
 function stateDef(s: Json, i: number): StateDef {

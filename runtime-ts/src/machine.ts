@@ -34,6 +34,8 @@ export class Machine {
   readonly events = new Map<string, EventDef>();
   /** the `done.state.NAME` events (a host may not send them) */
   readonly internalEvents: ReadonlySet<string>;
+  /** the events declared `internal` (IR version 4): only the flow itself sends them */
+  readonly ownEvents: ReadonlySet<string>;
   /** some state is nested, compound, parallel or history */
   readonly hierarchical: boolean;
   /** steps are reported as a statechart's (configuration, leaves): the flow is hierarchical,
@@ -57,9 +59,10 @@ export class Machine {
     this.hierarchical = tree.hierarchical;
     for (const ev of flow.events) this.events.set(ev.name, ev);
     for (const name of tree.doneEvents) {
-      if (!this.events.has(name)) this.events.set(name, { name, fields: [], requires: [] });
+      if (!this.events.has(name)) this.events.set(name, { name, fields: [], requires: [], internal: false });
     }
     this.internalEvents = new Set(tree.doneEvents);
+    this.ownEvents = new Set(flow.events.filter((e) => e.internal).map((e) => e.name));
     let chart = tree.hierarchical;
     for (const t of flow.transitions) if (this.checkRule(t)) chart = true;
     for (const s of flow.states) {
@@ -114,12 +117,14 @@ export class Machine {
     return t.kind === "always" || raises;
   }
 
+  /** Whether a block raises, schedules (`send`) or cancels events (its steps then run as a
+   * statechart's); each event must be declared. */
   private raises(block: unknown[], where: string): boolean {
-    const names = raised(block);
+    const [names, cancels] = raised(block);
     for (const name of names) {
       if (!this.events.has(name)) throw new IRLoadError(`${where} raises undeclared event '${name}'`);
     }
-    return names.length > 0;
+    return names.length > 0 || cancels;
   }
 }
 
@@ -135,17 +140,24 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The events an action block (the arms of an `if` included) raises. */
-function raised(block: unknown[]): string[] {
+/** The events an action block (the arms of an `if` and loop bodies included) raises or
+ * schedules (`send`), and whether it `cancel`s one. */
+function raised(block: unknown[]): [string[], boolean] {
   const out: string[] = [];
+  let cancels = false;
   for (const a of block) {
     if (!isRecord(a)) continue;
-    if (a.op === "raise") out.push(String(a.event));
-    if (Array.isArray(a.branches)) {
-      for (const b of a.branches) if (isRecord(b) && Array.isArray(b.actions)) out.push(...raised(b.actions));
+    if (a.op === "raise" || a.op === "send") out.push(String(a.event));
+    cancels ||= a.op === "cancel";
+    if (!Array.isArray(a.branches)) continue;
+    for (const b of a.branches) {
+      if (!isRecord(b) || !Array.isArray(b.actions)) continue;
+      const [names, inner] = raised(b.actions);
+      out.push(...names);
+      cancels ||= inner;
     }
   }
-  return out;
+  return [out, cancels];
 }
 
 /** Whether raw IR calls the function `name` somewhere. */

@@ -61,7 +61,7 @@ export function acceptedEvents(inst: Instance): { name: string }[] {
   for (const leaf of leaves) {
     for (const [name, candidates] of leaf.on) {
       const ev = m.events.get(name);
-      if (ev === undefined || m.internalEvents.has(name) || out.some((a) => a.name === name)) continue;
+      if (ev === undefined || m.internalEvents.has(name) || m.ownEvents.has(name) || out.some((a) => a.name === name)) continue;
       if (!mayAccept(inst, ev, candidates, scope)) continue;
       // (a `reject` that holds now in another region refuses the whole step)
       if (leaves.some((other) => refuses(inst, other.on.get(name) ?? [], scope))) continue;

@@ -20,6 +20,8 @@ export const REQUIRE = "require";
 export const INVALID_PAYLOAD = "invalid_payload";
 export const INVALID_CONTEXT = "invalid_context";
 export const UNKNOWN_EVENT = "unknown_event";
+/** An event declared `internal`, sent by a host: only the flow itself may send it. */
+export const INTERNAL_EVENT = "internal_event";
 export const EVENT_NOT_ACCEPTED = "event_not_accepted";
 /** Not a refusal: a state that says `unhandled ignore` had no rule for the event. */
 export const IGNORED = "ignored";

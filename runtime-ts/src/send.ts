@@ -1,4 +1,5 @@
-// `Instance.send`: the refusals an event meets before any rule is taken (final instance,
+// `Instance.send`: the refusals an event meets before any rule is taken (an `internal` event
+// from a host, final instance,
 // unknown or unhandled event, invalid payload, unmet precondition, guards, `reject` rules,
 // backward rules without force), then the step. Every active leaf in document order offers
 // its first enabled rule (its own, then its ancestors'); conflicts are resolved by the engine.
@@ -64,11 +65,14 @@ function enabledRules(inst: Instance, handled: StateNode[], event: string, p: un
   return enabled;
 }
 
-export function sendEvent(inst: Instance, event: string, payload: unknown, opts: StepOptions): Outcome {
+/** `send` on the general path. `at`: a scheduled event's delivery (the flow's own send,
+ * recorded at its deadline), which alone may send an `internal` event. */
+export function sendEvent(inst: Instance, event: string, payload: unknown, opts: StepOptions, at: number | null = null): Outcome {
   const m = inst.machine;
   const sem = m.semantics;
   const st = inst.stateNode;
   const ctx = inst.ctxRef();
+  if (at === null && m.ownEvents.has(event)) return sem.rejection("internal_event", st, event, null, ctx, null);
   if (st.final) return sem.rejection("instance_final", st, event, null, ctx, null);
   const ev = m.events.get(event);
   if (ev === undefined || m.internalEvents.has(event)) return sem.rejection("unknown_event", st, event, null, ctx, null);
@@ -94,5 +98,5 @@ export function sendEvent(inst: Instance, event: string, payload: unknown, opts:
       return sem.rejection("backward_requires_force", st, event, p, ctx, { from: st.name, to: back.target?.name ?? null });
     }
   }
-  return take(inst, enabled, inst.trigger("event", event, p, opts));
+  return take(inst, enabled, inst.trigger("event", event, p, opts, at));
 }

@@ -1,5 +1,5 @@
-// Snapshots in the Python runtime's formats (flowc.snapshot/1, and /2 when some history entry
-// carries a statechart's leaves): written by `Instance.snapshot()`, read by
+// Snapshots in the Python runtime's formats (flowc.snapshot/1, /2 when some history entry
+// carries a statechart's leaves, /3 when scheduled events are pending): written by `Instance.snapshot()`, read by
 // `Machine.restore`, interchangeable with Python's `Instance.snapshot()` / `Machine.restore`.
 import { msToIso, readMs, toMs, type Clock } from "./clock.js";
 import { defaultLeaves } from "./engine.js";
@@ -7,14 +7,19 @@ import { copyJson, entryJSON, type Entry, type Leaves } from "./history.js";
 import { Instance } from "./instance.js";
 import type { Machine } from "./machine.js";
 import { textProblem } from "./limits.js";
+import type { Scheduled } from "./scheduled.js";
 import { dueOrder, type Timer } from "./timers.js";
 import { summaryOf, withAncestors, type Rule, type StateNode } from "./tree.js";
 
 export const SNAPSHOT_FORMAT = "flowc.snapshot/2";
 export const SNAPSHOT_FORMAT_1 = "flowc.snapshot/1";
+/** written only when scheduled events are pending (`sends`): a runtime that does not know
+ * them refuses such a snapshot rather than lose them */
+export const SNAPSHOT_FORMAT_3 = "flowc.snapshot/3";
+const FORMATS: ReadonlySet<unknown> = new Set([SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_3]);
 const FIELDS = new Set([
   "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
-  "timers", "keys", "configuration", "histories", "lineage", "retired_states",
+  "timers", "keys", "configuration", "histories", "lineage", "retired_states", "sends",
 ]);
 
 /** A snapshot that does not fit this machine (Python's `SnapshotError`). */
@@ -51,6 +56,11 @@ export function writeSnapshot(inst: Instance): Json {
     })),
     keys: Object.fromEntries(inst.keysRef()),
   };
+  const sends = inst.sendsRef();
+  if (sends.length > 0) {
+    snap.format = SNAPSHOT_FORMAT_3;
+    snap.sends = sends.map((x) => ({ id: x.id, due: msToIso(x.due), event: x.event, payload: m.semantics.plain(copyJson(x.payload)) }));
+  }
   if (m.hierarchical) {
     snap.configuration = inst.leafNames();
     snap.histories = Object.fromEntries([...inst.historiesRef()].map(([h, v]) => [h, v.map((s) => s.name)]));
@@ -72,7 +82,7 @@ function parse(m: Machine, snapshot: object | string): Json {
   const unknown = Object.keys(data).filter((k) => !FIELDS.has(k)).sort();
   if (unknown.length > 0) throw new SnapshotError(`the snapshot has an unknown field '${unknown[0] ?? ""}'`);
   const format = data.format ?? SNAPSHOT_FORMAT;
-  if (format !== SNAPSHOT_FORMAT && format !== SNAPSHOT_FORMAT_1) throw new SnapshotError(`unknown snapshot format ${JSON.stringify(format)}`);
+  if (!FORMATS.has(format)) throw new SnapshotError(`unknown snapshot format ${JSON.stringify(format)}`);
   if (data.flow !== m.name) throw new SnapshotError(`the snapshot is of flow ${JSON.stringify(data.flow)}, not '${m.name}'`);
   const version = data.version ?? m.version;
   if (typeof version !== "number" || !Number.isInteger(version) || version > m.version) {
@@ -167,6 +177,31 @@ function enteredAt(history: Entry[], state: string): number {
     if (e !== undefined && e.target === state && e.source !== state) return e.at;
   }
   return history[history.length - 1]?.at ?? 0;
+}
+
+/** The snapshot's scheduled events (format /3), each of an event of this flow, soonest first. */
+function sendsOf(raw: unknown, m: Machine): Scheduled[] {
+  if (raw === undefined || raw === null || raw === false || (Array.isArray(raw) && raw.length === 0)) return [];
+  if (!Array.isArray(raw)) throw new SnapshotError("malformed snapshot scheduled events");
+  const sends = raw.map((item: unknown, n): Scheduled => {
+    if (!isObject(item) || !("event" in item) || !("id" in item) || !("due" in item)) {
+      throw new SnapshotError("malformed snapshot scheduled events");
+    }
+    const { event, id } = item;
+    const payload = item.payload ?? null;
+    if (typeof event !== "string" || !m.events.has(event) || typeof id !== "string") {
+      throw new SnapshotError(`scheduled event ${n} of the snapshot (${JSON.stringify(event)}, id ${JSON.stringify(id)}) is not an event of ${m.name} version ${m.version}`);
+    }
+    if (payload !== null && !isObject(payload)) throw new SnapshotError(`scheduled event ${n} of the snapshot has a malformed payload`);
+    let due: number;
+    try {
+      due = toMs(item.due);
+    } catch (e) {
+      throw new SnapshotError(`malformed snapshot scheduled events: ${String(e).slice(0, 200)}`);
+    }
+    return { due, id, event, payload: payload === null ? null : (m.semantics.fromPlain(copyJson(payload)) as Json) };
+  });
+  return sends.sort((a, b) => a.due - b.due);
 }
 
 /** Match the snapshot's timers to the timer rules of the active states: by index when the
@@ -266,5 +301,6 @@ export function restoreInstance(m: Machine, snapshot: object | string, opts: Res
   inst.retired = retired;
   const rules = config.flatMap((s) => s.timers);
   inst.setTimers(timersOf(rules, data.timers ?? [], enteredAt(history, state.name), !sameFlow, m));
+  inst.setSends(sendsOf(data.sends, m));
   return inst;
 }

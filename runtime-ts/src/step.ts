@@ -1,10 +1,11 @@
 // Taking a step: the engine's macrostep on working copies, then the commit (history entry,
-// context, configuration, timers) or, if anything refused or faulted, nothing.
+// context, configuration, timers, scheduled events) or, if anything refused or faulted, nothing.
 import { Macrostep, Microsteps, newOutputs, Refusal, RoutingLoop, rivals, type Ctx } from "./engine.js";
 import type { Entry } from "./history.js";
 import { StepResult } from "./history.js";
 import type { Instance } from "./instance.js";
 import type { Rejection } from "./outcome.js";
+import { SendRefused, sendsAfter, type Scheduled } from "./scheduled.js";
 import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
 
@@ -88,6 +89,15 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
     if (!(exc instanceof DelayFault)) throw exc;
     return m.semantics.fault(exc.fault, exc.where, st, trig.event, trig.p, inst.ctxRef());
   }
+  let sends = inst.sendsRef();
+  if (run.outputs.scheduled.length > 0 || run.final) {
+    try {
+      sends = pendingSends(inst, run, now, inst.seq + 1);
+    } catch (exc) {
+      if (!(exc instanceof SendRefused)) throw exc;
+      return m.semantics.fault(exc.fault, exc.where, st, trig.event, trig.p, inst.ctxRef());
+    }
+  }
   const seq = inst.seq + 1;
   const before = inst.leafNames();
   const after = config.filter((s) => s.atomic).map((s) => s.name);
@@ -96,9 +106,16 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
     payload: trig.p, reason: trig.reason, via: [...run.via],
     leaves: st.atomic && dest.atomic ? null : [before, after],
   };
-  inst.commit(entry, c, config, run.histories, dueOrder(kept), trig.key);
+  inst.commit(entry, c, config, run.histories, [dueOrder(kept), sends], trig.key);
   const names = m.chart ? config.map((s) => s.name) : null;
   return new StepResult(entry, c, names, [...run.fired], run.outputs.effects, false, m.journaller);
+}
+
+/** The scheduled events after the macrostep `run` (step `seq`, at `now`); throws a
+ * `SendRefused`. */
+export function pendingSends(inst: Instance, run: Macrostep, now: number, seq: number): Scheduled[] {
+  const exec = inst.machine.exec;
+  return sendsAfter(inst.sendsRef(), run.outputs.scheduled, run.final, now, seq, (e, p) => exec.scheduledPayload(e, p));
 }
 
 /** After a timer step: the timers due with the one taken but not tried stay pending (tried

@@ -272,10 +272,11 @@ export function internalEvents(ir: FlowDef): Set<string> {
   return new Set(ir.states.filter((s) => parents.has(s.name)).map((s) => `done.state.${s.name}`));
 }
 
-/** The events that are tools: those a caller may send. */
+/** The events that are tools: those a caller may send (not `internal` ones, nor the
+ * `done.state.*` events the runtime raises). */
 export function toolEvents(ir: FlowDef): string[] {
   const internal = internalEvents(ir);
-  return ir.events.map((e) => e.name).filter((n) => !internal.has(n));
+  return ir.events.filter((e) => !e.internal && !internal.has(e.name)).map((e) => e.name);
 }
 
 /** Whether the instance's current state has a backward edge (what `back` could take). */

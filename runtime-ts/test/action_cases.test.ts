@@ -1,5 +1,5 @@
 // Every action case run by the Python runtime (tests/ts/make_action_cases.py) leaves the same
-// context, effects and raised events here, or the same fault or limit.
+// context, effects, raised and scheduled events here, or the same fault or limit.
 import { describe, expect, it } from "vitest";
 import { describeFault, ExprFault, LimitExceeded, newEnv, runActions } from "../src/expr.js";
 import { targetTypeOf, TypeSystem, type FieldDef } from "../src/types.js";
@@ -15,6 +15,7 @@ interface ActionCase {
   context?: string;
   effects?: string;
   raised?: string;
+  scheduled?: string;
   fault?: string;
   limit?: string;
 }
@@ -40,7 +41,7 @@ function run(c: ActionCase): Record<string, string | undefined> {
   const event = doc.ir.events.find((e) => e.name === "go");
   const payload = checkPayload(types.fields(event?.fields ?? [], "event go"), c.payload, { event: "go", limits });
   const scope = { c: initialContext(fields, {}), e: payload, s: STATE };
-  const env = newEnv({ limits, targetType: targetTypeOf(fields), declaredEffects: new Set(doc.ir.effects.map((e) => e.name)) });
+  const env = newEnv({ limits, targetType: targetTypeOf(fields), declaredEffects: new Set(doc.ir.effects.map((e) => e.name)), scheduled: [] });
   try {
     runActions(c.actions, scope, env);
   } catch (e) {
@@ -48,13 +49,17 @@ function run(c: ActionCase): Record<string, string | undefined> {
     if (e instanceof ExprFault) return { fault: describeFault(e) };
     throw e;
   }
-  return { context: dumps(scope.c), effects: dumps(env.effects), raised: dumps(env.raised) };
+  const done: Record<string, string> = { context: dumps(scope.c), effects: dumps(env.effects), raised: dumps(env.raised) };
+  const scheduled = env.scheduled ?? [];
+  if (scheduled.length > 0) done.scheduled = dumps(scheduled.map((x) => [x.id, x.event, x.payload, x.delayMs]));
+  return done;
 }
 
 describe("actions run as in the Python runtime", () => {
   const cases = DOC.cases;
   it.each(cases.map((c, i) => [i, c.source, c] as const))("case %i: %s", (_i, _source, c) => {
-    const expected = c.context !== undefined ? { context: c.context, effects: c.effects, raised: c.raised } : c.fault !== undefined ? { fault: c.fault } : { limit: c.limit };
+    const done = { context: c.context, effects: c.effects, raised: c.raised, ...(c.scheduled === undefined ? {} : { scheduled: c.scheduled }) };
+    const expected = c.context !== undefined ? done : c.fault !== undefined ? { fault: c.fault } : { limit: c.limit };
     expect(run(c), dumps(c.payload)).toEqual(expected);
   });
 });

@@ -756,7 +756,7 @@ def _snapshot_entry(row: HistoryRow) -> dict[str, Json]:
         "kind": kind,
         "source": row.source,
         "target": row.target,
-        "event": row.trigger if kind == "event" else None,
+        "event": row.trigger if kind in ("event", "scheduled") else None,
         "payload": row.payload,
         "reason": row.reason,
         "via": list(row.via),
@@ -772,6 +772,16 @@ def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
             data={k: t.get(k) for k in ("index", "target", "after_ms")},
         )
         for t in snapshot.get("timers") or ()
+    ] + [
+        # A scheduled event is a timer row too (`send:ID`: no rule index reads so), so that
+        # it survives restarts and one worker fires it.
+        TimerSpec(
+            timer_id=f"send:{x['id']}",
+            state=str(snapshot["state"]),
+            deadline=timer_deadline(x["due"]),
+            data={"event": x["event"], "id": x["id"]},
+        )
+        for x in snapshot.get("sends") or ()
     ]
 
 

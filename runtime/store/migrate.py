@@ -123,4 +123,8 @@ def migrate_snapshot(
     if state != snapshot.get("state"):
         # The old state's timers belong to rules of a state that is gone.
         out["timers"] = []
+    sends = [x for x in snapshot.get("sends") or () if x.get("event") in machine.events]
+    if "sends" in snapshot:
+        # A scheduled event of an event this version no longer declares is dropped.
+        out["sends"] = sends
     return out

@@ -110,7 +110,8 @@ class Replayer:
         self._patch(start.seq)
         self.first = ReplayedStep(start, self.instance.context, effects=started.start_effects)
         self.seq = start.seq
-        #: timer steps one `advance` fired beyond the row being re-run, for the next rows
+        #: timer and scheduled steps one `advance` fired beyond the row being re-run, for the
+        #: next rows
         self._fired: list[Outcome] = []
 
     def _patch(self, seq: int) -> bool:
@@ -147,7 +148,7 @@ class Replayer:
             self.clock.set(row.at)
         i = self.instance
         kind = _kind(row)
-        if kind == "timer":
+        if kind == "timer" or kind == "scheduled":  # a scheduled event is delivered by `advance`
             if not self._fired:
                 self._fired = list(i.advance(row.at))
             return self._fired.pop(0) if self._fired else None

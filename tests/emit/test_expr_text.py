@@ -117,3 +117,27 @@ def test_version_2_actions_print_as_source() -> None:
     assert action_text(Action(op="if", branches=(branch, branch, otherwise))) == (
         "if n > 2 { b = 1 } elif n > 2 { b = 1 } else { b = 0 }"
     )
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        'send ping(n: 2) after 5m as "r"',
+        "send ping after 90s",
+        "send ping after 1500ms as rid",
+        "send ping after wait * 2 s",
+        "send ping after backoff ms as event.id",
+        'cancel "r"',
+        "cancel rid",
+    ],
+)
+def test_scheduled_sends_and_cancels_print_as_source(action: str) -> None:
+    source = (
+        'flow t\ncontext { rid: str = "r", wait: int = 1, backoff: int = 5 }\n'
+        "internal event ping(n: int = 0)\nevent go(id: str)\n"
+        f"initial state A {{\n  on go -> A do {action}\n  on ping -> A\n}}\n"
+    )
+    flow = compile_source(source, "t.flow").flow
+    assert flow is not None
+    (written,) = next(t for t in flow.transitions if t.event == "go").actions
+    assert action_text(written) == action

@@ -181,6 +181,22 @@ CASES = [
         ' on go if event.n > 1 reject no "{{ event.n }} is too many"\n on go -> DONE\n}\n'
         "final state DONE\n",
     ),
+    (
+        "W323",
+        "flow d\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A\n on tally -> DONE }\nfinal state DONE\n",
+        "flow d\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A do send tally after 1s\n on tally -> DONE }\n"
+        "final state DONE\n",
+    ),
+    (
+        "W323",
+        "flow d\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A\n on tally -> DONE }\nfinal state DONE\n",
+        "flow d\ncontext { n: int = 0 }\ninternal event tally\nevent go\n"
+        "initial state A { on go -> A do n += 1; if n > 1 { raise tally }\n on tally -> DONE }\n"
+        "final state DONE\n",
+    ),
 ]
 
 

@@ -66,3 +66,23 @@ def test_a_file_that_does_not_parse_offers_keywords() -> None:
     ix = index(FLOW.replace("final state B", "final state B {{"))
     assert ix.occurrences == []
     assert "state" in [c.label for c in ix.complete_text("  on ", 4)]
+
+
+def test_a_scheduled_send_and_a_cancel_are_occurrences_of_their_names() -> None:
+    text = """flow demo
+context { rid: str = "r", wait: int = 1 }
+internal event ping
+event go
+initial state A {
+  on go -> A do send ping after wait s as rid; cancel rid
+  on ping -> B
+}
+final state B
+"""
+    ix = index(text)
+    pings = [(o.span.line, o.declaration) for o in ix.occurrences if o.key == ("ping",)]
+    assert pings == [(3, True), (6, False), (7, False)]
+    rids = [o.span.line for o in ix.occurrences if o.kind == "field" and o.key == ("rid",)]
+    assert rids == [2, 6, 6]
+    waits = [o.span.line for o in ix.occurrences if o.kind == "field" and o.key == ("wait",)]
+    assert waits == [2, 6]

@@ -3,7 +3,8 @@
 Each action text below is compiled as the one rule of a small flow (its context has fields of
 every type); its IR actions are run by `flowc.runtime`'s expression compiler on the flow's
 initial context, for a few payloads (checked and normalised as a sent payload is). The new
-context, the effects emitted and the events raised, or the fault or limit, are written to
+context, the effects emitted, the events raised and the scheduled events sent or cancelled,
+or the fault or limit, are written to
 runtime-ts/test/fixtures/action_cases.json, which runtime-ts/test/action_cases.test.ts replays:
 
     .venv/bin/python tests/ts/make_action_cases.py
@@ -73,6 +74,9 @@ ACTIONS = [
     "p.x = p.x + 1; p.y = p.x / 4; ps = ps + [p]", "m[\"k\"] = len(m); m = merge(m, event.m)",
     "for item in xs { xs = xs + [item] }", 'j = {"a": [[1]], "b": event.m}', "s = s + s + s",
     'emit ping(n: 1, label: "abcdefgh")', 'raise other(k: 123456)',
+    "send other(k: event.n) after 5s as event.s", "send other after event.n m",
+    "send other(k: 1) after (0 - event.n) s as \"a\"; cancel \"a\"; cancel event.s",
+    "send other after 1s; send other(k: 2) after 2s",
 ]  # fmt: skip
 
 PAYLOADS: list[dict[str, Any]] = [
@@ -107,11 +111,14 @@ def _run(actions: list[Any], payload: dict[str, Any], limits: dict[str, int]) ->
         return {"limit": exc.detail}
     except FAULTS as exc:
         return {"fault": describe_fault(exc)}
-    return {
+    done = {
         "context": json.dumps(c, ensure_ascii=False),
         "effects": json.dumps(out.effects, ensure_ascii=False),
         "raised": json.dumps(out.raised, ensure_ascii=False),
     }
+    if out.scheduled:  # `send` and `cancel`: [id, event, payload, delay_ms] each
+        done["scheduled"] = json.dumps(out.scheduled, ensure_ascii=False)
+    return done
 
 
 def _header() -> dict[str, Any]:

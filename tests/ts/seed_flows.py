@@ -1,5 +1,6 @@
-"""The flows the TypeScript host tests run in both runtimes (the seed flows and the statechart
-examples), their start contexts, and their events files (tests/ts/events/, one per flow)."""
+"""The flows the TypeScript host tests run in both runtimes (the seed flows, the statechart
+examples and tests/testing/flows/reminders.flow), their start contexts, and their events files
+(tests/ts/events/, one per flow)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from flowc.compiler.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = Path(__file__).resolve().parent / "events"
-FLOWS = sorted([*ROOT.glob("flows/*.flow"), *ROOT.glob("flows/examples/*.flow")])
+#: The seed flows, the examples, and a flow with internal and scheduled events (IR version 4).
+FLOWS = sorted(
+    [
+        *ROOT.glob("flows/*.flow"),
+        *ROOT.glob("flows/examples/*.flow"),
+        ROOT / "tests" / "testing" / "flows" / "reminders.flow",
+    ]
+)
 #: The simulated start of every run: 2025-01-01T00:00:00Z.
 NOW = "2025-01-01T00:00:00Z"
 NOW_MS = 1735689600000

@@ -53,7 +53,7 @@ def both(cli: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tupl
 
 def test_every_seed_flow_and_example_has_an_events_file() -> None:
     assert {f.stem for f in FLOWS} == {p.stem for p in EVENTS.glob("*.jsonl")}
-    assert len(FLOWS) == 8
+    assert len(FLOWS) == 9
 
 
 @pytest.mark.parametrize("stem", [f.stem for f in FLOWS])
