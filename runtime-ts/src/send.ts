@@ -66,7 +66,8 @@ function enabledRules(inst: Instance, handled: StateNode[], event: string, p: un
 }
 
 /** `send` on the general path. `at`: a scheduled event's delivery (the flow's own send,
- * recorded at its deadline), which alone may send an `internal` event. */
+ * recorded at its deadline as a step of kind `scheduled`), which alone may send an
+ * `internal` event. */
 export function sendEvent(inst: Instance, event: string, payload: unknown, opts: StepOptions, at: number | null = null): Outcome {
   const m = inst.machine;
   const sem = m.semantics;
@@ -98,5 +99,6 @@ export function sendEvent(inst: Instance, event: string, payload: unknown, opts:
       return sem.rejection("backward_requires_force", st, event, p, ctx, { from: st.name, to: back.target?.name ?? null });
     }
   }
-  return take(inst, enabled, inst.trigger("event", event, p, opts, at));
+  // (a delivery is recorded as a step of its own kind: a replay delivers it again by `advance`)
+  return take(inst, enabled, inst.trigger(at === null ? "event" : "scheduled", event, p, opts, at));
 }

@@ -51,8 +51,8 @@ describe("internal events", () => {
 
   it("are not accepted events nor tools", () => {
     const [inst] = started();
-    expect(inst.acceptedEvents().map((e) => e.name)).toEqual(["submit", "snooze", "answer", "hold", "pause", "later", "close"]);
-    expect(toolEvents(loadFlow(IR))).toEqual(["submit", "snooze", "answer", "close", "hold", "pause", "later"]);
+    expect(inst.acceptedEvents().map((e) => e.name)).toEqual(["submit", "snooze", "answer", "hold", "pause", "later", "nudge", "close"]);
+    expect(toolEvents(loadFlow(IR))).toEqual(["submit", "snooze", "answer", "close", "hold", "pause", "later", "nudge"]);
     const names = new FlowTools([Machine.fromJSON(IR)]).names();
     expect(names.some((n) => n.includes("remind") || n.includes("check"))).toBe(false);
     expect(names.some((n) => n.includes("submit"))).toBe(true);
