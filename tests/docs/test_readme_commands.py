@@ -8,7 +8,8 @@ is a copy of a seed flow. The Use block promises exit 0 for every line ("0 succe
 Commands that wait for a user or run until stopped are driven so that they end:
 - `flowc lsp`, `flowc run ...` and `flowc mcp ...` read standard input, which is closed: each
   ends when its input does (as when an editor, a user or an agent hangs up);
-- `flowc worker` and `flowc inspect` run as written for a moment, then get SIGTERM (as a service
+- `flowc worker` and `flowc inspect` run as written until they are ready (the worker's handler
+  for SIGTERM installed, the inspector's address printed), then get SIGTERM (as a service
   manager stops them);
 - `flowc check --watch` runs as written until its first report, then gets SIGINT (Ctrl-C).
 """
@@ -22,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -101,19 +103,53 @@ def _run(command: str, folder: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     if stop is not None:
-        _stop_when_running(process, stop)
-    try:
-        output, _ = process.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()  # a server left running would hold its port for the rest of the suite
-        process.communicate()
-        raise
+        output = _stop_when_ready(process, stop)
+    else:
+        try:
+            output, _ = process.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()  # a server left running would hold its port for the rest of the suite
+            process.communicate()
+            raise
     assert process.returncode == 0, f"{command}: exit {process.returncode}\n{output.decode()}"
 
 
-def _stop_when_running(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    """Let the command start and run a moment, then signal it, as a terminal's Ctrl-C or a
-    service manager would."""
-    time.sleep(3.0)
-    assert process.poll() is None, "it should still be running"
-    process.send_signal(sig)
+def _stop_when_ready(process: subprocess.Popen[bytes], sig: signal.Signals) -> bytes:
+    """Signal the command once it is ready for it, as a terminal's Ctrl-C or a service manager
+    would, and return all it printed. Ready: it has printed its first line (`check --watch`
+    its report, `inspect` its address) or installed its own handler for `sig` (the worker
+    prints nothing until it stops); a fixed pause signalled a slow start (a loaded machine)
+    before its handler was there."""
+    out = process.stdout
+    assert out is not None
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(out.readline, b"")))
+    reader.start()
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (chunks or _catches(process.pid, sig)):
+            assert process.poll() is None, "it should still be running"
+            assert time.monotonic() < deadline, "it never became ready"
+            time.sleep(0.05)
+        time.sleep(0.5)  # a moment of running, as a user's session would have
+        assert process.poll() is None, "it should still be running"
+        process.send_signal(sig)
+        process.wait(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()  # a server left running would hold its port for the rest of the suite
+            process.wait()
+        reader.join(timeout=TIMEOUT)
+    return b"".join(chunks)
+
+
+def _catches(pid: int, sig: signal.Signals) -> bool:
+    """Whether process `pid` has a handler of its own for `sig` (Linux: /proc's SigCgt)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), "0")
+    # Every Python program catches SIGINT from its start (KeyboardInterrupt): only a handler
+    # for another signal says that the command is past its start.
+    return sig != signal.SIGINT and bool(int(mask, 16) >> (int(sig) - 1) & 1)
