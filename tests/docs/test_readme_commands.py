@@ -8,9 +8,8 @@ is a copy of a seed flow. The Use block promises exit 0 for every line ("0 succe
 Commands that wait for a user or run until stopped are driven so that they end:
 - `flowc lsp`, `flowc run ...` and `flowc mcp ...` read standard input, which is closed: each
   ends when its input does (as when an editor, a user or an agent hangs up);
-- `flowc worker` and `flowc inspect` run as written until they are ready (the worker's handler
-  for SIGTERM installed, the inspector's address printed), then get SIGTERM (as a service
-  manager stops them);
+- `flowc worker` and `flowc inspect` run as written until they have installed their handler for
+  SIGTERM, then get it (as a service manager stops them);
 - `flowc check --watch` runs as written until its first report, then gets SIGINT (Ctrl-C).
 """
 
@@ -116,10 +115,10 @@ def _run(command: str, folder: Path) -> None:
 
 def _stop_when_ready(process: subprocess.Popen[bytes], sig: signal.Signals) -> bytes:
     """Signal the command once it is ready for it, as a terminal's Ctrl-C or a service manager
-    would, and return all it printed. Ready: it has printed its first line (`check --watch`
-    its report, `inspect` its address) or installed its own handler for `sig` (the worker
-    prints nothing until it stops); a fixed pause signalled a slow start (a loaded machine)
-    before its handler was there."""
+    would, and return all it printed. Ready: it has installed its own handler for SIGTERM
+    (/proc's SigCgt: the worker, the inspector's server), or, for SIGINT, which every Python
+    program catches from its start, printed its first line (`check --watch` its report). A
+    fixed pause signalled a slow start (a loaded machine) before its handler was there."""
     out = process.stdout
     assert out is not None
     chunks: list[bytes] = []
@@ -127,7 +126,7 @@ def _stop_when_ready(process: subprocess.Popen[bytes], sig: signal.Signals) -> b
     reader.start()
     try:
         deadline = time.monotonic() + TIMEOUT
-        while not (chunks or _catches(process.pid, sig)):
+        while not (chunks if sig == signal.SIGINT else _catches(process.pid, sig)):
             assert process.poll() is None, "it should still be running"
             assert time.monotonic() < deadline, "it never became ready"
             time.sleep(0.05)
@@ -150,6 +149,4 @@ def _catches(pid: int, sig: signal.Signals) -> bool:
     except OSError:
         return False
     mask = next((ln.split()[1] for ln in status.splitlines() if ln.startswith("SigCgt:")), "0")
-    # Every Python program catches SIGINT from its start (KeyboardInterrupt): only a handler
-    # for another signal says that the command is past its start.
-    return sig != signal.SIGINT and bool(int(mask, 16) >> (int(sig) - 1) & 1)
+    return bool(int(mask, 16) >> (int(sig) - 1) & 1)
