@@ -27,7 +27,7 @@ import keyword
 import re
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flowc.compiler.diagnostics import Diagnostic
@@ -78,6 +78,8 @@ _STATE_TAGS = ("state", "parallel", "final", "history")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
 #: Event patterns resolved once every event is known (`resolve_pattern`).
 _PATTERN = re.compile(r"(?:, )?\0([^\0]*)\0")
+#: An SCXML event name flowc can declare (dotted words).
+_EVENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 #: Actions written once every event's fields are known (`_Importer.later`). XML forbids the
 #: character, so no text from the file holds one.
 _DEFERRED = re.compile(r"\x01(\d+)\x01")
@@ -173,6 +175,9 @@ class _Send:
     internal: bool
     address: Expr | None
     processor: Expr | None
+    #: For a computed event name read from a variable only ever given constant names: those
+    #: values and their declared events (each sent as a scheduled event of the runtime).
+    choices: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _SendRefused(Exception):
@@ -794,10 +799,10 @@ class _Importer:
         for effect, fields in self.effects.items():
             params = ", ".join(f"{f}: {t or 'json'}" for f, t in fields.items())
             lines.append(f"effect {effect}({params})" if params else f"effect {effect}")
-        if "send" in self.features:
+        if self.host_sends():
             lines.append(f"effect {SEND_EFFECT}(name: str, delay_ms: int, id: str, data: json)")
-        if "cancel" in self.features:
-            lines.append(f"effect {CANCEL_EFFECT}(id: str)")
+            if "cancel" in self.features:
+                lines.append(f"effect {CANCEL_EFFECT}(id: str)")
         if "log" in self.features:
             lines.append(f"effect {LOG_EFFECT}(label: str, value: json)")
         return lines
@@ -1295,8 +1300,14 @@ class _Importer:
             return f"append({var}, {expr_text(item)})"
         return f"{var} = {expr_text(value)}"
 
+    def host_sends(self) -> bool:
+        """Whether some send goes to the host (`emit scxml_send`): one with a computed event
+        name (`eventexpr`), which a scheduled event of the runtime cannot name."""
+        return "send" in self.features and "computed-event" in self.features
+
     def cancel(self, element: Element) -> str | None:
-        """`<cancel sendid>` or `<cancel sendidexpr>`: the host's effect that cancels a send."""
+        """`<cancel sendid>` or `<cancel sendidexpr>`: `cancel ID` (the runtime's scheduled
+        events), and the host's effect as well when the host has sends of its own."""
         self.features.add("cancel")
         if "sendid" in element.attrs:
             sendid = literal_text(element.attrs["sendid"])
@@ -1305,7 +1316,8 @@ class _Importer:
             if expr is None:
                 return None
             sendid = expr_text(expr)
-        return f"emit {CANCEL_EFFECT}(id: {sendid})"
+        host = f"; emit {CANCEL_EFFECT}(id: {sendid})"
+        return self.later(lambda: f"cancel {sendid}" + (host if self.host_sends() else ""))
 
     def foreach(self, element: Element, rest: list[Element]) -> tuple[str | None, bool]:
         """`<foreach array item index>`: `for item, index in array { … }`, and whether the
@@ -1501,7 +1513,23 @@ class _Importer:
             internal=target == "#_internal",
             address=address,
             processor=processor,
+            choices=self.event_choices(element) if name is not None else [],
         )
+
+    def event_choices(self, element: Element) -> list[tuple[str, str]]:
+        """The event names an `eventexpr` that reads a variable may give, each declared:
+        the constant strings the variable is ever given; empty when one is not a constant
+        or not an event name (the host then sends what it computes)."""
+        var = element.attrs.get("eventexpr", "").strip()
+        if var not in self.var_types:
+            return []
+        values = [text for text, _ in self.delays_of(flow_name(var, "v"))]
+        if not values or not all(_EVENT_NAME.fullmatch(v) for v in values):
+            return []
+        choices = [(v, event_flow_name(v)) for v in values]
+        for _, event in choices:
+            self.events.setdefault(event, {})
+        return choices
 
     def send_address(self, element: Element, target: str) -> Expr | None:
         """The session a send goes to (`targetexpr`, `#_scxml_` + an id), or None for this
@@ -1691,11 +1719,32 @@ class _Importer:
             if value is not None and key in declared:
                 items.append((key, value))
                 self.names.reads_session |= key == meta_field("origin")
+        if send.name is None:
+            return self.scheduled_send(send, items, delay_ms)
+        if send.choices:
+            branches = [
+                f"{send.name} == {literal_text(value)} "
+                f"{{ {self.send_emit(replace(send, event=event, name=None), delay_ms)} }}"
+                for value, event in send.choices
+            ]
+            host = self.send_emit(replace(send, choices=[]), delay_ms)
+            return f"if {' elif '.join(branches)} else {{ {host} }}"
         payload = "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in items) + "}"
         return (
             f"emit {SEND_EFFECT}(name: {send.name or literal_text(send.event)}, "
             f"delay_ms: {delay_ms}, id: {literal_text(send.sendid)}, data: {payload})"
         )
+
+    def scheduled_send(self, send: _Send, items: list[tuple[str, str]], delay_ms: int) -> str:
+        """A send of a named event to this session: a scheduled event of the runtime (SCXML's
+        external queue), `as` the document's id only (sends without one must not replace
+        each other). A delay of 0 is written as an expression: the runtime waits 1 ms, so the
+        event still comes after everything the step raises."""
+        args = ", ".join(f"{k}: {v}" for k, v in items)
+        event = f"{send.event}({args})" if args else send.event
+        delay = f"{delay_ms}ms" if delay_ms > 0 else "0 ms"
+        named = f" as {literal_text(send.sendid)}" if send.own_id is not None else ""
+        return f"send {event} after {delay}{named}"
 
     def delays_of(self, field_name: str) -> list[tuple[str, int | None]]:
         """The constant strings a variable is ever given (its `<data>` value and every
