@@ -6,10 +6,11 @@ element and its line. It never runs anything from the file: expressions go throu
 expressions.py, which only parses them.
 
 What a `<send>` to the session becomes: SCXML puts such events on the *external* queue, after
-the events the step raises, possibly after a delay; flowc's `raise` is the internal queue. So a
-`<send>` becomes the effect `scxml_send(name, delay_ms, id, data)`, which the host (the
-conformance runner, or any host honouring docs/scxml.md) delivers back to the instance as an
-external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
+the events the step raises, possibly after a delay; flowc's `raise` is the internal queue and
+its scheduled events (`send E(...) after D [as ID]`, `cancel ID`) the external one. Only a
+computed event name the runtime cannot name becomes the effect `scxml_send(name, delay_ms, id,
+data)`, which a host honouring docs/scxml.md (the conformance runner) delivers back to the
+instance once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
 `<send target="#_internal">` is a `raise`. A send SCXML cannot make raises what SCXML raises for
 it (error.execution, error.communication), checked where it runs when its target or type is
 computed.
