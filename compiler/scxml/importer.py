@@ -229,6 +229,8 @@ class _Importer:
         self.records: dict[str, dict[str, str]] = {}
         #: Actions written at the end (`later`), and whether the last action written fails.
         self.deferred: list[Callable[[], str]] = []
+        #: Events an export marked `flowc:internal` (only the flow itself sends them).
+        self.internal_events: set[str] = set()
         self.failed = False
         #: (flow event, fields its rule reads): also declared on the `event.*` events the rule
         #: covers, once they are known.
@@ -670,7 +672,10 @@ class _Importer:
             typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
             typed.update(_declared_fields(effect))
         for event in (c for c in kept if c.tag == "event"):
-            fields = self.events.setdefault(event_flow_name(event.attrs.get("name", "")), {})
+            name = event_flow_name(event.attrs.get("name", ""))
+            fields = self.events.setdefault(name, {})
+            if event.attrs.get(f"{FLOWC_NS} internal") == "true":
+                self.internal_events.add(name)
             for name, ty in _declared_fields(event):
                 fields[name] = ty
                 self.declared_fields.add(name)
@@ -796,7 +801,10 @@ class _Importer:
                 else f"{f}: {_FIELD_DEFAULTS.get(f) or _with_default(t)}"
                 for f, t in fields.items()
             )
-            lines.append(f"event {event}({params})" if params else f"event {event}")
+            internal = "internal " if event in self.internal_events else ""
+            lines.append(
+                f"{internal}event {event}({params})" if params else f"{internal}event {event}"
+            )
         for effect, fields in self.effects.items():
             params = ", ".join(f"{f}: {t or 'json'}" for f, t in fields.items())
             lines.append(f"effect {effect}({params})" if params else f"effect {effect}")
