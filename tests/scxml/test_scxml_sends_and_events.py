@@ -384,3 +384,28 @@ def test_delayed_sends_and_cancel_run_on_the_runtime_alone() -> None:
     # both ticks arrive (a send without an id replaces none), `boom` was cancelled
     assert (instance.state, instance.context["ticks"]) == ("s2", 2)
     assert clock() == 1.0
+
+
+def test_the_door_lock_example_times_out_and_relocks_on_the_runtime_alone() -> None:
+    path = Path(__file__).parents[2] / "examples" / "door_lock.scxml"
+    compiled = compile_source(imported(path.read_text(encoding="utf-8")), "door_lock.flow")
+    assert compiled.flow is not None and not compiled.errors
+    clock = FakeClock(0.0)
+    door = Machine.from_json(compiled.flow.to_json(), clock=clock).start(clock=clock)
+    for _ in range(3):
+        door.send("keypad.entered", {"digits": "0000"})
+    assert door.state == "lockout"
+    clock.set(60.0)
+    door.advance()  # the lockout's scheduled `lockout.over`
+    assert door.state == "locked"
+    door.send("keypad.entered", {"digits": "4711"})
+    door.send("door.closed")
+    clock.set(70.0)
+    door.send("door.opened")  # leaving `closed` cancels its relock
+    clock.set(200.0)
+    door.advance()
+    assert (door.state, door.next_deadline) == ("ajar", None)
+    door.send("door.closed")
+    clock.set(230.0)
+    door.advance()
+    assert door.state == "locked"
