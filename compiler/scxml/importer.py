@@ -33,6 +33,7 @@ from pathlib import Path
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.emit.expr_text import expr_text, literal_text
+from flowc.compiler.resolve import MAX_TIMER_MS
 from flowc.compiler.scxml.expressions import (
     EVENT_DATA_FIELD,
     EVENT_META_FIELDS,
@@ -141,12 +142,13 @@ def event_flow_name(text: str) -> str:
 
 
 def parse_delay(text: str) -> int | None:
-    """Milliseconds of a CSS2 duration (`1s`, `500ms`, `.5s`), or None."""
+    """Milliseconds of a CSS2 duration (`1s`, `500ms`, `.5s`), or None (not one, or longer
+    than the runtime's scheduled events may wait)."""
     match = _DURATION.match(text if not text.startswith(".") else "0" + text)
     if match is None:
         return None
-    number = float(match.group(1))
-    return round(number * _UNIT_MS[match.group(2) or "ms"])
+    ms = round(float(match.group(1)) * _UNIT_MS[match.group(2) or "ms"])
+    return ms if ms <= MAX_TIMER_MS else None
 
 
 @dataclass
@@ -1666,7 +1668,12 @@ class _Importer:
             raw = expr.value
         parsed = parse_delay(raw)
         if parsed is None:
-            self.error("E414", f"invalid delay `{raw}`", element)
+            self.error(
+                "E414",
+                f"invalid delay `{raw}`",
+                element,
+                f"a CSS2 duration (`500ms`, `1.5s`) of at most {MAX_TIMER_MS // 86_400_000}d",
+            )
             return None
         return _Delay(parsed)
 

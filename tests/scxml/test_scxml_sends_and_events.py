@@ -308,6 +308,8 @@ def test_a_send_to_a_session_checks_the_session_id_when_it_runs() -> None:
     [
         ('<onentry><send event="x" target="#_parent"/></onentry>', "E409"),
         ('<onentry><send event="x" type="basichttp"/></onentry>', "E409"),
+        # longer than a scheduled event may wait (36500 days)
+        ('<onentry><send event="x" delay="3153600001s"/></onentry>', "E414"),
         ('<onentry><send eventexpr="\'x\'" target="#_internal"/></onentry>', "E410"),
         ("<onentry><log expr=\"_ioprocessors['basichttp']\"/></onentry>", "E409"),
         ("<onentry><log expr=\"hasattr(_event, '__class__')\"/></onentry>", "E411"),
