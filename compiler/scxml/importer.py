@@ -1425,10 +1425,11 @@ class _Importer:
         return expr
 
     def send(self, element: Element) -> str | None:
-        """A `<send>`: to the session's external queue (`emit scxml_send`, which the host
-        delivers), to its internal queue (`#_internal`: `raise`), or the error SCXML raises
-        for it (error.execution: an invalid target or an unknown type; error.communication: a
-        session that is not this one). A computed target or type is checked where it runs."""
+        """A `<send>`: to the session's external queue (a scheduled `send`; `emit scxml_send`
+        for a computed event name), to its internal queue (`#_internal`: `raise`), or the
+        error SCXML raises for it (error.execution: an invalid target or an unknown type;
+        error.communication: a session that is not this one). A computed target or type is
+        checked where it runs."""
         self.features.add("send")
         # The id first: SCXML stores it in `idlocation` before the send can fail, and the error
         # of a failed send carries it.
@@ -1722,7 +1723,9 @@ class _Importer:
         return f"if {' elif '.join(branches)} else {{ {self.send_error(send)} }}"
 
     def send_emit(self, send: _Send, delay_ms: int) -> str:
-        """`emit scxml_send(...)`, its data holding the `_event` fields the event declares."""
+        """The send to the external queue: a scheduled `send` of a named event (or of each
+        name a computed one may take), else `emit scxml_send(...)` for the host; its data
+        holds the `_event` fields the event declares."""
         items = list(send.data)
         declared = self.events.get(send.event, {})
         extra = [
