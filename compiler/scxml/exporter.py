@@ -270,6 +270,7 @@ class _Writer:
             with _at(self.where.events.get(event.name, NO_SPAN)):
                 fields = _fields_text(event.fields)
             attr = f" fields={quoteattr(fields)}" if fields else ""
+            attr += ' flowc:internal="true"' if event.internal else ""
             self.lines.append(f"  <flowc:event name={quoteattr(event.name)}{attr}/>")
         for effect in flow.effects:
             if effect.name in _SCXML_EFFECTS:
@@ -456,6 +457,12 @@ class _Writer:
             return f'<send event={quoteattr(a.event or "")} target="#_internal">{params}</send>'
         if a.op == "emit":
             return self.effect(a)
+        if a.op == "send":
+            return self.scheduled_send(a)
+        if a.op == "cancel" and a.key is not None:
+            if a.key.op == "lit":
+                return f"<cancel sendid={quoteattr(str(a.key.value))}/>"
+            return f"<cancel sendidexpr={quoteattr(python_text(a.key))}/>"
         if a.op == "if":
             return self.conditional(a)
         if a.op in ("for", "each") and a.value is not None and a.branches:
@@ -464,6 +471,21 @@ class _Writer:
             head = f"<foreach array={quoteattr(python_text(a.value))} item={quoteattr(a.target[0])}"
             return f"{head}{index}>{body}</foreach>"
         raise _Refused(f"the action `{a.op}`")
+
+    def scheduled_send(self, a: Action) -> str:
+        """`send E(...) after D [as ID]`: a `<send>` to the session (SCXML's external queue)
+        with a constant delay and id; the shortest delay is written as none."""
+        delay, key = a.delay, a.key
+        if delay is None or delay.op != "lit" or not isinstance(delay.value, int):
+            raise _Refused("a scheduled `send` with a computed delay")
+        if key is not None and key.op != "lit":
+            raise _Refused("a scheduled `send` with a computed id")
+        attrs = f" event={quoteattr(a.event or '')}"
+        if key is not None:
+            attrs += f" id={quoteattr(str(key.value))}"
+        if delay.value > 1:
+            attrs += f' delay="{delay.value}ms"'
+        return f"<send{attrs}>{self.params(a.value)}</send>"
 
     def conditional(self, a: Action) -> str:
         """`<if>`, `<elseif>`, `<else>`: an `if` action's branches."""

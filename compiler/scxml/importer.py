@@ -6,10 +6,11 @@ element and its line. It never runs anything from the file: expressions go throu
 expressions.py, which only parses them.
 
 What a `<send>` to the session becomes: SCXML puts such events on the *external* queue, after
-the events the step raises, possibly after a delay; flowc's `raise` is the internal queue. So a
-`<send>` becomes the effect `scxml_send(name, delay_ms, id, data)`, which the host (the
-conformance runner, or any host honouring docs/scxml.md) delivers back to the instance as an
-external event once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
+the events the step raises, possibly after a delay; flowc's `raise` is the internal queue and
+its scheduled events (`send E(...) after D [as ID]`, `cancel ID`) the external one. Only a
+computed event name the runtime cannot name becomes the effect `scxml_send(name, delay_ms, id,
+data)`, which a host honouring docs/scxml.md (the conformance runner) delivers back to the
+instance once `delay_ms` has passed, unless a `scxml_cancel(id)` effect came first.
 `<send target="#_internal">` is a `raise`. A send SCXML cannot make raises what SCXML raises for
 it (error.execution, error.communication), checked where it runs when its target or type is
 computed.
@@ -27,11 +28,12 @@ import keyword
 import re
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.emit.expr_text import expr_text, literal_text
+from flowc.compiler.resolve import MAX_TIMER_MS
 from flowc.compiler.scxml.expressions import (
     EVENT_DATA_FIELD,
     EVENT_META_FIELDS,
@@ -78,6 +80,8 @@ _STATE_TAGS = ("state", "parallel", "final", "history")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
 #: Event patterns resolved once every event is known (`resolve_pattern`).
 _PATTERN = re.compile(r"(?:, )?\0([^\0]*)\0")
+#: An SCXML event name flowc can declare (dotted words).
+_EVENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 #: Actions written once every event's fields are known (`_Importer.later`). XML forbids the
 #: character, so no text from the file holds one.
 _DEFERRED = re.compile(r"\x01(\d+)\x01")
@@ -138,12 +142,13 @@ def event_flow_name(text: str) -> str:
 
 
 def parse_delay(text: str) -> int | None:
-    """Milliseconds of a CSS2 duration (`1s`, `500ms`, `.5s`), or None."""
+    """Milliseconds of a CSS2 duration (`1s`, `500ms`, `.5s`), or None (not one, or longer
+    than the runtime's scheduled events may wait)."""
     match = _DURATION.match(text if not text.startswith(".") else "0" + text)
     if match is None:
         return None
-    number = float(match.group(1))
-    return round(number * _UNIT_MS[match.group(2) or "ms"])
+    ms = round(float(match.group(1)) * _UNIT_MS[match.group(2) or "ms"])
+    return ms if ms <= MAX_TIMER_MS else None
 
 
 @dataclass
@@ -173,6 +178,9 @@ class _Send:
     internal: bool
     address: Expr | None
     processor: Expr | None
+    #: For a computed event name read from a variable only ever given constant names: those
+    #: values and their declared events (each sent as a scheduled event of the runtime).
+    choices: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _SendRefused(Exception):
@@ -223,6 +231,8 @@ class _Importer:
         self.records: dict[str, dict[str, str]] = {}
         #: Actions written at the end (`later`), and whether the last action written fails.
         self.deferred: list[Callable[[], str]] = []
+        #: Events an export marked `flowc:internal` (only the flow itself sends them).
+        self.internal_events: set[str] = set()
         self.failed = False
         #: (flow event, fields its rule reads): also declared on the `event.*` events the rule
         #: covers, once they are known.
@@ -664,7 +674,10 @@ class _Importer:
             typed = self.effects.setdefault(flow_name(effect.attrs.get("name", ""), "e"), {})
             typed.update(_declared_fields(effect))
         for event in (c for c in kept if c.tag == "event"):
-            fields = self.events.setdefault(event_flow_name(event.attrs.get("name", "")), {})
+            name = event_flow_name(event.attrs.get("name", ""))
+            fields = self.events.setdefault(name, {})
+            if event.attrs.get(f"{FLOWC_NS} internal") == "true":
+                self.internal_events.add(name)
             for name, ty in _declared_fields(event):
                 fields[name] = ty
                 self.declared_fields.add(name)
@@ -790,14 +803,17 @@ class _Importer:
                 else f"{f}: {_FIELD_DEFAULTS.get(f) or _with_default(t)}"
                 for f, t in fields.items()
             )
-            lines.append(f"event {event}({params})" if params else f"event {event}")
+            internal = "internal " if event in self.internal_events else ""
+            lines.append(
+                f"{internal}event {event}({params})" if params else f"{internal}event {event}"
+            )
         for effect, fields in self.effects.items():
             params = ", ".join(f"{f}: {t or 'json'}" for f, t in fields.items())
             lines.append(f"effect {effect}({params})" if params else f"effect {effect}")
-        if "send" in self.features:
+        if self.host_sends():
             lines.append(f"effect {SEND_EFFECT}(name: str, delay_ms: int, id: str, data: json)")
-        if "cancel" in self.features:
-            lines.append(f"effect {CANCEL_EFFECT}(id: str)")
+            if "cancel" in self.features:
+                lines.append(f"effect {CANCEL_EFFECT}(id: str)")
         if "log" in self.features:
             lines.append(f"effect {LOG_EFFECT}(label: str, value: json)")
         return lines
@@ -1295,8 +1311,14 @@ class _Importer:
             return f"append({var}, {expr_text(item)})"
         return f"{var} = {expr_text(value)}"
 
+    def host_sends(self) -> bool:
+        """Whether some send goes to the host (`emit scxml_send`): one with a computed event
+        name (`eventexpr`), which a scheduled event of the runtime cannot name."""
+        return "send" in self.features and "computed-event" in self.features
+
     def cancel(self, element: Element) -> str | None:
-        """`<cancel sendid>` or `<cancel sendidexpr>`: the host's effect that cancels a send."""
+        """`<cancel sendid>` or `<cancel sendidexpr>`: `cancel ID` (the runtime's scheduled
+        events), and the host's effect as well when the host has sends of its own."""
         self.features.add("cancel")
         if "sendid" in element.attrs:
             sendid = literal_text(element.attrs["sendid"])
@@ -1305,7 +1327,8 @@ class _Importer:
             if expr is None:
                 return None
             sendid = expr_text(expr)
-        return f"emit {CANCEL_EFFECT}(id: {sendid})"
+        host = f"; emit {CANCEL_EFFECT}(id: {sendid})"
+        return self.later(lambda: f"cancel {sendid}" + (host if self.host_sends() else ""))
 
     def foreach(self, element: Element, rest: list[Element]) -> tuple[str | None, bool]:
         """`<foreach array item index>`: `for item, index in array { … }`, and whether the
@@ -1402,10 +1425,11 @@ class _Importer:
         return expr
 
     def send(self, element: Element) -> str | None:
-        """A `<send>`: to the session's external queue (`emit scxml_send`, which the host
-        delivers), to its internal queue (`#_internal`: `raise`), or the error SCXML raises
-        for it (error.execution: an invalid target or an unknown type; error.communication: a
-        session that is not this one). A computed target or type is checked where it runs."""
+        """A `<send>`: to the session's external queue (a scheduled `send`; `emit scxml_send`
+        for a computed event name), to its internal queue (`#_internal`: `raise`), or the
+        error SCXML raises for it (error.execution: an invalid target or an unknown type;
+        error.communication: a session that is not this one). A computed target or type is
+        checked where it runs."""
         self.features.add("send")
         # The id first: SCXML stores it in `idlocation` before the send can fail, and the error
         # of a failed send carries it.
@@ -1501,7 +1525,23 @@ class _Importer:
             internal=target == "#_internal",
             address=address,
             processor=processor,
+            choices=self.event_choices(element) if name is not None else [],
         )
+
+    def event_choices(self, element: Element) -> list[tuple[str, str]]:
+        """The event names an `eventexpr` that reads a variable may give, each declared:
+        the constant strings the variable is ever given; empty when one is not a constant
+        or not an event name (the host then sends what it computes)."""
+        var = element.attrs.get("eventexpr", "").strip()
+        if var not in self.var_types:
+            return []
+        values = [text for text, _ in self.delays_of(flow_name(var, "v"))]
+        if not values or not all(_EVENT_NAME.fullmatch(v) for v in values):
+            return []
+        choices = [(v, event_flow_name(v)) for v in values]
+        for _, event in choices:
+            self.events.setdefault(event, {})
+        return choices
 
     def send_address(self, element: Element, target: str) -> Expr | None:
         """The session a send goes to (`targetexpr`, `#_scxml_` + an id), or None for this
@@ -1629,7 +1669,12 @@ class _Importer:
             raw = expr.value
         parsed = parse_delay(raw)
         if parsed is None:
-            self.error("E414", f"invalid delay `{raw}`", element)
+            self.error(
+                "E414",
+                f"invalid delay `{raw}`",
+                element,
+                f"a CSS2 duration (`500ms`, `1.5s`) of at most {MAX_TIMER_MS // 86_400_000}d",
+            )
             return None
         return _Delay(parsed)
 
@@ -1678,7 +1723,9 @@ class _Importer:
         return f"if {' elif '.join(branches)} else {{ {self.send_error(send)} }}"
 
     def send_emit(self, send: _Send, delay_ms: int) -> str:
-        """`emit scxml_send(...)`, its data holding the `_event` fields the event declares."""
+        """The send to the external queue: a scheduled `send` of a named event (or of each
+        name a computed one may take), else `emit scxml_send(...)` for the host; its data
+        holds the `_event` fields the event declares."""
         items = list(send.data)
         declared = self.events.get(send.event, {})
         extra = [
@@ -1691,11 +1738,32 @@ class _Importer:
             if value is not None and key in declared:
                 items.append((key, value))
                 self.names.reads_session |= key == meta_field("origin")
+        if send.name is None:
+            return self.scheduled_send(send, items, delay_ms)
+        if send.choices:
+            branches = [
+                f"{send.name} == {literal_text(value)} "
+                f"{{ {self.send_emit(replace(send, event=event, name=None), delay_ms)} }}"
+                for value, event in send.choices
+            ]
+            host = self.send_emit(replace(send, choices=[]), delay_ms)
+            return f"if {' elif '.join(branches)} else {{ {host} }}"
         payload = "{" + ", ".join(f"{literal_text(k)}: {v}" for k, v in items) + "}"
         return (
             f"emit {SEND_EFFECT}(name: {send.name or literal_text(send.event)}, "
             f"delay_ms: {delay_ms}, id: {literal_text(send.sendid)}, data: {payload})"
         )
+
+    def scheduled_send(self, send: _Send, items: list[tuple[str, str]], delay_ms: int) -> str:
+        """A send of a named event to this session: a scheduled event of the runtime (SCXML's
+        external queue), `as` the document's id only (sends without one must not replace
+        each other). A delay of 0 is written as an expression: the runtime waits 1 ms, so the
+        event still comes after everything the step raises."""
+        args = ", ".join(f"{k}: {v}" for k, v in items)
+        event = f"{send.event}({args})" if args else send.event
+        delay = f"{delay_ms}ms" if delay_ms > 0 else "0 ms"
+        named = f" as {literal_text(send.sendid)}" if send.own_id is not None else ""
+        return f"send {event} after {delay}{named}"
 
     def delays_of(self, field_name: str) -> list[tuple[str, int | None]]:
         """The constant strings a variable is ever given (its `<data>` value and every

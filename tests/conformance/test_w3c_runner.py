@@ -57,3 +57,22 @@ def test_the_command_line_prints_each_test_and_the_totals(
     assert "test002      fail         ended in `s0`\n" in out
     assert "invoke (1): test003\n" in out
     assert out.endswith("3 tests: 0 pass, 2 fail, 1 unsupported\n")
+
+
+def test_without_the_host_only_the_runtime_delivers_sends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a computed event name is the host's to send; a named one is a scheduled event
+    body = (
+        "  <state id=\"s0\">\n    <onentry><send eventexpr=\"'go' + 'ne'\"/>"
+        '<send event="tick" delay="1s"/></onentry>\n'
+        '    <transition event="gone" target="s1"/>\n  </state>\n'
+        '  <state id="s1"><transition event="tick" target="pass"/></state>\n'
+        '  <final id="pass"/>'
+    )
+    write(tmp_path, "test010", body.replace("gone", "tick").replace("s1", "pass", 1), "")
+    write(tmp_path, "test011", body)
+    assert [o.status for o in run_all([tmp_path])] == ["pass", "pass"]
+    assert [o.status for o in run_all([tmp_path], host=False)] == ["pass", "fail"]
+    assert main([str(tmp_path), "--no-host"]) == 0
+    assert capsys.readouterr().out.endswith("2 tests: 1 pass, 1 fail, 0 unsupported\n")

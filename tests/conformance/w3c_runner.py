@@ -1,6 +1,6 @@
 """The W3C SCXML conformance runner: import, compile and run each test of a directory.
 
-    python tests/conformance/w3c_runner.py DIR [DIR ...] [--json] [--features]
+    python tests/conformance/w3c_runner.py DIR [DIR ...] [--json] [--features] [--no-host]
 
 A test passes when the instance reaches its `pass` final state. Each test is reported as
 `pass`, `fail` or `unsupported`, with a reason:
@@ -12,6 +12,8 @@ A test passes when the instance reaches its `pass` final state. Each test is rep
 The runner is the host the imported flows expect (docs/scxml.md): it delivers the
 `scxml_send` effects back to the instance as external events, after their delay on a fake
 clock, drops those a `scxml_cancel` names, and fires the flow's own timers in between.
+With `--no-host` it delivers none of those effects: only the runtime's own timers and
+scheduled events move the chart (what `flowc import scxml` and the runtime do alone).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def test_files(directories: Iterable[Path]) -> Iterator[Path]:
                 yield path
 
 
-def run_test(path: Path) -> Outcome:
+def run_test(path: Path, host: bool = True) -> Outcome:
     # The suite's Python-datamodel files keep `datamodel="ecmascript"` in places while their
     # expressions are Python: read them all as Python.
     imported = import_file(path, datamodel="python")
@@ -76,9 +78,9 @@ def run_test(path: Path) -> Outcome:
             instance = machine.start(clock=clock)
     except Rejected as exc:
         return Outcome(path.stem, "fail", f"start refused: {exc}", features)
-    host = _Host(instance, clock)
-    host.take(_start_effects(instance) or around_start.effects)
-    host.run()
+    runner = _Host(instance, clock, deliver=host)
+    runner.take(_start_effects(instance) or around_start.effects)
+    runner.run()
     if instance.state == "pass":
         return Outcome(path.stem, "pass", "", features)
     return Outcome(path.stem, "fail", f"ended in `{instance.state}`", features)
@@ -95,14 +97,18 @@ def _start_effects(instance: Instance) -> list[dict[str, Any]]:
 class _Host:
     """SCXML's external queue, kept outside the instance as the imported flows expect."""
 
-    def __init__(self, instance: Instance, clock: FakeClock) -> None:
+    def __init__(self, instance: Instance, clock: FakeClock, deliver: bool = True) -> None:
         self.instance = instance
+        #: False: the `scxml_send`/`scxml_cancel` effects are ignored (no send host).
+        self.deliver = deliver
         self.clock = clock
         self.queue: list[tuple[float, int, str, str, dict[str, Any]]] = []
         self.seq = 0
         self.cancelled: set[str] = set()
 
     def take(self, effects: Iterable[Any]) -> None:
+        if not self.deliver:
+            return
         for effect in effects:
             # `StepResult.effects` holds {"effect", "payload"} dicts; a collector, tuples.
             if isinstance(effect, tuple):
@@ -143,8 +149,8 @@ class _Host:
                 return
 
 
-def run_all(directories: Iterable[Path]) -> list[Outcome]:
-    return [run_test(path) for path in test_files(directories)]
+def run_all(directories: Iterable[Path], host: bool = True) -> list[Outcome]:
+    return [run_test(path, host) for path in test_files(directories)]
 
 
 def totals(outcomes: list[Outcome]) -> dict[str, int]:
@@ -170,8 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--features", action="store_true", help="also list the tests using each feature"
     )
+    parser.add_argument(
+        "--no-host",
+        action="store_true",
+        help="deliver no scxml_send/scxml_cancel effect: the runtime alone",
+    )
     args = parser.parse_args(argv)
-    outcomes = run_all(args.directories)
+    outcomes = run_all(args.directories, host=not args.no_host)
     if args.json:
         print(
             json.dumps(

@@ -428,3 +428,46 @@ def test_a_function_the_table_gives_no_python_form_is_refused(name: str) -> None
     assert exported.text is None
     assert [d.code for d in exported.diagnostics] == ["E420"]
     assert f"`{name}`" in exported.diagnostics[0].message
+
+
+SCHEDULING = """flow reminder
+context { rid: str = "again" }
+event submit(ticket: str)
+event answer
+internal event remind(round: int)
+initial state WAITING {
+  on submit -> WAITING do send remind(round: 1) after 30s as "first"; send answer after 0 ms
+  on remind if event.round < 3 -> WAITING do send remind(round: event.round + 1) after 1h as "again"
+  on remind -> GAVE_UP
+  on answer -> DONE do cancel "again"; cancel rid
+}
+final state GAVE_UP
+final state DONE
+"""
+
+
+def test_scheduled_sends_and_cancels_are_sends_to_the_session_and_come_back() -> None:
+    scxml, back = there_and_back(SCHEDULING)
+    assert '<send event="remind" id="first" delay="30000ms"><param name="round" expr="1"/>' in scxml
+    assert '<send event="answer"></send>' in scxml  # the shortest delay: none
+    assert '<cancel sendid="again"/><cancel sendidexpr="rid"/>' in scxml.replace("\n      ", "")
+    assert '<flowc:event name="remind" fields="round: int" flowc:internal="true"/>' in scxml
+    assert "internal event remind(round: int)\n" in back
+    assert (
+        'send remind(round: 1) after 30000ms as "first"; send answer after 0 ms' in back
+        and 'cancel "again"; cancel rid' in back
+    )
+    assert compile_source(back, "back.flow").flow is not None
+
+
+@pytest.mark.parametrize("action", ['send answer after d s as "x"', "send answer after 1s as rid"])
+def test_a_scheduled_send_with_a_computed_delay_or_id_is_refused(action: str) -> None:
+    source = (
+        'flow t\ncontext { d: int = 5, rid: str = "r" }\nevent answer\n'
+        f"initial state A {{\n  on answer -> A do {action}\n}}\n"
+    )
+    result = compile_source(source, "t.flow")
+    assert result.flow is not None, [str(d) for d in result.diagnostics]
+    refused = export_scxml(result.flow, "t.flow", result.where)
+    assert refused.text is None and [d.code for d in refused.diagnostics] == ["E420"]
+    assert "scheduled `send` with a computed" in refused.diagnostics[0].message

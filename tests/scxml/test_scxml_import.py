@@ -148,14 +148,17 @@ def test_executable_content_becomes_actions() -> None:
     entry = next(line.strip() for line in text.splitlines() if "entry do" in line)
     assert entry.split("; ") == [
         "entry do raise poke",
-        'emit scxml_send(name: "later", delay_ms: 1500, id: "t1", data: {})',
+        # sends to the session are the runtime's scheduled events; only the document's
+        # ids (`id`, `idlocation`) are theirs, so that sends without one never replace
+        # each other; a delay of 0 is the runtime's shortest (after what the step raises)
+        'send later after 1500ms as "t1"',
         'sid = "send1"',
-        'emit scxml_send(name: "soon", delay_ms: 20, id: "send1", data: {})',
-        'emit scxml_send(name: "now", delay_ms: 0, id: "send2", data: {"v": x + 1})',
-        'emit scxml_send(name: "names", delay_ms: 0, id: "send3", data: {"x": x, "who": who})',
+        'send soon after 20ms as "send1"',
+        "send now(v: x + 1) after 0 ms",
+        "send names(x: x, who: who) after 0 ms",
         "raise inside(v: x)",
-        'emit scxml_cancel(id: "t1")',
-        "emit scxml_cancel(id: sid)",
+        'cancel "t1"',
+        "cancel sid",
         'emit scxml_log(label: "state", value: "exec")',
         'emit scxml_log(label: "", value: sessionid)',
     ]
@@ -167,8 +170,8 @@ def test_executable_content_becomes_actions() -> None:
     assert "event now(v: int = 0)\n" in text
     assert 'event names(x: int = 0, who: str = "")\n' in text
     assert "event inside(v: int = 0)\n" in text
-    assert "effect scxml_send(name: str, delay_ms: int, id: str, data: json)\n" in text
-    assert "effect scxml_cancel(id: str)\neffect scxml_log(label: str, value: json)\n" in text
+    assert "effect scxml_send" not in text and "effect scxml_cancel" not in text
+    assert "effect scxml_log(label: str, value: json)\n" in text
     assert '  sid: str = ""\n' in text and '  sessionid: str = "exec"\n' in text
 
 

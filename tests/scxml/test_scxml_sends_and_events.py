@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from charts import chart
 
+from flowc.compiler.driver import compile_source
 from flowc.compiler.scxml.importer import import_scxml
+from flowc.runtime import FakeClock, Machine
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "conformance"))
 from w3c_runner import run_test
@@ -262,11 +264,13 @@ PASSING = {
 }
 
 
+@pytest.mark.parametrize("host", [True, False], ids=["host", "runtime_alone"])
 @pytest.mark.parametrize("name", sorted(PASSING))
-def test_charts_pass_with_the_runner(name: str, tmp_path: Path) -> None:
+def test_charts_pass_with_the_runner(name: str, host: bool, tmp_path: Path) -> None:
+    # runtime_alone: no send host, the runtime's scheduled events are SCXML's external queue
     path = tmp_path / f"test_{name}.scxml"
     path.write_text(PASSING[name], encoding="utf-8")
-    outcome = run_test(path)
+    outcome = run_test(path, host)
     assert (outcome.status, outcome.reason) == ("pass", "")
 
 
@@ -295,7 +299,7 @@ def test_a_send_to_a_session_checks_the_session_id_when_it_runs() -> None:
     text = imported(
         chart('  <state id="s0"><onentry><send event="x" target="#_scxml_me"/></onentry></state>')
     )
-    assert 'if sessionid == "me" { emit scxml_send(' in text
+    assert 'if sessionid == "me" { send x after 0 ms }' in text
     assert "else { raise error.communication }" in text
 
 
@@ -304,6 +308,8 @@ def test_a_send_to_a_session_checks_the_session_id_when_it_runs() -> None:
     [
         ('<onentry><send event="x" target="#_parent"/></onentry>', "E409"),
         ('<onentry><send event="x" type="basichttp"/></onentry>', "E409"),
+        # longer than a scheduled event may wait (36500 days)
+        ('<onentry><send event="x" delay="3153600001s"/></onentry>', "E414"),
         ('<onentry><send eventexpr="\'x\'" target="#_internal"/></onentry>', "E410"),
         ("<onentry><log expr=\"_ioprocessors['basichttp']\"/></onentry>", "E409"),
         ("<onentry><log expr=\"hasattr(_event, '__class__')\"/></onentry>", "E411"),
@@ -331,3 +337,77 @@ def test_what_stays_refused(body: str, code: str) -> None:
     result = import_scxml(chart(f'  <state id="s0">{body}</state>'), "chart.scxml")
     assert result.flow_text is None
     assert code in {d.code for d in result.diagnostics}, [str(d) for d in result.diagnostics]
+
+
+#: Delayed sends with and without ids, a send of delay 0 after a raise, a cancel by id.
+SCHEDULED = chart(
+    """  <datamodel><data id="ticks" expr="0"/></datamodel>
+  <state id="s0">
+    <onentry>
+      <send event="tick" delay="1s"/>
+      <send event="tick" delay="1s"/>
+      <send event="boom" delay="2s" id="b"/>
+      <send event="go"><param name="n" expr="7"/></send>
+      <raise event="inside"/>
+    </onentry>
+    <transition event="inside" target="s1"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <transition event="go" cond="_event.data['n'] == 7" target="s2">
+      <cancel sendid="b"/>
+    </transition>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s2">
+    <transition event="tick"><assign location="ticks" expr="ticks + 1"/></transition>
+    <transition event="boom" target="fail"/>
+  </state>
+  <final id="fail"/>"""
+)
+
+
+def test_delayed_sends_and_cancel_run_on_the_runtime_alone() -> None:
+    text = imported(SCHEDULED)
+    assert "emit" not in text  # nothing for a host to deliver
+    entry = next(line.strip() for line in text.splitlines() if "entry do" in line)
+    assert entry == (
+        "entry do send tick after 1000ms; send tick after 1000ms; "
+        'send boom after 2000ms as "b"; send go(n: 7) after 0 ms; raise inside'
+    )
+    compiled = compile_source(text, "scheduled.flow")
+    assert compiled.flow is not None and not compiled.errors, [str(d) for d in compiled.errors]
+    clock = FakeClock(0.0)
+    instance = Machine.from_json(compiled.flow.to_json(), clock=clock).start(clock=clock)
+    assert instance.state == "s1"  # `inside`, raised, comes before `go`, sent with delay 0
+    while (due := instance.next_deadline) is not None:
+        clock.set(due.timestamp())
+        instance.advance()
+    # both ticks arrive (a send without an id replaces none), `boom` was cancelled
+    assert (instance.state, instance.context["ticks"]) == ("s2", 2)
+    assert clock() == 1.0
+
+
+def test_the_door_lock_example_times_out_and_relocks_on_the_runtime_alone() -> None:
+    path = Path(__file__).parents[2] / "examples" / "door_lock.scxml"
+    compiled = compile_source(imported(path.read_text(encoding="utf-8")), "door_lock.flow")
+    assert compiled.flow is not None and not compiled.errors
+    clock = FakeClock(0.0)
+    door = Machine.from_json(compiled.flow.to_json(), clock=clock).start(clock=clock)
+    for _ in range(3):
+        door.send("keypad.entered", {"digits": "0000"})
+    assert door.state == "lockout"
+    clock.set(60.0)
+    door.advance()  # the lockout's scheduled `lockout.over`
+    assert door.state == "locked"
+    door.send("keypad.entered", {"digits": "4711"})
+    door.send("door.closed")
+    clock.set(70.0)
+    door.send("door.opened")  # leaving `closed` cancels its relock
+    clock.set(200.0)
+    door.advance()
+    assert (door.state, door.next_deadline) == ("ajar", None)
+    door.send("door.closed")
+    clock.set(230.0)
+    door.advance()
+    assert door.state == "locked"

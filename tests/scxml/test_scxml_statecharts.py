@@ -144,11 +144,15 @@ PASSING = {
 }
 
 
+@pytest.mark.parametrize("host", [True, False], ids=["host", "runtime_alone"])
 @pytest.mark.parametrize("name", sorted(PASSING))
-def test_charts_written_for_flowc_pass_with_the_runner(name: str, tmp_path: Path) -> None:
+def test_charts_written_for_flowc_pass_with_the_runner(
+    name: str, host: bool, tmp_path: Path
+) -> None:
+    # runtime_alone: no send host, the runtime's scheduled events are SCXML's external queue
     path = tmp_path / f"test_{name}.scxml"
     path.write_text(PASSING[name], encoding="utf-8")
-    outcome = run_test(path)
+    outcome = run_test(path, host)
     assert (outcome.status, outcome.reason) == ("pass", "")
 
 
