@@ -17,6 +17,7 @@ from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.source import Span
+from flowc.runtime.expr import MAX_DELAY_MS
 from flowc.runtime.messages import MESSAGE_KINDS
 from flowc.runtime.model import TypeRef
 from flowc.runtime.statetree import StateTree
@@ -25,8 +26,9 @@ from flowc.runtime.statetree import StateTree
 RuleSite = tuple[ast.Rule, "ast.StateDecl | None"]
 
 
-#: The longest `after` a timer may wait, in milliseconds (E120).
-MAX_TIMER_MS = 36_500 * 86_400_000
+#: The longest `after` a timer may wait, in milliseconds (E120): the runtime's bound on a
+#: computed one, so a written and a computed delay have one limit.
+MAX_TIMER_MS = MAX_DELAY_MS
 
 #: What a type that could not be resolved (reported) is taken as, so checking goes on.
 _UNKNOWN_TYPE = (t.ANY, TypeRef(kind="str"))

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowc.runtime import rejections as R
 from flowc.runtime.configuration import configuration, within
-from flowc.runtime.expr import FAULTS, MAX_DELAY_MS, ExprFault, describe_fault
+from flowc.runtime.expr import FAULTS, ExprFault, checked_delay, describe_fault
 from flowc.runtime.flow import ACTIVE, CTransition, Requirement, actions_call, block_emits
 from flowc.runtime.limits import LimitExceeded, Limits
 from flowc.runtime.model import IRLoadError
@@ -1435,12 +1435,7 @@ def arm_timers(
 
 def _computed_delay(machine: Machine, t: CTransition, c: dict[str, Any]) -> int:
     ms = machine._compiler.compile(t.after_expr)(c, None, t.source)
-    if type(ms) is not int:
-        kind = "none" if ms is None else type(ms).__name__
-        raise ExprFault(f"the delay of {t.describe()} is not an int ({kind})")
-    if ms > MAX_DELAY_MS:
-        raise ExprFault(f"the delay of {t.describe()} is {ms:,} ms, longer than any timer may wait")
-    return max(ms, 1)
+    return checked_delay(ms, t.describe())
 
 
 def due_order(timers: list[tuple[int, CTransition]]) -> Timers:

@@ -867,7 +867,7 @@ class ExprCompiler:
                 out.schedule(Scheduling(ident, None), limits)
                 return
             assert delay is not None
-            ms = _scheduled_delay(delay(c, e, s), name)
+            ms = checked_delay(delay(c, e, s), f"the scheduled event {name}")
             given = None if payload is None else payload(c, e, s)
             out.schedule(Scheduling(ident, name, given, ms), limits)
 
@@ -956,16 +956,15 @@ class ExprCompiler:
 MAX_DELAY_MS = 36_500 * 86_400_000
 
 
-def _scheduled_delay(ms: Any, event: Any) -> int:
-    """A scheduled event's delay: an int of milliseconds; below 1 ms counts as 1 ms (it fires
-    after the step that sent it)."""
+def checked_delay(ms: Any, what: str) -> int:
+    """A computed delay (a timer's `after EXPR UNIT`, a scheduled event's): an int of
+    milliseconds, at most `MAX_DELAY_MS`; below 1 ms counts as 1 ms (it fires after the step
+    that armed it, so `advance` always ends). `what` names whose delay it is in a fault."""
     if type(ms) is not int:
         kind = "none" if ms is None else type(ms).__name__
-        raise ExprFault(f"the delay of the scheduled event {event} is not an int ({kind})")
+        raise ExprFault(f"the delay of {what} is not an int ({kind})")
     if ms > MAX_DELAY_MS:
-        raise ExprFault(
-            f"the delay of the scheduled event {event} is {ms:,} ms, longer than any timer may wait"
-        )
+        raise ExprFault(f"the delay of {what} is {ms:,} ms, longer than any timer may wait")
     return max(ms, 1)
 
 
