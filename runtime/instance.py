@@ -1024,10 +1024,6 @@ def _restored_leaves(h: Mapping[str, Any]) -> Leaves:
     return tuple(source), tuple(target)
 
 
-def _by_order(s: CState) -> int:
-    return s.order
-
-
 def _holds(guard: Any, c: dict[str, Any], st: CState) -> bool:
     try:
         return bool(guard(c, None, st))

@@ -300,14 +300,6 @@ class _ReplayedStep(StepResult):
     replayed = True
 
 
-def _result(entry: Entry, context: dict[str, Any], machine: Machine) -> StepResult:
-    r: StepResult = _new(StepResult)
-    r._e = entry
-    r._c = context
-    r._m = machine
-    return r
-
-
 def render_journal(machine: Machine, name: str, entry: Entry, context: Mapping[str, Any]) -> str:
     """Journal `name` for one committed step. Variables: `seq`, `at` (aware datetime), `kind`,
     `source`, `target`, `event` (prints as its name; `event.field` reads the payload),
