@@ -26,7 +26,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.hosts.commands.options import add_flow_option, add_journal_option, add_store_option
+from flowc.hosts.commands.options import (
+    add_flow_option,
+    add_step_options,
+    add_store_option,
+)
 from flowc.hosts.operations import (
     StepJournals,
     UsageError,
@@ -96,9 +100,7 @@ def register(sub: Any) -> None:
     p.add_argument("event", metavar="EVENT")
     p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
     p.add_argument("--force", action="store_true", help="allow a rule marked `back`")
-    p.add_argument("--key", metavar="KEY", help="idempotency key: resending it changes nothing")
-    p.add_argument("--reason", metavar="TEXT", help="recorded in the history")
-    add_journal_option(p, "the step")
+    add_step_options(p)
     p.set_defaults(handler=run_send)
 
     p = actions.add_parser("goto", help="move an instance along a direct edge")
@@ -107,9 +109,7 @@ def register(sub: Any) -> None:
     p.add_argument("id", metavar="ID")
     p.add_argument("target", metavar="STATE")
     p.add_argument("--force", action="store_true", help="allow a backward edge")
-    p.add_argument("--key", metavar="KEY")
-    p.add_argument("--reason", metavar="TEXT")
-    add_journal_option(p, "the step")
+    add_step_options(p)
     p.set_defaults(handler=run_goto)
 
     p = actions.add_parser("back", help="return an instance along a backward edge")
@@ -117,9 +117,7 @@ def register(sub: Any) -> None:
     add_flow_option(p, required=False)
     p.add_argument("id", metavar="ID")
     p.add_argument("--force", action="store_true", help="backward moves need it")
-    p.add_argument("--key", metavar="KEY")
-    p.add_argument("--reason", metavar="TEXT")
-    add_journal_option(p, "the step")
+    add_step_options(p)
     p.set_defaults(handler=run_back)
 
     p = actions.add_parser("fork", help="a new instance from an instance as it was at step SEQ")

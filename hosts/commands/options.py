@@ -39,3 +39,12 @@ def add_journal_option(parser: argparse.ArgumentParser, what: str) -> None:
         help=f"append journal NAME of {what} to FILE (each step once, also across runs and "
         "replays); repeat for several journals",
     )
+
+
+def add_step_options(parser: argparse.ArgumentParser) -> None:
+    """`--key` and `--reason` of a command that takes one step, and its `--journal`."""
+    parser.add_argument(
+        "--key", metavar="KEY", help="idempotency key: resending it changes nothing"
+    )
+    parser.add_argument("--reason", metavar="TEXT", help="recorded in the history")
+    add_journal_option(parser, "the step")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -243,3 +245,15 @@ def test_instances_send_force_takes_a_back_rule(
     assert code == 1 and json.loads(out)["error"] == "backward_requires_force"
     code, out, _ = flowc(capsys, "instances", "send", "r", "reopen", "--force", *s)
     assert code == 0 and json.loads(out)["to"] == "DRAFT"
+
+
+@pytest.mark.parametrize("action", ["send", "goto", "back"])
+def test_every_step_command_explains_its_key_and_reason(action: str) -> None:
+    # One set of step options (hosts/commands/options.py) for the three commands that step.
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "flowc"), "instances", action, "--help"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "idempotency key: resending it changes nothing" in done.stdout
+    assert "recorded in the history" in done.stdout
+    assert "--journal NAME=FILE" in done.stdout
