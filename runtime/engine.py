@@ -1067,8 +1067,8 @@ def take(
     now = inst._now() // inst._per_ms if at is None else at
     config = tuple(sorted(run.config, key=_order))
     timers = _timers_after(inst, run, config, ts, tried, now, c)
-    if type(timers) is not tuple and timers is not None:
-        return timers.rejection(m, st, event, p, inst._ctx)  # type: ignore[union-attr]
+    if isinstance(timers, _Refused):
+        return timers.rejection(m, st, event, p, inst._ctx)
     sends = inst._sends
     if (out is not None and out.scheduled) or run.final:
         scheduled = out.scheduled if out is not None else []
