@@ -24,7 +24,7 @@ from flowc.runtime.messages import MESSAGE_KINDS
 #: that uses no member added in version 2 is written as version 1, byte for byte as before.
 IR_VERSION = 4
 #: The versions this runtime reads.
-READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
 
 class IRModel(BaseModel):
@@ -124,6 +124,7 @@ class Action(IRModel):
     #: Version 4, `send` only: the delay in milliseconds (an int expression, evaluated when the
     #: action runs).
     delay: Expr | None = None
+    to: str | None = None
 
 
 class Branch(IRModel):
@@ -202,7 +203,23 @@ class Transition(IRModel):
     column: int = 0
 
 
+class Invoke(IRModel):
+    id: str
+    flow: str
+    input: Expr | None = None
+    each: Expr | None = None
+    item: str | None = None
+    index: str | None = None
+    join: int | None = None
+    forward: bool = False
+    finalize: tuple[Action, ...] = ()
+    id_target: tuple[str, ...] = ()
+    line: int = 0
+    column: int = 0
+
+
 class State(IRModel):
+    invokes: tuple[Invoke, ...] = ()
     name: str
     kind: StateKind = "normal"
     initial: bool = False
@@ -286,6 +303,7 @@ class CompiledFlow(IRModel):
     invariants: tuple[Invariant, ...] = ()
     #: Version 2: declared effects (`effect NAME(params)`), the output events actions `emit`.
     effects: tuple[EventDef, ...] = ()
+    children: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: The templates above lowered for runtimes without Jinja2: source -> parts, or None when
     #: outside the subset (docs/ir.md, "Lowered templates"). Derived from the sources, so it is
     #: left out of the hash; this runtime never reads it.
@@ -594,7 +612,7 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         if op == "send":
-            _expr(a.get("delay"), f"{where} send delay")
+            _expr(a.get("delay"), f"{where} send delay", optional=a.get("to") is not None)
             _expr(a.get("key"), f"{where} send id", optional=True)
         return
     if op == "cancel":
