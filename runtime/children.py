@@ -20,12 +20,12 @@ which delivers the inbox afterwards (`Node.drain`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 
 from flowc.runtime import engine
 from flowc.runtime.expr import FAULTS, LOCAL_PREFIX, ExprFault
 from flowc.runtime.rejections import Rejection, SnapshotError
-from flowc.runtime.steps import _AT, _PAYLOAD, StepResult, copy_json
+from flowc.runtime.steps import _AT, _PAYLOAD, Outcome, StepResult, copy_json
 
 if TYPE_CHECKING:
     from flowc.runtime.engine import Macrostep, Started
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 #: Where a child goes: its parent's node, its path from the root, its invoke, its position.
-Place = tuple["Node", tuple[str, ...], str, int | None]
+Place: TypeAlias = "tuple[Node, tuple[str, ...], str, int | None]"
 #: Messages one host call delivers at most; the rest wait for the next call (`advance`), so a
 #: parent and a child sending each other messages for ever cannot hang a host.
 MAX_DELIVERIES = 1_000
@@ -193,8 +193,8 @@ class Node:
             for inv in s.invokes:
                 self.cancel(inv.id)
         if run.final:
-            for inv in list(self.joins):
-                self.cancel(inv)
+            for invoke in list(self.joins):
+                self.cancel(invoke)
         else:
             for s in config:
                 if s.invokes and s in run.entered:
@@ -300,12 +300,11 @@ class Node:
     ) -> None:
         """Start one child (id, position, context); one whose start is refused fails (in a
         fan-out, counted)."""
-        from flowc.runtime.instance import Instance
-
         inst = self.inst
         cid, index, given = child
         place = (self, (*self.path, cid), inv.id, index)
-        started = Instance._start(machine, given, _global_id(inst, cid), inst._clock, place)
+        # (the parent's class: this module does not import instance.py, which imports it)
+        started = type(inst)._start(machine, given, _global_id(inst, cid), inst._clock, place)
         if not isinstance(started, Rejection):
             self.kids[cid] = started
             return
@@ -317,7 +316,7 @@ class Node:
             self._queue(join, "failed", _join_failure(join) or {}, now)
 
     # ---- delivering --------------------------------------------------------------------------
-    def drain(self, out: list[engine.Outcome] | None = None) -> None:
+    def drain(self, out: list[Outcome] | None = None) -> None:
         """Deliver the inbox in order (at most `MAX_DELIVERIES`); the root's own steps are
         added to `out`."""
         for _ in range(MAX_DELIVERIES):
@@ -328,7 +327,7 @@ class Node:
             if out is not None and result is not None and msg.to == ():
                 out.append(result)
 
-    def deliver(self, msg: Message) -> engine.Outcome | None:
+    def deliver(self, msg: Message) -> Outcome | None:
         """One message to its receiver (dropped when the receiver, or the child that sent
         it, is gone)."""
         target = self.find(msg.to)
@@ -352,7 +351,7 @@ class Node:
             node._finalize(kid, msg)
         return _deliver(target, msg.event, msg.payload, msg.at)
 
-    def child_ended(self, kid: Instance, msg: Message) -> engine.Outcome | None:
+    def child_ended(self, kid: Instance, msg: Message) -> Outcome | None:
         """A child's `done` or `error`: counted toward its invoke's join; the parent gets
         `done.invoke.ID` once the join is met, `error.invoke.ID` once it no longer can be."""
         node = kid._tree
@@ -373,7 +372,7 @@ class Node:
             return self._done(join, msg.at)
         return None
 
-    def _done(self, join: Join, now: int) -> engine.Outcome:
+    def _done(self, join: Join, now: int) -> Outcome:
         """The invoke's join is met: the children still running are cancelled (the join stays
         until its state is left) and the parent gets `done.invoke.ID`."""
         for cid in self._kids_of(join.invoke):
@@ -391,7 +390,7 @@ class Node:
         (`failed`): an invoke met or failed as it started."""
         self.inbox.append(Message(self.path, None, kind, join.invoke, payload, now, join.seq))
 
-    def _deliver_error(self, invoke: str, payload: dict[str, Any], now: int) -> engine.Outcome:
+    def _deliver_error(self, invoke: str, payload: dict[str, Any], now: int) -> Outcome:
         """`error.invoke.ID`: the invoke's children are cancelled first."""
         self.cancel(invoke)
         return _deliver(self.inst, f"error.invoke.{invoke}", payload, now)
@@ -441,7 +440,7 @@ def host_step(inst: Instance, step: Callable[[], _T], event: str | None) -> _T:
     root.busy = True
     try:
         out = step()
-        if event is not None and type(out) is StepResult:
+        if event is not None and isinstance(out, StepResult):
             node.forward(event, out._e[_PAYLOAD], out._e[_AT])
         root.drain()
     finally:
@@ -449,12 +448,11 @@ def host_step(inst: Instance, step: Callable[[], _T], event: str | None) -> _T:
     return out
 
 
-def advance(root: Instance, when: int) -> list[engine.Outcome]:
+def advance(node: Node, when: int) -> list[Outcome]:
     """Fire every timer and scheduled event of the tree due at `when`, earliest first (ties:
-    parents before children), delivering the inbox after each."""
-    node = root._tree
-    assert node is not None
-    out: list[engine.Outcome] = []
+    parents before children), delivering the inbox after each; the root's steps, in order."""
+    root = node.inst
+    out: list[Outcome] = []
     while True:
         due = earliest(node)
         if due is None or due[0] > when:
@@ -507,8 +505,6 @@ def snapshot_into(node: Node, snap: dict[str, Any], tree_format: str) -> None:
 
 def restore(inst: Instance, data: Mapping[str, Any], place: Place | None) -> None:
     """Give a restored instance its node, and restore its children, joins and inbox."""
-    from flowc.runtime.instance import Instance
-
     up, path, invoke, index = place if place is not None else (None, (), None, None)
     node = inst._tree = Node(inst, up, path, invoke, index)
     m = inst._m
@@ -520,7 +516,8 @@ def restore(inst: Instance, data: Mapping[str, Any], place: Place | None) -> Non
             cid, inv = str(raw["id"]), m.invokes[raw["invoke"]]
             where = (node, (*path, cid), inv.id, raw.get("index"))
             machine = m.child_machine(inv.flow)
-            node.kids[cid] = Instance._restore(machine, raw["snapshot"], inst._clock, False, where)
+            child = type(inst)._restore(machine, raw["snapshot"], inst._clock, False, where)
+            node.kids[cid] = child
         if up is None:
             node.inbox[:] = [Message.from_json(x) for x in data.get("inbox") or ()]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -530,7 +527,7 @@ def restore(inst: Instance, data: Mapping[str, Any], place: Place | None) -> Non
 
 
 # ---- helpers -----------------------------------------------------------------------------------
-def _deliver(target: Instance, event: str, payload: Any, at: int) -> engine.Outcome:
+def _deliver(target: Instance, event: str, payload: Any, at: int) -> Outcome:
     """An event to an instance of the tree, as the flow's own (internal events allowed),
     recorded as a `message` step."""
     when = max(at, target._history[-1][_AT])
@@ -550,7 +547,7 @@ def _inputs(
         raise ExprFault(f"a fan-out needs a list, got {type(items).__name__}")
     if len(items) > inst._m.limits.max_items:
         raise ExprFault(f"a fan-out over {len(items):,} items")
-    out = []
+    out: list[tuple[str, int | None, dict[str, Any]]] = []
     item_key = LOCAL_PREFIX + str(inv.raw.get("item"))
     index_key = LOCAL_PREFIX + str(inv.raw.get("index"))
     for k, item in enumerate(items):

@@ -857,7 +857,7 @@ class ExprCompiler:
         key = None if key_node is None else self.compile(key_node)
         to = raw.get("to")
         if to is not None:
-            return _message(name, payload, str(to), self.limits)
+            return _message(str(name), payload, str(to), self.limits)
         delay = self.compile(delay_node) if sending else None
         limits = self.limits
 

@@ -25,7 +25,8 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
-from flowc.runtime import children, engine
+from flowc.runtime import children as childflows
+from flowc.runtime import engine
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, ms_reader, ms_to_datetime, read_ms, to_ms
 from flowc.runtime.engine import (
@@ -160,7 +161,7 @@ class Instance:
     _start_rules: tuple[int, ...] | None
     #: Its node in a tree of instances (children.py): the flow invokes children or sends
     #: messages, or the instance is a child; None otherwise.
-    _tree: children.Node | None
+    _tree: childflows.Node | None
     id: str | None
 
     # ---- creation ---------------------------------------------------------------------------
@@ -191,7 +192,7 @@ class Instance:
         context: Mapping[str, Any] | None,
         id: str | None,
         clock: Clock,
-        place: children.Place | None = None,
+        place: childflows.Place | None = None,
     ) -> Instance | Rejection:
         """A new instance; `place`: where a child goes in its tree (children.py)."""
         if machine.emits and current_outputs() is None:
@@ -219,7 +220,7 @@ class Instance:
         self._sends = started.sends
         self._start_rules = started.rules
         if machine.composes:
-            children.attach(self, place, started)
+            childflows.attach(self, place, started)
         return self
 
     @classmethod
@@ -229,7 +230,7 @@ class Instance:
         context: Mapping[str, Any] | None,
         id: str | None,
         clock: Clock,
-        place: children.Place | None,
+        place: childflows.Place | None,
     ) -> Instance | Rejection:
         """`_start` of a flow that emits effects: the effects of its start are kept for the
         start's result."""
@@ -363,7 +364,7 @@ class Instance:
         """When the next timer or scheduled event is due (to schedule a wake-up), or None. In
         a tree of instances, the earliest of the tree's."""
         if self._tree is not None:
-            due = children.earliest(self._tree.root)
+            due = childflows.earliest(self._tree.root)
             return None if due is None else ms_to_datetime(due[0])
         dues = [x[0] for x in (self._timers or ())[:1] + (self._sends or ())[:1]]
         return ms_to_datetime(min(dues)) if dues else None
@@ -444,7 +445,7 @@ class Instance:
             )
         if self._tree is not None and not self._tree.root.busy:
             step = partial(self.send, event, payload, force=force, reason=reason, key=key)
-            return children.host_step(self, step, event)
+            return childflows.host_step(self, step, event)
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, event)
             if early is not None:
@@ -485,7 +486,7 @@ class Instance:
             return self._guard(partial(self.goto, target, force=force, reason=reason, key=key))
         if self._tree is not None and not self._tree.root.busy:
             step = partial(self.goto, target, force=force, reason=reason, key=key)
-            return children.host_step(self, step, None)
+            return childflows.host_step(self, step, None)
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, None)
             if early is not None:
@@ -502,7 +503,7 @@ class Instance:
             return self._guard(partial(self.back, force=force, reason=reason, key=key))
         if self._tree is not None and not self._tree.root.busy:
             step = partial(self.back, force=force, reason=reason, key=key)
-            return children.host_step(self, step, None)
+            return childflows.host_step(self, step, None)
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, None)
             if early is not None:
@@ -522,7 +523,8 @@ class Instance:
             # The whole tree's timers, from its root (children.py).
             root = self._tree.root
             if not root.busy:
-                return children.host_step(root.inst, partial(children.advance, root, when), None)
+                fire = partial(childflows.advance, root, when)
+                return childflows.host_step(root.inst, fire, None)
         return engine.fire_due(self, when)
 
     # ---- refusals ---------------------------------------------------------------------------
@@ -703,7 +705,7 @@ class Instance:
         if self._retired:
             snap["retired_states"] = sorted(self._retired)
         if self._tree is not None:
-            children.snapshot_into(self._tree, snap, SNAPSHOT_FORMAT_4)
+            childflows.snapshot_into(self._tree, snap, SNAPSHOT_FORMAT_4)
         return snap
 
     def snapshot_json(self) -> str:
@@ -716,7 +718,7 @@ class Instance:
         snapshot: Mapping[str, Any] | str | bytes,
         clock: Clock,
         drop_unknown: bool,
-        place: children.Place | None = None,
+        place: childflows.Place | None = None,
     ) -> Instance:
         """`place`: where a child goes in its tree (children.py)."""
         data = _snapshot_data(snapshot, machine)
@@ -759,7 +761,7 @@ class Instance:
         )
         self._sends = _restore_sends(data.get("sends"), machine)
         if machine.composes:
-            children.restore(self, data, place)
+            childflows.restore(self, data, place)
         return self
 
     def __repr__(self) -> str:
