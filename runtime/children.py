@@ -526,6 +526,29 @@ def restore(inst: Instance, data: Mapping[str, Any], place: Place | None) -> Non
         ) from None
 
 
+def find_child(inst: Instance, part: str) -> Instance | None:
+    """One level of `Instance.child`: a child id, an invoke's id (its current child, the
+    last started), or `ID[K]` (a fan-out's child at position K)."""
+    node = inst._tree
+    if node is None:
+        return None
+    if part in node.kids:
+        return node.kids[part]
+    invoke, index = part, None
+    if part.endswith("]") and "[" in part:
+        invoke, _, k = part[:-1].partition("[")
+        if not k.isdigit():
+            return None
+        index = int(k)
+    join = node.joins.get(invoke)
+    if join is None:
+        return None
+    cid = f"{invoke}.{join.seq}" if not join.fan else f"{invoke}.{join.seq}.{index}"
+    if join.fan and index is None:
+        return None
+    return node.kids.get(cid)
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 def _deliver(target: Instance, event: str, payload: Any, at: int) -> Outcome:
     """An event to an instance of the tree, as the flow's own (internal events allowed),

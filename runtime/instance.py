@@ -349,14 +349,15 @@ class Instance:
         return dict(self._tree.kids) if self._tree is not None else {}
 
     def child(self, path: str) -> Instance:
-        """A descendant by its path of child ids (`pay.3`, `reviews.2.0/fraud.5`); KeyError
-        when there is none."""
+        """A descendant by its path, `/` between levels. Each part is a child id (`pay.3`,
+        `reviews.2.0`), or an invoke's id for its current child (`pay`), or `ID[K]` for the
+        child at position K of a fan-out (`reviews[0]/fraud`). KeyError when there is none."""
         inst: Instance = self
-        for cid in path.split("/"):
-            kids = inst._tree.kids if inst._tree is not None else {}
-            if cid not in kids:
+        for part in path.split("/"):
+            found = childflows.find_child(inst, part)
+            if found is None:
                 raise KeyError(path)
-            inst = kids[cid]
+            inst = found
         return inst
 
     @property
