@@ -526,6 +526,28 @@ def restore(inst: Instance, data: Mapping[str, Any], place: Place | None) -> Non
         ) from None
 
 
+def end_invoke(
+    inst: Instance, invoke: str, payload: dict[str, Any] | None, failed: bool = False
+) -> Outcome | None:
+    """As if the current children of `invoke` had finished with `payload` as the done event's
+    (or failed with it as the error event's): its children are cancelled and the event
+    delivered, then the inbox. What `flowc paths` and `flowc explore` do to treat a child as a
+    black box that may finish or fail. None when the invoke has no current children."""
+    node = inst._tree
+    if node is None or invoke not in node.joins:
+        return None
+    node.cancel(invoke)
+    event = f"{'error' if failed else 'done'}.invoke.{invoke}"
+    root = node.root
+    root.busy = True
+    try:
+        out = _deliver(inst, event, payload, inst._history[-1][_AT])
+        root.drain()
+    finally:
+        root.busy = False
+    return out
+
+
 def find_child(inst: Instance, part: str) -> Instance | None:
     """One level of `Instance.child`: a child id, an invoke's id (its current child, the
     last started), or `ID[K]` (a fan-out's child at position K)."""
