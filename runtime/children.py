@@ -532,16 +532,19 @@ def end_invoke(
     """As if the current children of `invoke` had finished with `payload` as the done event's
     (or failed with it as the error event's): its children are cancelled and the event
     delivered, then the inbox. What `flowc paths` and `flowc explore` do to treat a child as a
-    black box that may finish or fail. None when the invoke has no current children."""
+    black box that may finish or fail. None when the invoke has no current children; a
+    refused event leaves them running."""
     node = inst._tree
     if node is None or invoke not in node.joins:
         return None
-    node.cancel(invoke)
     event = f"{'error' if failed else 'done'}.invoke.{invoke}"
+    join = node.joins[invoke]
     root = node.root
     root.busy = True
     try:
         out = _deliver(inst, event, payload, inst._history[-1][_AT])
+        if isinstance(out, StepResult) and node.joins.get(invoke) is join:
+            node.cancel(invoke)  # (taken without leaving the state: they are done all the same)
         root.drain()
     finally:
         root.busy = False
