@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 
 from flowc.runtime import engine
+from flowc.runtime import rejections as R
 from flowc.runtime.expr import FAULTS, LOCAL_PREFIX, ExprFault
 from flowc.runtime.rejections import Rejection, SnapshotError
 from flowc.runtime.steps import _AT, _PAYLOAD, Outcome, StepResult, copy_json
@@ -442,6 +443,9 @@ def host_step(inst: Instance, step: Callable[[], _T], event: str | None) -> _T:
         out = step()
         if event is not None and isinstance(out, StepResult):
             node.forward(event, out._e[_PAYLOAD], out._e[_AT])
+        elif event is not None and isinstance(out, Rejection) and out.code == R.IGNORED:
+            # (the flow said `unhandled ignore`: the event was taken, with nothing to do)
+            node.forward(event, None, inst._history[-1][_AT])
         root.drain()
     finally:
         root.busy = False

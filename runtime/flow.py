@@ -682,6 +682,7 @@ class LoadedFlow:
         self.composes: bool = bool(invokes) or _sends_messages(raw)
         if self.composes:
             self.leaf_chart = False  # every step runs on the engine (`Machine._dispatch`)
+            self.collects = True  # which gathers the messages its actions send
 
     def invoke_parts(self, inv: CInvoke) -> tuple[Evaluator | None, Evaluator | None]:
         """The compiled input and list (a fan-out's) of an invoke, and its `finalize` block."""
