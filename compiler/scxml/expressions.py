@@ -358,7 +358,7 @@ class _Translator:
         left = self.node(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.node(comparator)
-            parts.append(Expr(op=_COMPARE[type(op)], args=(left, right)))
+            parts.append(_compared(_COMPARE[type(op)], left, right))
             left = right
         result = parts[0]
         for part in parts[1:]:
@@ -479,6 +479,24 @@ class _Translator:
                 raise Refusal("E410", "`**` in a dict literal is not supported")
             args.extend((self.node(key), self.node(value)))
         return Expr(op="map", args=tuple(args))
+
+
+def _compared(op: str, left: Expr, right: Expr) -> Expr:
+    """`left OP right`; an equality with one of the names of SCXML's event I/O processor
+    accepts either name (`x in [URI, "scxml"]`): they name one processor, and the suite
+    compares `_event.origintype` with the URI in one test and with `scxml` in another."""
+    names = Expr(op="list", args=tuple(_lit(n) for n in SCXML_PROCESSOR_NAMES))
+    if op in ("==", "!="):
+        membership = "in" if op == "==" else "not in"
+        if _is_processor_name(right):
+            return Expr(op=membership, args=(left, names))
+        if _is_processor_name(left):
+            return Expr(op=membership, args=(right, names))
+    return Expr(op=op, args=(left, right))
+
+
+def _is_processor_name(expr: Expr) -> bool:
+    return expr.op == "lit" and isinstance(expr.value, str) and expr.value in SCXML_PROCESSOR_NAMES
 
 
 def _is_event_data(node: ast.expr) -> bool:

@@ -243,6 +243,8 @@ class _Importer:
         #: The top-level initial state, and the `<data>` that fail when the document starts.
         self.start_errors: tuple[str | None, list[Element]] = (None, [])
         self.start_state: str | None = None
+        #: Variables whose `<data>` value nothing can read (`retype_overwritten_data`).
+        self.unread_defaults: set[str] = set()
         #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
         self.pushed: dict[str, list[str]] = {}
         self.reenter_target = False
@@ -316,6 +318,7 @@ class _Importer:
         )
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
+        self.retype_overwritten_data()
         body = self.write_states(root, None, "")
         self.infer_from_uses()
         self.complete_event_fields()
@@ -406,6 +409,9 @@ class _Importer:
             left, right = expr.args
             self.learn_type(left, self.known_type(right), by_field)
             self.learn_type(right, self.known_type(left), by_field)
+        if expr.op in ("in", "not in") and len(expr.args) == 2:
+            # `x in [A, B]` (an equality with either name of a processor): the items' type
+            self.learn_type(expr.args[0], _item_type(self.known_type(expr.args[1])), by_field)
         for arg in expr.args:
             self.learn_from_operands(arg, by_field)
 
@@ -705,6 +711,27 @@ class _Importer:
             return None, []
         return top, failing
 
+    def retype_overwritten_data(self) -> None:
+        """A variable whose `<data>` value the start overwrites first of all (the first action
+        of the start state's entry assigns it, from an expression that does not read it)
+        holds that value's type: nothing reads its initial value, which is left out. SCXML
+        variables are untyped (a number first, a target string next); flowc's have one type."""
+        if self.start_state is None:
+            return
+        blocks = self.states[self.start_state].element.find("onentry")
+        first = blocks[0].children[0] if blocks and blocks[0].children else None
+        if first is None or first.tag != "assign":
+            return
+        var = first.attrs.get("location", "").strip()
+        source = first.attrs.get("expr") or first.text
+        if var not in self.var_types or not source or re.search(rf"\b{re.escape(var)}\b", source):
+            return
+        names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
+        found = self.type_of(source, names)
+        if _clash(self.var_types[var], found):
+            self.var_types[var] = found
+            self.unread_defaults.add(var)
+
     def entered_once(self, root: Element) -> str | None:
         """The top-level initial state when only the start enters it (no transition targets it,
         or a state inside it from outside), else None: its first entry is the start."""
@@ -845,6 +872,8 @@ class _Importer:
         return "_sessionid" in self.document.text or self.names.reads_session
 
     def data_default(self, var: str) -> str | None:
+        if var in self.unread_defaults:
+            return None
         for data in self.walk(self.root, "data"):
             if data.attrs.get("id") != var:
                 continue
@@ -1003,18 +1032,21 @@ class _Importer:
 
     def done_data(self, final: Element) -> str | None:
         """`<donedata>` of `<param name expr|location>`s: `with {"name": expr, ...}` (the
-        payload of the parent's done event); `<content>` has no field names (E418)."""
+        payload of the parent's done event); a lone `<content>` is `_event.data` as a whole
+        (`content_done_data`)."""
         pairs: list[str] = []
         for done in final.find("donedata"):
+            if [c.tag for c in done.children] == ["content"] and not done.children[0].children:
+                return self.content_done_data(done.children[0])
             for child in done.children:
                 name = child.attrs.get("name", "")
                 if child.tag != "param" or not name.isidentifier():
                     self.error(
                         "E418",
-                        "done data other than named <param>s is not supported",
+                        "done data other than named <param>s or one <content> is not supported",
                         child,
                         "flowc's done events carry named fields: "
-                        '`final state X with {"name": value}`',
+                        '`final state X with {"name": value}`, or `_event.data` as one value',
                     )
                     return None
                 source = child.attrs.get("location") or child.attrs.get("expr", "")
@@ -1023,6 +1055,21 @@ class _Importer:
                     return None
                 pairs.append(f"{literal_text(name)}: {expr_text(value)}")
         return "{" + ", ".join(pairs) + "}" if pairs else None
+
+    def content_done_data(self, content: Element) -> str | None:
+        """`<donedata><content>`: the done event's `_event.data` as a whole, the field
+        `scxml_data` (as a send's `<content>`); a map with name keys also gives its entries
+        as fields, as params do."""
+        value = self.content_value(content)
+        if value is None:
+            return None
+        self.used.append((None, value))
+        pairs = [f"{literal_text(EVENT_DATA_FIELD)}: {expr_text(value)}"]
+        keys = value.args[0::2] if value.op == "map" else ()
+        if keys and all(_field_key(k) for k in keys):
+            for key, item in zip(keys, value.args[1::2], strict=True):
+                pairs.append(f"{literal_text(flow_name(str(key.value), 'p'))}: {expr_text(item)}")
+        return "{" + ", ".join(pairs) + "}"
 
     def write_transition(self, transition: Element, sid: str) -> str | None:
         events = transition.attrs.get("event", "").split()
@@ -1828,9 +1875,7 @@ class _Importer:
         if value is None:
             return False, None
         keys = value.args[0::2] if value.op == "map" else ()
-        if keys and all(
-            k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
-        ):
+        if keys and all(_field_key(k) for k in keys):
             for key, item in zip(keys, value.args[1::2], strict=True):
                 name = flow_name(str(key.value), "p")
                 ty = _infer(item, self.var_types, self.names)
@@ -1882,6 +1927,11 @@ def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
         if name.strip():
             out.append((name.strip(), ty.strip() or None))
     return out
+
+
+def _field_key(key: Expr) -> bool:
+    """Whether a key of a `<content>` map names a payload field (a string that is a name)."""
+    return key.op == "lit" and isinstance(key.value, str) and key.value.isidentifier()
 
 
 def _syntax_error(text: str) -> bool:

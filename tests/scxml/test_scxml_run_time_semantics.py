@@ -1,6 +1,7 @@
 """SCXML semantics the importer writes out with flowc's constructs: a delay read from a
-variable, `<data>` values that fail when the document starts, internal transitions to a
-descendant, transitions into another region of a parallel state. Each chart is written for
+variable, `<data>` values that fail when the document starts or that the start overwrites,
+internal transitions to a descendant, transitions into another region of a parallel state,
+done data as one value, the two names of the SCXML event I/O processor. Each chart is written for
 flowc, imported, compiled and run by the conformance runner's host, and reaches `pass` only if
 the mapping keeps SCXML's meaning."""
 
@@ -151,6 +152,60 @@ PASSING = {
 """
         + OUTCOMES
     ),
+    # `<donedata><content>`: the done event's `_event.data` is that one value (an expression,
+    # a literal text, a map whose name keys are also fields).
+    "done_data_as_one_value": chart(
+        """  <state id="s0" initial="a">
+    <transition event="done.state.s0" cond="_event.data == 'ab'" target="s1"/>
+    <transition event="done.state.s0" target="fail"/>
+    <state id="a"><transition target="b"/></state>
+    <final id="b"><donedata><content expr="'a' + 'b'"/></donedata></final>
+  </state>
+  <state id="s1" initial="c">
+    <transition event="done.state.s1" cond="_event.data == 42" target="s2"/>
+    <transition event="done.state.s1" target="fail"/>
+    <final id="c"><donedata><content> 42 </content></donedata></final>
+  </state>
+  <state id="s2" initial="d">
+    <transition event="done.state.s2" cond="_event.data.size == 3 and _event.data['size'] == 3"
+      target="pass"/>
+    <transition event="done.state.s2" target="fail"/>
+    <final id="d"><donedata><content expr="{'size': 3}"/></donedata></final>
+  </state>
+"""
+        + OUTCOMES
+    ),
+    # The SCXML processor has two names, its URI and `scxml`: an equality with either accepts
+    # both, whichever one a send's `type` gave.
+    "processor_names": chart(
+        """  <datamodel><data id="kind"/></datamodel>
+  <state id="s0">
+    <onentry><send event="e1" type="scxml"/><send event="e2"/></onentry>
+    <transition event="e1" cond="_event.origintype == 'scxml'" target="s1">
+      <assign location="kind" expr="_event.origintype"/>
+    </transition>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s1">
+    <transition event="e2" cond="kind == 'http://www.w3.org/TR/scxml/#SCXMLEventProcessor'
+      and 'scxml' == _event.origintype and not (kind != 'scxml')" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
+    # A `<data>` value of one type that the start overwrites with another before anything can
+    # read it: the variable holds the second type.
+    "data_overwritten_at_start": chart(
+        """  <datamodel><data id="v" expr="27"/></datamodel>
+  <state id="s0">
+    <onentry><assign location="v" expr="'#_internal'"/><send targetexpr="v" event="e"/></onentry>
+    <transition event="e" cond="v == '#_internal'" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
 }
 
 
@@ -194,9 +249,11 @@ def test_a_data_value_that_fails_at_start_in_a_state_entered_again_is_refused() 
 
 
 def test_a_variable_given_values_of_two_types_is_refused() -> None:
+    # (s0 is entered again: its first entry is not the only one, so the `1` may be read)
     text = chart(
         """  <datamodel><data id="v" expr="1"/></datamodel>
-  <state id="s0"><onentry><assign location="v" expr="'text'"/></onentry></state>"""
+  <state id="s0"><onentry><assign location="v" expr="'text'"/></onentry>
+    <transition event="again" target="s0"/></state>"""
     )
     assert codes(text) == ["E410"]
 
@@ -248,3 +305,34 @@ def test_event_as_a_value_is_refused_where_an_event_may_be_bound() -> None:
   </state>"""
     )
     assert codes(text) == ["E416"]
+
+
+def test_a_data_value_read_before_it_is_overwritten_keeps_its_type() -> None:
+    # The `<log>` reads the number first: the variable holds two types (refused).
+    assert codes(
+        chart(
+            """  <datamodel><data id="v" expr="1"/></datamodel>
+  <state id="s0"><onentry>
+    <log expr="v"/><assign location="v" expr="'text'"/>
+  </onentry></state>"""
+        )
+    ) == ["E410"]
+
+
+def test_a_data_value_overwritten_from_itself_keeps_its_type() -> None:
+    assert codes(
+        chart(
+            """  <datamodel><data id="v" expr="1"/></datamodel>
+  <state id="s0"><onentry><assign location="v" expr="str(v)"/></onentry></state>"""
+        )
+    ) == ["E410"]
+
+
+def test_done_data_mixing_content_and_params_is_refused() -> None:
+    assert codes(
+        chart(
+            """  <state id="s0" initial="f">
+    <final id="f"><donedata><content expr="1"/><param name="p" expr="2"/></donedata></final>
+  </state>"""
+        )
+    ) == ["E418"]
