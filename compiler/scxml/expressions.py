@@ -11,6 +11,7 @@ diagnostic naming the element and its line, so the file's text never reaches Pyt
 from __future__ import annotations
 
 import ast
+import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +130,56 @@ def translate(text: str, names: Names) -> Expr:
         return _Translator(names).node(tree.body)
     except RecursionError:
         raise Refusal("E410", "expression nested too deeply") from None
+
+
+#: Longest `<script>` text read (the W3C suite's are one line).
+MAX_SCRIPT_CHARS = 20_000
+
+
+def script_assignments(text: str) -> list[tuple[str, str]]:
+    """The assignments a `<script>` makes, as (location, expression text) in order, read as
+    `<assign>`s are (nothing is run); `x += e` is `x = x + (e)`. A script that is anything
+    but plain assignments to names (an import, a call statement, a loop, a definition) raises
+    `Refusal` (E407)."""
+    if len(text) > MAX_SCRIPT_CHARS:
+        raise Refusal("E407", f"scripts are refused over {MAX_SCRIPT_CHARS} characters")
+    source = _dedent(text)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        raise Refusal("E407", f"scripts are refused unless Python: {exc.msg}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise Refusal("E407", "scripts are refused when nested too deeply") from None
+    found: list[tuple[str, str]] = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], ast.get_source_segment(source, statement.value)
+            if isinstance(target, ast.Name) and value is not None:
+                found.append((target.id, value))
+                continue
+        if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            op = _BINARY.get(type(statement.op))
+            value = ast.get_source_segment(source, statement.value)
+            if op is not None and value is not None:
+                name = statement.target.id
+                found.append((name, f"{name} {op} ({value})"))
+                continue
+        raise Refusal(
+            "E407",
+            f"scripts are refused unless they only assign names (a `{type(statement).__name__}` "
+            "statement here)",
+            "flowc reads a script's assignments (`x = expr`, `x += expr`) as <assign>s and "
+            "runs no code from a file",
+        )
+    return found
+
+
+def _dedent(text: str) -> str:
+    """A script's text without the indentation its XML gives every line (the first line
+    may start right after the tag, or on a line of its own)."""
+    return inspect.cleandoc(text)
 
 
 def location(text: str, names: Names) -> str:

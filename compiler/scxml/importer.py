@@ -44,6 +44,7 @@ from flowc.compiler.scxml.expressions import (
     Refusal,
     location,
     meta_field,
+    script_assignments,
     session_location,
     translate,
 )
@@ -318,6 +319,7 @@ class _Importer:
         )
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
+        self.check_load_scripts()
         self.retype_overwritten_data()
         body = self.write_states(root, None, "")
         self.infer_from_uses()
@@ -445,12 +447,7 @@ class _Importer:
             tag = child.tag
             if tag == "script":
                 self.features.add("script")
-                self.error(
-                    "E407",
-                    "scripts are refused",
-                    child,
-                    "flowc never runs code from a file; use <assign>, <if>, <raise>",
-                )
+                self.check_script(child)
             elif tag == "invoke":
                 self.features.add("invoke")
                 self.error("E408", "<invoke> (child sessions) is not supported", child)
@@ -466,6 +463,41 @@ class _Importer:
                 self.features.add("donedata")  # refused or mapped by `write_body`
             else:
                 self.check_elements(child)
+
+    def check_script(self, script: Element) -> None:
+        """A `<script>` is read as the `<assign>`s it makes (`script_assignments`); one with
+        `src`, or anything but assignments, is refused (E407)."""
+        if "src" in script.attrs:
+            self.error("E407", "scripts are refused from `src` (another resource)", script)
+            return
+        try:
+            script_assignments(script.text)
+        except Refusal as refusal:
+            self.refused(refusal, script)
+
+    def check_load_scripts(self) -> None:
+        """A top-level `<script>` runs once, when the document loads: flowc runs it first in
+        the start state's entry, so that state must be entered only at the start (E407)."""
+        if self.start_state is not None:
+            return
+        for script in self.root.find("script"):
+            self.error(
+                "E407",
+                "a top-level script runs once, when the document loads; flowc runs it in the "
+                "initial state's entry, and that state is entered again",
+                script,
+            )
+
+    def assignments(self, element: Element) -> Iterator[tuple[str, str]]:
+        """(location, expression text) of every assignment below `element`: the `<assign>`s
+        and the statements of the `<script>`s, in document order."""
+        for child in element.children:
+            if child.tag == "assign":
+                yield child.attrs.get("location", ""), child.attrs.get("expr") or child.text
+            elif child.tag == "script":
+                yield from _statements(child)
+            else:
+                yield from self.assignments(child)
 
     # ---- states ---------------------------------------------------------------------------
 
@@ -612,6 +644,11 @@ class _Importer:
             if "src" in data.attrs:
                 self.error("E409", "<data src> (reading another resource) is refused", data)
             self.var_types.setdefault(did, None)
+        for script in self.walk(element, "script"):
+            # A script's assignment declares its variable (SCXML's Python datamodel).
+            for var, _ in _statements(script):
+                if _legal_variable(var):
+                    self.var_types.setdefault(var, None)
         names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
         for data in self.walk(element, "data"):
             source = data.attrs.get("expr") or data.text
@@ -623,10 +660,9 @@ class _Importer:
             # The id a send stores is a string: `<cancel sendidexpr>` reads it back.
             if send.attrs.get("idlocation") in self.var_types:
                 self.var_types[send.attrs["idlocation"]] = "str"
-        for assign in self.walk(element, "assign"):
-            var = assign.attrs.get("location", "")
+        for var, source in self.assignments(element):
             if var in self.var_types and self.var_types[var] is None:
-                self.var_types[var] = self.type_of(assign.attrs.get("expr", ""), names)
+                self.var_types[var] = self.type_of(source, names)
 
     def widen_mixed_lists(self, element: Element, names: Names) -> None:
         """A list variable that an `<assign>` extends with items of another type (`xs + ['4']`
@@ -716,8 +752,8 @@ class _Importer:
         of the start state's entry assigns it, from an expression that does not read it)
         holds that value's type: nothing reads its initial value, which is left out. SCXML
         variables are untyped (a number first, a target string next); flowc's have one type."""
-        if self.start_state is None:
-            return
+        if self.start_state is None or self.root.find("script"):
+            return  # (a top-level script runs before the start state's entry)
         blocks = self.states[self.start_state].element.find("onentry")
         first = blocks[0].children[0] if blocks and blocks[0].children else None
         if first is None or first.tag != "assign":
@@ -994,6 +1030,10 @@ class _Importer:
             self.failed = False
         # The start's entry runs before any event: `_event` is not bound yet.
         self.names.event_unbound = tag == "onentry" and sid == self.start_state
+        if self.names.event_unbound:
+            # The top-level scripts run when the document loads: first of all.
+            for script in self.root.find("script"):
+                actions.extend(self.actions([script]))
         for block in element.find(tag):
             actions.extend(self.actions(block.children))
         self.names.event_unbound = False
@@ -1321,20 +1361,36 @@ class _Importer:
         if tag == "foreach":  # inside an `<if>`: the rest of the block is not the branch's
             return self.foreach(element, [])[0]
         if tag == "script":
-            return None  # refused by check_elements
+            return self.script(element)
         self.error("E412", "not executable content flowc supports", element)
         return None
+
+    def script(self, element: Element) -> str | None:
+        """`<script>`: its assignments, each as an `<assign>` (the script stops at the first
+        that fails, as the block does)."""
+        done: list[str] = []
+        for var, source in _statements(element):
+            text = self.assignment(var, source, element)
+            if text:
+                done.append(text)
+            if self.failed:
+                break
+        return "; ".join(done) or None
 
     def assign(self, element: Element) -> str | None:
         """`<assign location expr>`: `var = value` (`append` for a map added to a list)."""
         self.features.add("assign")
         source = element.attrs.get("expr") or element.text
-        if self.fails_at_run_time(element.attrs.get("location", ""), source):
+        return self.assignment(element.attrs.get("location", ""), source, element)
+
+    def assignment(self, target: str, source: str, element: Element) -> str | None:
+        """`target = source`, read from `element` (an `<assign>` or a `<script>`)."""
+        if self.fails_at_run_time(target, source):
             # SCXML raises error.execution for an assignment that cannot be made (an
             # undeclared location, an expression that is not one).
             return self.fails()
         try:
-            var = location(element.attrs.get("location", ""), self.names)
+            var = location(target, self.names)
         except Refusal as refusal:
             self.refused(refusal, element)
             return None
@@ -1823,9 +1879,7 @@ class _Importer:
             if d.attrs.get("id") == var and (d.attrs.get("expr") or d.text)
         ]
         sources += [
-            a.attrs.get("expr") or a.text
-            for a in self.walk(self.root, "assign")
-            if a.attrs.get("location", "").strip() == var
+            source for location, source in self.assignments(self.root) if location.strip() == var
         ]
         found: dict[str, int | None] = {}
         for source in sources:
@@ -1927,6 +1981,14 @@ def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
         if name.strip():
             out.append((name.strip(), ty.strip() or None))
     return out
+
+
+def _statements(script: Element) -> list[tuple[str, str]]:
+    """The assignments of a `<script>` (none for one that is refused: `check_script`)."""
+    try:
+        return script_assignments(script.text)
+    except Refusal:
+        return []
 
 
 def _field_key(key: Expr) -> bool:

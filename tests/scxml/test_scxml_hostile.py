@@ -116,6 +116,23 @@ def test_scripts_are_refused_with_every_other_problem() -> None:
     assert refused(text) == [("E407", 2, 3), ("E407", 4, 14), ("E411", 5, 5), ("E413", 5, 5)]
 
 
+def test_a_script_is_read_as_assignments_and_its_escapes_run_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = f"""<scxml {NS} datamodel="python">
+  <script>x = __import__('os').system('touch {marker}')</script>
+  <state id="a">
+    <onentry><script>
+      y = 1
+      exec("open('{marker}', 'w')")
+    </script></onentry>
+    <onexit><script>z = [c for c in ().__class__.__bases__]</script></onexit>
+  </state>
+</scxml>
+"""
+    assert refused(text) == [("E411", 2, 3), ("E407", 4, 14), ("E410", 8, 13)]
+    assert not marker.exists()
+
+
 def test_a_file_over_the_size_bound_is_not_parsed() -> None:
     text = f"<scxml {NS}><!--" + "x" * MAX_BYTES + "--></scxml>"
     assert refused(text) == [("E403", 1, 1)]

@@ -1,7 +1,8 @@
 """SCXML semantics the importer writes out with flowc's constructs: a delay read from a
 variable, `<data>` values that fail when the document starts or that the start overwrites,
 internal transitions to a descendant, transitions into another region of a parallel state,
-done data as one value, the two names of the SCXML event I/O processor. Each chart is written for
+done data as one value, the two names of the SCXML event I/O processor, scripts read as
+assignments. Each chart is written for
 flowc, imported, compiled and run by the conformance runner's host, and reaches `pass` only if
 the mapping keeps SCXML's meaning."""
 
@@ -206,6 +207,29 @@ PASSING = {
 """
         + OUTCOMES
     ),
+    # A `<script>` is its assignments: at the top level they run when the document loads
+    # (before the start's entry) and declare their variables; in a block they run in order
+    # with the other actions, and one that fails stops the script.
+    "scripts_as_assignments": chart(
+        """  <datamodel><data id="n" expr="0"/></datamodel>
+  <script>
+    n = 2
+    total = n * 10
+  </script>
+  <state id="s0">
+    <onentry>
+      <assign location="n" expr="n + 1"/>
+      <script>n += 4; label = 'n'
+</script>
+      <script>after = 1; _name = 'x'; after = 2</script>
+    </onentry>
+    <transition event="error.execution"
+      cond="n == 7 and total == 20 and label == 'n' and after == 1" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
 }
 
 
@@ -336,3 +360,22 @@ def test_done_data_mixing_content_and_params_is_refused() -> None:
   </state>"""
         )
     ) == ["E418"]
+
+
+def test_a_top_level_script_in_a_state_entered_again_is_refused() -> None:
+    # It runs once, when the document loads; flowc runs it in the start's entry.
+    assert codes(
+        chart(
+            """  <script>n = 1</script>
+  <state id="s0"><transition event="again" target="s0"/></state>"""
+        )
+    ) == ["E407"]
+
+
+def test_a_script_assigning_anything_but_a_name_is_refused() -> None:
+    assert codes(
+        chart(
+            """  <datamodel><data id="m" expr="{'a': 1}"/></datamodel>
+  <state id="s0"><onentry><script>m['a'] = 2</script></onentry></state>"""
+        )
+    ) == ["E407"]
