@@ -246,6 +246,8 @@ class _Importer:
         self.start_state: str | None = None
         #: Variables whose `<data>` value nothing can read (`retype_overwritten_data`).
         self.unread_defaults: set[str] = set()
+        #: state id -> the context field saying its data is bound (`late_binding`)
+        self.late_flags: dict[str, str] = {}
         #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
         self.pushed: dict[str, list[str]] = {}
         self.reenter_target = False
@@ -299,9 +301,11 @@ class _Importer:
         root = self.root
         if not self.readable_root():
             return None
-        if root.attrs.get("binding", "early") != "early":
+        binding = root.attrs.get("binding", "early")
+        if binding == "late":
             self.features.add("late-binding")
-            self.error("E412", "late data binding is not supported", root)
+        elif binding != "early":
+            self.error("E412", f"the data binding `{binding}` is not SCXML's", root)
         # Every problem at once: the refusals of whole elements, then whatever the states,
         # rules and expressions add.
         self.check_elements(root)
@@ -732,6 +736,7 @@ class _Importer:
             data
             for data in self.walk(root, "data")
             if _syntax_error(data.attrs.get("expr") or data.text or "0")
+            and not self.bound_late(data)
         ]
         top = self.start_state
         if not failing or top is None:
@@ -767,6 +772,36 @@ class _Importer:
         if _clash(self.var_types[var], found):
             self.var_types[var] = found
             self.unread_defaults.add(var)
+
+    def bound_late(self, data: Element) -> bool:
+        """Whether a `<data>` gets its value when its state is first entered (`binding="late"`,
+        in a state's `<datamodel>`) rather than when the document starts."""
+        if self.root.attrs.get("binding") != "late":
+            return False
+        return not any(data is d for top in self.root.find("datamodel") for d in top.children)
+
+    def late_binding(self, element: Element, sid: str) -> str | None:
+        """The first entry of a state whose `<datamodel>` binds late: each `<data>` gets its
+        value (error.execution for one that is not an expression), once, flagged by a context
+        field of the importer's (`bound_STATE`)."""
+        values: list[str] = []
+        for datamodel in element.find("datamodel"):
+            for data in datamodel.find("data"):
+                source = data.attrs.get("expr") or data.text
+                if data.attrs.get("id") in self.var_types and source:
+                    values.append(self.assignment(data.attrs["id"], source, data) or "")
+                    self.failed = False
+        if not any(values):
+            return None
+        flag = self.late_flags.setdefault(sid, self.unique_field(f"bound_{self.states[sid].name}"))
+        return f"if not {flag} {{ {'; '.join(v for v in values if v)}; {flag} = true }}"
+
+    def unique_field(self, name: str) -> str:
+        """A context field name no variable of the document has."""
+        taken = {flow_name(v, "v") for v in self.var_types} | set(self.late_flags.values())
+        while name in taken:
+            name += "_"
+        return name
 
     def entered_once(self, root: Element) -> str | None:
         """The top-level initial state when only the start enters it (no transition targets it,
@@ -896,6 +931,7 @@ class _Importer:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
         if self.uses_sessionid:
             context.append(f"  sessionid: str = {literal_text(self.session_id)}")
+        context.extend(f"  {flag}: bool = false" for flag in self.late_flags.values())
         return context
 
     @property
@@ -911,7 +947,7 @@ class _Importer:
         if var in self.unread_defaults:
             return None
         for data in self.walk(self.root, "data"):
-            if data.attrs.get("id") != var:
+            if data.attrs.get("id") != var or self.bound_late(data):
                 continue
             source = data.attrs.get("expr") or data.text
             if not source or _syntax_error(source):
@@ -1034,6 +1070,9 @@ class _Importer:
             # The top-level scripts run when the document loads: first of all.
             for script in self.root.find("script"):
                 actions.extend(self.actions([script]))
+        binding = self.late_binding(element, sid) if tag == "onentry" else None
+        if binding is not None:
+            actions.append(binding)
         for block in element.find(tag):
             actions.extend(self.actions(block.children))
         self.names.event_unbound = False

@@ -2,7 +2,7 @@
 variable, `<data>` values that fail when the document starts or that the start overwrites,
 internal transitions to a descendant, transitions into another region of a parallel state,
 done data as one value, the two names of the SCXML event I/O processor, scripts read as
-assignments. Each chart is written for
+assignments, late data binding. Each chart is written for
 flowc, imported, compiled and run by the conformance runner's host, and reaches `pass` only if
 the mapping keeps SCXML's meaning."""
 
@@ -230,6 +230,32 @@ PASSING = {
 """
         + OUTCOMES
     ),
+    # `binding="late"`: a state's `<data>` gets its value when the state is first entered
+    # (from the values of that moment), not again on later entries; the top-level data at
+    # the start; a value that is not an expression raises error.execution at that entry.
+    "late_binding": chart(
+        """  <datamodel><data id="n" expr="1"/></datamodel>
+  <state id="s0">
+    <onentry><assign location="n" expr="5"/></onentry>
+    <transition target="s1"/>
+  </state>
+  <state id="s1">
+    <datamodel><data id="twice" expr="n * 2"/><data id="bad" expr="1 = 1"/></datamodel>
+    <onentry><assign location="n" expr="n + 1"/></onentry>
+    <transition event="error.execution" cond="twice == 10" target="s2">
+      <assign location="twice" expr="twice + 1"/>
+    </transition>
+    <transition event="again" cond="twice == 11 and n == 7" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s2">
+    <onentry><raise event="again"/></onentry>
+    <transition target="s1"/>
+  </state>
+"""
+        + OUTCOMES,
+        attrs=' binding="late"',
+    ),
 }
 
 
@@ -379,3 +405,7 @@ def test_a_script_assigning_anything_but_a_name_is_refused() -> None:
   <state id="s0"><onentry><script>m['a'] = 2</script></onentry></state>"""
         )
     ) == ["E407"]
+
+
+def test_a_binding_scxml_does_not_have_is_refused() -> None:
+    assert codes(chart('  <state id="s0"/>', attrs=' binding="lazy"')) == ["E412"]
