@@ -246,6 +246,9 @@ class _Importer:
         self.start_state: str | None = None
         #: Variables whose `<data>` value nothing can read (`retype_overwritten_data`).
         self.unread_defaults: set[str] = set()
+        #: How many conditions that are not expressions SCXML evaluates before the rule being
+        #: written, for each event it takes (`_guard_errors`).
+        self.guard_errors = 0
         #: state id -> the context field saying its data is bound (`late_binding`)
         self.late_flags: dict[str, str] = {}
         #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
@@ -1039,10 +1042,12 @@ class _Importer:
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
             children = self.pushed_to(transition, element, sid, earlier)
+            self.guard_errors = _guard_errors(transition, earlier)
             earlier.append(transition)
             self.reenter_target = bool(children)
             rule = self.write_transition(transition, sid)
             self.reenter_target = False
+            self.guard_errors = 0
             if rule and children:
                 for child in children:
                     self.pushed.setdefault(child, []).append(rule)
@@ -1184,7 +1189,11 @@ class _Importer:
     ) -> str | None:
         guard = ""
         expr = self.condition(cond, transition) if cond else None
-        actions = self.actions(transition.children)
+        # The conditions before this rule that are not expressions were evaluated (and raised
+        # error.execution) for the event it takes, first (`_guard_errors`).
+        actions = [self.fails() for _ in range(self.guard_errors)]
+        self.failed = False
+        actions += self.actions(transition.children)
         if len(targets) > 1:
             self.features.add("multiple-targets")
             self.error("E419", "a transition with several targets is not supported", transition)
@@ -2020,6 +2029,36 @@ def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
         if name.strip():
             out.append((name.strip(), ty.strip() or None))
     return out
+
+
+def _guard_errors(transition: Element, earlier: list[Element]) -> int:
+    """How many of the `earlier` transitions of its state have a `cond` that is not an
+    expression and are tried for every event `transition` takes (their descriptors cover its
+    own; both eventless). SCXML evaluates such a condition as false and raises
+    error.execution each time it tries it; a flowc guard raises nothing, so each is written
+    as a `raise error.execution` first in the actions of the rules taken after trying it
+    (docs/scxml.md)."""
+    events = transition.attrs.get("event", "").split()
+    count = 0
+    for other in earlier:
+        cond = other.attrs.get("cond")
+        if cond is None or not _syntax_error(cond):
+            continue
+        tried = other.attrs.get("event", "").split()
+        eventless = not events and not tried
+        if eventless or (events and all(_covers(tried, e) for e in events)):
+            count += 1
+    return count
+
+
+def _covers(descriptors: list[str], event: str) -> bool:
+    """Whether the event descriptors match every event the descriptor `event` matches."""
+    event = event.removesuffix(".*")
+    for descriptor in descriptors:
+        descriptor = descriptor.removesuffix(".*")
+        if descriptor == "*" or event == descriptor or event.startswith(descriptor + "."):
+            return True
+    return False
 
 
 def _statements(script: Element) -> list[tuple[str, str]]:

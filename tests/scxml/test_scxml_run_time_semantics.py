@@ -2,7 +2,7 @@
 variable, `<data>` values that fail when the document starts or that the start overwrites,
 internal transitions to a descendant, transitions into another region of a parallel state,
 done data as one value, the two names of the SCXML event I/O processor, scripts read as
-assignments, late data binding. Each chart is written for
+assignments, late data binding, conditions that are not expressions. Each chart is written for
 flowc, imported, compiled and run by the conformance runner's host, and reaches `pass` only if
 the mapping keeps SCXML's meaning."""
 
@@ -255,6 +255,45 @@ PASSING = {
 """
         + OUTCOMES,
         attrs=' binding="late"',
+    ),
+    # A `cond` that is not an expression is false and raises error.execution each time it is
+    # tried: before what the transition taken after it raises (eventless, and for an event
+    # whose descriptor it covers, twice for two such conditions).
+    "condition_that_is_not_an_expression": chart(
+        """  <state id="s0">
+    <transition cond="1 = 1" target="fail"/>
+    <transition target="s1"/>
+  </state>
+  <state id="s1">
+    <onentry><raise event="mine"/></onentry>
+    <transition event="error.execution" target="s2"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s2">
+    <transition event="mine" target="s3"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s3">
+    <onentry><raise event="go.now"/></onentry>
+    <transition event="go" cond="x =! 2" target="fail"/>
+    <transition event="*" cond="(" target="fail"/>
+    <transition event="go.now" target="s4"><raise event="after"/></transition>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s4">
+    <transition event="error.execution" target="s5"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s5">
+    <transition event="error.execution" target="s6"/>
+    <transition event="*" target="fail"/>
+  </state>
+  <state id="s6">
+    <transition event="after" target="pass"/>
+    <transition event="*" target="fail"/>
+  </state>
+"""
+        + OUTCOMES
     ),
 }
 
