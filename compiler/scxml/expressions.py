@@ -111,6 +111,9 @@ class Names:
     #: Whether `base[key]` reads the field `key` of a record (an export writes a field read
     #: so, its records being dicts in the datamodel); None: no record types are declared.
     is_record_field: Callable[[Expr, str], bool] | None = None
+    #: Whether a value can never be `None` (a variable holding a value of a type without
+    #: `none` from the start): `x is None` is then false. None: nothing is known.
+    never_none: Callable[[Expr], bool] | None = None
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -409,7 +412,7 @@ class _Translator:
         left = self.node(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.node(comparator)
-            parts.append(_compared(_COMPARE[type(op)], left, right))
+            parts.append(_compared(_COMPARE[type(op)], left, right, self.names.never_none))
             left = right
         result = parts[0]
         for part in parts[1:]:
@@ -532,11 +535,19 @@ class _Translator:
         return Expr(op="map", args=tuple(args))
 
 
-def _compared(op: str, left: Expr, right: Expr) -> Expr:
+def _compared(
+    op: str, left: Expr, right: Expr, never_none: Callable[[Expr], bool] | None = None
+) -> Expr:
     """`left OP right`; an equality with one of the names of SCXML's event I/O processor
     accepts either name (`x in [URI, "scxml"]`): they name one processor, and the suite
-    compares `_event.origintype` with the URI in one test and with `scxml` in another."""
+    compares `_event.origintype` with the URI in one test and with `scxml` in another. An
+    equality of `None` with a value that is never `None` is a constant (flowc types have no
+    `none` unless declared optional, and refuse the comparison)."""
     names = Expr(op="list", args=tuple(_lit(n) for n in SCXML_PROCESSOR_NAMES))
+    if op in ("==", "!=") and never_none is not None:
+        for this, other in ((left, right), (right, left)):
+            if other.op == "lit" and other.value is None and never_none(this):
+                return _lit(op == "!=")
     if op in ("==", "!="):
         membership = "in" if op == "==" else "not in"
         if _is_processor_name(right):

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import ast
 import keyword
+import os
 import re
+import stat
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -90,6 +92,10 @@ _DEFERRED = re.compile(r"\x01(\d+)\x01")
 #: host sends is external.
 _FIELD_DEFAULTS = {meta_field("type"): 'str = "external"'}
 _SEP = ", "
+#: What `<data src>` may name: a file beside the chart (no directory, not hidden).
+_DATA_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+#: The largest file a `<data src>` reads (its text becomes a constant of the flow).
+MAX_DATA_FILE = 64 * 1024
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
@@ -106,21 +112,30 @@ class ImportResult:
         return self.flow_text is not None
 
 
-def import_file(path: str | Path, *, datamodel: str | None = None) -> ImportResult:
+def import_file(
+    path: str | Path, *, datamodel: str | None = None, data_src: bool = False
+) -> ImportResult:
+    """`import_scxml` of a file; `data_src`: read the files its `<data src>` name beside it."""
     data = Path(path).read_bytes()
-    return import_scxml(data, str(path), datamodel=datamodel)
+    beside = Path(path).parent if data_src else None
+    return import_scxml(data, str(path), datamodel=datamodel, data_dir=beside)
 
 
 def import_scxml(
-    data: bytes | str, path: str = "<input>", *, datamodel: str | None = None
+    data: bytes | str,
+    path: str = "<input>",
+    *,
+    datamodel: str | None = None,
+    data_dir: Path | None = None,
 ) -> ImportResult:
     """SCXML text to `.flow` text. `datamodel` overrides the document's `datamodel`
     attribute (the W3C Python-datamodel tests keep `ecmascript` in some files while their
-    expressions are Python)."""
+    expressions are Python). `data_dir`: the directory whose files a `<data src>` may name
+    (`read_data_file`); None refuses every `<data src>` (E409)."""
     document = read_scxml(data, path)
     if document.root is None:
         return ImportResult(None, document.diagnostics, document)
-    importer = _Importer(document, path, datamodel)
+    importer = _Importer(document, path, datamodel, data_dir)
     text = importer.run()
     return ImportResult(text, importer.diagnostics, document, importer.features)
 
@@ -203,8 +218,11 @@ class _StateInfo:
 
 
 class _Importer:
-    def __init__(self, document: Document, path: str, datamodel: str | None) -> None:
+    def __init__(
+        self, document: Document, path: str, datamodel: str | None, data_dir: Path | None
+    ) -> None:
         assert document.root is not None
+        self.data_dir = data_dir
         self.root = document.root
         self.document = document
         self.path = path
@@ -246,6 +264,8 @@ class _Importer:
         self.start_state: str | None = None
         #: Variables whose `<data>` value nothing can read (`retype_overwritten_data`).
         self.unread_defaults: set[str] = set()
+        #: The text of each file a `<data src>` names, by the element's (line, column).
+        self.data_files: dict[tuple[int, int], str] = {}
         #: How many conditions that are not expressions SCXML evaluates before the rule being
         #: written, for each event it takes (`_guard_errors`).
         self.guard_errors = 0
@@ -323,6 +343,7 @@ class _Importer:
             root.attrs.get("name", ""),
             on_state=self.in_state,
             is_record_field=self.is_record_field if self.records else None,
+            never_none=self.never_none,
         )
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
@@ -649,7 +670,7 @@ class _Importer:
                 self.error("E414", "<data> needs an id", data)
                 continue
             if "src" in data.attrs:
-                self.error("E409", "<data src> (reading another resource) is refused", data)
+                self.read_data_file(data)
             self.var_types.setdefault(did, None)
         for script in self.walk(element, "script"):
             # A script's assignment declares its variable (SCXML's Python datamodel).
@@ -658,7 +679,7 @@ class _Importer:
                     self.var_types.setdefault(var, None)
         names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
         for data in self.walk(element, "data"):
-            source = data.attrs.get("expr") or data.text
+            source = self.data_source(data)
             if data.attrs.get("id") and source:
                 self.var_types[data.attrs["id"]] = self.type_of(source, names)
         self.widen_mixed_lists(element, names)
@@ -670,6 +691,67 @@ class _Importer:
         for var, source in self.assignments(element):
             if var in self.var_types and self.var_types[var] is None:
                 self.var_types[var] = self.type_of(source, names)
+
+    def read_data_file(self, data: Element) -> None:
+        """The file a `<data src>` names, kept in `data_files`: only when the caller allows it
+        (`data_dir`), only a plain file name (`file:NAME` or `NAME`, no directory, not hidden)
+        in that directory, a regular file (not a link) of at most MAX_DATA_FILE bytes, UTF-8.
+        Anything else is refused (E409): a chart must not read other files."""
+        src = data.attrs["src"]
+        name = src.removeprefix("file:")
+        if self.data_dir is None:
+            self.error(
+                "E409",
+                "<data src> (reading another resource) is refused",
+                data,
+                "`flowc import scxml --data-src` reads a file named so beside the chart",
+            )
+            return
+        problem = None
+        if not _DATA_FILE_NAME.fullmatch(name):
+            problem = "not the name of a file beside the chart (no directory, not hidden)"
+        else:
+            try:
+                status = os.lstat(self.data_dir / name)
+                if not stat.S_ISREG(status.st_mode):
+                    problem = "not a regular file"
+                elif status.st_size > MAX_DATA_FILE:
+                    problem = f"larger than {MAX_DATA_FILE} bytes"
+                else:
+                    text = (self.data_dir / name).read_bytes().decode("utf-8-sig")
+                    self.data_files[(data.line, data.column)] = text
+            except OSError as exc:
+                problem = f"not readable ({exc.strerror})"
+            except UnicodeDecodeError:
+                problem = "not UTF-8 text"
+        if problem is not None:
+            self.error("E409", f'`src="{src}"`: {problem}', data)
+
+    def never_none(self, expr: Expr) -> bool:
+        """Whether `expr` is a variable whose `<data>` gives it a value of a scalar or list
+        type when the document starts (so SCXML's `is None` on it is false)."""
+        if expr.op != "ctx":
+            return False
+        var = self.variable_of(str(expr.value))
+        ty = self.var_types.get(var)
+        if ty is None or not (ty in _SCALARS or ty.startswith("list[")):
+            return False
+        for data in self.walk(self.root, "data"):
+            if data.attrs.get("id") == var:
+                source = self.data_source(data)
+                return bool(source) and not _syntax_error(source) and not self.bound_late(data)
+        return False
+
+    def data_source(self, data: Element) -> str:
+        """The expression text of a `<data>`'s value: its `expr`, else its text or the file its
+        `src` names, read as a `<content>` is (a literal, else a string with its white space
+        normalised); "" when it has none."""
+        if data.attrs.get("expr"):
+            return data.attrs["expr"]
+        text = data.text
+        if "src" in data.attrs:
+            text = self.data_files.get((data.line, data.column), "")
+        return expr_text(_text_value(text)) if text.strip() else ""
 
     def widen_mixed_lists(self, element: Element, names: Names) -> None:
         """A list variable that an `<assign>` extends with items of another type (`xs + ['4']`
@@ -738,8 +820,7 @@ class _Importer:
         failing = [
             data
             for data in self.walk(root, "data")
-            if _syntax_error(data.attrs.get("expr") or data.text or "0")
-            and not self.bound_late(data)
+            if _syntax_error(self.data_source(data) or "0") and not self.bound_late(data)
         ]
         top = self.start_state
         if not failing or top is None:
@@ -790,7 +871,7 @@ class _Importer:
         values: list[str] = []
         for datamodel in element.find("datamodel"):
             for data in datamodel.find("data"):
-                source = data.attrs.get("expr") or data.text
+                source = self.data_source(data)
                 if data.attrs.get("id") in self.var_types and source:
                     values.append(self.assignment(data.attrs["id"], source, data) or "")
                     self.failed = False
@@ -952,7 +1033,7 @@ class _Importer:
         for data in self.walk(self.root, "data"):
             if data.attrs.get("id") != var or self.bound_late(data):
                 continue
-            source = data.attrs.get("expr") or data.text
+            source = self.data_source(data)
             if not source or _syntax_error(source):
                 return None  # unset; a value that is not an expression fails at start
             expr = self.expr(source, data)
@@ -1922,9 +2003,9 @@ class _Importer:
         is not a constant string."""
         var = self.variable_of(field_name)
         sources = [
-            d.attrs.get("expr") or d.text
+            self.data_source(d)
             for d in self.walk(self.root, "data")
-            if d.attrs.get("id") == var and (d.attrs.get("expr") or d.text)
+            if d.attrs.get("id") == var and self.data_source(d)
         ]
         sources += [
             source for location, source in self.assignments(self.root) if location.strip() == var
@@ -1993,12 +2074,7 @@ class _Importer:
         literal when it is one, else as a string with its white space normalised."""
         if "expr" in content.attrs:
             return self.expr(content.attrs["expr"], content)
-        text = " ".join(content.text.split())
-        try:
-            value = translate(text, Names({}, ""))
-        except Refusal:
-            return Expr(op="lit", value=text)
-        return value if _constant(value) else Expr(op="lit", value=text)
+        return _text_value(content.text)
 
     def addressed(self, send: _Send) -> str:
         """A send to a target known when it runs: `#_internal`, this session
@@ -2059,6 +2135,17 @@ def _covers(descriptors: list[str], event: str) -> bool:
         if descriptor == "*" or event == descriptor or event.startswith(descriptor + "."):
             return True
     return False
+
+
+def _text_value(text: str) -> Expr:
+    """The value of a `<content>` or `<data>` given as text: a Python literal is that value,
+    anything else a string with its white space normalised."""
+    text = " ".join(text.split())
+    try:
+        value = translate(text, Names({}, ""))
+    except Refusal:
+        return Expr(op="lit", value=text)
+    return value if _constant(value) else Expr(op="lit", value=text)
 
 
 def _statements(script: Element) -> list[tuple[str, str]]:

@@ -2,7 +2,8 @@
 variable, `<data>` values that fail when the document starts or that the start overwrites,
 internal transitions to a descendant, transitions into another region of a parallel state,
 done data as one value, the two names of the SCXML event I/O processor, scripts read as
-assignments, late data binding, conditions that are not expressions. Each chart is written for
+assignments, late data binding, conditions that are not expressions,
+`<data>` given as text or read from a file. Each chart is written for
 flowc, imported, compiled and run by the conformance runner's host, and reaches `pass` only if
 the mapping keeps SCXML's meaning."""
 
@@ -295,7 +296,30 @@ PASSING = {
 """
         + OUTCOMES
     ),
+    # A `<data>` given as text (or read from the file its `src` names, beside the chart) is
+    # that literal, or a string with its white space normalised; a variable holding a value
+    # from the start is never None.
+    "data_as_text_and_from_a_file": chart(
+        """  <datamodel>
+    <data id="words">
+      two
+      words
+    </data>
+    <data id="items">[1, 2, 3]</data>
+    <data id="loaded" src="file:test_data_as_text_and_from_a_file.txt"/>
+  </datamodel>
+  <state id="s0">
+    <transition cond="words == 'two words' and items[2] == 3 and loaded is not None
+      and not (None == loaded) and loaded == 'from a file'" target="pass"/>
+    <transition target="fail"/>
+  </state>
+"""
+        + OUTCOMES
+    ),
 }
+
+#: Files beside the charts, which a `<data src>` reads (the runner's `--data-src`).
+FILES = {"data_as_text_and_from_a_file": "from\n  a file\n"}
 
 
 @pytest.mark.parametrize("host", [True, False], ids=["host", "runtime_alone"])
@@ -304,6 +328,8 @@ def test_charts_pass_with_the_runner(name: str, host: bool, tmp_path: Path) -> N
     # runtime_alone: no send host, the runtime's scheduled events are SCXML's external queue
     path = tmp_path / f"test_{name}.scxml"
     path.write_text(PASSING[name], encoding="utf-8")
+    if name in FILES:
+        path.with_suffix(".txt").write_text(FILES[name], encoding="utf-8")
     outcome = run_test(path, host)
     assert (outcome.status, outcome.reason) == ("pass", "")
 
