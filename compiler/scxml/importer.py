@@ -849,7 +849,10 @@ class _Importer:
             return
         var = first.attrs.get("location", "").strip()
         source = first.attrs.get("expr") or first.text
-        if var not in self.var_types or not source or re.search(rf"\b{re.escape(var)}\b", source):
+        mentions = re.compile(rf"\b{re.escape(var)}\b").search
+        # (a `<data>` bound late in the start state gets its value before the entry runs)
+        data_read = any(mentions(self.data_source(d)) for d in self.walk(self.root, "data"))
+        if var not in self.var_types or not source or mentions(source) or data_read:
             return
         names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
         found = self.type_of(source, names)

@@ -474,3 +474,17 @@ def test_a_script_assigning_anything_but_a_name_is_refused() -> None:
 
 def test_a_binding_scxml_does_not_have_is_refused() -> None:
     assert codes(chart('  <state id="s0"/>', attrs=' binding="lazy"')) == ["E412"]
+
+
+def test_a_data_value_read_by_a_late_binding_keeps_its_type() -> None:
+    # `w` is bound when s0 is entered, before its entry overwrites `v`: it reads the number.
+    assert codes(
+        chart(
+            """  <datamodel><data id="v" expr="1"/></datamodel>
+  <state id="s0">
+    <datamodel><data id="w" expr="v + 1"/></datamodel>
+    <onentry><assign location="v" expr="'text'"/></onentry>
+  </state>""",
+            attrs=' binding="late"',
+        )
+    ) == ["E410"]
