@@ -707,24 +707,9 @@ class _Importer:
                 "`flowc import scxml --data-src` reads a file named so beside the chart",
             )
             return
-        problem = None
-        if not _DATA_FILE_NAME.fullmatch(name):
-            problem = "not the name of a file beside the chart (no directory, not hidden)"
-        else:
-            try:
-                status = os.lstat(self.data_dir / name)
-                if not stat.S_ISREG(status.st_mode):
-                    problem = "not a regular file"
-                elif status.st_size > MAX_DATA_FILE:
-                    problem = f"larger than {MAX_DATA_FILE} bytes"
-                else:
-                    text = (self.data_dir / name).read_bytes().decode("utf-8-sig")
-                    self.data_files[(data.line, data.column)] = text
-            except OSError as exc:
-                problem = f"not readable ({exc.strerror})"
-            except UnicodeDecodeError:
-                problem = "not UTF-8 text"
-        if problem is not None:
+        try:
+            self.data_files[(data.line, data.column)] = _read_beside(self.data_dir, name)
+        except _NotReadable as problem:
             self.error("E409", f'`src="{src}"`: {problem}', data)
 
     def never_none(self, expr: Expr) -> bool:
@@ -2138,6 +2123,33 @@ def _covers(descriptors: list[str], event: str) -> bool:
         if descriptor == "*" or event == descriptor or event.startswith(descriptor + "."):
             return True
     return False
+
+
+class _NotReadable(Exception):
+    """Why a `<data src>` file is not read (`_read_beside`)."""
+
+
+def _read_beside(directory: Path, name: str) -> str:
+    """The UTF-8 text of the regular file `name` (a plain name: no directory, not hidden) in
+    `directory`, of at most MAX_DATA_FILE bytes. Opened without following a link and checked
+    on the open file, so that what is read is what was checked."""
+    if not _DATA_FILE_NAME.fullmatch(name):
+        raise _NotReadable("not the name of a file beside the chart (no directory, not hidden)")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(directory / name, flags)
+    except OSError as exc:
+        raise _NotReadable(f"not readable ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
+            raise _NotReadable("not a regular file")
+        raw = opened.read(MAX_DATA_FILE + 1)
+    if len(raw) > MAX_DATA_FILE:
+        raise _NotReadable(f"larger than {MAX_DATA_FILE} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _NotReadable("not UTF-8 text") from None
 
 
 def _text_value(text: str) -> Expr:

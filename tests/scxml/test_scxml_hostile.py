@@ -3,6 +3,7 @@ bounded memory (measured with tracemalloc) and time."""
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from pathlib import Path
@@ -143,6 +144,7 @@ def test_data_src_reads_only_a_plain_file_beside_the_chart(tmp_path: Path) -> No
     (chart_dir / "link.txt").symlink_to(secret)
     (chart_dir / "big.txt").write_text("1" * (MAX_DATA_FILE + 1), encoding="utf-8")
     (chart_dir / "latin.txt").write_bytes("'caf\u00e9'".encode("latin-1"))
+    os.mkfifo(chart_dir / "pipe")  # opened without waiting for a writer, then refused
     names = [
         f"file:{secret}",
         "file:../secret.txt",
@@ -151,6 +153,7 @@ def test_data_src_reads_only_a_plain_file_beside_the_chart(tmp_path: Path) -> No
         "link.txt",
         "big.txt",
         "latin.txt",
+        "pipe",
         "missing.txt",
         "http://example.com/x",
     ]
