@@ -18,8 +18,9 @@ def register(sub: Any) -> None:
         description=(
             "Read FILE in the given notation and write the equivalent .flow source. SCXML "
             "(null and Python datamodels) is read safely: nothing in the file is run, DTDs and "
-            "entities are refused, and what flowc has no equivalent for (invoke, scripts, "
-            "external I/O processors, ...) is reported with its line. See docs/scxml.md."
+            "entities are refused, and what flowc has no equivalent for (invoke, scripts beyond "
+            "assignments, external I/O processors, ...) is reported with its line. See "
+            "docs/scxml.md."
         ),
     )
     parser.add_argument("notation", choices=["scxml"], help="the notation of FILE")
