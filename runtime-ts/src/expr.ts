@@ -49,12 +49,15 @@ export function newBudget(): Budget {
 export type Output = [name: string, payload: Record<string, unknown> | null];
 
 /** One `send` (`event` set: its payload, delay in ms and id or null) or `cancel` (`event`
- * null: the id) run by a step's actions, applied by the engine at the commit. */
+ * null: the id) run by a step's actions, applied by the engine at the commit; with `to`, a
+ * message to the parent (`"parent"`) or an invoke's children (its id), delivered after the
+ * step (src/children.ts). */
 export interface Scheduling {
   id: string | null;
   event: string | null;
   payload: Record<string, unknown> | null;
   delayMs: number;
+  to?: string;
 }
 
 export interface Env {

@@ -9,12 +9,22 @@ import type { Outcome, Rejection } from "./outcome.js";
 import { writeSnapshot } from "./snapshot.js";
 import { keepUntried, pendingSends, stepRefused, stuck, take, type Trigger } from "./step.js";
 import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
-import { SendRefused, type Scheduled } from "./scheduled.js";
+import { SendRefused, splitMessages, type Scheduled } from "./scheduled.js";
 import { byOrder, summaryOf, type StateNode } from "./tree.js";
 import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
 import { backStep, gotoStep } from "./moves.js";
 import { sendEvent } from "./send.js";
+import type { Node, Place } from "./children.js";
+import { advanceTree, attach, earliest, findChild, hostStep } from "./childTree.js";
+
+/** `Instance.child` of a path that names no descendant. */
+export class UnknownChild extends Error {
+  override name = "UnknownChild";
+  constructor(readonly path: string) {
+    super(`no child '${path}'`);
+  }
+}
 
 export interface StartOptions {
   context?: Record<string, unknown> | null;
@@ -53,6 +63,9 @@ export class Instance {
   private subs: ((step: StepResult) => void)[] = [];
   /** states of older versions the history names */
   retired: readonly string[] = [];
+  /** its node in a tree of instances (src/children.ts): the flow invokes children or sends
+   * messages, or the instance is a child; null otherwise */
+  tree: Node | null = null;
 
   constructor(
     readonly machine: Machine,
@@ -60,7 +73,8 @@ export class Instance {
   ) {}
 
   // ---- creation -------------------------------------------------------------------------
-  static start(m: Machine, opts: StartOptions): Instance | Rejection {
+  /** `place`: where a child goes in its tree (src/children.ts). */
+  static start(m: Machine, opts: StartOptions, place: Place | null = null): Instance | Rejection {
     const sem = m.semantics;
     const started = sem.startContext(opts.context ?? {});
     if (!started.ok) return started.rejection;
@@ -89,8 +103,9 @@ export class Instance {
       return sem.fault(exc.fault, exc.where, m.initial, null, null, ctx);
     }
     let sends: Scheduled[] = [];
+    const [scheduled, messages] = splitMessages(run.outputs.scheduled);
     try {
-      sends = run.outputs.scheduled.length > 0 ? pendingSends(self, run, now, 0) : [];
+      sends = scheduled.length > 0 ? pendingSends(self, run, scheduled, now, 0) : [];
     } catch (exc) {
       if (!(exc instanceof SendRefused)) throw exc;
       return sem.fault(exc.fault, exc.where, m.initial, null, null, ctx);
@@ -104,6 +119,7 @@ export class Instance {
     self.sends = sends;
     self.startRules = [...run.fired];
     self.startEffects = run.outputs.effects.map(([effect, payload]) => ({ effect, payload: payload ?? {} }));
+    if (m.composes) attach(self, place, run, config, messages, now);
     return self;
   }
 
@@ -147,6 +163,37 @@ export class Instance {
   get scheduled(): { id: string; due: number; event: string; payload: Record<string, unknown> | null }[] {
     return this.sends.map((x) => ({ id: x.id, due: x.due, event: x.event, payload: copyJson(x.payload) }));
   }
+  /** The child instances its `invoke`s started that are still current (their state not
+   * left), by child id (`ID.SEQ`, a fan-out's `ID.SEQ.K`), in start order. */
+  get children(): Record<string, Instance> {
+    return Object.fromEntries(this.tree?.kids ?? []);
+  }
+  /** A descendant by its path, `/` between levels: a child id (`pay.3`), an invoke's id for
+   * its current child (`pay`), or `ID[K]` for a fan-out's child at position K. Throws
+   * `UnknownChild` when there is none. */
+  child(path: string): Instance {
+    return path.split("/").reduce<Instance>((inst, part) => {
+      const found = findChild(inst, part);
+      if (found === null) throw new UnknownChild(path);
+      return found;
+    }, this);
+  }
+  /** `op` on the descendant at `path`, or the rejection `unknown_child` when there is none. */
+  onChild(path: string, op: (child: Instance) => Outcome, event: string | null = null): Outcome {
+    try {
+      return op(this.child(path));
+    } catch (exc) {
+      if (!(exc instanceof UnknownChild)) throw exc;
+      return this.machine.semantics.rejection("unknown_child", this.cur, event, null, this.ctx, { child: path });
+    }
+  }
+  /** When the next timer or scheduled event is due (epoch ms), or null; in a tree of
+   * instances, the earliest of the tree's. */
+  get nextDeadline(): number | null {
+    if (this.tree !== null) return earliest(this.tree.root)?.[0] ?? null;
+    const dues = [this.pending[0]?.[0], this.sends[0]?.due].filter((d): d is number => d !== undefined);
+    return dues.length > 0 ? Math.min(...dues) : null;
+  }
   active(name: string): boolean {
     return this.config.some((s) => s.name === name);
   }
@@ -178,6 +225,9 @@ export class Instance {
   }
   setTimers(timers: Timer[]): void {
     this.pending = timers;
+  }
+  setContext(c: Ctx): void {
+    this.ctx = c;
   }
   setKeys(keys: Map<string, number>): void {
     this.keys = keys;
@@ -251,25 +301,32 @@ export class Instance {
   send(event: string, payload: Record<string, unknown> | null = null, opts: StepOptions = {}): Outcome {
     // (a JavaScript caller may pass anything: a name that is not a string is said as one)
     const name = typeof event === "string" ? event : String(event);
-    return guarded(this, name, () => this.early(opts, name) ?? sendEvent(this, name, payload, opts));
+    return guarded(this, name, () => hostStep(this, () => this.early(opts, name) ?? sendEvent(this, name, payload, opts), name));
   }
 
   goto(target: string, opts: StepOptions = {}): Outcome {
     const name = typeof target === "string" ? target : String(target);
-    return guarded(this, null, () => this.early(opts, null) ?? gotoStep(this, name, opts));
+    return guarded(this, null, () => hostStep(this, () => this.early(opts, null) ?? gotoStep(this, name, opts), null));
   }
 
   back(opts: StepOptions = {}): Outcome {
-    return guarded(this, null, () => this.early(opts, null) ?? backStep(this, opts));
+    return guarded(this, null, () => hostStep(this, () => this.early(opts, null) ?? backStep(this, opts), null));
   }
 
   /** Fire every timer and deliver every scheduled event due at `nowMs` (default: the clock's
    * time), soonest first. */
   advance(nowMs?: number): Outcome[] {
+    const root = this.tree?.root ?? null;
+    if (root !== null && !root.busy) {
+      // the whole tree's timers, from its root (src/children.ts)
+      const when = nowMs ?? this.nowMs();
+      return guarded(this, null, () => hostStep(root.inst, () => advanceTree(root, when), null));
+    }
     return guarded(this, null, () => this.fireDue(nowMs));
   }
 
-  private fireDue(nowMs?: number): Outcome[] {
+  /** This instance's own timers and scheduled events due at `nowMs`, soonest first. */
+  fireDue(nowMs?: number): Outcome[] {
     const when = nowMs ?? this.nowMs();
     const out: Outcome[] = [];
     for (;;) {

@@ -1,9 +1,9 @@
-// The compiled flow (IR JSON, versions 1 to 4) as typed views, checked once when loaded
+// The compiled flow (IR JSON, versions 1 to 5) as typed views, checked once when loaded
 // (`loadFlow`). Expressions and action blocks stay JSON: src/expr.ts interprets them.
 import { IRLoadError } from "./faults.js";
 import type { FieldDef } from "./types.js";
 
-export const IR_VERSIONS = [1, 2, 3, 4] as const;
+export const IR_VERSIONS = [1, 2, 3, 4, 5] as const;
 
 export const STATE_KINDS = ["normal", "final", "choice", "compound", "parallel", "history"] as const;
 export const RULE_KINDS = ["event", "direct", "choice", "else", "timer", "reject", "always"] as const;
@@ -50,6 +50,28 @@ export interface StateDef {
   done_data: Expr | null;
   unhandled: "refuse" | "ignore";
   line: number;
+  /** IR version 5: the child flows the state starts when entered, in source order */
+  invokes: InvokeDef[];
+}
+
+/** `invoke FLOW(...) [for ITEM[, INDEX] in EXPR] [as ID [into FIELD]] [join ...] [forward]
+ * [finalize do ...]` (IR version 5): what src/children.ts starts. */
+export interface InvokeDef {
+  id: string;
+  /** a key of the flow's `children` */
+  flow: string;
+  /** a `map` expression: the child's context fields */
+  input: Expr | null;
+  /** a fan-out's list */
+  each: Expr | null;
+  item: string | null;
+  index: string | null;
+  /** a fan-out's join: null every child, N the first N */
+  join: number | null;
+  forward: boolean;
+  finalize: Actions;
+  /** `into FIELD`: the context path set to the child's id */
+  id_target: string[];
 }
 
 export interface RuleDef {
@@ -88,6 +110,8 @@ export interface FlowDef {
   journals: { name: string; template: string }[];
   templates: Record<string, string>;
   invariants: { name: string; expr: Expr }[];
+  /** IR version 5: every flow a state invokes, by name (each a complete compiled flow) */
+  children: Record<string, Json>;
   /** template source -> its lowered parts (null: outside the subset), for src/template.ts */
   lowered: Record<string, Record<string, unknown>[] | null>;
   /** the JSON as given, for what this loader does not model */
@@ -100,10 +124,10 @@ type Json = Record<string, unknown>;
  * other: a typo or a hand edit is refused, not dropped). */
 const MEMBERS = {
   flow: [["context", "effects", "enums", "events", "hash", "initial", "invariants", "ir_version", "journals",
-    "lowered_templates", "messages", "migrations", "name", "records", "states", "templates", "title", "transitions",
+    "children", "lowered_templates", "messages", "migrations", "name", "records", "states", "templates", "title", "transitions",
     "version"], ["initial", "name"]],
   state: [["column", "default", "done_data", "entry", "exit", "history", "initial", "initial_actions",
-    "initial_targets", "kind", "line", "meta", "name", "parent", "title", "unhandled"], ["name"]],
+    "initial_targets", "invokes", "kind", "line", "meta", "name", "parent", "title", "unhandled"], ["name"]],
   transition: [["actions", "after_expr", "after_ms", "back", "code", "column", "data", "event", "guard", "index",
     "inherited", "kind", "line", "message", "reenter", "source", "target"], ["index", "kind", "source", "target"]],
   field: [["default", "hidden", "input", "name", "required", "type"], ["name", "type"]],
@@ -112,6 +136,8 @@ const MEMBERS = {
   journal: [["name", "template"], ["name", "template"]],
   enum: [["members", "name"], ["members", "name"]],
   record: [["fields", "name"], ["fields", "name"]],
+  invoke: [["column", "each", "finalize", "flow", "forward", "id", "id_target", "index", "input", "item", "join", "line"],
+    ["flow", "id"]],
 } as const satisfies Record<string, readonly [readonly string[], readonly string[]]>;
 
 function shape(raw: Json, kind: keyof typeof MEMBERS, where: string): Json {
@@ -235,7 +261,34 @@ function stateDef(s: Json, i: number): StateDef {
     done_data: optExpr(s, "done_data", where),
     unhandled: s.unhandled === "ignore" ? "ignore" : "refuse",
     line: optInt(s, "line", where) ?? 0,
+    invokes: objects(s, "invokes", where).map((v, k) => invokeDef(v, `${where}.invokes[${k}]`)),
   };
+}
+
+function invokeDef(v: Json, where: string): InvokeDef {
+  shape(v, "invoke", where);
+  const join = optInt(v, "join", where);
+  if (join !== null && join < 0) throw new IRLoadError(`malformed compiled flow: ${where}.join is negative`);
+  return {
+    id: text(v, "id", where),
+    flow: text(v, "flow", where),
+    input: optExpr(v, "input", where),
+    each: optExpr(v, "each", where),
+    item: optText(v, "item", where),
+    index: optText(v, "index", where),
+    join,
+    forward: v.forward === true,
+    finalize: list(v, "finalize", where),
+    id_target: list(v, "id_target", where).map(String),
+  };
+}
+
+/** IR version 5: the child flows, by name (each loaded when first started). */
+function childrenOf(raw: Json): Record<string, Json> {
+  const v = raw.children;
+  if (v === undefined || v === null) return {};
+  if (!isObject(v) || !Object.values(v).every(isObject)) throw new IRLoadError("a compiled flow's `children` must be an object");
+  return v as Record<string, Json>;
 }
 
 function ruleDef(t: Json, i: number): RuleDef {
@@ -322,6 +375,7 @@ export function loadFlow(json: unknown): FlowDef {
     templates: stringMap(raw, "templates"),
     invariants: objects(raw, "invariants", "flow").map((v) => ({ name: text(v, "name", "invariant"), expr: optExpr(v, "expr", "invariant") ?? {} })),
     lowered: loweredOf(raw),
+    children: childrenOf(raw),
     raw,
   };
 }

@@ -6,7 +6,7 @@ import type { Exec } from "./engine.js";
 import { makeExec, type Semantics } from "./exec.js";
 import { IRLoadError, loadFlow } from "./ir.js";
 import { DEFAULT_LIMITS, type Limits } from "./limits.js";
-import type { EventDef, FlowDef, RuleDef } from "./ir.js";
+import type { EventDef, FlowDef, InvokeDef, RuleDef } from "./ir.js";
 import { buildTree, wireRules, type StateNode } from "./tree.js";
 import type { Journaller } from "./history.js";
 import { Instance, type StartOptions } from "./instance.js";
@@ -47,6 +47,13 @@ export class Machine {
   readonly checkInvariants: boolean;
   /** how steps render the flow's journals (null: it has none) */
   readonly journaller: Journaller | null;
+  /** IR version 5: invoke id -> its invoke (ids are unique in a flow) */
+  readonly invokes = new Map<string, InvokeDef>();
+  /** its instances are nodes of a tree of instances (src/children.ts): the flow invokes
+   * children or sends messages, or it is a child flow */
+  composes: boolean;
+  private readonly limits: Limits;
+  private readonly childMachines = new Map<string, Machine>();
 
   private constructor(flow: FlowDef, opts: MachineOptions) {
     this.flow = flow;
@@ -83,6 +90,29 @@ export class Machine {
       render: (name, entry, ctx) => sem.journal(name, entry, ctx),
     };
     this.exec = this.semantics.exec;
+    this.limits = opts.limits ?? DEFAULT_LIMITS;
+    for (const s of flow.states) {
+      for (const inv of s.invokes) {
+        if (!(inv.flow in flow.children)) throw new IRLoadError(`invoke '${inv.id}' starts '${inv.flow}', not a child flow`);
+        if (this.invokes.has(inv.id)) throw new IRLoadError(`invoke id '${inv.id}' is used twice`);
+        this.invokes.set(inv.id, inv);
+      }
+    }
+    this.composes = this.invokes.size > 0 || sendsMessages(flow);
+  }
+
+  /** The machine of the child flow `name`, loaded on first use and kept; its instances are
+   * nodes of a tree (src/children.ts). */
+  childMachine(name: string): Machine {
+    let m = this.childMachines.get(name);
+    if (m === undefined) {
+      const ir = this.flow.children[name];
+      if (ir === undefined) throw new IRLoadError(`'${name}' is not a child flow of ${this.name}`);
+      m = new Machine(loadFlow(ir), { limits: this.limits, clock: this.clock });
+      m.composes = true;
+      this.childMachines.set(name, m);
+    }
+    return m;
   }
 
   /** Load compiled JSON (an object or its text); throws `IRLoadError`. */
@@ -147,7 +177,8 @@ function raised(block: unknown[]): [string[], boolean] {
   let cancels = false;
   for (const a of block) {
     if (!isRecord(a)) continue;
-    if (a.op === "raise" || a.op === "send") out.push(String(a.event));
+    // (a message, `send E to parent|ID`, names an event of its receiver)
+    if (a.op === "raise" || (a.op === "send" && (a.to ?? null) === null)) out.push(String(a.event));
     cancels ||= a.op === "cancel";
     if (!Array.isArray(a.branches)) continue;
     for (const b of a.branches) {
@@ -158,6 +189,22 @@ function raised(block: unknown[]): [string[], boolean] {
     }
   }
   return [out, cancels];
+}
+
+/** Whether some action of the flow sends a message (`send E to parent|ID`). */
+function sendsMessages(flow: FlowDef): boolean {
+  const blocks: unknown[] = [...flow.transitions.map((t) => t.actions)];
+  for (const s of flow.states) blocks.push(s.entry, s.exit, s.initial_actions, ...s.invokes.map((i) => i.finalize));
+  const stack = [...blocks];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (Array.isArray(n)) stack.push(...(n as unknown[]));
+    else if (isRecord(n)) {
+      if (n.op === "send" && (n.to ?? null) !== null) return true;
+      if (Array.isArray(n.branches)) for (const b of n.branches) if (isRecord(b)) stack.push(b.actions);
+    }
+  }
+  return false;
 }
 
 /** Whether raw IR calls the function `name` somewhere. */

@@ -52,6 +52,15 @@ export function scheduleAction(raw: Readonly<Record<string, unknown>>, scope: Sc
   if (!sending && keyNode === null) throw new IRLoadError("`cancel` needs the id of a scheduled event");
   const scheduled = env.scheduled;
   if (scheduled === undefined) throw new IRLoadError("`send` or `cancel` outside a step of the engine");
+  const to = raw.to ?? null;
+  if (sending && to !== null) {
+    // `send E(...) to parent|ID`: a message (IR version 5), no id and no delay
+    const node = raw.value ?? null;
+    const entry: Scheduling = { id: null, event: name as string, payload: node === null ? null : (evaluate(node, scope, env) as Dict), delayMs: 0, to: typeof to === "string" ? to : JSON.stringify(to) };
+    charge(env, entry.payload);
+    scheduled.push(entry);
+    return;
+  }
   const ident = keyNode === null ? null : idOf(evaluate(keyNode, scope, env), env);
   let entry: Scheduling = { id: ident, event: null, payload: null, delayMs: 0 };
   if (sending) {
@@ -118,4 +127,9 @@ export function sendsAfter(
     byId.set(ident, { due: now + op.delayMs, id: ident, event: op.event, payload });
   });
   return [...byId.values()].sort((a, b) => a.due - b.due);
+}
+
+/** A step's scheduled events and `cancel`s, and its messages (`send E to ...`). */
+export function splitMessages(ops: readonly Scheduling[]): [Scheduling[], Scheduling[]] {
+  return [ops.filter((op) => op.to === undefined), ops.filter((op) => op.to !== undefined)];
 }

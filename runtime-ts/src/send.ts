@@ -66,9 +66,9 @@ function enabledRules(inst: Instance, handled: StateNode[], event: string, p: un
 }
 
 /** `send` on the general path. `at`: a scheduled event's delivery (the flow's own send,
- * recorded at its deadline as a step of kind `scheduled`), which alone may send an
- * `internal` event. */
-export function sendEvent(inst: Instance, event: string, payload: unknown, opts: StepOptions, at: number | null = null): Outcome {
+ * recorded at its deadline as a step of kind `scheduled`), or a message from a parent or
+ * child (`kind` `message`: src/children.ts), which alone may send an `internal` event. */
+export function sendEvent(inst: Instance, event: string, payload: unknown, opts: StepOptions, at: number | null = null, kind = "scheduled"): Outcome {
   const m = inst.machine;
   const sem = m.semantics;
   const st = inst.stateNode;
@@ -100,5 +100,5 @@ export function sendEvent(inst: Instance, event: string, payload: unknown, opts:
     }
   }
   // (a delivery is recorded as a step of its own kind: a replay delivers it again by `advance`)
-  return take(inst, enabled, inst.trigger(at === null ? "event" : "scheduled", event, p, opts, at));
+  return take(inst, enabled, inst.trigger(at === null ? "event" : kind, event, p, opts, at));
 }

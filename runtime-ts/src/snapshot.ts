@@ -1,5 +1,5 @@
 // Snapshots in the Python runtime's formats (flowc.snapshot/1, /2 when some history entry
-// carries a statechart's leaves, /3 when scheduled events are pending): written by `Instance.snapshot()`, read by
+// carries a statechart's leaves, /3 when scheduled events are pending, /4 a tree of instances): written by `Instance.snapshot()`, read by
 // `Machine.restore`, interchangeable with Python's `Instance.snapshot()` / `Machine.restore`.
 import { msToIso, readMs, toMs, type Clock } from "./clock.js";
 import { defaultLeaves } from "./engine.js";
@@ -7,6 +7,8 @@ import { copyJson, entryJSON, type Entry, type Leaves } from "./history.js";
 import { Instance } from "./instance.js";
 import type { Machine } from "./machine.js";
 import { textProblem } from "./limits.js";
+import type { Place } from "./children.js";
+import { restoreTree, snapshotInto } from "./childTree.js";
 import type { Scheduled } from "./scheduled.js";
 import { dueOrder, type Timer } from "./timers.js";
 import { summaryOf, withAncestors, type Rule, type StateNode } from "./tree.js";
@@ -16,10 +18,14 @@ export const SNAPSHOT_FORMAT_1 = "flowc.snapshot/1";
 /** written only when scheduled events are pending (`sends`): a runtime that does not know
  * them refuses such a snapshot rather than lose them */
 export const SNAPSHOT_FORMAT_3 = "flowc.snapshot/3";
-const FORMATS: ReadonlySet<unknown> = new Set([SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_3]);
+/** written only when the instance is part of a tree with children, joins or messages pending
+ * (`children`, `joins`, `inbox`: src/childTree.ts) */
+export const SNAPSHOT_FORMAT_4 = "flowc.snapshot/4";
+const FORMATS: ReadonlySet<unknown> = new Set([SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_3, SNAPSHOT_FORMAT_4]);
 const FIELDS = new Set([
   "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
   "timers", "keys", "configuration", "histories", "lineage", "retired_states", "sends",
+  "children", "joins", "inbox",
 ]);
 
 /** A snapshot that does not fit this machine (Python's `SnapshotError`). */
@@ -66,6 +72,7 @@ export function writeSnapshot(inst: Instance): Json {
     snap.histories = Object.fromEntries([...inst.historiesRef()].map(([h, v]) => [h, v.map((s) => s.name)]));
   }
   if (inst.retired.length > 0) snap.retired_states = [...inst.retired].sort();
+  if (inst.tree !== null) snapshotInto(inst.tree, snap);
   return snap;
 }
 
@@ -274,7 +281,8 @@ function keysOf(data: Json, history: Entry[], m: Machine): Map<string, number> {
   return new Map(applied.map(([seq, key]) => [key, seq]));
 }
 
-export function restoreInstance(m: Machine, snapshot: object | string, opts: RestoreOptions): Instance {
+/** `place`: where a child goes in its tree (src/children.ts). */
+export function restoreInstance(m: Machine, snapshot: object | string, opts: RestoreOptions, place: Place | null = null): Instance {
   const data = parse(m, snapshot);
   const stateName = data.state;
   let state = typeof stateName === "string" ? m.states.get(stateName) : undefined;
@@ -302,5 +310,8 @@ export function restoreInstance(m: Machine, snapshot: object | string, opts: Res
   const rules = config.flatMap((s) => s.timers);
   inst.setTimers(timersOf(rules, data.timers ?? [], enteredAt(history, state.name), !sameFlow, m));
   inst.setSends(sendsOf(data.sends, m));
+  if (m.composes) {
+    restoreTree(inst, data, place, (child, snap, parent, where) => restoreInstance(child, snap, { clock: parent.clock }, where));
+  }
   return inst;
 }

@@ -5,7 +5,7 @@ import type { Entry } from "./history.js";
 import { StepResult } from "./history.js";
 import type { Instance } from "./instance.js";
 import type { Rejection } from "./outcome.js";
-import { SendRefused, sendsAfter, type Scheduled } from "./scheduled.js";
+import { SendRefused, sendsAfter, splitMessages, type Scheduled, type Scheduling } from "./scheduled.js";
 import { arm, DelayFault, dueOrder, type Timer } from "./timers.js";
 import { byOrder, summaryOf, type Rule, type StateNode } from "./tree.js";
 
@@ -90,9 +90,10 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
     return m.semantics.fault(exc.fault, exc.where, st, trig.event, trig.p, inst.ctxRef());
   }
   let sends = inst.sendsRef();
-  if (run.outputs.scheduled.length > 0 || run.final) {
+  const [scheduled, messages] = splitMessages(run.outputs.scheduled);
+  if (scheduled.length > 0 || run.final) {
     try {
-      sends = pendingSends(inst, run, now, inst.seq + 1);
+      sends = pendingSends(inst, run, scheduled, now, inst.seq + 1);
     } catch (exc) {
       if (!(exc instanceof SendRefused)) throw exc;
       return m.semantics.fault(exc.fault, exc.where, st, trig.event, trig.p, inst.ctxRef());
@@ -107,15 +108,17 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
     leaves: st.atomic && dest.atomic ? null : [before, after],
   };
   inst.commit(entry, c, config, run.histories, [dueOrder(kept), sends], trig.key);
+  // a node of a tree of instances: children start and stop, messages queue (src/children.ts)
+  inst.tree?.committed(run, config, messages, now);
   const names = m.chart ? config.map((s) => s.name) : null;
   return new StepResult(entry, c, names, [...run.fired], run.outputs.effects, false, m.journaller);
 }
 
 /** The scheduled events after the macrostep `run` (step `seq`, at `now`); throws a
  * `SendRefused`. */
-export function pendingSends(inst: Instance, run: Macrostep, now: number, seq: number): Scheduled[] {
+export function pendingSends(inst: Instance, run: Macrostep, scheduled: readonly Scheduling[], now: number, seq: number): Scheduled[] {
   const exec = inst.machine.exec;
-  return sendsAfter(inst.sendsRef(), run.outputs.scheduled, run.final, now, seq, (e, p) => exec.scheduledPayload(e, p));
+  return sendsAfter(inst.sendsRef(), scheduled, run.final, now, seq, (e, p) => exec.scheduledPayload(e, p));
 }
 
 /** After a timer step: the timers due with the one taken but not tried stay pending (tried

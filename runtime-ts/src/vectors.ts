@@ -16,11 +16,13 @@ export interface Expect {
   journals?: Record<string, string>;
 }
 
+/** `child`: the op is made on the descendant at that path (`Instance.child`); none there:
+ * the rejection `unknown_child`. */
 export type Op =
-  | { op: "send"; event: string; payload: Record<string, unknown> | null; force: boolean; reason: string | null; key: string | null; expect: Expect }
-  | { op: "goto"; target: string; force: boolean; reason: string | null; expect: Expect }
-  | { op: "back"; force: boolean; reason: string | null; expect: Expect }
-  | { op: "advance"; ms: number; expect: Expect[] };
+  | { op: "send"; event: string; payload: Record<string, unknown> | null; force: boolean; reason: string | null; key: string | null; child?: string | null; expect: Expect }
+  | { op: "goto"; target: string; force: boolean; reason: string | null; child?: string | null; expect: Expect }
+  | { op: "back"; force: boolean; reason: string | null; child?: string | null; expect: Expect }
+  | { op: "advance"; ms: number; child?: string | null; expect: Expect[] };
 
 export interface Vector {
   name: string;
@@ -86,6 +88,12 @@ function journalsOf(outcome: Outcome | undefined): unknown {
 
 /** Apply one op (the clock moves for `advance`); its outcomes. */
 export function applyOp(inst: Instance, clock: FakeClock, op: Op): Outcome[] {
+  const path = op.child ?? null;
+  if (path === null || op.op === "advance") return applyTo(inst, clock, op);
+  return [inst.onChild(path, (child) => applyTo(child, clock, op)[0] as Outcome, op.op === "send" ? op.event : null)];
+}
+
+function applyTo(inst: Instance, clock: FakeClock, op: Op): Outcome[] {
   switch (op.op) {
     case "send":
       return [inst.send(op.event, op.payload, { force: op.force, reason: op.reason, key: op.key })];

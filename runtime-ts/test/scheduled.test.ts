@@ -106,7 +106,7 @@ describe("scheduled events", () => {
     expect(() => bad({ event: "nope" })).toThrow("scheduled event 0 of the snapshot (\"nope\", id \"reminder\") is not an event of reminders version 1");
     expect(() => bad({ payload: [1] })).toThrow("scheduled event 0 of the snapshot has a malformed payload");
     expect(() => bad({ due: "soon" })).toThrow("malformed snapshot scheduled events");
-    expect(() => m.restore({ ...snap, format: "flowc.snapshot/4" })).toThrow("unknown snapshot format");
+    expect(() => m.restore({ ...snap, format: "flowc.snapshot/5" })).toThrow("unknown snapshot format");
   });
 
   it("are put back with everything else when an invariant refuses the step", () => {
@@ -127,6 +127,6 @@ describe("the loader", () => {
     expect(loadFlow(IR).events.filter((e) => e.internal).map((e) => e.name)).toEqual(["remind", "check"]);
     const events = (IR.events as Record<string, unknown>[]).map((e) => (e.name === "remind" ? { ...e, internal: "yes" } : e));
     expect(() => loadFlow({ ...IR, events })).toThrow(IRLoadError);
-    expect(() => loadFlow({ ...IR, ir_version: 5 })).toThrow(/ir_version 5/);
+    expect(() => loadFlow({ ...IR, ir_version: 6 })).toThrow(/ir_version 6/);
   });
 });

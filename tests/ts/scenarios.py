@@ -48,6 +48,10 @@ class Case:
     patch: Callable[[dict[str, Any]], None] | None = field(default=None)
     #: the machine checks the flow's invariants after every step
     check_invariants: bool = False
+    #: the flows it invokes, by name (source text), for `compile_source(..., flows=...)`
+    flows: dict[str, str] = field(default_factory=dict)
+    #: after every op, the snapshot is taken (and compared) and the run goes on from it
+    roundtrip: bool = False
 
 
 STEPS = """

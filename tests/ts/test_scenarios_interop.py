@@ -1,8 +1,11 @@
 """Both runtimes run the same scenarios and answer the same, line for line: what the shared
 vectors do not exercise (idempotency keys, reasons and bad arguments, refusals of `goto` and
 `back`, raised events, computed delays, done data, initial rules, deep history, a routing
-loop, the microstep bound), each compiled here and run on the Python runtime and on the
-TypeScript one (runtime-ts/test/interop/scenarios.ts), with the final snapshots compared."""
+loop, the microstep bound, child flows: tests/ts/child_scenarios.py), each compiled here and
+run on the Python runtime and on the TypeScript one (runtime-ts/test/interop/scenarios.ts),
+with the final snapshots compared. A child flow's scenario also compares the snapshot after
+every op (format flowc.snapshot/4 when the tree has children, joins or messages) and goes on
+from it restored, in each runtime: equal snapshots that each runtime restores."""
 
 from __future__ import annotations
 
@@ -15,16 +18,22 @@ from testing.test_vectors import _apply
 
 from flowc.compiler import compile_source
 from flowc.runtime import FakeClock, Instance, Machine, Rejection
+from flowc.runtime import rejections as R
+from flowc.runtime.steps import Outcome
 from flowc.runtime.lines import outcome_line
 
 from .node import run_script
-from .scenarios import CASES, Case
+from .child_scenarios import CHILD_CASES
+from .scenarios import CASES as PLAIN_CASES
+from .scenarios import Case
+
+CASES = PLAIN_CASES + CHILD_CASES
 
 NOW = 1_735_689_600_000
 
 
 def _ir(case: Case) -> dict[str, Any]:
-    result = compile_source(case.source, f"{case.name}.flow")
+    result = compile_source(case.source, f"{case.name}.flow", flows=case.flows)
     assert result.flow is not None and not result.errors, [str(d) for d in result.errors]
     ir: dict[str, Any] = json.loads(json.dumps(result.flow.model_dump(mode="json")))
     if case.patch is not None:
@@ -47,19 +56,39 @@ def _observed(instance: Instance, line: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def _on(instance: Instance, clock: FakeClock, op: dict[str, Any]) -> list[Outcome]:
+    """`op` on the instance, or (`"child": PATH`) on its descendant at PATH: `unknown_child`
+    when there is none (as the durable layer answers)."""
+    path = op.get("child")
+    if path is None:
+        return _apply(instance, clock, op)
+    try:
+        target = instance.child(path)
+    except KeyError:
+        m = instance.machine
+        state = m.states[instance.state]
+        event = op.get("event")
+        data = {"child": path}
+        return [m.rejection(R.UNKNOWN_CHILD, state, event, None, instance.context, data)]
+    return _apply(target, clock, op)
+
+
 def _python(ir: dict[str, Any], case: Case) -> dict[str, Any]:
     clock = FakeClock(NOW / 1000)
-    started = Machine(ir, check_invariants=case.check_invariants).try_start(
-        case.context, clock=clock
-    )
+    machine = Machine(ir, check_invariants=case.check_invariants)
+    started = machine.try_start(case.context, clock=clock)
     if isinstance(started, Rejection):
         return {"name": case.name, "seen": [started.to_dict()], "snapshot": None}
     seen: list[Any] = [
         _observed(started, {"ok": True, "kind": "start", "to": started.state, "seq": 0})
     ]
     for op in case.ops:
-        outcomes = _apply(started, clock, op)
+        outcomes = _on(started, clock, op)
         seen.append([_observed(started, outcome_line(o, started)) for o in outcomes])
+        if case.roundtrip:
+            taken = json.loads(json.dumps(started.snapshot()))
+            seen.append({"snapshot": taken})
+            started = machine.restore(taken, clock=clock)
     snapshot = json.loads(json.dumps(started.snapshot()))
     return {"name": case.name, "seen": seen, "snapshot": snapshot}
 
@@ -76,6 +105,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "now": NOW,
             "ops": c.ops,
             "checkInvariants": c.check_invariants,
+            "roundtrip": c.roundtrip,
         }
         for c in CASES
     ]

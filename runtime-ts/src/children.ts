@@ -1,0 +1,394 @@
+// Child flows (IR version 5; the Python runtime's runtime/children.py): the tree of instances a
+// flow's `invoke`s make. A state that invokes a flow starts a child when a step enters it (and
+// it is still active when the step ends), one per item for a fan-out, and cancels them when a
+// step leaves it. Parent and children talk through messages (a child's done data or failure,
+// `send E to parent|ID`) held in one FIFO inbox at the root and delivered after the step that
+// sent them, each as a step of its receiver (kind `message`; a refused one is dropped).
+import type { Ctx, Macrostep } from "./engine.js";
+import { ExprFault, LimitExceeded } from "./expr.js";
+import { copyJson } from "./history.js";
+import type { InvokeDef } from "./ir.js";
+import { Instance } from "./instance.js";
+import type { Machine } from "./machine.js";
+import type { Outcome } from "./outcome.js";
+import type { Scheduling } from "./scheduled.js";
+import { sendEvent } from "./send.js";
+import type { StateNode } from "./tree.js";
+import { fromPlain, toPlain, typeName, type Dict } from "./values.js";
+
+/** Messages one host call delivers at most; the rest wait for the next call. */
+export const MAX_DELIVERIES = 1000;
+/** The `kind` of an `error.invoke.ID` when a fan-out can no longer reach its join. */
+export const JOIN_FAILED = "join";
+
+/** Where a child goes: its parent's node, its path from the root, its invoke, its position. */
+export interface Place {
+  up: Node;
+  path: readonly string[];
+  invoke: string;
+  index: number | null;
+}
+
+/** One message of the inbox (Python's `Message`, the same JSON): `to` and `sender` are paths
+ * of child ids from the root (`sender` null: from the receiver's parent, or forwarded). */
+export interface Message {
+  to: readonly string[];
+  sender: readonly string[] | null;
+  /** `send`, `done` / `error` (a child's end), `joined` / `failed` (an invoke met or failed as
+   * it started: `event` is its id) */
+  kind: string;
+  event: string;
+  payload: Dict | null;
+  at: number;
+  /** `joined` / `failed`: the parent's step that entered the invoke's state */
+  seq: number;
+}
+
+export function messageJSON(m: Message): Dict {
+  return { to: [...m.to], sender: m.sender === null ? null : [...m.sender], kind: m.kind, event: m.event, payload: toPlain(m.payload), at: m.at, seq: m.seq };
+}
+
+export function messageOf(raw: unknown): Message {
+  const r = raw as Dict;
+  const sender = r.sender as unknown[] | null;
+  if (!Array.isArray(r.to) || (sender !== null && !Array.isArray(sender)) || typeof r.at !== "number") throw new TypeError("a malformed message");
+  return {
+    to: r.to.map(String), sender: sender === null ? null : sender.map(String), kind: String(r.kind), event: String(r.event),
+    payload: fromPlain(r.payload ?? null) as Dict | null, at: r.at, seq: typeof r.seq === "number" ? r.seq : -1,
+  };
+}
+
+/** The children one invoke started at one entry of its state, and what came back. */
+export class Join {
+  results: (Dict | null)[];
+  finished: boolean[];
+  failed = 0;
+
+  constructor(
+    readonly invoke: string,
+    readonly seq: number,
+    total: number,
+    readonly needed: number,
+    readonly fan: boolean,
+  ) {
+    this.results = Array.from({ length: total }, () => null);
+    this.finished = Array.from({ length: total }, () => false);
+  }
+
+  toJSON(): Dict {
+    const { invoke, seq, fan, needed, failed } = this;
+    return { invoke, seq, fan, needed, results: toPlain(this.results), finished: [...this.finished], failed };
+  }
+
+  static of(raw: unknown): Join {
+    const r = raw as Dict;
+    if (!Array.isArray(r.results) || !Array.isArray(r.finished) || r.results.length !== r.finished.length) {
+      throw new TypeError("a join's results and finished flags differ in length");
+    }
+    const join = new Join(String(r.invoke), Number(r.seq), 0, Number(r.needed), r.fan === true);
+    join.results = fromPlain(r.results) as (Dict | null)[];
+    join.finished = r.finished.map((x) => x === true);
+    join.failed = Number(r.failed);
+    return join;
+  }
+
+  /** The `error.invoke.ID` payload of a fan-out that can no longer meet its join, or null. */
+  failure(): Dict | null {
+    const total = this.finished.length;
+    if (total - this.failed >= this.needed) return null;
+    const message = `invoke ${this.invoke}: ${this.failed} of its ${total} children failed; ${this.needed} had to finish`;
+    return { kind: JOIN_FAILED, message };
+  }
+}
+
+/** The place of one instance in a tree: its parent, its path from the root, the invoke that
+ * started it, its live children and joins; the root's inbox is shared by every node. */
+export class Node {
+  /** child id -> child instance, in start order */
+  readonly kids = new Map<string, Instance>();
+  /** invoke id -> its join (the children of the invoke's current entry) */
+  readonly joins = new Map<string, Join>();
+  readonly inbox: Message[];
+  /** the root only: a host call is running (the instance's methods do not wrap again) */
+  busy = false;
+
+  constructor(
+    readonly inst: Instance,
+    readonly up: Node | null,
+    readonly path: readonly string[],
+    readonly invoke: string | null,
+    readonly index: number | null,
+  ) {
+    this.inbox = up === null ? [] : up.inbox;
+  }
+
+  get root(): Node {
+    return this.up === null ? this : this.up.root;
+  }
+
+  /** This node and every descendant, parents first, in start order. */
+  *walk(): Generator<Node> {
+    yield this;
+    for (const kid of this.kids.values()) if (kid.tree !== null) yield* kid.tree.walk();
+  }
+
+  /** The instance at `path` below this node (null: gone). */
+  find(path: readonly string[]): Instance | null {
+    let inst: Instance | undefined = this.inst;
+    for (const cid of path) {
+      inst = inst.tree?.kids.get(cid);
+      if (inst === undefined) return null;
+    }
+    return inst;
+  }
+
+  // ---- what a step does to the tree ------------------------------------------------------
+  /** After a committed step (or the start): the children of the states it left cancelled,
+   * those of the states it entered (still active) started, its messages queued, and, when
+   * the instance ended, its children cancelled and its parent told. */
+  committed(run: Macrostep, config: readonly StateNode[], sent: readonly Scheduling[], now: number): void {
+    for (const s of run.exited) for (const inv of s.def.invokes) this.cancel(inv.id);
+    if (run.final) {
+      for (const invoke of [...this.joins.keys()]) this.cancel(invoke);
+    } else {
+      for (const s of config) {
+        if (s.def.invokes.length > 0 && run.entered.has(s)) for (const inv of s.def.invokes) this.spawn(s, inv, this.inst.seq, now);
+      }
+    }
+    for (const op of sent) this.post(op, now);
+    if (run.final && this.up !== null) this.reportEnd(now);
+  }
+
+  /** A message the instance's actions sent: to the parent, or to an invoke's live children. */
+  private post(op: Scheduling, now: number): void {
+    const event = op.event ?? "";
+    if (op.to === "parent") {
+      if (this.up !== null) this.inbox.push(message(this.up.path, this.path, "send", event, op.payload, now));
+      return;
+    }
+    for (const [cid, kid] of this.kids) {
+      if (kid.tree?.invoke === op.to && !kid.isFinal) this.inbox.push(message([...this.path, cid], null, "send", event, op.payload, now));
+    }
+  }
+
+  /** A host's event the instance took, sent on to the children of its `forward` invokes. */
+  forward(event: string, payload: unknown, now: number): void {
+    const forwarding = new Set(this.inst.configRef().flatMap((s) => s.def.invokes.filter((i) => i.forward).map((i) => i.id)));
+    if (forwarding.size === 0) return;
+    for (const [cid, kid] of this.kids) {
+      if (kid.tree !== null && forwarding.has(kid.tree.invoke ?? "") && !kid.isFinal) {
+        this.inbox.push(message([...this.path, cid], null, "send", event, payload as Dict | null, now));
+      }
+    }
+  }
+
+  /** Forget the invoke's children (and theirs): their messages no longer find their sender. */
+  cancel(invoke: string): void {
+    if (!this.joins.delete(invoke)) return;
+    for (const cid of this.kidsOf(invoke)) this.kids.delete(cid);
+  }
+
+  /** This child has ended: its done data to its parent. */
+  private reportEnd(now: number): void {
+    const up = this.up;
+    if (up === null || this.invoke === null) return;
+    const inst = this.inst;
+    const st = inst.stateNode;
+    let data: Dict | null = null;
+    if (st.def.done_data !== null) {
+      try {
+        data = inst.machine.semantics.copy(inst.machine.exec.value(st.def.done_data, inst.ctxRef(), null, st, inst.scope(null)) as Ctx);
+      } catch (exc) {
+        this.inbox.push(message(up.path, this.path, "error", this.invoke, { kind: "fault", message: faultText(exc) }, now));
+        return;
+      }
+    }
+    this.inbox.push(message(up.path, this.path, "done", this.invoke, data, now));
+  }
+
+  // ---- starting children -----------------------------------------------------------------
+  /** Start the children of `inv` for the step `seq` that entered `state`. */
+  private spawn(state: StateNode, inv: InvokeDef, seq: number, now: number): void {
+    const fan = inv.each !== null;
+    let inputs: [string, number | null, Dict][];
+    try {
+      inputs = this.inputs(state, inv, `${inv.id}.${String(seq)}`);
+    } catch (exc) {
+      const join = new Join(inv.id, seq, 0, 0, fan);
+      this.joins.set(inv.id, join);
+      this.queue(join, "failed", { kind: "fault", message: `the input of invoke ${inv.id}: ${faultText(exc)}` }, now);
+      return;
+    }
+    const total = inputs.length;
+    const needed = inv.join ?? total;
+    const join = new Join(inv.id, seq, total, needed, fan);
+    this.joins.set(inv.id, join);
+    const first = inputs[0];
+    if (inv.id_target.length > 0 && first !== undefined) this.setPath(inv.id_target, globalId(this.inst, first[0]));
+    if (needed > total) {
+      this.queue(join, "failed", { kind: JOIN_FAILED, message: `invoke ${inv.id} needs ${needed} of its children, and has ${total}` }, now);
+      return;
+    }
+    if (needed === 0) {
+      this.queue(join, "joined", { results: [] }, now);
+      return;
+    }
+    const machine = this.inst.machine.childMachine(inv.flow);
+    for (const child of inputs) this.startChild(machine, inv, join, child, now);
+  }
+
+  /** (child id, position, context) of each child to start; throws a fault. */
+  private inputs(state: StateNode, inv: InvokeDef, base: string): [string, number | null, Dict][] {
+    const inst = this.inst;
+    const m = inst.machine;
+    const c = inst.ctxRef();
+    const scope = inst.scope(null);
+    const given = (ctx: Ctx): Dict => (inv.input === null ? {} : (m.exec.value(inv.input, ctx, null, state, scope) as Dict));
+    if (inv.each === null) return [[base, null, given(c)]];
+    const items = m.exec.value(inv.each, c, null, state, scope);
+    if (!Array.isArray(items)) throw new ExprFault(`a fan-out needs a list, got ${typeName(items)}`);
+    if (items.length > m.semantics.limits.maxItems) throw new ExprFault(`a fan-out over ${items.length.toLocaleString("en-US")} items`);
+    return items.map((item: unknown, k) => {
+      const scoped: Ctx = { ...c, [`%${inv.item ?? "None"}`]: item, [`%${inv.index ?? "None"}`]: k };
+      return [`${base}.${String(k)}`, k, given(scoped)];
+    });
+  }
+
+  /** Start one child; one whose start is refused fails (in a fan-out, counted). */
+  private startChild(machine: Machine, inv: InvokeDef, join: Join, child: [string, number | null, Dict], now: number): void {
+    const [cid, index, given] = child;
+    const place: Place = { up: this, path: [...this.path, cid], invoke: inv.id, index };
+    const started = Instance.start(machine, { context: given, clock: this.inst.clock, id: globalId(this.inst, cid) }, place);
+    if (started instanceof Instance) {
+      this.kids.set(cid, started);
+      return;
+    }
+    if (!join.fan) {
+      this.queue(join, "failed", { kind: started.code, message: started.message }, now);
+      return;
+    }
+    join.failed += 1;
+    if (join.finished.length - join.failed === join.needed - 1) this.queue(join, "failed", join.failure() ?? {}, now);
+  }
+
+  // ---- delivering ------------------------------------------------------------------------
+  /** Deliver the inbox in order (at most `MAX_DELIVERIES`); the root's own steps go to `out`. */
+  drain(out: Outcome[] | null = null): void {
+    for (let n = 0; n < MAX_DELIVERIES; n++) {
+      const msg = this.inbox.shift();
+      if (msg === undefined) return;
+      const result = this.deliver(msg);
+      if (out !== null && result !== null && msg.to.length === 0) out.push(result);
+    }
+  }
+
+  /** One message to its receiver (dropped when it, or the child that sent it, is gone). */
+  private deliver(msg: Message): Outcome | null {
+    const target = this.find(msg.to);
+    const node = target?.tree ?? null;
+    if (target === null || node === null || target.isFinal) return null;
+    if (msg.kind === "joined" || msg.kind === "failed") {
+      const join = node.joins.get(msg.event);
+      if (join?.seq !== msg.seq) return null; // the invoke's state was left meanwhile
+      if (msg.kind === "failed") return node.deliverError(msg.event, msg.payload ?? {}, msg.at);
+      return deliverTo(target, `done.invoke.${msg.event}`, msg.payload, msg.at);
+    }
+    if (msg.sender !== null) {
+      const kid = node.kids.get(msg.sender[msg.sender.length - 1] ?? "");
+      if (kid === undefined) return null; // a cancelled child no longer acts on its parent
+      if (msg.kind !== "send") return node.childEnded(kid, msg);
+      node.finalize(kid, msg);
+    }
+    return deliverTo(target, msg.event, msg.payload, msg.at);
+  }
+
+  /** A child's `done` or `error`, counted toward its invoke's join. */
+  private childEnded(kid: Instance, msg: Message): Outcome | null {
+    const join = this.joins.get(msg.event);
+    const node = kid.tree;
+    if (join === undefined || node === null) return null; // the invoke's state was left meanwhile
+    this.finalize(kid, msg);
+    if (msg.kind === "error") {
+      if (!join.fan) return this.deliverError(join.invoke, msg.payload ?? {}, msg.at);
+      join.failed += 1;
+      const failed = join.failure();
+      return failed === null ? null : this.deliverError(join.invoke, failed, msg.at);
+    }
+    const k = node.index ?? 0;
+    join.finished[k] = true;
+    join.results[k] = msg.payload;
+    return join.finished.filter(Boolean).length === join.needed ? this.done(join, msg.at) : null;
+  }
+
+  /** The join is met: the children still running are cancelled, the parent told. */
+  private done(join: Join, now: number): Outcome {
+    for (const cid of this.kidsOf(join.invoke)) if (this.kids.get(cid)?.isFinal !== true) this.kids.delete(cid);
+    const payload = join.fan ? { results: join.results.filter((_, k) => join.finished[k]) } : (join.results[0] ?? null);
+    return deliverTo(this.inst, `done.invoke.${join.invoke}`, payload, now);
+  }
+
+  private queue(join: Join, kind: string, payload: Dict, now: number): void {
+    this.inbox.push({ ...message(this.path, null, kind, join.invoke, payload, now), seq: join.seq });
+  }
+
+  /** `error.invoke.ID`: the invoke's children are cancelled first. */
+  private deliverError(invoke: string, payload: Dict, now: number): Outcome {
+    this.cancel(invoke);
+    return deliverTo(this.inst, `error.invoke.${invoke}`, payload, now);
+  }
+
+  private kidsOf(invoke: string): string[] {
+    return [...this.kids].filter(([, kid]) => kid.tree?.invoke === invoke).map(([cid]) => cid);
+  }
+
+  /** The `finalize` actions of the invoke that started `kid`, before its message is taken (a
+   * fault leaves the context as it was). */
+  private finalize(kid: Instance, msg: Message): void {
+    const inst = this.inst;
+    const invoke = kid.tree?.invoke;
+    for (const s of inst.configRef()) {
+      const inv = s.def.invokes.find((i) => i.id === invoke);
+      if (inv === undefined) continue;
+      if (inv.finalize.length > 0) {
+        const c = inst.machine.semantics.copy(inst.ctxRef());
+        try {
+          inst.machine.exec.run(inv.finalize, c, msg.payload, s, inst.scope(null), null);
+        } catch (exc) {
+          if (exc instanceof ExprFault || exc instanceof LimitExceeded) return;
+          throw exc;
+        }
+        inst.setContext(c);
+      }
+      return;
+    }
+  }
+
+  /** `into FIELD`: the child's id written into the context (a copy). */
+  private setPath(path: readonly string[], value: string): void {
+    const c = this.inst.machine.semantics.copy(this.inst.ctxRef());
+    let inner: Dict = c;
+    for (const k of path.slice(0, -1)) inner = inner[k] as Dict;
+    inner[path[path.length - 1] ?? ""] = value;
+    this.inst.setContext(c);
+  }
+}
+
+function message(to: readonly string[], sender: readonly string[] | null, kind: string, event: string, payload: Dict | null, at: number): Message {
+  return { to, sender, kind, event, payload: copyJson(payload), at, seq: -1 };
+}
+
+/** An event to an instance of the tree, as the flow's own (internal events allowed),
+ * recorded as a `message` step. */
+export function deliverTo(target: Instance, event: string, payload: unknown, at: number): Outcome {
+  const last = target.entriesRef()[target.entriesRef().length - 1];
+  return sendEvent(target, event, payload, {}, Math.max(at, last?.at ?? at), "message");
+}
+
+export function globalId(inst: Instance, cid: string): string {
+  return inst.id !== null && inst.id !== "" ? `${inst.id}/${cid}` : cid;
+}
+
+function faultText(exc: unknown): string {
+  if (exc instanceof ExprFault || exc instanceof LimitExceeded) return exc.message;
+  throw exc;
+}
