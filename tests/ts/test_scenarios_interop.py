@@ -19,11 +19,11 @@ from testing.test_vectors import _apply
 from flowc.compiler import compile_source
 from flowc.runtime import FakeClock, Instance, Machine, Rejection
 from flowc.runtime import rejections as R
-from flowc.runtime.steps import Outcome
 from flowc.runtime.lines import outcome_line
+from flowc.runtime.steps import Outcome
 
-from .node import run_script
 from .child_scenarios import CHILD_CASES
+from .node import run_script
 from .scenarios import CASES as PLAIN_CASES
 from .scenarios import Case
 
