@@ -22,13 +22,15 @@ from flowc.runtime.expr import LOCAL_PREFIX, ExprCompiler
 from flowc.runtime.model import CompiledFlow
 from flowc.runtime.steps import Outcome
 
-MoveKind = Literal["send", "goto", "back", "advance"]
+#: `end_invoke`: the children of an invoke finish or fail (`name`: the invoke's done or error
+#: event, `payload`: that event's), the child flow a black box; written `send done.invoke.ID`.
+MoveKind = Literal["send", "goto", "back", "advance", "end_invoke"]
 
 
 @dataclass(frozen=True)
 class Move:
     kind: MoveKind
-    #: the event (send), the target state (goto); "" otherwise
+    #: the event (send, end_invoke), the target state (goto); "" otherwise
     name: str = ""
     #: (field, value, its `.flow` text) for each payload field given
     payload: tuple[tuple[str, Any, str], ...] = ()
@@ -41,7 +43,7 @@ class Move:
 
     def text(self) -> str:
         """The move as a test step."""
-        if self.kind == "send":
+        if self.kind in ("send", "end_invoke"):
             to = f" to {json.dumps(self.child, ensure_ascii=False)}" if self.child else ""
             if not self.payload:
                 return f"send {self.name}{to}"
@@ -113,7 +115,7 @@ class Player:
     def play(self, instance: Instance, move: Move) -> MoveResult:
         """Make `move`; the rules it took are what the runtime says it took: each step's
         `rules_taken`, and the `reject` rule of a refusal (`Rejection.rule`)."""
-        if move.kind == "send":
+        if move.kind in ("send", "end_invoke"):
             outcomes: list[StepResult | Rejection] = [send(instance, move)]
         elif move.kind == "goto":
             outcomes = [instance.goto(move.name, force=move.force)]
@@ -140,10 +142,11 @@ class Player:
 
 
 def send(instance: Instance, move: Move) -> Outcome:
-    """A `send` move: the event to the instance or to its child at `move.child`. The done or
-    error event of one of the target's invokes makes that invoke's children finish or fail
-    (`end_invoke`: the child flow a black box). A missing child is an `unknown_child`
-    refusal, as a durable store gives one."""
+    """A `send` or `end_invoke` move: the event to the instance or to its child at
+    `move.child`; for `end_invoke` (an invoke's done or error event, `done.invoke.ID`,
+    `error.invoke.ID`) the target's current children of ID finish or fail with it
+    (`end_invoke`: the child flow a black box). A missing child (or no current children of
+    ID) is an `unknown_child` refusal, as a durable store gives one."""
     payload = {k: v for k, v, _ in move.payload}
     target = instance
     if move.child:
@@ -151,8 +154,8 @@ def send(instance: Instance, move: Move) -> Outcome:
             target = instance.child(move.child)
         except KeyError:
             return no_child(instance, move.child, move.name)
-    ended = black_box_invoke(move.name)
-    if ended is not None and ended[0] in target.machine.invokes:
+    ended = black_box_invoke(move.name) if move.kind == "end_invoke" else None
+    if ended is not None:
         out = end_invoke(target, ended[0], payload, ended[1])
         return out if out is not None else no_child(target, ended[0], move.name)
     return target.send(move.name, payload)

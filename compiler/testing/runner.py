@@ -14,8 +14,8 @@ from flowc.compiler.driver import CompileResult
 from flowc.compiler.lower import Lowerer
 from flowc.compiler.resolve import Symbols
 from flowc.compiler.source import Span
-from flowc.compiler.testblocks import child_reads, child_symbols
-from flowc.compiler.testing.moves import Move, MoveResult, Player
+from flowc.compiler.testblocks import black_box_invoke, child_reads, child_symbols
+from flowc.compiler.testing.moves import Move, MoveKind, MoveResult, Player
 from flowc.runtime import Instance, Rejection, StepResult
 
 
@@ -119,7 +119,9 @@ def step_move(step: ast.TestStep, lowerer: Lowerer) -> Move:
     if isinstance(step, ast.Send):
         payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
         child = step.child.value if step.child is not None else ""
-        return Move("send", step.event.name, payload, child=child)
+        # `send done.invoke.ID(...)`: the children of ID finish (a host cannot send it)
+        kind: MoveKind = "end_invoke" if black_box_invoke(step.event.name) else "send"
+        return Move(kind, step.event.name, payload, child=child)
     if isinstance(step, ast.Goto):
         return Move("goto", _state_name(lowerer, step.target.name), force=step.force)
     if isinstance(step, ast.Back):
@@ -143,9 +145,7 @@ def _child(instance: Instance, path: ast.Text) -> Instance:
     except KeyError:
         pass
     kids = ", ".join(f"`{cid}`" for cid in instance.children) or "none"
-    raise _Failed(
-        f'the instance has no child "{path.value}" (its children now: {kids})', path.span
-    )
+    raise _Failed(f'the instance has no child "{path.value}" (its children now: {kids})', path.span)
 
 
 def _steps(
