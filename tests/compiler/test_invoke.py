@@ -95,11 +95,16 @@ def test_the_id_of_an_invoke_defaults_to_its_flow() -> None:
         "initial state A { entry do to = into + join }\n",
     ],
 )
-def test_the_fast_parser_leaves_the_new_syntax_to_lark_or_agrees(text: str) -> None:
+def test_the_fast_parser_reads_the_new_syntax_as_lark_does(text: str) -> None:
     fast = fastparse.parse_module(text)
     reference = parse_source(text, fast_path=False)
     assert reference.diagnostics == []
-    assert fast is None or fast == reference.module
+    assert fast is not None and fast == reference.module
+
+
+def test_the_fast_parser_leaves_a_bad_join_to_lark() -> None:
+    text = "flow a\ninitial state A { invoke b() for x in xs join 0 }\n"
+    assert fastparse.parse_module(text) is None
 
 
 @pytest.mark.parametrize(
