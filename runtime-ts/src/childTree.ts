@@ -9,7 +9,7 @@ import type { Machine } from "./machine.js";
 import type { Outcome } from "./outcome.js";
 import type { Scheduling } from "./scheduled.js";
 import { SNAPSHOT_FORMAT_4, SnapshotError } from "./snapshot.js";
-import { messageJSON, messageOf, Join, Node, type Place } from "./children.js";
+import { deliverTo, messageJSON, messageOf, Join, Node, type Place } from "./children.js";
 import type { StateNode } from "./tree.js";
 
 /** Give a new instance its node (`place`: a child's; null: a root) and do what its start's
@@ -35,6 +35,29 @@ export function hostStep<T extends Outcome | Outcome[]>(inst: Instance, step: ()
       const entries = inst.entriesRef();
       node.forward(event, null, entries[entries.length - 1]?.at ?? 0);
     }
+    root.drain();
+    return out;
+  } finally {
+    root.busy = false;
+  }
+}
+
+/** As if the current children of `invoke` had finished with `payload` as the done event's
+ * (or failed with it as the error event's): they are cancelled and the event delivered, then
+ * the inbox (what `flowc paths` and the vectors' `end_invoke` do to treat a child as a black
+ * box). Null when the invoke has no current children; a refused event leaves them running. */
+export function endInvoke(inst: Instance, invoke: string, payload: Record<string, unknown> | null, failed = false): Outcome | null {
+  const node = inst.tree;
+  const join = node?.joins.get(invoke);
+  if (node === null || join === undefined) return null;
+  const root = node.root;
+  root.busy = true;
+  try {
+    const entries = inst.entriesRef();
+    const event = `${failed ? "error" : "done"}.invoke.${invoke}`;
+    const out = deliverTo(inst, event, payload, entries[entries.length - 1]?.at ?? 0);
+    // (taken without leaving the state: they are done all the same)
+    if (out instanceof StepResult && node.joins.get(invoke) === join) node.cancel(invoke);
     root.drain();
     return out;
   } finally {

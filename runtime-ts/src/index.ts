@@ -5,6 +5,7 @@ export { Machine } from "./machine.js";
 export type { MachineOptions } from "./machine.js";
 export { Instance, KEYS_KEPT, UnknownChild } from "./instance.js";
 export { MAX_DELIVERIES } from "./children.js";
+export { endInvoke } from "./childTree.js";
 export type { StartOptions, StepOptions } from "./instance.js";
 export { StepResult } from "./history.js";
 export type { Effect, Entry } from "./history.js";

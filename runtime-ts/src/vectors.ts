@@ -2,7 +2,8 @@
 // runtime and say where it differs from what the Python runtime recorded.
 import { FakeClock } from "./clock.js";
 import { StepResult } from "./history.js";
-import type { Instance } from "./instance.js";
+import { UnknownChild, type Instance } from "./instance.js";
+import { endInvoke } from "./childTree.js";
 import { Machine } from "./machine.js";
 import type { Outcome } from "./outcome.js";
 
@@ -22,7 +23,8 @@ export type Op =
   | { op: "send"; event: string; payload: Record<string, unknown> | null; force: boolean; reason: string | null; key: string | null; child?: string | null; expect: Expect }
   | { op: "goto"; target: string; force: boolean; reason: string | null; child?: string | null; expect: Expect }
   | { op: "back"; force: boolean; reason: string | null; child?: string | null; expect: Expect }
-  | { op: "advance"; ms: number; child?: string | null; expect: Expect[] };
+  | { op: "advance"; ms: number; child?: string | null; expect: Expect[] }
+  | { op: "end_invoke"; invoke: string; payload: Record<string, unknown> | null; failed: boolean; child?: string | null; expect: Expect };
 
 export interface Vector {
   name: string;
@@ -90,7 +92,12 @@ function journalsOf(outcome: Outcome | undefined): unknown {
 export function applyOp(inst: Instance, clock: FakeClock, op: Op): Outcome[] {
   const path = op.child ?? null;
   if (path === null || op.op === "advance") return applyTo(inst, clock, op);
-  return [inst.onChild(path, (child) => applyTo(child, clock, op)[0] as Outcome, op.op === "send" ? op.event : null)];
+  return [inst.onChild(path, (child) => applyTo(child, clock, op)[0] as Outcome, eventOf(op))];
+}
+
+function eventOf(op: Op): string | null {
+  if (op.op === "send") return op.event;
+  return op.op === "end_invoke" ? `${op.failed ? "error" : "done"}.invoke.${op.invoke}` : null;
 }
 
 function applyTo(inst: Instance, clock: FakeClock, op: Op): Outcome[] {
@@ -104,6 +111,11 @@ function applyTo(inst: Instance, clock: FakeClock, op: Op): Outcome[] {
     case "advance":
       clock.advance(op.ms);
       return inst.advance();
+    case "end_invoke": {
+      // (the invoke has no current children: refused as a child that is not there)
+      const ended = endInvoke(inst, op.invoke, op.payload, op.failed);
+      return [ended ?? inst.onChild(op.invoke, () => { throw new UnknownChild(op.invoke); }, eventOf(op))];
+    }
   }
 }
 
