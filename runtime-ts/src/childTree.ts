@@ -93,6 +93,23 @@ export function earliest(node: Node): [number, Instance] | null {
   return best;
 }
 
+/** `Instance.child` of a path that names no descendant. */
+export class UnknownChild extends Error {
+  override name = "UnknownChild";
+  constructor(readonly path: string) {
+    super(`no child '${path}'`);
+  }
+}
+
+/** The descendant at `path` (`/` between levels); throws `UnknownChild`. */
+export function childAt(inst: Instance, path: string): Instance {
+  return path.split("/").reduce<Instance>((at, part) => {
+    const found = findChild(at, part);
+    if (found === null) throw new UnknownChild(path);
+    return found;
+  }, inst);
+}
+
 /** One level of `Instance.child`: a child id, an invoke's id (its current child), or `ID[K]`
  * (a fan-out's child at position K). */
 export function findChild(inst: Instance, part: string): Instance | null {

@@ -16,15 +16,9 @@ import { acceptedEvents, allowedTargets } from "./offers.js";
 import { backStep, gotoStep } from "./moves.js";
 import { sendEvent } from "./send.js";
 import type { Node, Place } from "./children.js";
-import { advanceTree, attach, earliest, findChild, hostStep } from "./childTree.js";
+import { advanceTree, attach, childAt, earliest, hostStep, UnknownChild } from "./childTree.js";
 
-/** `Instance.child` of a path that names no descendant. */
-export class UnknownChild extends Error {
-  override name = "UnknownChild";
-  constructor(readonly path: string) {
-    super(`no child '${path}'`);
-  }
-}
+export { UnknownChild };
 
 export interface StartOptions {
   context?: Record<string, unknown> | null;
@@ -172,11 +166,7 @@ export class Instance {
    * its current child (`pay`), or `ID[K]` for a fan-out's child at position K. Throws
    * `UnknownChild` when there is none. */
   child(path: string): Instance {
-    return path.split("/").reduce<Instance>((inst, part) => {
-      const found = findChild(inst, part);
-      if (found === null) throw new UnknownChild(path);
-      return found;
-    }, this);
+    return childAt(this, path);
   }
   /** `op` on the descendant at `path`, or the rejection `unknown_child` when there is none. */
   onChild(path: string, op: (child: Instance) => Outcome, event: string | null = null): Outcome {
