@@ -286,3 +286,71 @@ def test_a_snapshot_file_refused_as_flowc_run_refuses_it(
     expected = message.format(path=path)
     assert py_err.startswith(f"flowc run: {expected}")
     assert ts_err.startswith(f"flowc-run: {expected}")
+
+
+#: Flows with children (IR version 5): a parent .flow beside the flows it invokes, with an
+#: events file each in tests/ts/events/children/.
+CHILD_FLOWS = {
+    "shop": ROOT / "runtime-ts" / "test" / "fixtures" / "children" / "shop.flow",
+    "top": ROOT / "runtime-ts" / "test" / "fixtures" / "children" / "top.flow",
+    "pong": ROOT / "runtime-ts" / "test" / "fixtures" / "children" / "pong.flow",
+    "basket": ROOT / "tests" / "testing" / "flows" / "basket.flow",
+}
+
+
+@pytest.fixture(scope="module")
+def compiled_parents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("parents")
+    for stem, flow in CHILD_FLOWS.items():
+        assert main(["compile", str(flow), "-o", str(out / f"{stem}.json")]) == 0
+    return {stem: out / f"{stem}.json" for stem in CHILD_FLOWS}
+
+
+@pytest.mark.parametrize("stem", sorted(CHILD_FLOWS))
+def test_same_lines_for_a_flow_with_children(
+    stem: str, compiled_parents: dict[str, Path], cli: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The host drives the root: messages from children are delivered after each call, and
+    `advance` fires the whole tree's timers, printing the root's steps."""
+    events = EVENTS / "children" / f"{stem}.jsonl"
+    args = [str(compiled_parents[stem]), "--events", str(events), "--now", NOW, "--keep-going"]
+    (py_code, py_lines, _), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    assert ts_err == ""
+    assert (ts_code, ts_lines) == (py_code, py_lines)
+    assert any(line.get("kind") == "message" for line in py_lines) or stem == "basket"
+
+
+@pytest.mark.parametrize("stem", ["shop", "top", "pong"])
+@pytest.mark.parametrize("first", ["python", "typescript"])
+def test_a_tree_saved_by_one_command_resumes_in_the_other(
+    stem: str,
+    first: str,
+    compiled_parents: dict[str, Path],
+    cli: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """--snapshot of a tree of instances (flowc.snapshot/4: children, joins, the inbox) written
+    by one runtime and resumed by the other: the same lines and snapshot as `flowc run` alone."""
+    lines = (EVENTS / "children" / f"{stem}.jsonl").read_text(encoding="utf-8").splitlines(True)
+    middle = 2 if stem != "pong" else 1  # (a tree with a child, or a full inbox, in between)
+    (tmp_path / "head.jsonl").write_text("".join(lines[:middle]), encoding="utf-8")
+    (tmp_path / "tail.jsonl").write_text("".join(lines[middle:]), encoding="utf-8")
+    base = [str(compiled_parents[stem]), "--now", NOW, "--keep-going"]
+
+    def args(snapshot: Path, part: str) -> list[str]:
+        return [*base, "--snapshot", str(snapshot), "--events", str(tmp_path / part)]
+
+    alone, mixed = tmp_path / "alone.json", tmp_path / "mixed.json"
+    python_run(args(alone, "head.jsonl"), capsys)
+    assert json.loads(alone.read_text(encoding="utf-8"))["format"] == "flowc.snapshot/4"
+    expected = python_run(args(alone, "tail.jsonl"), capsys)
+    if first == "python":
+        python_run(args(mixed, "head.jsonl"), capsys)
+        got = ts_run(cli, args(mixed, "tail.jsonl"))
+    else:
+        ts_run(cli, args(mixed, "head.jsonl"))
+        got = python_run(args(mixed, "tail.jsonl"), capsys)
+    assert got[:2] == expected[:2]
+    snapshot = json.loads(mixed.read_text(encoding="utf-8"))
+    assert snapshot == json.loads(alone.read_text(encoding="utf-8"))
