@@ -18,9 +18,7 @@ from testing.test_vectors import _apply
 
 from flowc.compiler import compile_source
 from flowc.runtime import FakeClock, Instance, Machine, Rejection
-from flowc.runtime import rejections as R
 from flowc.runtime.lines import outcome_line
-from flowc.runtime.steps import Outcome
 
 from .child_scenarios import CHILD_CASES
 from .node import run_script
@@ -56,23 +54,6 @@ def _observed(instance: Instance, line: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _on(instance: Instance, clock: FakeClock, op: dict[str, Any]) -> list[Outcome]:
-    """`op` on the instance, or (`"child": PATH`) on its descendant at PATH: `unknown_child`
-    when there is none (as the durable layer answers)."""
-    path = op.get("child")
-    if path is None:
-        return _apply(instance, clock, op)
-    try:
-        target = instance.child(path)
-    except KeyError:
-        m = instance.machine
-        state = m.states[instance.state]
-        event = op.get("event")
-        data = {"child": path}
-        return [m.rejection(R.UNKNOWN_CHILD, state, event, None, instance.context, data)]
-    return _apply(target, clock, op)
-
-
 def _python(ir: dict[str, Any], case: Case) -> dict[str, Any]:
     clock = FakeClock(NOW / 1000)
     machine = Machine(ir, check_invariants=case.check_invariants)
@@ -83,7 +64,7 @@ def _python(ir: dict[str, Any], case: Case) -> dict[str, Any]:
         _observed(started, {"ok": True, "kind": "start", "to": started.state, "seq": 0})
     ]
     for op in case.ops:
-        outcomes = _on(started, clock, op)
+        outcomes = _apply(started, clock, op)  # (with "child": on that child)
         seen.append([_observed(started, outcome_line(o, started)) for o in outcomes])
         if case.roundtrip:
             taken = json.loads(json.dumps(started.snapshot()))
