@@ -122,7 +122,10 @@ export class Machine {
 
   /** A new instance in the initial state, or the rejection of its start. */
   start(opts: StartOptions = {}): Instance | Rejection {
-    return Instance.start(this, opts);
+    const started = Instance.start(this, opts);
+    // (a tree's root: what its children said as they started is delivered before it returns)
+    if (started instanceof Instance) started.tree?.drain();
+    return started;
   }
 
   /** An instance from a snapshot (`Instance.snapshot()`, of either runtime). */

@@ -47,6 +47,15 @@ describe("one child", () => {
     expect(shop.context.pid).toBe("s-1/pay.1");
   });
 
+  it("of a root's initial state is started, and heard from, before the start returns", () => {
+    const eager = started("eager");
+    expect(Object.keys(eager.children)).toEqual(["pay.0"]);
+    expect(eager.context.started).toBe(3);
+    expect(kinds(eager)).toEqual([["start", null], ["message", "started"]]);
+    ok(eager.child("pay").send("approve"));
+    expect(eager.context.receipt).toBe("r-3");
+  });
+
   it("is never started when its state is entered and left in one step", () => {
     const shop = started("shop");
     expect(ok(shop.send("skip")).to).toBe("browsing");

@@ -124,6 +124,21 @@ final state failed
 """
 
 
+EAGER = """
+flow eager
+context {
+  started: int = 0
+  receipt: str = ""
+}
+internal event started(amount: int)
+initial state paying {
+  invoke payment(amount: 3) as pay
+  on started -> self do started += event.amount
+  on done.invoke.pay -> paid do receipt = event.receipt
+}
+final state paid
+"""
+
 LEAF = """
 flow leaf
 context { n: int = 0 }
@@ -211,6 +226,13 @@ CHILD_CASES = [
             send("buy"),
             send("quit"),
         ],
+        flows={"payment": PAYMENT},
+        roundtrip=True,
+    ),
+    Case(
+        "a_root_that_invokes_as_it_starts",
+        EAGER,
+        [to("pay", send("approve"))],
         flows={"payment": PAYMENT},
         roundtrip=True,
     ),
