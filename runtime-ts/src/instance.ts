@@ -15,6 +15,7 @@ import { guarded } from "./invariants.js";
 import { acceptedEvents, allowedTargets } from "./offers.js";
 import { backStep, gotoStep } from "./moves.js";
 import { sendEvent } from "./send.js";
+import { UNKNOWN_CHILD } from "./rejections.js";
 import type { Node, Place } from "./children.js";
 import { advanceTree, attach, childAt, earliest, hostStep, UnknownChild } from "./childTree.js";
 
@@ -174,7 +175,7 @@ export class Instance {
       return op(this.child(path));
     } catch (exc) {
       if (!(exc instanceof UnknownChild)) throw exc;
-      return this.machine.semantics.rejection("unknown_child", this.cur, event, null, this.ctx, { child: path });
+      return this.machine.semantics.rejection(UNKNOWN_CHILD, this.cur, event, null, this.ctx, { child: path });
     }
   }
   /** When the next timer or scheduled event is due (epoch ms), or null; in a tree of

@@ -36,6 +36,8 @@ export const EXPRESSION_ERROR = "expression_error";
 export const LIMIT_EXCEEDED = "limit_exceeded";
 export const INVALID_ARGUMENT = "invalid_argument";
 export const INVARIANT_VIOLATED = "invariant_violated";
+/** An operation on a child (`Instance.onChild`, a vector's `"child"`) that names none. */
+export const UNKNOWN_CHILD = "unknown_child";
 
 /** The fields every rejection's `toJSON()` has; a flow's refusal data cannot use them. */
 export const REJECTION_FIELDS: ReadonlySet<string> = new Set(["ok", "error", "message", "kind", "state", "event"]);
