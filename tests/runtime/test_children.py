@@ -4,7 +4,6 @@ tree of instances, on the runtime alone and through a SQLite store."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ from flowc.compiler import compile_source
 from flowc.runtime import Machine, Rejection, StepResult
 from flowc.runtime.children import MAX_DELIVERIES
 from flowc.runtime.clock import FakeClock
-from flowc.runtime.store.durable import open_durable
 
 T0 = 1_767_225_600_000  # 2026-01-01, epoch ms
 
@@ -262,38 +260,6 @@ def test_a_tree_snapshot_restores_and_runs_on_the_same() -> None:
         restored.child("reviews[2]").send("approve")
     assert back.snapshot()["context"] == inst.snapshot()["context"]
     assert back.state == inst.state == "decided"
-
-
-def test_a_store_keeps_the_tree_and_steps_a_child_by_its_path(tmp_path: Path) -> None:
-    clock = FakeClock(T0 / 1000)
-    m = shop(clock)
-    url = f"sqlite:///{tmp_path / 'flows.db'}"
-    with open_durable(url, [m], clock=clock) as flows:
-        flows.start("shop", id="o7")
-        assert flows.send("o7", "buy").status == "committed"
-        stored = flows.load("o7")
-        assert list(stored.children) == ["pay.1"]
-        missing = flows.send("o7", "approve", child="pay.9")
-        assert missing.status == "rejected" and isinstance(missing.result, Rejection)
-        assert missing.result.code == "unknown_child"
-        assert missing.data["message"] == "The instance has no child 'pay.9'."
-        assert flows.send("o7", "approve", child="pay").status == "committed"
-        done = flows.load("o7")
-        assert done.state == "paid" and done.context["receipt"] == "r-5"
-
-
-def test_a_childs_timer_is_a_timer_row_of_the_root_that_the_worker_fires(
-    tmp_path: Path,
-) -> None:
-    clock = FakeClock(T0 / 1000)
-    m = shop(clock)
-    with open_durable(f"sqlite:///{tmp_path / 'flows.db'}", [m], clock=clock) as flows:
-        flows.start("shop", id="o8")
-        flows.send("o8", "buy")
-        clock.advance(600)
-        fired = flows.worker().run_once()
-        assert fired >= 1
-        assert flows.load("o8").context["receipt"] == "late"
 
 
 # ---- bounds ------------------------------------------------------------------------------------
