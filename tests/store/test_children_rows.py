@@ -70,7 +70,7 @@ def test_a_childs_timer_is_a_timer_row_of_the_root_that_the_worker_fires(store_u
     with open_durable(store_url, [shop(clock)], clock=clock) as flows:
         flows.start("shop", id="o8")
         flows.send("o8", "buy")
-        assert [t.timer_id for t in flows.store.timers("o8")] == ["pay.1|1"]  # (rule #1 of the child)
+        assert [t.timer_id for t in flows.store.timers("o8")] == ["pay.1|1"]  # (child rule 1)
         clock.advance(600)
         assert flows.worker().run_once() == 1
         stored = flows.load("o8")
