@@ -425,3 +425,17 @@ def test_end_invoke_treats_the_children_as_a_black_box() -> None:
     failed = end_invoke(inst2, "pay", {"kind": "error", "message": "boom"}, failed=True)
     assert isinstance(failed, StepResult) and inst2.context["why"] == "error"
     assert inst2.children == {}
+
+
+def test_a_step_that_breaks_an_invariant_leaves_the_children_as_they_were() -> None:
+    source = SHOP.replace("final state paid", "final state paid\ninvariant small: started < 6")
+    result = compile_source(source, "parent.flow", flows={"payment": PAYMENT})
+    assert result.flow is not None, [str(d) for d in result.errors]
+    m = Machine(result.flow, clock=FakeClock(T0 / 1000), check_invariants=True)
+    inst = m.start()
+    inst.send("buy")  # started = 5
+    inst.send("leave")
+    before = inst.snapshot()
+    refused = inst.send("buy")  # a new child says `started`: 10 breaks the invariant
+    assert isinstance(refused, Rejection) and refused.code == "invariant_violated"
+    assert inst.snapshot() == before and inst.children == {}
