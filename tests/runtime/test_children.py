@@ -439,3 +439,51 @@ def test_a_step_that_breaks_an_invariant_leaves_the_children_as_they_were() -> N
     refused = inst.send("buy")  # a new child says `started`: 10 breaks the invariant
     assert isinstance(refused, Rejection) and refused.code == "invariant_violated"
     assert inst.snapshot() == before and inst.children == {}
+
+
+BOOMERANG = """
+flow boomerang
+context {
+  ticks: int = 0
+}
+internal event hello
+internal event tick
+initial state waiting {
+  entry do send hello to parent
+  on hello -> waiting do ticks += 100
+  on tick -> home
+}
+final state home with {"ticks": ticks}
+"""
+
+THROWER = """
+flow thrower
+context {
+  ticks: int = -1
+}
+event throw
+internal event hello
+internal event tick
+initial state ready {
+  on throw -> flying
+}
+state flying {
+  entry do send tick after 1s
+  invoke boomerang() as b forward
+  on tick -> self
+  on hello -> self
+  on done.invoke.b -> caught do ticks = event.ticks
+}
+final state caught
+"""
+
+
+def test_forward_sends_on_scheduled_events_and_the_childs_own_messages() -> None:
+    clock = FakeClock(T0 / 1000)
+    inst = machine(THROWER, clock, boomerang=BOOMERANG).start()
+    inst.send("throw")
+    # the child's `hello` went to the parent, which sent a copy back
+    assert inst.state == "flying" and inst.child("b").context["ticks"] == 100
+    clock.advance(1)
+    inst.advance()  # the parent's scheduled `tick`, forwarded too: the child ends
+    assert inst.state == "caught" and inst.context["ticks"] == 100
