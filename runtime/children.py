@@ -255,7 +255,9 @@ class Node:
             try:
                 data = copy_json(value(inst._ctx, None, inst._state))
             except FAULTS as exc:
-                self.report_error("fault", str(exc), now)
+                self.report_error(
+                    R.EXPRESSION_ERROR, f"the done data of {inst._state.name}: {exc}", now
+                )
                 return
         self.inbox.append(Message(self.up.path, self.path, "done", self.invoke, data, now))
 
@@ -273,7 +275,7 @@ class Node:
             inputs = _inputs(inst, state, inv, base)
         except FAULTS as exc:
             join = self.joins[inv.id] = Join(inv.id, seq, 0, 0, inv.fan_out)
-            why = _error("fault", f"the input of invoke {inv.id}: {exc}")
+            why = _error(R.EXPRESSION_ERROR, f"the input of invoke {inv.id}: {exc}")
             self._queue(join, "failed", why, now)
             return
         total = len(inputs)
