@@ -191,6 +191,12 @@ def test_the_implicit_events_are_internal_with_the_contract_fields() -> None:
     assert records["invoke.quotes.result"] == ["receipt", "amount"]
 
 
+def test_an_error_family_rule_covers_the_error_events_of_invokes() -> None:
+    flow = compiled(ORDER, payment=PAYMENT)
+    covered = [t.event for t in flow.transitions if t.source == "Quotes" and t.target == "Failed"]
+    assert covered == ["error.invoke.pay", "error.invoke.quotes"]
+
+
 def test_the_child_is_embedded_whole_and_the_parent_hash_covers_it() -> None:
     flow = compiled(ORDER, payment=PAYMENT)
     child = flow.children["payment"]
