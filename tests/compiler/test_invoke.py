@@ -4,14 +4,17 @@ IR version 5 members, children found by name or beside the file and embedded."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flowc.compiler import ast, compile_source, fastparse
 from flowc.compiler.driver import compile_file
 from flowc.compiler.parse import parse_source
-from flowc.runtime.model import CompiledFlow, check_ir
+from flowc.runtime.model import MAX_CHILD_DEPTH, CompiledFlow, IRLoadError, check_ir
 
 PAYMENT = """flow payment
 context { amount: int = 0, card: str = "" }
@@ -251,3 +254,50 @@ def test_flows_without_any_of_it_keep_their_version_and_bytes() -> None:
 def test_top_level_done_data_alone_needs_version_2_not_5() -> None:
     flow = compiled('flow a\ninitial state A { -> B }\nfinal state B with {"n": 1}\n')
     assert flow.ir_version == 2
+
+
+def test_an_invoke_alone_needs_version_5() -> None:
+    source = (
+        "flow a\ninternal event progress(pct: int)\n"
+        "initial state A { invoke payment() as p\n  on done.invoke.p -> B\n}\nfinal state B\n"
+    )
+    assert compiled(source, payment=PAYMENT).ir_version == 5
+
+
+def _raw() -> dict[str, object]:
+    raw: dict[str, object] = json.loads(compiled(ORDER, payment=PAYMENT).to_json())
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (lambda r: r["states"][0]["invokes"][0].update(join="2"), "join has the wrong type"),
+        (lambda r: r["states"][0]["invokes"][0].update(extra=1), "unknown field(s) 'extra'"),
+        (lambda r: r["states"][0]["invokes"][0].pop("flow"), "lacks required field(s) 'flow'"),
+        (lambda r: r["states"][0]["invokes"][0].update(id_target=[1]), "id_target must be"),
+        (lambda r: r.update(children=[]), "children must be an object"),
+        (lambda r: r["children"]["payment"].pop("initial"), "child flow 'payment'"),
+        (
+            lambda r: r["children"]["payment"]["states"][0]["entry"][0].update(to=3),
+            "send to has the wrong type",
+        ),
+    ],
+)
+def test_the_raw_checker_refuses_a_malformed_version_5_member(
+    change: Callable[[dict[str, Any]], object], complaint: str
+) -> None:
+    raw = _raw()
+    change(raw)
+    with pytest.raises(IRLoadError, match=re.escape(complaint)):
+        check_ir(raw)
+
+
+def test_the_raw_checker_bounds_how_deep_children_nest() -> None:
+    raw = _raw()
+    child = raw["children"]["payment"]  # type: ignore[index]
+    for _ in range(MAX_CHILD_DEPTH + 1):
+        child = {**child, "children": {"payment": child}}
+    raw["children"] = {"payment": child}
+    with pytest.raises(IRLoadError, match="nest more than"):
+        check_ir(raw)
