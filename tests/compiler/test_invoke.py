@@ -13,6 +13,7 @@ import pytest
 
 from flowc.compiler import ast, compile_source, fastparse
 from flowc.compiler.driver import compile_file
+from flowc.compiler.format import format_source
 from flowc.compiler.parse import parse_source
 from flowc.runtime.model import MAX_CHILD_DEPTH, CompiledFlow, IRLoadError, check_ir
 
@@ -301,3 +302,24 @@ def test_the_raw_checker_bounds_how_deep_children_nest() -> None:
     raw["children"] = {"payment": child}
     with pytest.raises(IRLoadError, match="nest more than"):
         check_ir(raw)
+
+
+def test_the_formatter_lays_out_the_new_syntax_and_keeps_its_meaning() -> None:
+    squeezed = (
+        'flow a\ncontext { xs: list[int] = [], id: str = "", n: int = 0 }\n'
+        "internal event progress(pct: int)\ninitial state A {\n"
+        '      invoke   payment( amount :x ,card: "c" )for x ,i in xs   as p into id join  any\n'
+        "forward   finalize do n+=1 ;n -= 1\n"
+        'on done.invoke.p -> A do send   refund(reason:"r")   to p\n}\n'
+    )
+    formatted = format_source(squeezed)
+    assert format_source(formatted) == formatted
+    assert '  invoke payment(amount: x, card: "c") for x, i in xs as p into id join any' in (
+        formatted
+    )
+    assert 'send refund(reason: "r") to p' in formatted
+    before = parse_source(squeezed, fast_path=False).module
+    after = parse_source(formatted, fast_path=False).module
+    assert before is not None and after is not None
+    assert len(after.decls) == len(before.decls)
+    assert compile_source(formatted, "a.flow", flows={"payment": PAYMENT}).ok
