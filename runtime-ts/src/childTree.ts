@@ -9,7 +9,7 @@ import type { Machine } from "./machine.js";
 import type { Outcome } from "./outcome.js";
 import type { Scheduling } from "./scheduled.js";
 import { SNAPSHOT_FORMAT_4, SnapshotError } from "./snapshot.js";
-import { deliverTo, messageJSON, messageOf, Join, Node, type Place } from "./children.js";
+import { deliverTo, forwarded, messageJSON, messageOf, Join, Node, type Place } from "./children.js";
 import type { StateNode } from "./tree.js";
 
 /** Give a new instance its node (`place`: a child's; null: a root) and do what its start's
@@ -29,12 +29,7 @@ export function hostStep<T extends Outcome | Outcome[]>(inst: Instance, step: ()
   root.busy = true;
   try {
     const out = step();
-    if (event !== null && out instanceof StepResult) node.forward(event, out.entry.payload, out.entry.at);
-    else if (event !== null && !Array.isArray(out) && !out.ok && out.code === "ignored") {
-      // (the flow said `unhandled ignore`: the event was taken, with nothing to do)
-      const entries = inst.entriesRef();
-      node.forward(event, null, entries[entries.length - 1]?.at ?? 0);
-    }
+    if (event !== null && !Array.isArray(out)) forwarded(inst, out);
     root.drain();
     return out;
   } finally {
@@ -73,6 +68,7 @@ export function advanceTree(root: Node, when: number): Outcome[] {
     const due = earliest(root);
     if (due === null || due[0] > when) break;
     const fired = due[1].fireDue(due[0]);
+    for (const step of fired) forwarded(due[1], step);
     if (due[1] === root.inst) out.push(...fired);
     root.drain(out);
   }

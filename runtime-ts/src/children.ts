@@ -6,7 +6,7 @@
 // sent them, each as a step of its receiver (kind `message`; a refused one is dropped).
 import type { Ctx, Macrostep } from "./engine.js";
 import { ExprFault, LimitExceeded } from "./expr.js";
-import { copyJson } from "./history.js";
+import { copyJson, StepResult } from "./history.js";
 import type { InvokeDef } from "./ir.js";
 import { Instance } from "./instance.js";
 import type { Machine } from "./machine.js";
@@ -14,12 +14,13 @@ import type { Outcome } from "./outcome.js";
 import type { Scheduling } from "./scheduled.js";
 import { sendEvent } from "./send.js";
 import type { StateNode } from "./tree.js";
-import { fromPlain, toPlain, typeName, type Dict } from "./values.js";
+import { typeName, type Dict } from "./values.js";
+import { Join, JOIN_FAILED, type Message } from "./joins.js";
+
+export { Join, JOIN_FAILED, messageJSON, messageOf, type Message } from "./joins.js";
 
 /** Messages one host call delivers at most; the rest wait for the next call. */
 export const MAX_DELIVERIES = 1000;
-/** The `kind` of an `error.invoke.ID` when a fan-out can no longer reach its join. */
-export const JOIN_FAILED = "join";
 
 /** Where a child goes: its parent's node, its path from the root, its invoke, its position. */
 export interface Place {
@@ -27,78 +28,6 @@ export interface Place {
   path: readonly string[];
   invoke: string;
   index: number | null;
-}
-
-/** One message of the inbox (Python's `Message`, the same JSON): `to` and `sender` are paths
- * of child ids from the root (`sender` null: from the receiver's parent, or forwarded). */
-export interface Message {
-  to: readonly string[];
-  sender: readonly string[] | null;
-  /** `send`, `done` / `error` (a child's end), `joined` / `failed` (an invoke met or failed as
-   * it started: `event` is its id) */
-  kind: string;
-  event: string;
-  payload: Dict | null;
-  at: number;
-  /** `joined` / `failed`: the parent's step that entered the invoke's state */
-  seq: number;
-}
-
-export function messageJSON(m: Message): Dict {
-  return { to: [...m.to], sender: m.sender === null ? null : [...m.sender], kind: m.kind, event: m.event, payload: toPlain(m.payload), at: m.at, seq: m.seq };
-}
-
-export function messageOf(raw: unknown): Message {
-  const r = raw as Dict;
-  const sender = r.sender as unknown[] | null;
-  if (!Array.isArray(r.to) || (sender !== null && !Array.isArray(sender)) || typeof r.at !== "number") throw new TypeError("a malformed message");
-  return {
-    to: r.to.map(String), sender: sender === null ? null : sender.map(String), kind: String(r.kind), event: String(r.event),
-    payload: fromPlain(r.payload ?? null) as Dict | null, at: r.at, seq: typeof r.seq === "number" ? r.seq : -1,
-  };
-}
-
-/** The children one invoke started at one entry of its state, and what came back. */
-export class Join {
-  results: (Dict | null)[];
-  finished: boolean[];
-  failed = 0;
-
-  constructor(
-    readonly invoke: string,
-    readonly seq: number,
-    total: number,
-    readonly needed: number,
-    readonly fan: boolean,
-  ) {
-    this.results = Array.from({ length: total }, () => null);
-    this.finished = Array.from({ length: total }, () => false);
-  }
-
-  toJSON(): Dict {
-    const { invoke, seq, fan, needed, failed } = this;
-    return { invoke, seq, fan, needed, results: toPlain(this.results), finished: [...this.finished], failed };
-  }
-
-  static of(raw: unknown): Join {
-    const r = raw as Dict;
-    if (!Array.isArray(r.results) || !Array.isArray(r.finished) || r.results.length !== r.finished.length) {
-      throw new TypeError("a join's results and finished flags differ in length");
-    }
-    const join = new Join(String(r.invoke), Number(r.seq), 0, Number(r.needed), r.fan === true);
-    join.results = fromPlain(r.results) as (Dict | null)[];
-    join.finished = r.finished.map((x) => x === true);
-    join.failed = Number(r.failed);
-    return join;
-  }
-
-  /** The `error.invoke.ID` payload of a fan-out that can no longer meet its join, or null. */
-  failure(): Dict | null {
-    const total = this.finished.length;
-    if (total - this.failed >= this.needed) return null;
-    const message = `invoke ${this.invoke}: ${this.failed} of its ${total} children failed; ${this.needed} had to finish`;
-    return { kind: JOIN_FAILED, message };
-  }
 }
 
 /** The place of one instance in a tree: its parent, its path from the root, the invoke that
@@ -171,7 +100,8 @@ export class Node {
     }
   }
 
-  /** A host's event the instance took, sent on to the children of its `forward` invokes. */
+  /** An external event the instance took (a host's, a scheduled one, a message), sent on to
+   * the children of its `forward` invokes (as SCXML's autoforward: the child that sent it too). */
   forward(event: string, payload: unknown, now: number): void {
     const forwarding = new Set(this.inst.configRef().flatMap((s) => s.def.invokes.filter((i) => i.forward).map((i) => i.id)));
     if (forwarding.size === 0) return;
@@ -199,7 +129,8 @@ export class Node {
       try {
         data = inst.machine.semantics.copy(inst.machine.exec.value(st.def.done_data, inst.ctxRef(), null, st, inst.scope(null)) as Ctx);
       } catch (exc) {
-        this.inbox.push(message(up.path, this.path, "error", this.invoke, { kind: "fault", message: faultText(exc) }, now));
+        const why = `the done data of ${st.name}: ${faultText(exc)}`;
+        this.inbox.push(message(up.path, this.path, "error", this.invoke, { kind: "expression_error", message: why }, now));
         return;
       }
     }
@@ -216,7 +147,7 @@ export class Node {
     } catch (exc) {
       const join = new Join(inv.id, seq, 0, 0, fan);
       this.joins.set(inv.id, join);
-      this.queue(join, "failed", { kind: "fault", message: `the input of invoke ${inv.id}: ${faultText(exc)}` }, now);
+      this.queue(join, "failed", { kind: "expression_error", message: `the input of invoke ${inv.id}: ${faultText(exc)}` }, now);
       return;
     }
     const total = inputs.length;
@@ -299,7 +230,9 @@ export class Node {
       if (msg.kind !== "send") return node.childEnded(kid, msg);
       node.finalize(kid, msg);
     }
-    return deliverTo(target, msg.event, msg.payload, msg.at);
+    const out = deliverTo(target, msg.event, msg.payload, msg.at);
+    forwarded(target, out);
+    return out;
   }
 
   /** A child's `done` or `error`, counted toward its invoke's join. */
@@ -382,6 +315,23 @@ function message(to: readonly string[], sender: readonly string[] | null, kind: 
 export function deliverTo(target: Instance, event: string, payload: unknown, at: number): Outcome {
   const last = target.entriesRef()[target.entriesRef().length - 1];
   return sendEvent(target, event, payload, {}, Math.max(at, last?.at ?? at), "message");
+}
+
+/** The step kinds that take an external event (a timer's and a `goto`'s have none). */
+const EXTERNAL: ReadonlySet<string> = new Set(["event", "scheduled", "message"]);
+
+/** Forward the external event of a step (`Node.forward`): one the instance took, or one its
+ * flow ignores (`unhandled ignore`: taken, with nothing to do). */
+export function forwarded(inst: Instance, out: Outcome): void {
+  const node = inst.tree;
+  if (node === null) return;
+  if (out instanceof StepResult) {
+    const e = out.entry;
+    if (EXTERNAL.has(e.kind) && e.event !== null) node.forward(e.event, e.payload, e.at);
+  } else if (out.code === "ignored" && out.event !== null) {
+    const entries = inst.entriesRef();
+    node.forward(out.event, null, entries[entries.length - 1]?.at ?? 0);
+  }
 }
 
 export function globalId(inst: Instance, cid: string): string {

@@ -4,6 +4,7 @@
 import { StepResult } from "./history.js";
 import type { Instance } from "./instance.js";
 import type { Outcome } from "./outcome.js";
+import { restoreTreeOf } from "./snapshot.js";
 
 /** The invariants that do not hold now (one that faults does not hold). */
 export function brokenInvariants(inst: Instance): string[] {
@@ -24,6 +25,9 @@ export function brokenInvariants(inst: Instance): string[] {
  * `checkInvariants`); then tell the subscribers of the steps that stand. */
 export function guarded<T extends Outcome | Outcome[]>(inst: Instance, event: string | null, step: () => T): T {
   const saved = inst.machine.checkInvariants ? inst.save() : null;
+  // a root's children, joins and inbox, as its snapshot has them (a step changes them in
+  // place: a refusal puts them back from here)
+  const tree = saved !== null && inst.tree?.up === null ? inst.snapshot() : null;
   const out = step();
   const outcomes: Outcome[] = Array.isArray(out) ? out : [out];
   const done = outcomes.filter((r): r is StepResult => r instanceof StepResult && !r.replayed);
@@ -35,6 +39,7 @@ export function guarded<T extends Outcome | Outcome[]>(inst: Instance, event: st
     return out;
   }
   inst.undo(saved);
+  if (tree !== null) restoreTreeOf(inst, tree);
   const refused = inst.machine.semantics.rejection("invariant_violated", inst.stateNode, event, null, inst.ctxRef(), { invariants: broken, to: last.to });
   return (Array.isArray(out) ? [refused] : refused) as T;
 }

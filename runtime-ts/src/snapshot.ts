@@ -310,8 +310,12 @@ export function restoreInstance(m: Machine, snapshot: object | string, opts: Res
   const rules = config.flatMap((s) => s.timers);
   inst.setTimers(timersOf(rules, data.timers ?? [], enteredAt(history, state.name), !sameFlow, m));
   inst.setSends(sendsOf(data.sends, m));
-  if (m.composes) {
-    restoreTree(inst, data, place, (child, snap, parent, where) => restoreInstance(child, snap, { clock: parent.clock }, where));
-  }
+  if (m.composes) restoreTreeOf(inst, data, place);
   return inst;
+}
+
+/** Give a restored instance (or one put back: invariants.ts) its node and its children,
+ * joins and inbox, as `data` (its snapshot) has them. */
+export function restoreTreeOf(inst: Instance, data: Json, place: Place | null = null): void {
+  restoreTree(inst, data, place, (child, snap, parent, where) => restoreInstance(child, snap, { clock: parent.clock }, where));
 }

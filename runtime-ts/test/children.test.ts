@@ -91,7 +91,7 @@ describe("one child", () => {
     ok(shop.send("buy"));
     ok(shop.child("pay").send("fail"));
     expect(shop.state).toBe("browsing");
-    expect(shop.context.why).toBe("fault");
+    expect(shop.context.why).toBe("expression_error");
   });
 
   it("whose start is refused is error.invoke.ID with the refusal's kind", () => {
@@ -168,6 +168,28 @@ describe("the tree", () => {
     ok(top.send("relay"));
     expect(top.state).toBe("finished");
     expect(top.context.got).toBe(7);
+  });
+
+  it("forwards a message the parent took, and a scheduled event it took, to the child too", () => {
+    const clock = new FakeClock(T0);
+    const loud = started("loud", clock);
+    ok(loud.send("go"));
+    expect(loud.context.n).toBe(100); // (the child's `note` to its parent)
+    expect(loud.child("e").context).toEqual({ ticks: 0, notes: 1 });
+    clock.advance(1000);
+    loud.advance();
+    expect(loud.context.n).toBe(101);
+    expect(loud.child("e").context).toEqual({ ticks: 1, notes: 1 });
+  });
+
+  it("is put back when an invariant refuses the step that changed it", () => {
+    const m = Machine.fromJSON(ir("guarded"), { checkInvariants: true });
+    const inst = m.start({ clock: new FakeClock(T0).now }) as Instance;
+    const before = inst.snapshot();
+    expect(inst.send("bump").toJSON()).toMatchObject({ error: "invariant_violated" });
+    expect(inst.snapshot()).toEqual(before);
+    ok(inst.child("pay").send("approve"));
+    expect(inst.state).toBe("paid");
   });
 
   it("addresses grandchildren by path, and fires the tree's timers from the root in deadline order", () => {

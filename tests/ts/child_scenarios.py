@@ -139,6 +139,54 @@ initial state paying {
 final state paid
 """
 
+ECHO = """
+flow echo
+context {
+  ticks: int = 0
+  notes: int = 0
+}
+event tick
+event note
+initial state listening {
+  entry do send note to parent
+  on tick -> self do ticks += 1
+  on note -> self do notes += 1
+}
+"""
+
+LOUD = """
+flow loud
+context { n: int = 0 }
+event go
+event tick
+internal event note
+initial state idle { on go -> running do send tick after 1s }
+state running {
+  invoke echo() as e forward
+  on tick -> self do n += 1
+  on note -> self do n += 100
+}
+"""
+
+GUARDED = """
+flow guarded
+context {
+  n: int = 0
+  receipt: str = ""
+}
+event bump
+internal event started(amount: int)
+invariant small: n < 2
+initial state paying {
+  invoke payment(amount: 1) as pay
+  on bump -> left do n += 5
+  on started -> self
+  on done.invoke.pay -> paid do receipt = event.receipt
+}
+state left
+final state paid
+"""
+
 LEAF = """
 flow leaf
 context { n: int = 0 }
@@ -235,6 +283,20 @@ CHILD_CASES = [
         [to("pay", send("approve"))],
         flows={"payment": PAYMENT},
         roundtrip=True,
+    ),
+    Case(
+        "a_message_and_a_scheduled_event_are_forwarded",
+        LOUD,
+        [send("go"), to("e", send("tick")), advance(1_000)],
+        flows={"echo": ECHO},
+        roundtrip=True,
+    ),
+    Case(
+        "an_invariant_refusal_puts_the_tree_back",
+        GUARDED,
+        [send("bump"), to("pay", send("approve"))],
+        flows={"payment": PAYMENT},
+        check_invariants=True,
     ),
     Case(
         "entered_and_left_in_one_step",
