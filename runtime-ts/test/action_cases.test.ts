@@ -51,7 +51,7 @@ function run(c: ActionCase): Record<string, string | undefined> {
   }
   const done: Record<string, string> = { context: dumps(scope.c), effects: dumps(env.effects), raised: dumps(env.raised) };
   const scheduled = env.scheduled ?? [];
-  if (scheduled.length > 0) done.scheduled = dumps(scheduled.map((x) => [x.id, x.event, x.payload, x.delayMs, x.to ?? null]));
+  if (scheduled.length > 0) done.scheduled = dumps(scheduled.map((x) => x.to === undefined ? [x.id, x.event, x.payload, x.delayMs] : [x.id, x.event, x.payload, x.delayMs, x.to]));
   return done;
 }
 
