@@ -311,7 +311,7 @@ export class Instance {
     if (root !== null && !root.busy) {
       // the whole tree's timers, from its root (src/children.ts)
       const when = nowMs ?? this.nowMs();
-      return guarded(this, null, () => hostStep(root.inst, () => advanceTree(root, when), null));
+      return guarded(root.inst, null, () => hostStep(root.inst, () => advanceTree(root, when), null));
     }
     return guarded(this, null, () => this.fireDue(nowMs));
   }

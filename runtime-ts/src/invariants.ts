@@ -24,17 +24,19 @@ export function brokenInvariants(inst: Instance): string[] {
 /** Run `step`; undo it and answer `invariant_violated` if it broke an invariant (with
  * `checkInvariants`); then tell the subscribers of the steps that stand. */
 export function guarded<T extends Outcome | Outcome[]>(inst: Instance, event: string | null, step: () => T): T {
-  const saved = inst.machine.checkInvariants ? inst.save() : null;
+  // (without the check, subscribers hear of each step as it commits: step.ts)
+  if (!inst.machine.checkInvariants) return step();
+  const saved = inst.save();
   // a root's children, joins and inbox, as its snapshot has them (a step changes them in
   // place: a refusal puts them back from here)
-  const tree = saved !== null && inst.tree?.up === null ? inst.snapshot() : null;
+  const tree = inst.tree?.up === null ? inst.snapshot() : null;
   const out = step();
   const outcomes: Outcome[] = Array.isArray(out) ? out : [out];
   const done = outcomes.filter((r): r is StepResult => r instanceof StepResult && !r.replayed);
   const last = done[done.length - 1];
   if (last === undefined) return out;
-  const broken = saved === null ? [] : brokenInvariants(inst);
-  if (saved === null || broken.length === 0) {
+  const broken = brokenInvariants(inst);
+  if (broken.length === 0) {
     for (const r of done) inst.notify(r);
     return out;
   }

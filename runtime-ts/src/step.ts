@@ -111,7 +111,11 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
   // a node of a tree of instances: children start and stop, messages queue (src/children.ts)
   inst.tree?.committed(run, config, messages, now);
   const names = m.chart ? config.map((s) => s.name) : null;
-  return new StepResult(entry, c, names, [...run.fired], run.outputs.effects, false, m.journaller);
+  const result = new StepResult(entry, c, names, [...run.fired], run.outputs.effects, false, m.journaller);
+  // (subscribers hear of a step as it commits, as in Python; with `checkInvariants`, once it
+  // stands: invariants.ts)
+  if (!m.checkInvariants) inst.notify(result);
+  return result;
 }
 
 /** The scheduled events after the macrostep `run` (step `seq`, at `now`); throws a

@@ -243,6 +243,26 @@ describe("the tree", () => {
   });
 });
 
+describe("subscribers", () => {
+  it("hear of every committed step of their instance: message steps and a child's timers too", () => {
+    const clock = new FakeClock(T0);
+    const shop = started("shop", clock);
+    const seen: string[] = [];
+    shop.subscribe((r) => seen.push(`shop ${r.entry.kind} ${String(r.entry.event)}`));
+    ok(shop.send("buy"));
+    const pay = shop.child("pay");
+    pay.subscribe((r) => seen.push(`pay ${r.entry.kind} ${r.entry.event ?? r.to}`));
+    ok(shop.send("poke"));
+    clock.advance(600_000);
+    expect(shop.advance().length).toBe(1);
+    expect(seen).toEqual([
+      "shop event buy", "shop message started",
+      "shop event poke", "pay message nudge",
+      "pay timer timed_out", "shop message done.invoke.pay",
+    ]);
+  });
+});
+
 describe("loading IR version 5", () => {
   it("refuses an invoke of a flow it does not embed, an id used twice, an unknown member", () => {
     const raw = ir("shop");
