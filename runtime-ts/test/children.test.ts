@@ -11,7 +11,7 @@ import { Instance, UnknownChild } from "../src/instance.js";
 import { IRLoadError } from "../src/ir.js";
 import { Machine } from "../src/machine.js";
 import type { Outcome } from "../src/outcome.js";
-import { endInvoke, MAX_DELIVERIES, SNAPSHOT_FORMAT_4 } from "../src/index.js";
+import { endInvoke, MAX_DELIVERIES, SnapshotError, SNAPSHOT_FORMAT_4 } from "../src/index.js";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures", "children");
 const T0 = 1_767_225_600_000;
@@ -232,6 +232,19 @@ describe("the tree", () => {
     ok(back.child("reviews[1]").send("approve"));
     ok(back.child("reviews[2]").send("reject"));
     expect(back.context.verdicts).toEqual(["ana", "ben", "cy"]);
+  });
+
+  it("refuses a snapshot whose children do not fit the flow", () => {
+    const pr = started("pr_all");
+    ok(pr.send("open"));
+    const snap = pr.snapshot();
+    const m = Machine.fromJSON(ir("pr_all"));
+    const kids = snap.children as Record<string, unknown>[];
+    expect(() => m.restore({ ...snap, children: [{ ...kids[0], invoke: "nope" }] })).toThrow(SnapshotError);
+    expect(() => m.restore({ ...snap, joins: [{ invoke: "reviews", seq: 1, fan: true, needed: 3, results: [], finished: [true], failed: 0 }] })).toThrow(
+      /cannot be restored/,
+    );
+    expect(() => m.restore({ ...snap, inbox: 5 })).toThrow(SnapshotError);
   });
 
   it("ends an invoke's children as a black box (endInvoke)", () => {
