@@ -72,9 +72,9 @@ def steps_since(
             data = entry.to_dict()
             line = {"ok": True, "from": data.pop("source"), "to": data.pop("target"), **data}
             line["trigger"] = entry.trigger
+            line["final"] = instance.is_final
             if path:
                 line["child"] = path
-            line["final"] = instance.is_final
             lines.append(line)
     return lines
 
