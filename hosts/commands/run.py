@@ -585,6 +585,7 @@ def _shown(lines: list[dict[str, Any]], path: str) -> set[tuple[str, int]]:
     shown: set[tuple[str, int]] = set()
     for line in lines:
         if path:
+            line.pop("child", None)  # (an `unknown_child` rejection has one: keep it last)
             line["child"] = path
         if line.get("ok") and isinstance(line.get("seq"), int):
             shown.add((path, line["seq"]))
