@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from flowc.hosts.tree import last_seqs, path_of, steps_since
+from flowc.hosts.tree import descendants, last_seqs, path_of, steps_since
 from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.lines import line_text, outcome_line, start_line
@@ -753,18 +753,28 @@ class Prompt:
             yield f"  goto {target}{back}"
         if inst.next_deadline is not None:
             yield f"  next timer due {inst.next_deadline.isoformat()}"
+        for path, kid in descendants(inst):
+            ended = " (ended)" if kid.is_final else ""
+            yield f"  child {path}: {kid.machine.name} in {kid.state}{ended} (@{path} EVENT ...)"
 
     def handle(self, line: str) -> list[str]:
         text = line.strip()
         if not text:
             return []
         word, _, rest = text.partition(" ")
+        child = None
+        if word.startswith("@"):  # `@pay.1 approve`: to a child flow
+            child = word[1:]
+            word, _, rest = rest.strip().partition(" ")
+            if word in ("help", "context", "history", "snapshot", "advance", ""):
+                return [f"error: @{child} goes with an event, goto or back"]
         rest = rest.strip()
         try:
             if word == "help":
                 return [
-                    "EVENT {json payload} | EVENT field=value ... | goto STATE [force] | "
-                    "back [force] | advance SECONDS | context | history | snapshot | quit"
+                    "[@CHILD] EVENT {json payload} | [@CHILD] EVENT field=value ... | "
+                    "[@CHILD] goto STATE [force] | [@CHILD] back [force] | advance SECONDS | "
+                    "context | history | snapshot | quit"
                 ]
             if word == "context":
                 return [json.dumps(self.instance.context, indent=2, ensure_ascii=False)]
@@ -783,6 +793,8 @@ class Prompt:
                 op = {"advance": float(rest or 0)}
             else:
                 op = {"event": word, "payload": _payload(rest)}
+            if child is not None:
+                op["child"] = child
             outcomes = self.driver.apply(op)
         except (ValueError, RecursionError) as exc:
             return [f"error: {_why(exc)}"]

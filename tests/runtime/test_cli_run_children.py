@@ -150,3 +150,21 @@ def test_the_prompt_says_whose_step_a_line_is() -> None:
 
     prompt = Prompt(Lines())
     assert prompt.handle("approve") == ["[pay.1] ok: waiting -> ok (step 1)", "rejected [e]: m"]
+
+
+def test_the_prompt_lists_the_children_and_sends_to_one_with_at(shop: str) -> None:
+    from flowc.compiler import compile_file
+    from flowc.runtime import Machine
+
+    result = compile_file(shop)
+    assert result.flow is not None
+    prompt = Prompt(Machine(result.flow).start())
+    prompt.handle("buy")
+    assert "  child pay.1: payment in waiting (@pay.1 EVENT ...)" in list(prompt.status())
+    assert prompt.handle("@pay history") == ["error: @pay goes with an event, goto or back"]
+    assert prompt.handle("@nope approve")[0].startswith("[nope] rejected [unknown_child]")
+    assert prompt.handle("@pay approve") == [
+        "[pay.1] ok: waiting -> ok (step 1)",
+        "ok: paying -> paid (step 3)",
+    ]
+    assert prompt.instance.is_final
