@@ -189,8 +189,8 @@ def run_show(args: argparse.Namespace) -> int:
         data["context"] = snapshot.get("context", snapshot)
         if LINEAGE in snapshot:  # a fork: {"forked_from": ID, "at": SEQ}
             data[LINEAGE] = snapshot[LINEAGE]
-        if snapshot.get("children"):  # child flows: run on the graphs the store keeps
-            data["children"] = tree_view(DurableFlows(store, []).load(args.id))
+        if snapshot.get("children"):
+            data["children"] = _children(store, args.id, snapshot)
         data["timers"] = [
             {
                 "timer": t.timer_id,
@@ -303,6 +303,27 @@ def run_fork(args: argparse.Namespace) -> int:
         return _print_outcome(out)
 
     return _guarded(args, body)
+
+
+def _children(store: Store, instance_id: str, snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tree of an instance's child flows, restored on the graphs the store keeps; when
+    they cannot be had, as the snapshot says it (each child's id, flow and state: whether it
+    ended needs its graph), with a note on standard error."""
+    try:
+        return tree_view(DurableFlows(store, []).load(instance_id))
+    except (UnknownFlow, FlowcError) as exc:
+        print(f"flowc instances: the children as stored ({exc})", file=sys.stderr)
+    return _stored_children(snapshot)
+
+
+def _stored_children(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for kid in snapshot.get("children") or ():
+        inner = kid.get("snapshot") or {}
+        view = {"id": kid.get("id"), "flow": inner.get("flow"), "state": inner.get("state")}
+        below = _stored_children(inner)
+        out.append({**view, "children": below} if below else view)
+    return out
 
 
 def _run_step(

@@ -156,3 +156,24 @@ def test_a_timer_row_names_its_child_by_the_parts_before_the_last() -> None:
     assert timer_child("0") is None and timer_child("send:x") is None
     assert timer_child("pay.1|0") == "pay.1"
     assert timer_child("reviews.1.0|fraud.2|send:poll") == "reviews.1.0/fraud.2"
+
+
+def test_show_without_the_graphs_prints_the_tree_as_stored(
+    tmp_path: Path, flows: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    db = tmp_path / "flows.db"
+    s = ("--store", f"sqlite:///{db}")
+    flowc(capsys, "instances", "start", "shop", "--id", "o3", *s, "--flow", flows)
+    flowc(capsys, "instances", "send", "o3", "buy", *s)
+    with sqlite3.connect(db) as con:  # the graphs are gone (a store written by another host)
+        tables = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+        con.execute(f"delete from {next(t for t in tables if 'graph' in t)}")
+    code, out, err = flowc(capsys, "instances", "show", "o3", *s)
+    assert code == 0 and "the children as stored" in err
+    assert json.loads(out)["children"] == [
+        {"id": "pay.1", "flow": "payment", "state": "waiting"},
+        {"id": "checks.1.0", "flow": "check", "state": "checking"},
+        {"id": "checks.1.1", "flow": "check", "state": "checking"},
+    ]
