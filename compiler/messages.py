@@ -19,7 +19,7 @@ from flowc.compiler.resolve import (
     done_event,
     suggest,
 )
-from flowc.compiler.typecheck import Scope, TypeChecker
+from flowc.compiler.typecheck import UNKNOWN_EVENT_SCOPE, Scope, TypeChecker
 from flowc.runtime.model import TypeRef, all_actions
 
 PARENT = "parent"
@@ -66,7 +66,7 @@ def _finalize_scope(checker: TypeChecker, invoke: ast.Invoke, child: ChildFlow |
     events = checker.symbols.events
     done = events.get(done_event(invoke.id.name))
     if child is None or done is None:
-        return Scope(None, "")
+        return UNKNOWN_EVENT_SCOPE  # (the child was reported)
     sent = tuple(events[name] for name in sent_to_parent(child) if name in events)
     return Scope(done, also=sent)
 

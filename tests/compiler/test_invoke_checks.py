@@ -221,3 +221,13 @@ def test_every_mistake_is_reported_at_once_with_a_caret() -> None:
 )
 def test_broken_invoke_syntax_is_a_syntax_error(body: str) -> None:
     assert [c for c, *_ in found(body)][:1] in (["E003"], ["E004"])
+
+
+def test_finalize_of_an_unknown_flow_reads_event_without_noise() -> None:
+    body = "initial state A { invoke paymnt() as p finalize do n = event.x }\n"
+    assert [c for c, *_ in found(body)] == ["E140"]
+
+
+def test_a_top_level_state_with_done_data_is_final() -> None:
+    body = 'initial state A with {"n": 1} { -> B }\nfinal state B\n'
+    assert messages(body)[0].startswith("E218 `A` has done data but is not final")
