@@ -501,3 +501,35 @@ def test_forward_sends_on_scheduled_events_and_the_childs_own_messages() -> None
     clock.advance(1)
     inst.advance()  # the parent's scheduled `tick`, forwarded too: the child ends
     assert inst.state == "caught" and inst.context["ticks"] == 100
+
+
+def test_a_fan_outs_finalize_reads_each_childs_done_data() -> None:
+    kid = """
+flow kid
+context {
+  n: int = 0
+}
+event go
+initial state a {
+  on go -> b
+}
+final state b with {"n": n}
+"""
+    top = """
+flow top
+context {
+  xs: list[int] = [1, 2]
+  seen: int = 0
+}
+event go
+initial state s {
+  invoke kid(n: x) for x in xs as k forward finalize do seen += FIELD
+  on go -> s
+  on done.invoke.k -> s
+}
+"""
+    wrong = compile_source(top.replace("FIELD", "len(event.results)"), "t.flow", flows={"kid": kid})
+    assert [d.code for d in wrong.errors] == ["E108"]
+    inst = machine(top.replace("FIELD", "event.n"), kid=kid).start()
+    inst.send("go")  # forwarded: both children end, each passing `finalize`
+    assert inst.context["seen"] == 3
