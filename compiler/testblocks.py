@@ -60,27 +60,32 @@ class TestChecker:
     def check_test(self, test: ast.TestDecl) -> None:
         acted = False
         previous: ast.TestStep | None = None
+        # What the last step's refusal, effects and journal are checked against: the flow of
+        # the instance it went to (a `send ... to "PATH"`: the child's; None: no child there).
+        stepped: TestChecker | None = self
         for step in test.steps:
             if isinstance(step, ast.Given):
                 self.check_given(step, acted)
             elif isinstance(step, ast.Send):
-                checker = self.for_child(step.child)
-                if checker is not None:
-                    checker.check_send(step)
+                stepped = self.for_child(step.child)
+                if stepped is not None:
+                    stepped.check_send(step)
             elif isinstance(step, ast.Goto):
                 self.check_state(step.target)
             elif isinstance(step, ast.ExpectState):
                 checker = self.for_child(step.child)
                 if checker is not None:
                     checker.check_state(step.state)
-            elif isinstance(step, ast.ExpectReject):
-                self.check_reject(step, previous)
-            elif isinstance(step, ast.ExpectJournal):
-                self.check_journal(step)
-            elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect):
-                self.check_effect(step, acted)
+            elif isinstance(step, ast.ExpectReject) and stepped is not None:
+                stepped.check_reject(step, previous)
+            elif isinstance(step, ast.ExpectJournal) and stepped is not None:
+                stepped.check_journal(step)
+            elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect) and stepped is not None:
+                stepped.check_effect(step, acted)
             elif isinstance(step, ast.ExpectValue):
                 self.check_expect_value(step)
+            if isinstance(step, ast.Goto | ast.Back | ast.Advance):
+                stepped = self
             acted = acted or isinstance(step, ACTIONS)
             previous = step
 

@@ -127,11 +127,14 @@ class Player:
             clock.ms += move.ms
             outcomes = list(instance.advance())
         fired: list[int] = []
-        # (a child's rules are its flow's, not this one's)
-        for outcome in outcomes if not move.child else ():
+        for outcome in outcomes:
             if isinstance(outcome, StepResult):
-                fired += outcome.rules_taken or ()
-            elif outcome.rule is not None:
+                # (a child's own rules are its flow's, not this one's: its `then` holds the
+                # root's steps that followed, the messages the root took among them)
+                fired += (outcome.rules_taken or ()) if not move.child else ()
+                for later in outcome.then:
+                    fired += later.rules_taken or ()
+            elif outcome.rule is not None and not move.child:
                 fired.append(outcome.rule)
         return MoveResult(outcomes, fired)
 

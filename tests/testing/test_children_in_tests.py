@@ -31,8 +31,10 @@ context {
 event approve
 event retry
 event ping
+effect charged(amount: int)
 initial state waiting {
-  on approve -> ok
+  on approve -> ok do emit charged(amount: amount)
+  on retry if tries >= 2 reject too_many "no more tries"
   on retry -> waiting do tries += 1
   on ping -> ok
   after 1m -> late
@@ -94,6 +96,24 @@ def test_a_step_sent_to_a_child_moves_the_child_and_its_completion_the_parent() 
         '  expect "pay".tries == 1 and "pay".amount == total\n  send approve to "pay"\n'
         '  expect state paid\n  expect receipt == "r-5"\n}\n'
     ) == [("t", None)]
+
+
+def test_a_refusal_an_effect_of_a_childs_step_are_the_childs() -> None:
+    tests = (
+        'test "t" {\n  send buy\n  send retry to "pay"\n  send retry to "pay"\n'
+        '  send retry to "pay"\n  expect reject too_many\n  send approve to "pay"\n'
+        "  expect effect charged(amount: 5)\n}\n"
+    )
+    assert outcomes(tests) == [("t", None)]
+    # ... checked against the child's flow: the parent declares neither.
+    assert errors(tests.replace("too_many", "too_few").replace("charged", "charge")) == [
+        ("E124", "no step of this flow is refused with `too_few`"),
+        ("E214", "unknown effect `charge`"),
+    ]
+    # After a step of the parent's, its own again.
+    assert errors('test "t" {\n  send buy\n  expect effect charged\n}\n') == [
+        ("E214", "unknown effect `charged`")
+    ]
 
 
 def test_a_wrong_expectation_about_a_child_fails_and_says_what_was_read() -> None:
