@@ -16,8 +16,25 @@ import type { StateNode } from "./tree.js";
  * step does to the tree. */
 export function attach(inst: Instance, place: Place | null, run: Macrostep, config: readonly StateNode[], sent: readonly Scheduling[], now: number): void {
   const node = place === null ? new Node(inst, null, [], null, null) : new Node(inst, place.up, place.path, place.invoke, place.index);
+  if (place === null) node.log = []; // (what the start leads to: `settleStart`)
   inst.tree = node;
-  node.committed(run, config, sent, now);
+  node.committed(run, config, sent, now, null);
+}
+
+/** After a root's start: the inbox delivered, and what its children did recorded in its
+ * history (entries of kind `child`); their effects join the start's. */
+export function settleStart(inst: Instance): void {
+  const node = inst.tree;
+  if (node === null) return;
+  node.busy = true;
+  try {
+    node.drain();
+    const log = node.log ?? [];
+    inst.startEffects = [...inst.startEffects, ...log.flatMap((s) => s.effects)];
+  } finally {
+    node.busy = false;
+    node.log = null;
+  }
 }
 
 /** A host's call on an instance of a tree: the step, then (for an event the instance took)
@@ -27,13 +44,20 @@ export function hostStep<T extends Outcome | Outcome[]>(inst: Instance, step: ()
   if (node === null || node.root.busy) return step();
   const root = node.root;
   root.busy = true;
+  root.log = [];
   try {
     const out = step();
     if (event !== null && !Array.isArray(out)) forwarded(inst, out);
     root.drain();
+    // what else the call committed in the tree: a step's `then`; `advance`'s outcomes (every
+    // step of the root, its refusals after)
+    const then = root.log.filter((s) => s !== out);
+    if (out instanceof StepResult) out.then = then;
+    else if (Array.isArray(out)) out.splice(0, out.length, ...then, ...out.filter((o) => !o.ok));
     return out;
   } finally {
     root.busy = false;
+    root.log = null;
   }
 }
 
@@ -68,11 +92,13 @@ export function advanceTree(root: Node, when: number): Outcome[] {
     const due = earliest(root);
     if (due === null || due[0] > when) break;
     const fired = due[1].fireDue(due[0]);
-    for (const step of fired) forwarded(due[1], step);
-    if (due[1] === root.inst) out.push(...fired);
-    root.drain(out);
+    for (const step of fired) {
+      forwarded(due[1], step);
+      if (!step.ok && due[1] === root.inst) out.push(step); // (a refused timer of the root)
+    }
+    root.drain();
   }
-  root.drain(out);
+  root.drain();
   return out;
 }
 

@@ -6,7 +6,7 @@
 // sent them, each as a step of its receiver (kind `message`; a refused one is dropped).
 import type { Ctx, Macrostep } from "./engine.js";
 import { ExprFault, LimitExceeded } from "./expr.js";
-import { copyJson, StepResult } from "./history.js";
+import { copyJson, StepResult, type Entry } from "./history.js";
 import type { InvokeDef } from "./ir.js";
 import { Instance } from "./instance.js";
 import type { Machine } from "./machine.js";
@@ -37,14 +37,17 @@ export class Node {
   readonly kids = new Map<string, Instance>();
   /** invoke id -> its join (the children of the invoke's current entry) */
   readonly joins = new Map<string, Join>();
-  readonly inbox: Message[];
+  inbox: Message[];
   /** the root only: a host call is running (the instance's methods do not wrap again) */
   busy = false;
+  /** the root only, during a host call (or its start): its steps committed in the call, in
+   * order (its children's as their `child` entries) */
+  log: StepResult[] | null = null;
 
   constructor(
     readonly inst: Instance,
-    readonly up: Node | null,
-    readonly path: readonly string[],
+    public up: Node | null,
+    public path: readonly string[],
     readonly invoke: string | null,
     readonly index: number | null,
   ) {
@@ -75,7 +78,14 @@ export class Node {
   /** After a committed step (or the start): the children of the states it left cancelled,
    * those of the states it entered (still active) started, its messages queued, and, when
    * the instance ended, its children cancelled and its parent told. */
-  committed(run: Macrostep, config: readonly StateNode[], sent: readonly Scheduling[], now: number): void {
+  committed(run: Macrostep, config: readonly StateNode[], sent: readonly Scheduling[], now: number, step: StepResult | null): void {
+    // (a child's step is written into the root's history at once, as an entry of kind
+    // `child`: the tree has one history, in causal order; the root's go into its call's log)
+    const root = this.root;
+    if (this.up !== null) {
+      const entry = childEntry(root.inst, this.path.join("/"), step ?? this.inst);
+      root.log?.push(entry);
+    } else if (step !== null) root.log?.push(step);
     for (const s of run.exited) for (const inv of s.def.invokes) this.cancel(inv.id);
     if (run.final) {
       for (const invoke of [...this.joins.keys()]) this.cancel(invoke);
@@ -115,7 +125,7 @@ export class Node {
   /** Forget the invoke's children (and theirs): their messages no longer find their sender. */
   cancel(invoke: string): void {
     if (!this.joins.delete(invoke)) return;
-    for (const cid of this.kidsOf(invoke)) this.kids.delete(cid);
+    for (const cid of this.kidsOf(invoke)) detach(this.kids, cid);
   }
 
   /** This child has ended: its done data to its parent. */
@@ -203,13 +213,12 @@ export class Node {
   }
 
   // ---- delivering ------------------------------------------------------------------------
-  /** Deliver the inbox in order (at most `MAX_DELIVERIES`); the root's own steps go to `out`. */
-  drain(out: Outcome[] | null = null): void {
+  /** Deliver the inbox in order (at most `MAX_DELIVERIES`). */
+  drain(): void {
     for (let n = 0; n < MAX_DELIVERIES; n++) {
       const msg = this.inbox.shift();
       if (msg === undefined) return;
-      const result = this.deliver(msg);
-      if (out !== null && result !== null && msg.to.length === 0) out.push(result);
+      this.deliver(msg);
     }
   }
 
@@ -255,7 +264,7 @@ export class Node {
 
   /** The join is met: the children still running are cancelled, the parent told. */
   private done(join: Join, now: number): Outcome {
-    for (const cid of this.kidsOf(join.invoke)) if (this.kids.get(cid)?.isFinal !== true) this.kids.delete(cid);
+    for (const cid of this.kidsOf(join.invoke)) if (this.kids.get(cid)?.isFinal !== true) detach(this.kids, cid);
     const payload = join.fan ? { results: join.results.filter((_, k) => join.finished[k]) } : (join.results[0] ?? null);
     return deliverTo(this.inst, `done.invoke.${join.invoke}`, payload, now);
   }
@@ -315,6 +324,50 @@ function message(to: readonly string[], sender: readonly string[] | null, kind: 
 export function deliverTo(target: Instance, event: string, payload: unknown, at: number): Outcome {
   const last = target.entriesRef()[target.entriesRef().length - 1];
   return sendEvent(target, event, payload, {}, Math.max(at, last?.at ?? at), "message");
+}
+
+/** The root's history entry of a child's step (or start): kind `child`, the root's state as
+ * source and target, the child's event, `{child: PATH, seq, from, to}` as payload; it carries
+ * the child step's effects. */
+function childEntry(root: Instance, path: string, step: StepResult | Instance): StepResult {
+  const entries = root.entriesRef();
+  const last = entries[entries.length - 1];
+  let at: number;
+  let event: string | null = null;
+  let effects: StepResult["fx"];
+  let data: Dict;
+  if (step instanceof StepResult) {
+    ({ at, event } = step.entry);
+    effects = step.fx;
+    data = { child: path, seq: step.seq, from: step.from, to: step.to };
+  } else {
+    const started = step.entriesRef();
+    at = started[started.length - 1]?.at ?? 0;
+    effects = step.startEffects.map((e) => [e.effect, e.payload] as const);
+    data = { child: path, seq: 0, from: null, to: step.state };
+  }
+  const name = root.stateNode.name;
+  const entry: Entry = {
+    seq: root.seq + 1, at: Math.max(at, last?.at ?? at), kind: "child", source: name, target: name, event, payload: data,
+    reason: null, via: [], leaves: null,
+  };
+  root.record(entry);
+  return new StepResult(entry, root.ctxRef(), null, null, effects, false, root.machine.journaller);
+}
+
+/** A cancelled child leaves the tree: a host still holding it drives a tree of its own (its
+ * messages to its parent go nowhere, nothing it does is recorded in its old root). */
+function detach(kids: Map<string, Instance>, cid: string): void {
+  const node = kids.get(cid)?.tree ?? null;
+  kids.delete(cid);
+  if (node === null) return;
+  node.up = null;
+  const inbox: Message[] = [];
+  const depth = node.path.length;
+  for (const n of node.walk()) {
+    n.path = n.path.slice(depth);
+    n.inbox = inbox;
+  }
 }
 
 /** The step kinds that take an external event (a timer's and a `goto`'s have none). */

@@ -72,6 +72,10 @@ export interface Journaller {
 export class StepResult {
   readonly ok = true;
   private rendered = new Map<string, string>();
+  /** In a tree of instances (child flows): the steps of the root that followed this one in
+   * the same host call, in order: messages it took (kind `message`) and, as entries of kind
+   * `child`, its children's steps (src/children.ts). Empty otherwise. */
+  then: readonly StepResult[] = [];
 
   constructor(
     readonly entry: Entry,
@@ -80,7 +84,8 @@ export class StepResult {
     private readonly config: readonly string[] | null,
     /** the IR indices of the rules taken; null for a replay */
     readonly rulesTaken: readonly number[] | null,
-    private readonly fx: readonly (readonly [string, Record<string, unknown> | null])[],
+    /** the effects its actions emitted, as collected */
+    readonly fx: readonly (readonly [string, Record<string, unknown> | null])[],
     readonly replayed = false,
     private readonly journaller: Journaller | null = null,
   ) {}

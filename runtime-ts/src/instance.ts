@@ -217,6 +217,11 @@ export class Instance {
   setTimers(timers: Timer[]): void {
     this.pending = timers;
   }
+  /** Append an entry the root of a tree records for a child's step (src/children.ts). */
+  record(entry: Entry): void {
+    this.entries.push(entry);
+    this.seqNo = entry.seq;
+  }
   setContext(c: Ctx): void {
     this.ctx = c;
   }

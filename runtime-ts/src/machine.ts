@@ -10,6 +10,7 @@ import type { EventDef, FlowDef, InvokeDef, RuleDef } from "./ir.js";
 import { buildTree, wireRules, type StateNode } from "./tree.js";
 import type { Journaller } from "./history.js";
 import { Instance, type StartOptions } from "./instance.js";
+import { settleStart } from "./childTree.js";
 import type { Rejection } from "./outcome.js";
 import { restoreInstance, type RestoreOptions } from "./snapshot.js";
 
@@ -123,8 +124,8 @@ export class Machine {
   /** A new instance in the initial state, or the rejection of its start. */
   start(opts: StartOptions = {}): Instance | Rejection {
     const started = Instance.start(this, opts);
-    // (a tree's root: what its children said as they started is delivered before it returns)
-    if (started instanceof Instance) started.tree?.drain();
+    // (a tree's root: what its children said and did as they started, before it returns)
+    if (started instanceof Instance) settleStart(started);
     return started;
   }
 

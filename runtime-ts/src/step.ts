@@ -108,13 +108,13 @@ export function take(inst: Instance, ts: Rule[], trig: Trigger): StepResult | Re
     leaves: st.atomic && dest.atomic ? null : [before, after],
   };
   inst.commit(entry, c, config, run.histories, [dueOrder(kept), sends], trig.key);
-  // a node of a tree of instances: children start and stop, messages queue (src/children.ts)
-  inst.tree?.committed(run, config, messages, now);
   const names = m.chart ? config.map((s) => s.name) : null;
   const result = new StepResult(entry, c, names, [...run.fired], run.outputs.effects, false, m.journaller);
   // (subscribers hear of a step as it commits, as in Python; with `checkInvariants`, once it
   // stands: invariants.ts)
   if (!m.checkInvariants) inst.notify(result);
+  // a node of a tree of instances: children start and stop, messages queue (src/children.ts)
+  inst.tree?.committed(run, config, messages, now, result);
   return result;
 }
 

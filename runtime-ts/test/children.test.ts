@@ -51,7 +51,9 @@ describe("one child", () => {
     const eager = started("eager");
     expect(Object.keys(eager.children)).toEqual(["pay.0"]);
     expect(eager.context.started).toBe(3);
-    expect(kinds(eager)).toEqual([["start", null], ["message", "started"]]);
+    // (the child's start is an entry of kind `child` in its root's history)
+    expect(kinds(eager)).toEqual([["start", null], ["child", null], ["message", "started"]]);
+    expect(eager.history[1]?.payload).toEqual({ child: "pay.0", seq: 0, from: null, to: "waiting" });
     ok(eager.child("pay").send("approve"));
     expect(eager.context.receipt).toBe("r-3");
   });
@@ -67,7 +69,10 @@ describe("one child", () => {
     const shop = started("shop");
     ok(shop.send("buy"));
     expect(shop.context.started).toBe(5);
-    expect(kinds(shop)).toEqual([["start", null], ["event", "buy"], ["message", "started"]]);
+    expect(kinds(shop)).toEqual([["start", null], ["event", "buy"], ["child", null], ["message", "started"]]);
+    ok(shop.send("leave"));
+    const bought = ok(shop.send("buy"));
+    expect(bought.then.map((r) => [r.kind, r.entry.event])).toEqual([["child", null], ["message", "started"]]);
   });
 
   it("gets what its parent sends to its invoke's id", () => {
@@ -108,7 +113,7 @@ describe("one child", () => {
     expect(shop.children).toEqual({});
     expect(shop.onChild("pay", (c) => c.send("approve"), "approve").toJSON()).toMatchObject({ error: "unknown_child", child: "pay" });
     ok(shop.send("buy"));
-    expect(Object.keys(shop.children)).toEqual(["pay.4"]); // (step 2 was the message `started`)
+    expect(Object.keys(shop.children)).toEqual(["pay.5"]); // (2: the child's start, 3: its `started`)
     ok(shop.send("quit"));
     expect(shop.isFinal).toBe(true);
     expect(shop.children).toEqual({});
@@ -201,7 +206,11 @@ describe("the tree", () => {
     expect(top.nextDeadline).toBe(T0 + 5000);
     expect(top.advance(T0 + 4999)).toEqual([]);
     const fired = top.advance(T0 + 5000);
-    expect(fired.map((o) => (o instanceof StepResult ? o.entry.event : "refused"))).toEqual(["done.invoke.mid"]);
+    // (every step of the tree the call committed: the children's as entries of kind `child`)
+    expect(fired.map((o) => (o instanceof StepResult ? [o.kind, o.entry.event] : "refused"))).toEqual([
+      ["child", null], ["child", "done.invoke.inner"], ["message", "done.invoke.mid"],
+    ]);
+    expect(fired[0]?.toJSON()).toMatchObject({ from: "running", to: "running", payload: { child: "mid.1/inner.0", seq: 1, from: "lit", to: "done" } });
     expect(top.context.got).toBe(5);
     expect(top.nextDeadline).toBeNull();
   });
@@ -267,7 +276,7 @@ describe("subscribers", () => {
     pay.subscribe((r) => seen.push(`pay ${r.entry.kind} ${r.entry.event ?? r.to}`));
     ok(shop.send("poke"));
     clock.advance(600_000);
-    expect(shop.advance().length).toBe(1);
+    expect(shop.advance().map((o) => (o as StepResult).kind)).toEqual(["child", "message"]);
     expect(seen).toEqual([
       "shop event buy", "shop message started",
       "shop event poke", "pay message nudge",
