@@ -8,6 +8,9 @@ import { readFileSync, realpathSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { FakeClock, Instance, Machine, toMs } from "./index.js";
+import type { StepOptions } from "./instance.js";
+import type { Outcome } from "./outcome.js";
+import { childOf, childPath, lastSeqs, withTree } from "./treeLines.js";
 import { parseJSON } from "./jsontext.js";
 import { dumps, isDict, strRepr } from "./values.js";
 import { outcomeLine } from "./vectors.js";
@@ -301,13 +304,31 @@ function runLines(instance: Instance, clock: FakeClock | undefined, lines: strin
   return code;
 }
 
-/** One operation of an events file; a TypeError for a malformed one. */
+/** One operation of an events file (to the instance, or with `child` to its child flow at
+ * that path), then the other steps it committed in the tree; a TypeError for a malformed one. */
 export function applyLine(instance: Instance, op: Record<string, unknown>, clock: FakeClock | undefined): Line[] {
+  const child = childOf(op);
   const { reason, key, force } = common(op);
-  const opts = { force, reason, key };
-  if ("event" in op) return [outcomeLine(instance.send(name(op, "event"), payload(op), opts), instance)];
-  if ("goto" in op) return [outcomeLine(instance.goto(name(op, "goto"), opts), instance)];
-  if ("back" in op) return [outcomeLine(instance.back(opts), instance)];
+  if (instance.tree === null) return applyOp(instance, op, clock, child, { force, reason, key });
+  const before = lastSeqs(instance);
+  const path = child === null ? "" : childPath(instance, child);
+  return withTree(instance, applyOp(instance, op, clock, child, { force, reason, key }), before, path);
+}
+
+function applyOp(instance: Instance, op: Record<string, unknown>, clock: FakeClock | undefined, child: string | null, opts: StepOptions): Line[] {
+  const on = (event: string | null, step: (i: Instance) => Outcome): Line[] => [
+    outcomeLine(child === null ? step(instance) : instance.onChild(child, step, event), instance),
+  ];
+  if ("event" in op) {
+    const event = name(op, "event");
+    const given = payload(op);
+    return on(event, (i) => i.send(event, given, opts));
+  }
+  if ("goto" in op) {
+    const target = name(op, "goto");
+    return on(null, (i) => i.goto(target, opts));
+  }
+  if ("back" in op) return on(null, (i) => i.back(opts));
   if ("advance" in op) {
     const ms = seconds(op) * 1000;
     const outcomes = clock === undefined ? instance.advance(Date.now() + ms) : (clock.advance(ms), instance.advance());

@@ -53,7 +53,7 @@ def both(cli: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tupl
 
 def test_every_seed_flow_and_example_has_an_events_file() -> None:
     assert {f.stem for f in FLOWS} == {p.stem for p in EVENTS.glob("*.jsonl")}
-    assert len(FLOWS) == 9
+    assert len(FLOWS) == 12  # (with the child-flow examples order_saga, payment, review)
 
 
 @pytest.mark.parametrize("stem", [f.stem for f in FLOWS])
@@ -354,3 +354,27 @@ def test_a_tree_saved_by_one_command_resumes_in_the_other(
     assert got[:2] == expected[:2]
     snapshot = json.loads(mixed.read_text(encoding="utf-8"))
     assert snapshot == json.loads(alone.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"advance": 5, "child": "pay"}',
+        '{"event": "approve", "child": 5}',
+        '{"back": 1, "child": ""}',
+    ],
+)
+def test_a_bad_child_operation_is_refused_alike(
+    line: str,
+    compiled_parents: dict[str, Path],
+    cli: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    events = tmp_path / "ops.jsonl"
+    events.write_text('{"event": "buy"}\n' + line + "\n", encoding="utf-8")
+    args = [str(compiled_parents["shop"]), "--events", str(events), "--now", NOW]
+    (py_code, py_lines, py_err), (ts_code, ts_lines, ts_err) = both(cli, args, capsys)
+    assert (ts_code, ts_lines) == (py_code, py_lines)
+    assert ts_err.replace("flowc-run", "flowc run") == py_err
+    assert py_code == 1 and "`child`" in py_err
