@@ -177,7 +177,9 @@ export class ToolDispatcher {
     const incarnation = randomBytes(8).toString("hex");
     this.instances.set(instanceId, { instance: started, incarnation, startContext: { ...(context as Json) }, keyed: new Map() });
     const view = views(this.tools).view(started);
-    const effects = effectsOf(instanceId, incarnation, 0, started.startEffects);
+    // (the start's effects are keyed by the instance's seq after it: a tree's children's
+    // starts are entries of its history)
+    const effects = effectsOf(instanceId, incarnation, started.seq, started.startEffects);
     if (effects.length > 0) view.effects = effects;
     return new ToolResult(false, view);
   }
