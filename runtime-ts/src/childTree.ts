@@ -28,9 +28,12 @@ export function settleStart(inst: Instance): void {
   if (node === null) return;
   node.busy = true;
   try {
+    // (the effects of the children that started with it, in start order, then those of the
+    // steps its inbox led to)
+    const started = [...node.walk()].slice(1).flatMap((n) => n.inst.startEffects);
     node.drain();
     const log = node.log ?? [];
-    inst.startEffects = [...inst.startEffects, ...log.flatMap((s) => s.effects)];
+    inst.startEffects = [...inst.startEffects, ...started, ...log.flatMap((s) => s.effects)];
   } finally {
     node.busy = false;
     node.log = null;

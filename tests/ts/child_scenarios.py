@@ -187,6 +187,33 @@ state left
 final state paid
 """
 
+LOUD_KID = """
+flow kid
+effect hello(n: int)
+event go
+initial state a {
+  entry do emit hello(n: 1)
+  on go -> b do emit hello(n: 2)
+}
+final state b
+"""
+
+EMITTER = """
+flow emitter
+effect hello(n: int)
+event buy
+initial state a {
+  entry do emit hello(n: 0)
+  invoke kid() as k
+  on buy -> c
+}
+state c {
+  invoke kid() as k2
+  on done.invoke.k2 -> b
+}
+final state b
+"""
+
 LEAF = """
 flow leaf
 context { n: int = 0 }
@@ -297,6 +324,13 @@ CHILD_CASES = [
         [send("bump"), to("pay", send("approve"))],
         flows={"payment": PAYMENT},
         check_invariants=True,
+    ),
+    Case(
+        "the_effects_of_children",
+        EMITTER,
+        [send("buy"), to("k2", send("go"))],
+        flows={"kid": LOUD_KID},
+        roundtrip=True,
     ),
     Case(
         "entered_and_left_in_one_step",

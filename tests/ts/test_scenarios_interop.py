@@ -60,9 +60,8 @@ def _python(ir: dict[str, Any], case: Case) -> dict[str, Any]:
     started = machine.try_start(case.context, clock=clock)
     if isinstance(started, Rejection):
         return {"name": case.name, "seen": [started.to_dict()], "snapshot": None}
-    seen: list[Any] = [
-        _observed(started, {"ok": True, "kind": "start", "to": started.state, "seq": 0})
-    ]
+    start = _observed(started, {"ok": True, "kind": "start", "to": started.state, "seq": 0})
+    seen: list[Any] = [{**start, "effects": started.start_effects}]
     for op in case.ops:
         outcomes = _apply(started, clock, op)  # (with "child": on that child)
         seen.append([_observed(started, outcome_line(o, started)) for o in outcomes])

@@ -34,7 +34,7 @@ for (const c of JSON.parse(readFileSync(path, "utf-8")) as Case[]) {
     process.stdout.write(JSON.stringify({ name: c.name, seen: [asJson(inst.toJSON())], snapshot: null }) + "\n");
     continue;
   }
-  const seen: unknown[] = [observed(inst, { ok: true, kind: "start", to: inst.state, seq: 0 })];
+  const seen: unknown[] = [{ ...(observed(inst, { ok: true, kind: "start", to: inst.state, seq: 0 }) as object), effects: asJson(inst.startEffects) }];
   for (const op of c.ops) {
     const now = inst;
     seen.push(applyOp(now, clock, op).map((o) => observed(now, outcomeLine(o, now))));
