@@ -513,6 +513,8 @@ def _child_entry(root: Instance, path: str, step: StepResult | Instance) -> Step
     r._e = entry
     r._c = root._ctx
     r._m = root._m
+    if root._m.chart:
+        r._g = tuple(s.name for s in engine.configuration_of(root))
     if effects:
         r._fx = list(effects)
     return r
