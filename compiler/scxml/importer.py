@@ -47,11 +47,23 @@ from flowc.compiler.scxml.expressions import (
     session_location,
     translate,
 )
+from flowc.compiler.scxml.invoke import (
+    MAX_INVOKE_DEPTH,
+    SCXML_TYPES,
+    Budget,
+    ChildRole,
+    ChildSource,
+    chart_file,
+    inline_chart,
+)
 from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
 from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.model import Expr
 from flowc.runtime.operators import ARITHMETIC, BINARY_OPERATORS, BOOLEAN_RESULTS
 
+#: The payload field `_event.invokeid` is read as, and the context field of a child holding
+#: the id its parent gives it (docs/scxml.md, "Invoke: child flows").
+INVOKEID_FIELD = meta_field("invokeid")
 #: Effects the imported flow emits for its host; docs/scxml.md gives their contract.
 SEND_EFFECT = "scxml_send"
 CANCEL_EFFECT = "scxml_cancel"
@@ -99,6 +111,9 @@ class ImportResult:
     document: Document
     #: SCXML features the document uses (see `_Importer.features`), for reports.
     features: set[str] = field(default_factory=set)
+    #: The child flows its `<invoke>`s start, by flow name (their own children included):
+    #: each is written beside the flow as `NAME.flow` (docs/scxml.md).
+    children: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -121,7 +136,8 @@ def import_scxml(
         return ImportResult(None, document.diagnostics, document)
     importer = _Importer(document, path, datamodel)
     text = importer.run()
-    return ImportResult(text, importer.diagnostics, document, importer.features)
+    children = importer.children if text is not None else {}
+    return ImportResult(text, importer.diagnostics, document, importer.features, children)
 
 
 def flow_name(text: str, fallback: str = "x") -> str:
@@ -181,6 +197,8 @@ class _Send:
     #: For a computed event name read from a variable only ever given constant names: those
     #: values and their declared events (each sent as a scheduled event of the runtime).
     choices: list[tuple[str, str]] = field(default_factory=list)
+    #: A message (`send E to parent|ID`): `parent` (`#_parent`) or an invoke's id (`#_ID`).
+    to: str | None = None
 
 
 class _SendRefused(Exception):
@@ -193,6 +211,26 @@ class _SendFails(Exception):
 
 
 @dataclass
+class _Invoke:
+    """An `<invoke>` as read: its state, ids, child chart and params."""
+
+    element: Element
+    #: The SCXML id of its state.
+    state: str
+    #: `as ID`; the SCXML invokeid (`id`, else made up as SCXML does: `STATE.ID`).
+    id: str
+    scxml_id: str
+    explicit: bool
+    #: The child flow's name.
+    child: str
+    source: ChildSource
+    #: (child variable, expression text, element) of each `namelist` name and `<param>`.
+    params: list[tuple[str, str, Element]]
+    #: The child read alone (the first of its two readings).
+    first: _Importer | None = None
+
+
+@dataclass
 class _StateInfo:
     element: Element
     name: str
@@ -202,12 +240,33 @@ class _StateInfo:
 
 
 class _Importer:
-    def __init__(self, document: Document, path: str, datamodel: str | None) -> None:
+    def __init__(
+        self,
+        document: Document,
+        path: str,
+        datamodel: str | None,
+        role: ChildRole | None = None,
+        budget: Budget | None = None,
+    ) -> None:
         assert document.root is not None
         self.root = document.root
         self.document = document
         self.path = path
         self.datamodel_override = datamodel
+        #: As a child of another chart (None: the top-level one), and the tree's bound.
+        self.role = role
+        self.budget = budget or Budget()
+        #: The `<invoke>`s by element id, their SCXML ids to their flow ids, the events sent
+        #: to each child (flow id -> event -> field -> type) and to the parent, and the states
+        #: whose invoke fails (SCXML raises error.execution instead of starting it).
+        self.invokes: dict[int, _Invoke] = {}
+        self.invoke_ids: dict[str, str] = {}
+        self.to_children: dict[str, dict[str, dict[str, str | None]]] = {}
+        self.outbound: dict[str, dict[str, str | None]] = {}
+        self.failed_invokes: set[str] = set()
+        self.children: dict[str, str] = {}
+        #: The flow text, once `run` has written it (a child's, read by its parent).
+        self.text = ""
         self.diagnostics: list[Diagnostic] = []
         self.features: set[str] = set()
         self.states: dict[str, _StateInfo] = {}  # SCXML id -> info, document order
@@ -302,18 +361,23 @@ class _Importer:
         # Every problem at once: the refusals of whole elements, then whatever the states,
         # rules and expressions add.
         self.check_elements(root)
+        if not self.budget.charge(root):
+            self.error("E403", "the invoked charts are too large together", root)
+            return None
         self.collect_states(root, None)
         if not self.states:
             self.error("E413", "the document has no state", root)
             return None
         self.collect_data(root)
         self.collect_declarations(root)
+        self.adopt_role()
         self.names = Names(
             {k: flow_name(k, "v") for k in self.var_types},
             root.attrs.get("name", ""),
             on_state=self.in_state,
             is_record_field=self.is_record_field if self.records else None,
         )
+        self.collect_invokes()
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
@@ -322,8 +386,12 @@ class _Importer:
         body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
         header = self.write_header(root)
+        if not self.diagnostics:
+            self.import_children()
         if self.diagnostics:
-            unique = {(d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics}
+            unique = {
+                (d.file, d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics
+            }
             self.diagnostics = [unique[k] for k in sorted(unique)]
             return None
         return header + body
@@ -414,15 +482,23 @@ class _Importer:
         `name.*` stays only where some event has that prefix (E126 otherwise)."""
         lead = ", " if match.group(0).startswith(", ") else ""
         pattern = match.group(1)
+        invoked = [
+            f"{kind}.invoke.{spec.id}"
+            for spec in self.invokes.values()
+            for kind in ("done", "error")
+        ]
         if pattern == "*":
             done = [
                 f"done.state.{info.name}"
                 for info in self.states.values()
                 if info.kind == "parallel" or (info.kind == "state" and info.children)
             ]
-            return lead + ", ".join([*self.events, *done])
+            declared = [
+                e for e in self.events if not e.startswith(("done.invoke.", "error.invoke."))
+            ]
+            return lead + ", ".join([*declared, *done, *invoked])
         prefix = pattern.removesuffix(".*")
-        if any(e.startswith(prefix + ".") for e in self.events):
+        if any(e.startswith(prefix + ".") for e in [*self.events, *invoked]):
             return lead + pattern
         return ""
 
@@ -446,8 +522,9 @@ class _Importer:
                     "flowc never runs code from a file; use <assign>, <if>, <raise>",
                 )
             elif tag == "invoke":
-                self.features.add("invoke")
-                self.error("E408", "<invoke> (child sessions) is not supported", child)
+                self.features.add("invoke")  # its chart is read by `collect_invokes`
+                for finalize in child.find("finalize"):
+                    self.check_elements(finalize)
             elif tag == "foreach" and not (child.attrs.get("array") and child.attrs.get("item")):
                 self.features.add("foreach")
                 self.error(
@@ -763,6 +840,8 @@ class _Importer:
 
     def walk(self, element: Element, tag: str) -> Iterator[Element]:
         for child in element.children:
+            if element.tag == "invoke" and child.tag == "content":
+                continue  # a child chart: imported on its own (`collect_invokes`)
             if child.tag == tag:
                 yield child
             yield from self.walk(child, tag)
@@ -771,7 +850,7 @@ class _Importer:
 
     def write_header(self, root: Element) -> str:
         lines = [f"# {c}" for c in self.document.preamble]
-        name = flow_name(root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
+        name = self.flow_name
         title = root.attrs.get(f"{FLOWC_NS} title")
         lines.append(f"flow {name} {literal_text(title)}" if title else f"flow {name}")
         if root.attrs.get(f"{FLOWC_NS} unhandled") != "refuse":
@@ -795,7 +874,7 @@ class _Importer:
         """The `event` and `effect` lines of the flow."""
         lines: list[str] = []
         for event, fields in self.events.items():
-            if event.startswith("done.state."):
+            if event.startswith(("done.state.", "done.invoke.", "error.invoke.")):
                 continue
             params = ", ".join(
                 f"{f}: {t}"
@@ -834,6 +913,13 @@ class _Importer:
         if self.uses_sessionid:
             context.append(f"  sessionid: str = {literal_text(self.session_id)}")
         return context
+
+    @property
+    def flow_name(self) -> str:
+        """The flow's name: the document's `name` (or file name); a child's from its parent."""
+        if self.role is not None:
+            return self.role.name
+        return flow_name(self.root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
 
     @property
     def session_id(self) -> str:
@@ -907,6 +993,10 @@ class _Importer:
         head = " ".join([*modifiers, "state", info.name])
         if info.kind == "final" and not self.done_data_fails(element):
             carried = self.done_data(element)
+            if info.parent is None and self.role is not None and self.role.reports_invokeid:
+                # the parent reads `_event.invokeid` of its done.invoke event
+                reported = f'"{INVOKEID_FIELD}": {INVOKEID_FIELD}'
+                carried = "{" + reported + ("}" if carried is None else ", " + carried[1:])
             if carried is not None:
                 self.features.add("donedata")
                 head += f" with {carried}"
@@ -934,6 +1024,7 @@ class _Importer:
             for keyword_ in ("entry", "exit")
             if (actions := self.entry_exit_actions(element, sid, keyword_))
         ]
+        lines.extend(indent + line for line in self.invoke_lines(element))
         earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
@@ -959,15 +1050,24 @@ class _Importer:
         """The actions of a state's `<onentry>`s (`keyword_` "entry") or `<onexit>`s ("exit");
         the start state's entry also raises the errors of the data SCXML fails to set."""
         tag = "onentry" if keyword_ == "entry" else "onexit"
+        info = self.states.get(sid)
+        # A top-level final state ends the session: SCXML exits it at once, so its exit
+        # actions run right after its entry (flowc runs no exit of the state it ends in).
+        ends = info is not None and info.kind == "final" and info.parent is None
+        if ends and keyword_ == "exit":
+            return []
+        tags = ("onentry", "onexit") if ends else (tag,)
         actions: list[str] = []
         if tag == "onentry" and sid == self.start_errors[0]:
             actions.extend(self.fails() for _ in self.start_errors[1])
             self.failed = False
         # The start's entry runs before any event: `_event` is not bound yet.
         self.names.event_unbound = tag == "onentry" and sid == self.start_state
-        for block in element.find(tag):
+        for block in (b for t in tags for b in element.find(t)):
             actions.extend(self.actions(block.children))
         self.names.event_unbound = False
+        if keyword_ == "entry" and sid in self.failed_invokes:
+            actions.append(self.fails())  # an invoke SCXML cannot start (`collect_invokes`)
         if keyword_ == "entry" and self.done_data_fails(element):
             # SCXML evaluates the done data once the entry actions have run: one it cannot
             # evaluate raises error.execution (before the done event, which has no data).
@@ -1036,7 +1136,13 @@ class _Importer:
         finally:
             read, self.names.event_fields = self.names.event_fields, outer_fields
             self.names.data_is_none = False
-            named = [event_flow_name(e.removesuffix(".*")) for e in events if e not in ("*", ".*")]
+            named = [
+                name
+                for e in events
+                if e not in ("*", ".*")
+                for name in self.invoke_events(e.removesuffix(".*"))
+                or [event_flow_name(e.removesuffix(".*"))]
+            ]
             if "*" in events or ".*" in events or not named:
                 outer_fields |= read
             for event in named:
@@ -1089,6 +1195,8 @@ class _Importer:
             self.features.add("eventless")
             return f"always{guard} -> {target}{do}"
         names = self.event_patterns(events)
+        if not names:
+            return None  # only `done.invoke.X` of invokes the document does not have
         return f"on {_SEP.join(names)}{guard} -> {target}{do}"
 
     def reject_rule(
@@ -1184,6 +1292,10 @@ class _Importer:
                 names.append("\0*\0")
                 continue
             descriptor = descriptor.removesuffix(".*")
+            invoked = self.invoke_events(descriptor)
+            if invoked is not None:
+                names.extend(invoked)
+                continue
             name = event_flow_name(descriptor)
             if name.startswith("done.state."):
                 self.features.add("done-events")
@@ -1501,10 +1613,11 @@ class _Importer:
         """A `<send>` to the session itself, read: its address, event, data and delay."""
         attrs = element.attrs
         target = attrs.get("target", "")
-        address = self.send_address(element, target)
-        name = self.send_event_name(element, target, address)
+        to = self.message_target(target)
+        address = None if to is not None else self.send_address(element, target)
+        name = self.send_event_name(element, target if to is None else "#_internal", address)
         event = event_flow_name(attrs.get("event", "")) if name is None else ""
-        fields = self.events.setdefault(event, {}) if name is None else {}
+        fields = self.message_fields(to, event) if name is None else {}
         data = self.send_data(element, fields)
         ok, whole = self.send_content(element, data, fields)
         if not ok:
@@ -1513,6 +1626,14 @@ class _Importer:
             self.type_whole_data(event, data, fields)
         delay = self.send_delay(element)
         if delay is None:
+            raise _SendRefused
+        if to is not None and (delay.ms or delay.variable):
+            self.error(
+                "E409",
+                f"a delayed send to `{target}` is not supported",
+                element,
+                "flowc's messages to the parent or a child are sent after the step, without delay",
+            )
             raise _SendRefused
         return _Send(
             event=event,
@@ -1526,6 +1647,7 @@ class _Importer:
             address=address,
             processor=processor,
             choices=self.event_choices(element) if name is not None else [],
+            to=to,
         )
 
     def event_choices(self, element: Element) -> list[tuple[str, str]]:
@@ -1680,7 +1802,9 @@ class _Importer:
 
     def send_checked(self, send: _Send) -> str:
         """A send's action: to its queue, checked first against a computed target or type."""
-        if send.address is not None:
+        if send.to is not None:
+            text = self.send_message(send)
+        elif send.address is not None:
             text = self.addressed(send)
         elif send.internal:
             text = self.send_internal(send)
@@ -1870,6 +1994,300 @@ class _Importer:
             f"elif {to} == {expr_text(session_location())} {{ {self.send_external(send)} }} "
             f'elif "#_" in {to} or ":" in {to} {{ {unreachable} }} '
             f"else {{ {self.send_error(send)} }}"
+        )
+
+    # ---- invoke: child flows (invoke.py) --------------------------------------------------
+
+    def adopt_role(self) -> None:
+        """As a child: type the `<data>` the parent gives values to, declare the events the
+        parent sends, and keep the invoke id the parent passes when it reads it."""
+        role = self.role
+        if role is None:
+            return
+        for var, ty in role.arg_types.items():
+            if var in self.var_types and self.var_types[var] is None:
+                self.var_types[var] = ty
+        for event, fields in role.inbound.items():
+            known = self.events.setdefault(event, {})
+            for name, ty in fields.items():
+                if known.get(name) is None:
+                    known[name] = ty
+        if role.reports_invokeid:
+            self.var_types.setdefault(INVOKEID_FIELD, "str")
+
+    def collect_invokes(self) -> None:
+        """Read every `<invoke>` (states in document order) and its child chart alone; the
+        parent declares the events each child sends to `#_parent`."""
+        taken = {
+            flow_name(e.attrs["id"], "i")
+            for info in self.states.values()
+            for e in info.element.find("invoke")
+            if e.attrs.get("id")
+        }
+        for sid, info in self.states.items():
+            for element in info.element.find("invoke"):
+                spec = self.read_invoke(element, sid, taken)
+                if spec is not None:
+                    self.invokes[id(element)] = spec
+                    self.invoke_ids[spec.scxml_id] = spec.id
+        for spec in self.invokes.values():
+            spec.first = self.read_child(spec)
+            for event, fields in (spec.first.outbound if spec.first else {}).items():
+                known = self.events.setdefault(event, {})
+                for name, ty in fields.items():
+                    if known.get(name) is None:
+                        known[name] = ty
+
+    def read_invoke(self, element: Element, sid: str, taken: set[str]) -> _Invoke | None:
+        """An `<invoke>` of an SCXML chart, or None (refused, reported; or failing when it
+        runs, which raises error.execution in the state's entry)."""
+        attrs = element.attrs
+        kind: str | None = attrs.get("type", "scxml")
+        if "typeexpr" in attrs:
+            kind = self.static_string(attrs["typeexpr"], sid)
+        depth = self.role.depth if self.role is not None else 0
+        try:
+            if kind is None:
+                raise Refusal("E408", "`typeexpr` is not a constant when the state is entered")
+            if kind not in SCXML_TYPES:
+                raise Refusal("E408", f"invoking `{kind}` is not supported")
+            if depth >= MAX_INVOKE_DEPTH:
+                raise Refusal("E408", f"invokes nest deeper than {MAX_INVOKE_DEPTH} charts")
+            source = self.child_source(element, sid)
+        except Refusal as refused:
+            help = refused.help or 'flowc invokes SCXML charts (`type="scxml"`) as child flows'
+            self.error(refused.code, refused.message, element, help)
+            return None
+        params: list[tuple[str, str, Element]] = []
+        for var in attrs.get("namelist", "").split():
+            if var not in self.var_types:
+                self.failed_invokes.add(sid)  # SCXML: error.execution, and no child
+                return None
+            params.append((var, var, element))
+        for param in element.find("param"):
+            value = param.attrs.get("expr") or param.attrs.get("location", "")
+            params.append((param.attrs.get("name", ""), value, param))
+        scxml_id = attrs.get("id")
+        ident = flow_name(scxml_id, "i") if scxml_id else self.states[sid].name
+        if not scxml_id:
+            while ident in taken:
+                ident += "_"
+            taken.add(ident)
+        return _Invoke(
+            element,
+            sid,
+            ident,
+            scxml_id or f"{sid}.{ident}",
+            scxml_id is not None,
+            f"{self.flow_name}_{ident}",
+            source,
+            params,
+        )
+
+    def child_source(self, element: Element, sid: str) -> ChildSource:
+        """The chart an invoke starts: inline (`<content><scxml>`), or the file `src` (or a
+        `srcexpr` constant when the state is entered) names beside this chart."""
+        chart = inline_chart(element)
+        if chart is not None:
+            return ChildSource(Document(chart, self.document.text, []), self.path)
+        src = element.attrs.get("src")
+        if src is None and "srcexpr" in element.attrs:
+            src = self.static_string(element.attrs["srcexpr"], sid)
+            if src is None:
+                raise Refusal("E408", "`srcexpr` is not a constant when the state is entered")
+        if src is None:
+            raise Refusal(
+                "E408",
+                "only a chart in `<content>` or a `src` file is invoked (not a computed one)",
+            )
+        own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
+        above = self.role.files if self.role is not None else ()
+        return chart_file(src, self.path, (*above, *own))
+
+    def static_string(self, text: str, sid: str) -> str | None:
+        """The string an expression has when state `sid` is entered, if the document fixes
+        it: a constant, or a variable given only constants, the last by the state's own entry
+        (a `<data>` value, `<assign>`s in its `<onentry>`); else None."""
+        try:
+            expr = translate(text, self.names)
+        except Refusal:
+            return None
+        if expr.op == "lit":
+            return expr.value if isinstance(expr.value, str) else None
+        if expr.op != "ctx":
+            return None
+        var = self.variable_of(str(expr.value))
+        own = [
+            a
+            for block in self.states[sid].element.find("onentry")
+            for a in block.find("assign")
+            if a.attrs.get("location", "").strip() == var
+        ]
+        elsewhere = [
+            a
+            for a in self.walk(self.root, "assign")
+            if a.attrs.get("location", "").strip() == var and all(a is not o for o in own)
+        ]
+        if elsewhere:
+            return None
+        values = [d for d in self.walk(self.root, "data") if d.attrs.get("id") == var] + own
+        if not values:
+            return None
+        last = values[-1]
+        try:
+            value = translate(last.attrs.get("expr") or last.text, Names({}, ""))
+        except Refusal:
+            return None
+        return value.value if value.op == "lit" and isinstance(value.value, str) else None
+
+    def read_child(self, spec: _Invoke, parent: _Importer | None = None) -> _Importer | None:
+        """The child chart of `spec` imported: alone (`parent` None), or knowing the parent's
+        declarations (the final reading); None when it is refused (its diagnostics added)."""
+        document = spec.source.document
+        if document.root is None:
+            self.diagnostics.extend(document.diagnostics)
+            return None
+        above = self.role.files if self.role is not None else ()
+        own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
+        role = ChildRole(
+            name=spec.child,
+            depth=(self.role.depth if self.role is not None else 0) + 1,
+            files=(*above, *own),
+            arg_types={var: self.type_of(value, self.names) for var, value, _ in spec.params},
+        )
+        if parent is not None and spec.first is not None:
+            role.inbound = parent.to_children.get(spec.id, {})
+            role.parent_events = {e: parent.events.get(e, {}) for e in spec.first.outbound}
+            role.reports_invokeid = parent.reads_invokeid
+        child = _Importer(document, spec.source.path, self.datamodel_override, role, self.budget)
+        text = child.run()
+        self.diagnostics.extend(child.diagnostics)
+        if text is None:
+            return None
+        child.text = text
+        return child
+
+    @property
+    def reads_invokeid(self) -> bool:
+        """Whether some rule reads `_event.invokeid` (declared on its events)."""
+        return any(INVOKEID_FIELD in fields for fields in self.events.values())
+
+    def import_children(self) -> None:
+        """Each child's final reading, with this flow's declarations: its text (and its own
+        children's) in `children`."""
+        for spec in self.invokes.values():
+            child = self.read_child(spec, self)
+            if child is not None:
+                self.children[spec.child] = child.text
+                self.children.update(child.children)
+
+    def invoke_lines(self, element: Element) -> list[str]:
+        """`invoke CHILD(ARGS) as ID [into F] [forward] [finalize do ...]` for each invoke of
+        a state, in document order."""
+        lines: list[str] = []
+        for invoke in element.find("invoke"):
+            spec = self.invokes.get(id(invoke))
+            if spec is not None and spec.first is not None:
+                line = self.invoke_line(spec, spec.first)
+                if line is not None:
+                    lines.append(line)
+        return lines
+
+    def invoke_line(self, spec: _Invoke, child: _Importer) -> str | None:
+        self.features.add("invoke")
+        args: list[tuple[str, str]] = []
+        for var, source, where in spec.params:
+            if var not in child.var_types:
+                continue  # SCXML binds only the child's own variables
+            value = self.expr(source, where)
+            if value is None:
+                return None
+            args.append((child.names.variables.get(var, flow_name(var, "v")), expr_text(value)))
+        into = None
+        if "idlocation" in spec.element.attrs:
+            try:
+                into = location(spec.element.attrs["idlocation"], self.names)
+            except Refusal as refusal:
+                self.refused(refusal, spec.element)
+                return None
+            self.var_types[self.variable_of(into)] = "str"
+        finalize = self.finalize_actions(spec, child)
+        forward = spec.element.attrs.get("autoforward") == "true"
+
+        def render() -> str:
+            given = list(args)
+            if self.reads_invokeid:
+                reported = into if into is not None and not spec.explicit else None
+                given.append((INVOKEID_FIELD, reported or literal_text(spec.scxml_id)))
+            text = f"invoke {spec.child}({', '.join(f'{k}: {v}' for k, v in given)})"
+            text += f" as {spec.id}" + (f" into {into}" if into is not None else "")
+            text += " forward" if forward else ""
+            return text + (f" finalize do {'; '.join(finalize)}" if finalize else "")
+
+        return self.later(render)
+
+    def finalize_actions(self, spec: _Invoke, child: _Importer) -> list[str]:
+        """The `<finalize>` actions: they see the message from the child (`_event`), so the
+        fields they read are declared on the events the child sends."""
+        outer = self.names.event_fields
+        self.names.event_fields = set()
+        try:
+            return [a for f in spec.element.find("finalize") for a in self.actions(f.children)]
+        finally:
+            read, self.names.event_fields = self.names.event_fields, outer
+            for event in child.outbound:
+                for name in sorted(read):
+                    self.events.setdefault(event, {}).setdefault(name, None)
+
+    def invoke_events(self, descriptor: str) -> list[str] | None:
+        """The `done.invoke.ID` events an SCXML descriptor names (`done.invoke`: every
+        invoke's), or None when it is not about invokes."""
+        if descriptor != "done.invoke" and not descriptor.startswith("done.invoke."):
+            return None
+        named = descriptor.removeprefix("done.invoke").removeprefix(".")
+        return [
+            f"done.invoke.{spec.id}"
+            for spec in self.invokes.values()
+            if not named or spec.scxml_id == named or spec.scxml_id.startswith(named + ".")
+        ]
+
+    def message_target(self, target: str) -> str | None:
+        """`parent` for `#_parent`, an invoke's id for `#_` + its SCXML id, else None."""
+        if target == "#_parent":
+            self.features.add("send-parent")
+            return "parent"
+        if target.startswith("#_") and target[2:] in self.invoke_ids:
+            self.features.add("send-child")
+            return self.invoke_ids[target[2:]]
+        return None
+
+    def message_fields(self, to: str | None, event: str) -> dict[str, str | None]:
+        """Where a send's fields are recorded: its event's declaration in this flow, or, for a
+        message, what the receiver will declare."""
+        if to is None:
+            return self.events.setdefault(event, {})
+        if to == "parent":
+            return self.outbound.setdefault(event, {})
+        return self.to_children.setdefault(to, {}).setdefault(event, {})
+
+    def send_message(self, send: _Send) -> str:
+        """`send E(...) to parent|ID`, with the `_event` fields the receiver declares."""
+        if send.to == "parent":
+            declared = self.role.parent_events.get(send.event, {}) if self.role else {}
+        else:
+            child = next((s.first for s in self.invokes.values() if s.id == send.to), None)
+            declared = child.events.get(send.event, {}) if child is not None else {}
+        reports = self.role is not None and self.role.reports_invokeid and send.to == "parent"
+        extra = [
+            (EVENT_DATA_FIELD, send.whole),
+            (meta_field("sendid"), send.own_id),
+            (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
+            (INVOKEID_FIELD, INVOKEID_FIELD if reports else None),
+        ]
+        items = [*send.data, *((k, v) for k, v in extra if v is not None and k in declared)]
+        args = ", ".join(f"{k}: {v}" for k, v in items)
+        return (
+            f"send {send.event}({args}) to {send.to}" if args else f"send {send.event} to {send.to}"
         )
 
 

@@ -181,7 +181,7 @@ def test_refusals_name_the_element_and_line() -> None:
     <invoke src="other.scxml"/>
     <onentry>
       <foreach array="[1]"/>
-      <send event="x" target="#_parent"/>
+      <send event="x" target="#_nobody"/>
       <send event="x" type="http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"/>
       <send event="x" delayexpr="d"/>
       <log expr="(1).__class__"/>

@@ -1,0 +1,280 @@
+"""`<invoke>` imported as child flows (docs/scxml.md, "Invoke: child flows"): the `.flow` text
+of the parent and of each child, for charts written here (not taken from the W3C suite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from charts import chart
+
+from flowc.compiler.scxml import invoke as invoke_module
+from flowc.compiler.scxml.importer import ImportResult, import_file, import_scxml
+
+OUTCOMES = '  <final id="pass"/><final id="fail"/>'
+
+
+def imported(text: str, path: str = "<input>") -> ImportResult:
+    result = import_scxml(text, path)
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    return result
+
+
+def refused(text: str, path: str = "<input>") -> list[str]:
+    result = import_scxml(text, path)
+    assert result.flow_text is None
+    return [f"{d.code} {d.message}" for d in result.diagnostics]
+
+
+def child(body: str, attrs: str = "") -> str:
+    return f'<content><scxml datamodel="python"{attrs}>{body}</scxml></content>'
+
+
+#: A parent that greets its child: the child reports back with a param, the parent answers it
+#: by id, the child finishes.
+TALK = chart(
+    """  <datamodel><data id="who" expr="'ann'"/><data id="got" expr="0"/></datamodel>
+  <state id="s0">
+    <invoke id="kid" type="scxml" namelist="who">
+      <param name="limit" expr="3"/>
+      <param name="absent" expr="1"/>
+      """
+    + child(
+        """<datamodel><data id="who" expr="''"/><data id="limit"/></datamodel>
+        <state id="c0">
+          <onentry><send target="#_parent" event="hello"><param name="n" expr="limit"/></send>
+          </onentry>
+          <transition event="answer" cond="_event.data.ok" target="cdone"/>
+        </state>
+        <final id="cdone"/>"""
+    )
+    + """
+      <finalize><assign location="got" expr="_event.data.n"/></finalize>
+    </invoke>
+    <transition event="hello" target="s1"><send target="#_kid" event="answer">
+      <param name="ok" expr="True"/></send></transition>
+  </state>
+  <state id="s1"><transition event="done.invoke" target="pass"/></state>
+"""
+    + OUTCOMES,
+    attrs=' name="talk"',
+)
+
+
+def test_an_inline_chart_becomes_a_child_flow_invoked_by_its_state() -> None:
+    result = imported(TALK)
+    text = result.flow_text or ""
+    assert "invoke talk_kid(who: who, limit: 3) as kid finalize do got = event.n" in text
+    assert "event hello(n: int = 0)" in text  # declared by the parent, typed by the child
+    assert "send answer(ok: true) to kid" in text
+    assert "on done.invoke.kid -> pass" in text
+    assert "event answer" not in text  # the child's event, not the parent's
+    assert list(result.children) == ["talk_kid"]
+    kid = result.children["talk_kid"]
+    assert kid.startswith("flow talk_kid\n")
+    assert "limit: int = 0" in kid  # untyped `<data>`: typed by the value the parent gives
+    assert "event answer(ok: bool = false)" in kid  # what the parent sends it
+    assert "send hello(n: limit) to parent" in kid
+    assert "absent" not in text + kid  # SCXML binds only the child's own variables
+
+
+def test_idlocation_is_into_a_string_field_and_autoforward_is_forward() -> None:
+    text = imported(
+        chart(
+            """  <datamodel><data id="where"/></datamodel>
+  <state id="s0">
+    <invoke idlocation="where" autoforward="true">"""
+            + child('<final id="f"/>')
+            + """</invoke>
+    <transition event="*" target="s1"/>
+  </state>
+  <state id="s1"><transition cond="where" target="pass"/><transition target="fail"/></state>
+"""
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    ).flow_text
+    assert text is not None
+    assert "invoke p_s0() as s0 into where forward" in text
+    assert 'where: str = ""' in text
+    assert 'always if where != "" -> pass' in text
+    # `*` covers the events of the invoke
+    assert "on done.invoke.s0, error.invoke.s0 -> s1" in text
+
+
+def test_two_invokes_of_one_state_get_their_own_ids_and_done_invoke_names_both() -> None:
+    result = imported(
+        chart(
+            """  <state id="s0">
+    <invoke>"""
+            + child('<final id="a"/>')
+            + "</invoke><invoke>"
+            + child('<final id="b"/>')
+            + """</invoke>
+    <invoke id="named">"""
+            + child('<final id="c"/>')
+            + """</invoke>
+    <transition event="done.invoke.named" target="pass"/>
+    <transition event="done.invoke" target="fail"/>
+  </state>
+"""
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    )
+    text = result.flow_text or ""
+    assert "invoke p_s0() as s0\n" in text
+    assert "invoke p_s0_() as s0_\n" in text
+    assert "invoke p_named() as named\n" in text
+    assert "on done.invoke.named -> pass" in text
+    assert "on done.invoke.s0, done.invoke.s0_, done.invoke.named -> fail" in text
+    assert sorted(result.children) == ["p_named", "p_s0", "p_s0_"]
+
+
+def test_invokeid_is_given_to_the_child_and_comes_back_in_its_messages_and_done_data() -> None:
+    result = imported(
+        chart(
+            """  <datamodel><data id="seen" expr="''"/></datamodel>
+  <state id="s0">
+    <invoke id="foo">"""
+            + child(
+                """<state id="c"><onentry><send target="#_parent" event="up"/></onentry>
+                <transition target="f"/></state><final id="f"/>"""
+            )
+            + """</invoke>
+    <transition event="up"><assign location="seen" expr="_event.invokeid"/></transition>
+    <transition event="done.invoke" cond="_event.invokeid == seen" target="pass"/>
+  </state>
+"""
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    )
+    text = result.flow_text or ""
+    assert 'invoke p_foo(scxml_invokeid: "foo") as foo' in text
+    kid = result.children["p_foo"]
+    assert 'scxml_invokeid: str = ""' in kid
+    assert "send up(scxml_invokeid: scxml_invokeid) to parent" in kid
+    assert 'final state f with {"scxml_invokeid": scxml_invokeid}' in kid
+
+
+def test_a_namelist_naming_an_undeclared_variable_fails_the_invoke() -> None:
+    text = imported(
+        chart(
+            """  <state id="s0">
+    <invoke namelist="nothing">"""
+            + child('<final id="f"/>')
+            + """</invoke>
+    <transition event="error.execution" target="pass"/>
+  </state>
+"""
+            + OUTCOMES
+        )
+    ).flow_text
+    assert text is not None
+    assert "invoke " not in text
+    assert 'raise error.execution(scxml_type: "platform")' in text or (
+        "raise error.execution" in text
+    )
+
+
+def test_a_constant_typeexpr_and_srcexpr_set_by_the_entry_are_read(tmp_path: Path) -> None:
+    (tmp_path / "kid.scxml").write_text(chart('<final id="f"/>'))
+    parent = tmp_path / "parent.scxml"
+    parent.write_text(
+        chart(
+            """  <datamodel><data id="t" expr="'nope'"/><data id="s" expr="'nope'"/></datamodel>
+  <state id="s0">
+    <onentry>
+      <assign location="t" expr="'http://www.w3.org/TR/scxml/'"/>
+      <assign location="s" expr="'file:kid.scxml'"/>
+    </onentry>
+    <invoke typeexpr="t" srcexpr="s"/>
+    <transition event="done.invoke" target="pass"/>
+  </state>
+"""
+            + OUTCOMES,
+            attrs=' name="parent"',
+        )
+    )
+    result = import_file(parent)
+    assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    assert "invoke parent_s0() as s0" in result.flow_text
+    assert list(result.children) == ["parent_s0"]
+    assert "final state f" in result.children["parent_s0"]
+
+
+@pytest.mark.parametrize(
+    ("invoke", "expected"),
+    [
+        ('<invoke type="http://example.com/other"/>', "E408 <invoke>: invoking `http"),
+        ('<invoke src="file:../up.scxml"/>', "E409 <invoke>: `src` `file:../up.scxml`"),
+        ('<invoke src="/etc/passwd"/>', "E409 <invoke>: `src` `/etc/passwd`"),
+        ('<invoke src="http://example.com/x.scxml"/>', "E409 <invoke>: `src`"),
+        ('<invoke src="file:missing.scxml"/>', "E408 <invoke>: no chart `missing.scxml`"),
+        ('<invoke srcexpr="pick"/>', "E408 <invoke>: `srcexpr` is not a constant"),
+        ('<invoke><content expr="pick"/></invoke>', "E408 <invoke>: only a chart in"),
+    ],
+)
+def test_invokes_flowc_cannot_start_are_refused(tmp_path: Path, invoke: str, expected: str) -> None:
+    parent = tmp_path / "parent.scxml"
+    parent.write_text(
+        chart(
+            f"""  <datamodel><data id="pick" expr="'a'"/></datamodel>
+  <state id="s0"><transition event="go"><assign location="pick" expr="'b'"/></transition>
+  {invoke}</state>"""
+        )
+    )
+    result = import_file(parent)
+    assert result.flow_text is None
+    assert any(f"{d.code} {d.message}".startswith(expected) for d in result.diagnostics), [
+        str(d) for d in result.diagnostics
+    ]
+
+
+def test_a_chart_invoking_itself_is_refused(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.scxml"
+    loop.write_text(chart('<state id="s"><invoke src="file:loop.scxml"/></state>'))
+    result = import_file(loop)
+    assert result.flow_text is None
+    assert any("invokes itself" in d.message for d in result.diagnostics)
+
+
+def test_nesting_and_size_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    nested = '<final id="f"/>'
+    for _ in range(invoke_module.MAX_INVOKE_DEPTH + 1):
+        nested = f'<state id="s"><invoke>{child(nested)}</invoke></state>'
+    assert any("nest deeper" in m for m in refused(chart(nested)))
+    monkeypatch.setattr(invoke_module, "MAX_TREE_ELEMENTS", 10)
+    leaf = child('<final id="f"/>')
+    wide = "".join(f"<invoke>{leaf}</invoke>" for _ in range(5))
+    assert any("too large together" in m for m in refused(chart(f'<state id="s">{wide}</state>')))
+
+
+def test_a_delayed_send_to_the_parent_is_refused() -> None:
+    messages = refused(
+        chart(
+            '<state id="s"><invoke>'
+            + child(
+                '<state id="c"><onentry><send target="#_parent" event="x" delay="1s"/>'
+                "</onentry></state>"
+            )
+            + "</invoke></state>"
+        )
+    )
+    assert any(m.startswith("E409 <send>: a delayed send to `#_parent`") for m in messages)
+
+
+def test_a_top_level_final_state_runs_its_exit_actions_after_its_entry() -> None:
+    text = imported(
+        chart(
+            """  <state id="s0"><transition target="end"/></state>
+  <final id="end"><onentry><raise event="a"/></onentry><onexit><raise event="b"/></onexit>
+  </final>"""
+        )
+    ).flow_text
+    assert text is not None
+    assert 'entry do raise a(scxml_type: "internal"); raise b(scxml_type: "internal")' in text or (
+        "entry do raise a; raise b" in text
+    )
+    assert "exit do" not in text
