@@ -968,7 +968,15 @@ class _Importer:
             if info.kind == "history":
                 out.append(indent + self.write_history(child))
                 continue
-            head = self.state_head(child, info, initial=sid in initial, nested=parent is not None)
+            starts_final = sid in initial and info.kind == "final"
+            if starts_final:
+                # flowc has no `initial final` state (E111): a state of its own starts there
+                out.append(f"{indent}initial state {self.start_name(info.name)} {{")
+                out.append(f"{indent}  always -> {info.name}")
+                out.append(indent + "}")
+            head = self.state_head(
+                child, info, initial=sid in initial and not starts_final, nested=parent is not None
+            )
             body = self.write_body(child, sid, indent + "  ")
             if body:
                 out.append(f"{head} {{".join([indent, ""]))
@@ -977,6 +985,15 @@ class _Importer:
             else:
                 out.append(indent + head)
         return "\n".join(out) + ("\n" if out else "")
+
+    def start_name(self, final: str) -> str:
+        """A name for the state a chart (or compound) starting in final state `final` starts
+        in, unlike every state's."""
+        taken = {info.name for info in self.states.values()}
+        name = f"{final}_start"
+        while name in taken:
+            name += "_"
+        return name
 
     def state_head(self, element: Element, info: _StateInfo, *, initial: bool, nested: bool) -> str:
         """`[initial] [final|parallel] state NAME [with DONE_DATA]`."""

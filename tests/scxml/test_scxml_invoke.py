@@ -278,3 +278,18 @@ def test_a_top_level_final_state_runs_its_exit_actions_after_its_entry() -> None
         "entry do raise a; raise b" in text
     )
     assert "exit do" not in text
+
+
+def test_a_chart_starting_in_its_final_state_gets_a_start_state_that_goes_there() -> None:
+    # As most invoked charts of the W3C suite do; flowc has no `initial final` state (E111).
+    from flowc.compiler.driver import compile_source
+    from flowc.runtime import Machine
+
+    text = imported(chart('<final id="end"/><state id="end_start"/>', attrs=' initial="end"'))
+    assert "initial state end_start_ {\n  always -> end\n}\nfinal state end\n" in (
+        text.flow_text or ""
+    )
+    compiled = compile_source(text.flow_text or "", "x.flow")
+    assert compiled.flow is not None, [str(e) for e in compiled.errors]
+    instance = Machine.from_json(compiled.flow.to_json()).start()
+    assert instance.state == "end" and instance.is_final
