@@ -64,6 +64,8 @@ from flowc.runtime.operators import ARITHMETIC, BINARY_OPERATORS, BOOLEAN_RESULT
 #: The payload field `_event.invokeid` is read as, and the context field of a child holding
 #: the id its parent gives it (docs/scxml.md, "Invoke: child flows").
 INVOKEID_FIELD = meta_field("invokeid")
+#: The internal events that carry a delayed message until it is sent (`collect_relays`).
+RELAY_PREFIX = "scxml_relay_"
 #: Effects the imported flow emits for its host; docs/scxml.md gives their contract.
 SEND_EFFECT = "scxml_send"
 CANCEL_EFFECT = "scxml_cancel"
@@ -199,6 +201,8 @@ class _Send:
     choices: list[tuple[str, str]] = field(default_factory=list)
     #: A message (`send E to parent|ID`): `parent` (`#_parent`) or an invoke's id (`#_ID`).
     to: str | None = None
+    #: `id()` of the `<send>` element (a delayed message's relay, `collect_relays`).
+    element_id: int = 0
 
 
 class _SendRefused(Exception):
@@ -264,6 +268,9 @@ class _Importer:
         self.to_children: dict[str, dict[str, dict[str, str | None]]] = {}
         self.outbound: dict[str, dict[str, str | None]] = {}
         self.failed_invokes: set[str] = set()
+        #: Delayed messages: `<send>` element id -> its relay event, relay -> the send.
+        self.relays: dict[int, str] = {}
+        self.relayed: dict[str, _Send] = {}
         self.children: dict[str, str] = {}
         #: The flow text, once `run` has written it (a child's, read by its parent).
         self.text = ""
@@ -378,6 +385,7 @@ class _Importer:
             is_record_field=self.is_record_field if self.records else None,
         )
         self.collect_invokes()
+        self.collect_relays()
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
         body = self.write_states(root, None, "")
@@ -494,7 +502,9 @@ class _Importer:
                 if info.kind == "parallel" or (info.kind == "state" and info.children)
             ]
             declared = [
-                e for e in self.events if not e.startswith(("done.invoke.", "error.invoke."))
+                e
+                for e in self.events
+                if not e.startswith(("done.invoke.", "error.invoke.", RELAY_PREFIX))
             ]
             return lead + ", ".join([*declared, *done, *invoked])
         prefix = pattern.removesuffix(".*")
@@ -1042,6 +1052,7 @@ class _Importer:
             if (actions := self.entry_exit_actions(element, sid, keyword_))
         ]
         lines.extend(indent + line for line in self.invoke_lines(element))
+        lines.extend(indent + line for line in self.relay_lines(sid))
         earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
@@ -1644,7 +1655,7 @@ class _Importer:
         delay = self.send_delay(element)
         if delay is None:
             raise _SendRefused
-        if to is not None and (delay.ms or delay.variable):
+        if to is not None and (delay.variable or (delay.ms and id(element) not in self.relays)):
             self.error(
                 "E409",
                 f"a delayed send to `{target}` is not supported",
@@ -1665,6 +1676,7 @@ class _Importer:
             processor=processor,
             choices=self.event_choices(element) if name is not None else [],
             to=to,
+            element_id=id(element),
         )
 
     def event_choices(self, element: Element) -> list[tuple[str, str]]:
@@ -2288,12 +2300,39 @@ class _Importer:
         return self.to_children.setdefault(to, {}).setdefault(event, {})
 
     def send_message(self, send: _Send) -> str:
-        """`send E(...) to parent|ID`, with the `_event` fields the receiver declares."""
+        """`send E(...) to parent|ID`, with the `_event` fields the receiver declares; after
+        a delay, the scheduled relay event that sends it (`collect_relays`)."""
+        items = self.message_items(send)
+        args = ", ".join(f"{k}: {v}" for k, v in items)
+        relay = self.relays.get(send.element_id) if send.delay.ms else None
+        if relay is not None:
+            declared = self.receiver_fields(send)
+            self.events[relay] = {k: declared.get(k) or "json" for k, _ in items}
+            self.internal_events.add(relay)
+            self.relayed[relay] = send
+            event = f"{relay}({args})" if args else relay
+            return f"send {event} after {send.delay.ms}ms"
+        return (
+            f"send {send.event}({args}) to {send.to}" if args else f"send {send.event} to {send.to}"
+        )
+
+    def receiver_fields(self, send: _Send) -> dict[str, str | None]:
+        """The fields of a message's event as its receiver declares them (what this chart
+        sends, before the receiver is known)."""
+        sent = self.message_fields(send.to, send.event)
+        declared = self.receiver_declaration(send)
+        return {**sent, **{k: v for k, v in declared.items() if v is not None}}
+
+    def receiver_declaration(self, send: _Send) -> dict[str, str | None]:
         if send.to == "parent":
-            declared = self.role.parent_events.get(send.event, {}) if self.role else {}
-        else:
-            child = next((s.first for s in self.invokes.values() if s.id == send.to), None)
-            declared = child.events.get(send.event, {}) if child is not None else {}
+            return self.role.parent_events.get(send.event, {}) if self.role else {}
+        child = next((s.first for s in self.invokes.values() if s.id == send.to), None)
+        return child.events.get(send.event, {}) if child is not None else {}
+
+    def message_items(self, send: _Send) -> list[tuple[str, str]]:
+        """The fields a message carries: its data, and the `_event` fields its receiver
+        declares."""
+        declared = self.receiver_declaration(send)
         reports = self.role is not None and self.role.reports_invokeid and send.to == "parent"
         extra = [
             (EVENT_DATA_FIELD, send.whole),
@@ -2301,11 +2340,35 @@ class _Importer:
             (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
             (INVOKEID_FIELD, INVOKEID_FIELD if reports else None),
         ]
-        items = [*send.data, *((k, v) for k, v in extra if v is not None and k in declared)]
-        args = ", ".join(f"{k}: {v}" for k, v in items)
-        return (
-            f"send {send.event}({args}) to {send.to}" if args else f"send {send.event} to {send.to}"
-        )
+        return [*send.data, *((k, v) for k, v in extra if v is not None and k in declared)]
+
+    def collect_relays(self) -> None:
+        """A delayed send to the parent or a child (flowc's messages have no delay) is a
+        scheduled internal event of the sender, `scxml_relay_N`, which every top-level state
+        passes on as the message: sent only if the sender still runs when the delay is over,
+        as SCXML cancels the pending sends of a session that ends."""
+        for send in self.walk(self.root, "send"):
+            target = send.attrs.get("target", "")
+            to_child = target.startswith("#_") and target[2:] in self.invoke_ids
+            if (target == "#_parent" or to_child) and (
+                "delay" in send.attrs or "delayexpr" in send.attrs
+            ):
+                self.relays[id(send)] = f"{RELAY_PREFIX}{len(self.relays) + 1}"
+
+    def relay_lines(self, sid: str) -> list[str]:
+        """The rules passing each relay on, in a top-level state that is not final."""
+        info = self.states[sid]
+        if info.parent is not None or info.kind == "final" or not self.relays:
+            return []
+        return [self.later(self.relay_rules)]
+
+    def relay_rules(self) -> str:
+        rules = []
+        for relay, send in self.relayed.items():
+            args = ", ".join(f"{k}: event.{k}" for k, _ in self.message_items(send))
+            message = f"{send.event}({args})" if args else send.event
+            rules.append(f"on {relay} -> self do send {message} to {send.to}")
+        return "\n  ".join(rules)
 
 
 def _declared_fields(element: Element) -> list[tuple[str, str | None]]:

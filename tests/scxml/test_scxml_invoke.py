@@ -251,12 +251,37 @@ def test_nesting_and_size_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any("too large together" in m for m in refused(chart(f'<state id="s">{wide}</state>')))
 
 
-def test_a_delayed_send_to_the_parent_is_refused() -> None:
+def test_a_delayed_message_is_a_relay_the_sender_passes_on_while_it_runs() -> None:
+    result = imported(
+        chart(
+            '<state id="s"><invoke id="k">'
+            + child(
+                '<state id="c"><onentry><send target="#_parent" event="x" delay="1s">'
+                '<param name="n" expr="2"/></send></onentry>'
+                '<state id="inner"><transition event="*" target="end"/></state></state>'
+                '<final id="end"/>'
+            )
+            + '</invoke><transition event="x" target="pass"/></state>'
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    )
+    kid = result.children["p_k"]
+    assert "internal event scxml_relay_1(n: int = 0)" in kid
+    assert "entry do send scxml_relay_1(n: 2) after 1000ms" in kid
+    # on the top-level state only, and `*` does not take it
+    assert "  on scxml_relay_1 -> self do send x(n: event.n) to parent\n" in kid
+    assert kid.count("scxml_relay_1 ->") == 1
+    assert "    on done.state.c -> end\n" in kid
+
+
+def test_a_message_delayed_by_a_variable_is_refused() -> None:
     messages = refused(
         chart(
-            '<state id="s"><invoke>'
+            '<datamodel><data id="d" expr="\'1s\'"/></datamodel><state id="s"><invoke>'
             + child(
-                '<state id="c"><onentry><send target="#_parent" event="x" delay="1s"/>'
+                '<datamodel><data id="d" expr="\'1s\'"/></datamodel>'
+                '<state id="c"><onentry><send target="#_parent" event="x" delayexpr="d"/>'
                 "</onentry></state>"
             )
             + "</invoke></state>"
