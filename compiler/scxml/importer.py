@@ -340,12 +340,21 @@ class _Importer:
         return _syntax_error(source)
 
     def condition(self, text: str, element: Element) -> Expr | None:
-        """A `cond`: one that is not an expression at all is false, as SCXML says (which also
-        raises error.execution: flowc's guards raise nothing, see docs/scxml.md)."""
-        if _syntax_error(text):
+        """A `cond`: one that is not an expression at all, or reads a variable the document
+        does not declare (an invoked chart tests whether its parent gave it one), is false,
+        as SCXML says (which also raises error.execution: flowc's guards raise nothing, see
+        docs/scxml.md)."""
+        if _syntax_error(text) or self.reads_undeclared(text):
             self.features.add("invalid-cond")
             return Expr(op="lit", value=False)
         return self.expr(text, element)
+
+    def reads_undeclared(self, text: str) -> bool:
+        try:
+            translate(text, self.names)
+        except Refusal as refusal:
+            return refusal.message.startswith("unknown name")
+        return False
 
     def expr(self, text: str, element: Element) -> Expr | None:
         try:

@@ -318,3 +318,20 @@ def test_a_chart_starting_in_its_final_state_gets_a_start_state_that_goes_there(
     assert compiled.flow is not None, [str(e) for e in compiled.errors]
     instance = Machine.from_json(compiled.flow.to_json()).start()
     assert instance.state == "end" and instance.is_final
+
+
+def test_a_variable_the_child_does_not_declare_is_not_passed_and_reads_as_false() -> None:
+    result = imported(
+        chart(
+            '<datamodel><data id="v" expr="3"/></datamodel><state id="s">'
+            '<invoke id="k" namelist="v">'
+            + child(
+                '<state id="c"><transition cond="v" target="bad"/><transition target="ok"/>'
+                '</state><final id="bad"/><final id="ok"/>'
+            )
+            + "</invoke></state>",
+            attrs=' name="p"',
+        )
+    )
+    assert "invoke p_k() as k" in (result.flow_text or "")
+    assert "always if false -> bad" in result.children["p_k"]
