@@ -232,6 +232,8 @@ class _Invoke:
     params: list[tuple[str, str, Element]]
     #: The child read alone (the first of its two readings).
     first: _Importer | None = None
+    #: The payload fields its `<finalize>` reads.
+    finalize_reads: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -266,7 +268,9 @@ class _Importer:
         self.invokes: dict[int, _Invoke] = {}
         self.invoke_ids: dict[str, str] = {}
         self.to_children: dict[str, dict[str, dict[str, str | None]]] = {}
-        self.outbound: dict[str, dict[str, str | None]] = {}
+        #: The events sent to `#_parent` (declared here too: the compiler checks that the
+        #: parent declares them alike).
+        self.sent_to_parent: list[str] = []
         self.failed_invokes: set[str] = set()
         #: Delayed messages: `<send>` element id -> its relay event, relay -> the send.
         self.relays: dict[int, str] = {}
@@ -1005,6 +1009,22 @@ class _Importer:
                 out.append(indent + head)
         return "\n".join(out) + ("\n" if out else "")
 
+    def reported_done_data(self) -> str:
+        """The done data a child adds for its parent (text of map entries, "" if none): the
+        id the parent gave it, when the parent reads `_event.invokeid`, and the fields the
+        parent's `<finalize>` reads, which every message from the child must carry (at their
+        zero value: SCXML's `_event.data.get(...)` of a done.invoke is None)."""
+        if self.role is None:
+            return ""
+        entries = [
+            f"{literal_text(name)}: {_with_default(ty).partition(' = ')[2]}"
+            for name, ty in self.role.done_fields.items()
+            if name != INVOKEID_FIELD
+        ]
+        if self.role.reports_invokeid:
+            entries.insert(0, f"{literal_text(INVOKEID_FIELD)}: {INVOKEID_FIELD}")
+        return ", ".join(entries)
+
     def start_name(self, final: str) -> str:
         """A name for the state a chart (or compound) starting in final state `final` starts
         in, unlike every state's."""
@@ -1029,10 +1049,9 @@ class _Importer:
         head = " ".join([*modifiers, "state", info.name])
         if info.kind == "final" and not self.done_data_fails(element):
             carried = self.done_data(element)
-            if info.parent is None and self.role is not None and self.role.reports_invokeid:
-                # the parent reads `_event.invokeid` of its done.invoke event
-                reported = f'"{INVOKEID_FIELD}": {INVOKEID_FIELD}'
-                carried = "{" + reported + ("}" if carried is None else ", " + carried[1:])
+            extra = self.reported_done_data() if info.parent is None else ""
+            if extra:
+                carried = "{" + extra + ("}" if carried is None else ", " + carried[1:])
             if carried is not None:
                 self.features.add("donedata")
                 head += f" with {carried}"
@@ -2050,6 +2069,11 @@ class _Importer:
             for name, ty in fields.items():
                 if known.get(name) is None:
                     known[name] = ty
+        for event, fields in role.parent_events.items():
+            known = self.events.setdefault(event, {})
+            for name, ty in fields.items():
+                if known.get(name) is None:
+                    known[name] = ty
         if role.reports_invokeid:
             self.var_types.setdefault(INVOKEID_FIELD, "str")
 
@@ -2197,6 +2221,7 @@ class _Importer:
             role.inbound = parent.to_children.get(spec.id, {})
             role.parent_events = {e: parent.events.get(e, {}) for e in spec.first.outbound}
             role.reports_invokeid = parent.reads_invokeid
+            role.done_fields = {name: parent.field_types.get(name) for name in spec.finalize_reads}
         child = _Importer(document, spec.source.path, self.datamodel_override, role, self.budget)
         text = child.run()
         self.diagnostics.extend(child.diagnostics)
@@ -2204,6 +2229,11 @@ class _Importer:
             return None
         child.text = text
         return child
+
+    @property
+    def outbound(self) -> dict[str, dict[str, str | None]]:
+        """The events sent to `#_parent`, as this chart declares them."""
+        return {event: self.events[event] for event in self.sent_to_parent}
 
     @property
     def reads_invokeid(self) -> bool:
@@ -2273,6 +2303,7 @@ class _Importer:
             return [a for f in spec.element.find("finalize") for a in self.actions(f.children)]
         finally:
             read, self.names.event_fields = self.names.event_fields, outer
+            spec.finalize_reads = read
             for event in child.outbound:
                 for name in sorted(read):
                     self.events.setdefault(event, {}).setdefault(name, None)
@@ -2305,7 +2336,9 @@ class _Importer:
         if to is None:
             return self.events.setdefault(event, {})
         if to == "parent":
-            return self.outbound.setdefault(event, {})
+            if event not in self.sent_to_parent:
+                self.sent_to_parent.append(event)
+            return self.events.setdefault(event, {})
         return self.to_children.setdefault(to, {}).setdefault(event, {})
 
     def send_message(self, send: _Send) -> str:

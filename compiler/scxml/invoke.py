@@ -73,6 +73,9 @@ class ChildRole:
     #: Whether the parent reads `_event.invokeid`: the child then has the context field
     #: `scxml_invokeid` (given by the parent) and puts it in its messages and done data.
     reports_invokeid: bool = False
+    #: The fields the parent's `<finalize>` reads, with their types: every message from the
+    #: child carries them, its done event too (its top-level final states add them).
+    done_fields: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from charts import chart
 
+from flowc.compiler.driver import compile_source
 from flowc.compiler.scxml import invoke as invoke_module
 from flowc.compiler.scxml.importer import ImportResult, import_file, import_scxml
 
@@ -15,8 +16,12 @@ OUTCOMES = '  <final id="pass"/><final id="fail"/>'
 
 
 def imported(text: str, path: str = "<input>") -> ImportResult:
+    """The import of `text`, checked to compile with its children (the compiler checks that
+    parent and children agree on the input, the messages and the done data)."""
     result = import_scxml(text, path)
     assert result.flow_text is not None, [str(d) for d in result.diagnostics]
+    compiled = compile_source(result.flow_text, "parent.flow", flows=dict(result.children))
+    assert compiled.flow is not None and not compiled.errors, [str(e) for e in compiled.errors]
     return result
 
 
@@ -75,6 +80,9 @@ def test_an_inline_chart_becomes_a_child_flow_invoked_by_its_state() -> None:
     assert "limit: int = 0" in kid  # untyped `<data>`: typed by the value the parent gives
     assert "event answer(ok: bool = false)" in kid  # what the parent sends it
     assert "send hello(n: limit) to parent" in kid
+    assert "event hello(n: int = 0)" in kid  # declared alike on both sides
+    # what `finalize` reads is on every message from the child, its done event too
+    assert 'final state cdone with {"n": 0}' in kid
     assert "absent" not in text + kid  # SCXML binds only the child's own variables
 
 
@@ -272,7 +280,7 @@ def test_a_delayed_message_is_a_relay_the_sender_passes_on_while_it_runs() -> No
     # on the top-level state only, and `*` does not take it
     assert "  on scxml_relay_1 -> self do send x(n: event.n) to parent\n" in kid
     assert kid.count("scxml_relay_1 ->") == 1
-    assert "    on done.state.c -> end\n" in kid
+    assert "    on x, done.state.c -> end\n" in kid  # `*`: the relay is none of the chart's
 
 
 def test_a_message_delayed_by_a_variable_is_refused() -> None:
@@ -307,7 +315,6 @@ def test_a_top_level_final_state_runs_its_exit_actions_after_its_entry() -> None
 
 def test_a_chart_starting_in_its_final_state_gets_a_start_state_that_goes_there() -> None:
     # As most invoked charts of the W3C suite do; flowc has no `initial final` state (E111).
-    from flowc.compiler.driver import compile_source
     from flowc.runtime import Machine
 
     text = imported(chart('<final id="end"/><state id="end_start"/>', attrs=' initial="end"'))
