@@ -2135,13 +2135,17 @@ class _Importer:
             while ident in taken:
                 ident += "_"
             taken.add(ident)
+        # An export keeps the child flow's name (`flowc:flow`); else `PARENT_ID`.
+        kept = flow_name(attrs.get(f"{FLOWC_NS} flow") or "", "f")
+        named = {spec.child for spec in self.invokes.values()}
+        child = kept if attrs.get(f"{FLOWC_NS} flow") and kept not in named else None
         return _Invoke(
             element,
             sid,
             ident,
             scxml_id or f"{sid}.{ident}",
             scxml_id is not None,
-            f"{self.flow_name}_{ident}",
+            child or f"{self.flow_name}_{ident}",
             source,
             params,
         )

@@ -342,3 +342,67 @@ def test_a_variable_the_child_does_not_declare_is_not_passed_and_reads_as_false(
     )
     assert "invoke p_k() as k" in (result.flow_text or "")
     assert "always if false -> bad" in result.children["p_k"]
+
+
+SHOP = """flow shop
+event paid(amount: int)
+context {
+  total: int = 5
+  pay_id: str = ""
+  got: int = 0
+}
+
+initial state paying {
+  invoke payment(amount: total) as pay into pay_id forward finalize do got = got + 1
+  on paid -> self do send ack to pay
+  on done.invoke.pay -> over
+}
+final state over
+"""
+
+PAYMENT = """flow payment
+event paid(amount: int)
+event ack
+context {
+  amount: int = 0
+}
+
+initial state charging {
+  entry do send paid(amount: amount) to parent
+  on ack -> charged
+}
+final state charged with {"amount": amount}
+"""
+
+
+def test_an_invoke_exports_as_an_inline_chart_and_imports_back_to_the_same_flows() -> None:
+    from flowc.compiler.scxml.exporter import export_scxml
+
+    compiled = compile_source(SHOP, "shop.flow", flows={"payment": PAYMENT})
+    assert compiled.flow is not None, [str(e) for e in compiled.errors]
+    exported = export_scxml(compiled.flow, "shop.flow", compiled.where)
+    assert exported.text is not None, [str(d) for d in exported.diagnostics]
+    assert '<invoke id="pay" type="scxml" flowc:flow="payment" idlocation="pay_id"' in (
+        exported.text
+    )
+    assert '<send event="paid" target="#_parent">' in exported.text
+    assert '<send event="ack" target="#_pay"></send>' in exported.text
+    back = imported(exported.text, "shop.scxml")
+    assert back.flow_text == SHOP
+    assert back.children == {"payment": PAYMENT}
+
+
+def test_a_fan_out_is_refused_on_export_at_its_state() -> None:
+    from flowc.compiler.scxml.exporter import export_scxml
+
+    text = SHOP.replace(
+        "invoke payment(amount: total) as pay",
+        "invoke payment(amount: x) for x in [1, 2] as pay",
+    ).replace(" into pay_id forward finalize do got = got + 1", "")
+    compiled = compile_source(text, "shop.flow", flows={"payment": PAYMENT})
+    assert compiled.flow is not None, [str(e) for e in compiled.errors]
+    result = export_scxml(compiled.flow, "shop.flow", compiled.where)
+    assert result.text is None
+    [diag] = result.diagnostics
+    assert diag.code == "E420" and "fan-out invoke `pay`" in diag.message
+    assert diag.span.line == 9
