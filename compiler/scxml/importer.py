@@ -272,6 +272,8 @@ class _Importer:
         #: parent declares them alike).
         self.sent_to_parent: list[str] = []
         self.failed_invokes: set[str] = set()
+        #: `<assign>`s of a chart an invoke starts (`assigned_chart`): no action.
+        self.chart_assigns: set[int] = set()
         #: Delayed messages: `<send>` element id -> its relay event, relay -> the send.
         self.relays: dict[int, str] = {}
         self.relayed: dict[str, _Send] = {}
@@ -1449,6 +1451,8 @@ class _Importer:
     def assign(self, element: Element) -> str | None:
         """`<assign location expr>`: `var = value` (`append` for a map added to a list)."""
         self.features.add("assign")
+        if id(element) in self.chart_assigns:
+            return None
         source = element.attrs.get("expr") or element.text
         if self.fails_at_run_time(element.attrs.get("location", ""), source):
             # SCXML raises error.execution for an assignment that cannot be made (an
@@ -2153,7 +2157,7 @@ class _Importer:
     def child_source(self, element: Element, sid: str) -> ChildSource:
         """The chart an invoke starts: inline (`<content><scxml>`), or the file `src` (or a
         `srcexpr` constant when the state is entered) names beside this chart."""
-        chart = inline_chart(element)
+        chart = inline_chart(element) or self.assigned_chart(element, sid)
         if chart is not None:
             return ChildSource(Document(chart, self.document.text, []), self.path)
         src = element.attrs.get("src")
@@ -2169,6 +2173,22 @@ class _Importer:
         own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
         above = self.role.files if self.role is not None else ()
         return chart_file(src, self.path, (*above, *own))
+
+    def assigned_chart(self, element: Element, sid: str) -> Element | None:
+        """The chart of `<content expr="v">` when the state's own `<onentry>` assigns `v` a
+        chart (`<assign location="v"><scxml>`), last: that `<assign>` is then no action."""
+        contents = element.find("content")
+        var = contents[0].attrs.get("expr", "").strip() if contents else ""
+        assigns = [
+            a
+            for block in self.states[sid].element.find("onentry")
+            for a in block.find("assign")
+            if var and a.attrs.get("location", "").strip() == var
+        ]
+        chart = inline_chart(assigns[-1], "assign") if assigns else None
+        if chart is not None:
+            self.chart_assigns.add(id(assigns[-1]))
+        return chart
 
     def static_string(self, text: str, sid: str) -> str | None:
         """The string an expression has when state `sid` is entered, if the document fixes

@@ -92,9 +92,10 @@ def count_elements(element: Element) -> int:
     return 1 + sum(count_elements(child) for child in element.children)
 
 
-def inline_chart(invoke: Element) -> Element | None:
-    """The `<scxml>` of an invoke's `<content>`, if it has one."""
-    for content in invoke.find("content"):
+def inline_chart(element: Element, holder: str = "content") -> Element | None:
+    """The `<scxml>` of an invoke's `<content>` (or of an `<assign>`: `holder` "assign"), if
+    it has one."""
+    for content in element.find(holder) if holder == "content" else [element]:
         for child in content.children:
             if child.tag == "scxml" and child.namespace == SCXML_NS:
                 return child

@@ -406,3 +406,23 @@ def test_a_fan_out_is_refused_on_export_at_its_state() -> None:
     [diag] = result.diagnostics
     assert diag.code == "E420" and "fan-out invoke `pay`" in diag.message
     assert diag.span.line == 9
+
+
+def test_content_expr_reads_the_chart_the_state_entry_assigns() -> None:
+    result = imported(
+        chart(
+            """  <datamodel><data id="doc" expr="0"/></datamodel>
+  <state id="s0">
+    <onentry><assign location="doc"><scxml><final id="f"/></scxml></assign></onentry>
+    <invoke><content expr="doc"/></invoke>
+    <transition event="done.invoke" target="pass"/>
+  </state>
+"""
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    )
+    text = result.flow_text or ""
+    assert "invoke p_s0() as s0" in text
+    assert "error.execution" not in text and "doc = " not in text  # the assign is the chart
+    assert "final state f" in result.children["p_s0"]
