@@ -2170,9 +2170,7 @@ class _Importer:
                 "E408",
                 "only a chart in `<content>` or a `src` file is invoked (not a computed one)",
             )
-        own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
-        above = self.role.files if self.role is not None else ()
-        return chart_file(src, self.path, (*above, *own))
+        return chart_file(src, self.path, self.chain)
 
     def assigned_chart(self, element: Element, sid: str) -> Element | None:
         """The chart of `<content expr="v">` when the state's own `<onentry>` assigns `v` a
@@ -2233,12 +2231,10 @@ class _Importer:
         if document.root is None:
             self.diagnostics.extend(document.diagnostics)
             return None
-        above = self.role.files if self.role is not None else ()
-        own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
         role = ChildRole(
             name=spec.child,
             depth=(self.role.depth if self.role is not None else 0) + 1,
-            files=(*above, *own),
+            files=self.chain,
             arg_types={var: self.type_of(value, self.names) for var, value, _ in spec.params},
         )
         if parent is not None and spec.first is not None:
@@ -2253,6 +2249,13 @@ class _Importer:
             return None
         child.text = text
         return child
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The files of this chart and of the charts invoking it (a `src` may name none)."""
+        above = self.role.files if self.role is not None else ()
+        own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
+        return (*above, *own)
 
     @property
     def outbound(self) -> dict[str, dict[str, str | None]]:
