@@ -18,9 +18,9 @@ def register(sub: Any) -> None:
         description=(
             "Read FILE in the given notation and write the equivalent .flow source. SCXML "
             "(null and Python datamodels) is read safely: nothing in the file is run, DTDs and "
-            "entities are refused, and what flowc has no equivalent for (scripts, "
-            "external I/O processors, ...) is reported with its line. The charts an <invoke> "
-            "starts are written beside the output as NAME.flow. See docs/scxml.md."
+            "entities are refused, and what flowc has no equivalent for (scripts beyond "
+            "assignments, external I/O processors, ...) is reported with its line. The charts "
+            "an <invoke> starts are written beside the output as NAME.flow. See docs/scxml.md."
         ),
     )
     parser.add_argument("notation", choices=["scxml"], help="the notation of FILE")
@@ -32,6 +32,12 @@ def register(sub: Any) -> None:
         "--datamodel",
         choices=["null", "python"],
         help="read expressions with this datamodel whatever the file declares",
+    )
+    parser.add_argument(
+        "--data-src",
+        action="store_true",
+        help="read the files `<data src>` names, when they are plain files beside FILE "
+        "(refused otherwise)",
     )
     parser.set_defaults(handler=run)
 
@@ -46,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"flowc import: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
-    result = import_file(path, datamodel=args.datamodel)
+    result = import_file(path, datamodel=args.datamodel, data_src=args.data_src)
     # A chart an <invoke> reads (`src`, beside this one) has its own diagnostics.
     sources = {str(path): SourceFile(str(path), result.document.text)}
     for diag in result.diagnostics:

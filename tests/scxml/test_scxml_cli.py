@@ -140,3 +140,21 @@ def test_import_writes_the_invoked_charts_beside_the_flow(
     child = (tmp_path / "out" / "boss_job.flow").read_text(encoding="utf-8")
     assert child.startswith("flow boss_job\n") and "on stop -> end" in child
     assert f"wrote {tmp_path / 'out' / 'boss_job.flow'}" in err
+
+
+def test_data_src_is_read_beside_the_chart_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "loaded.scxml"
+    source.write_text(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python">\n'
+        '  <datamodel><data id="words" src="file:words.txt"/></datamodel>\n'
+        '  <state id="s"/>\n</scxml>\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "words.txt").write_text("two\n   words\n", encoding="utf-8")
+    code, _, err = run(capsys, "import", "scxml", str(source))
+    assert code == 1 and f"{source}:2:14: error[E409]" in err and "--data-src" in err
+    code, out, err = run(capsys, "import", "scxml", str(source), "--data-src")
+    assert code == 0, err
+    assert '  words: str = "two words"\n' in out
