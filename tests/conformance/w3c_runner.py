@@ -86,9 +86,14 @@ def run_test(path: Path, host: bool = True) -> Outcome:
             instance = machine.start(clock=clock)
     except Rejected as exc:
         return Outcome(path.stem, "fail", f"start refused: {exc}", features)
+    except Exception as exc:  # a runtime bug: one failed test, told apart, not the whole run
+        return Outcome(path.stem, "fail", f"runtime crashed: {type(exc).__name__}: {exc}", features)
     runner = _Host(instance, clock, deliver=host)
     runner.take(_start_effects(instance) or around_start.effects)
-    runner.run()
+    try:
+        runner.run()
+    except Exception as exc:
+        return Outcome(path.stem, "fail", f"runtime crashed: {type(exc).__name__}: {exc}", features)
     if instance.state == "pass":
         return Outcome(path.stem, "pass", "", features)
     return Outcome(path.stem, "fail", f"ended in `{instance.state}`", features)
