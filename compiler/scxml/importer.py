@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-import os
 import re
-import stat
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -59,7 +57,15 @@ from flowc.compiler.scxml.invoke import (
     chart_file,
     inline_chart,
 )
-from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
+from flowc.compiler.scxml.reader import (
+    FLOWC_NS,
+    SCXML_NS,
+    Document,
+    Element,
+    NotReadable,
+    read_beside,
+    read_scxml,
+)
 from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.model import Expr
 from flowc.runtime.operators import ARITHMETIC, BINARY_OPERATORS, BOOLEAN_RESULTS
@@ -107,7 +113,6 @@ _DEFERRED = re.compile(r"\x01(\d+)\x01")
 _FIELD_DEFAULTS = {meta_field("type"): 'str = "external"'}
 _SEP = ", "
 #: What `<data src>` may name: a file beside the chart (no directory, not hidden).
-_DATA_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 #: The largest file a `<data src>` reads (its text becomes a constant of the flow).
 MAX_DATA_FILE = 64 * 1024
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -814,7 +819,7 @@ class _Importer:
             return
         try:
             self.data_files[(data.line, data.column)] = _read_beside(self.data_dir, name)
-        except _NotReadable as problem:
+        except NotReadable as problem:
             self.error("E409", f'`src="{src}"`: {problem}', data)
 
     def never_none(self, expr: Expr) -> bool:
@@ -2697,31 +2702,14 @@ def _covers(descriptors: list[str], event: str) -> bool:
     return False
 
 
-class _NotReadable(Exception):
-    """Why a `<data src>` file is not read (`_read_beside`)."""
-
-
 def _read_beside(directory: Path, name: str) -> str:
-    """The UTF-8 text of the regular file `name` (a plain name: no directory, not hidden) in
-    `directory`, of at most MAX_DATA_FILE bytes. Opened without following a link and checked
-    on the open file, so that what is read is what was checked."""
-    if not _DATA_FILE_NAME.fullmatch(name):
-        raise _NotReadable("not the name of a file beside the chart (no directory, not hidden)")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(directory / name, flags)
-    except OSError as exc:
-        raise _NotReadable(f"not readable ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as opened:
-        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
-            raise _NotReadable("not a regular file")
-        raw = opened.read(MAX_DATA_FILE + 1)
-    if len(raw) > MAX_DATA_FILE:
-        raise _NotReadable(f"larger than {MAX_DATA_FILE} bytes")
+    """The UTF-8 text of the file a `<data src>` names beside the chart (`read_beside`), of
+    at most MAX_DATA_FILE bytes."""
+    raw = read_beside(directory, name, MAX_DATA_FILE)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise _NotReadable("not UTF-8 text") from None
+        raise NotReadable("not UTF-8 text") from None
 
 
 def _text_value(text: str) -> Expr:

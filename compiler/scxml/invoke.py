@@ -14,12 +14,20 @@ on every message's fields, as the compiler checks.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowc.compiler.scxml.expressions import Refusal
-from flowc.compiler.scxml.reader import SCXML_NS, Document, Element, read_scxml
+from flowc.compiler.scxml.reader import (
+    BESIDE_NAME,
+    MAX_BYTES,
+    SCXML_NS,
+    Document,
+    Element,
+    NotReadable,
+    read_beside,
+    read_scxml,
+)
 
 #: `type` values meaning an SCXML child session (the specification's URI, with or without its
 #: trailing slash, and the short name).
@@ -36,8 +44,6 @@ SCXML_TYPES = frozenset(
 #: on the work a file can ask for, whatever it holds.
 MAX_INVOKE_DEPTH = 8
 MAX_TREE_ELEMENTS = 200_000
-#: A `src` the importer reads: a file name beside the chart, nothing else (no path, no URL).
-_SRC = re.compile(r"^(?:file:)?([A-Za-z0-9_][A-Za-z0-9_.-]*)$")
 
 
 @dataclass
@@ -104,10 +110,11 @@ def inline_chart(element: Element, holder: str = "content") -> Element | None:
 
 def chart_file(src: str, parent_path: str, chain: tuple[str, ...]) -> ChildSource:
     """The chart `src` names (`file:NAME` or `NAME`: a file in the directory of the chart
-    invoking it), read and parsed; raises `Refusal` when it cannot be used. Only such a name
-    is read: no other directory, no URL, no chart of the chain above (an invoke cycle)."""
-    match = _SRC.match(src.strip())
-    if match is None or match.group(1) in (".", ".."):
+    invoking it, read as `<data src>` is: reader.read_beside), parsed; raises `Refusal` when
+    it cannot be used: another directory, a URL, a chart of the chain above (an invoke
+    cycle)."""
+    name = src.strip().removeprefix("file:")
+    if not BESIDE_NAME.fullmatch(name):
         raise Refusal(
             "E409",
             f"`src` `{src}` is not a file name beside the chart",
@@ -116,11 +123,12 @@ def chart_file(src: str, parent_path: str, chain: tuple[str, ...]) -> ChildSourc
         )
     if parent_path.startswith("<"):
         raise Refusal("E409", f"`src` `{src}`: the chart has no directory to read it from")
-    path = Path(parent_path).parent / match.group(1)
+    path = Path(parent_path).parent / name
     resolved = str(path.resolve())
     if resolved in chain:
         raise Refusal("E408", f"`{src}` invokes itself (directly or through other charts)")
-    if not path.is_file():
-        raise Refusal("E408", f"no chart `{match.group(1)}` beside this one")
-    document = read_scxml(path.read_bytes(), str(path))
-    return ChildSource(document, str(path), resolved)
+    try:
+        raw = read_beside(path.parent, name, MAX_BYTES)
+    except NotReadable as problem:
+        raise Refusal("E408", f"the chart `{name}` beside this one: {problem}") from None
+    return ChildSource(read_scxml(raw, str(path)), str(path), resolved)

@@ -219,12 +219,15 @@ def test_a_constant_typeexpr_and_srcexpr_set_by_the_entry_are_read(tmp_path: Pat
         ('<invoke src="file:../up.scxml"/>', "E409 <invoke>: `src` `file:../up.scxml`"),
         ('<invoke src="/etc/passwd"/>', "E409 <invoke>: `src` `/etc/passwd`"),
         ('<invoke src="http://example.com/x.scxml"/>', "E409 <invoke>: `src`"),
-        ('<invoke src="file:missing.scxml"/>', "E408 <invoke>: no chart `missing.scxml`"),
+        ('<invoke src="file:missing.scxml"/>', "E408 <invoke>: the chart `missing.scxml` beside"),
+        ('<invoke src="file:link.scxml"/>', "E408 <invoke>: the chart `link.scxml` beside"),
         ('<invoke srcexpr="pick"/>', "E408 <invoke>: `srcexpr` is not a constant"),
         ('<invoke><content expr="pick"/></invoke>', "E408 <invoke>: only a chart in"),
     ],
 )
 def test_invokes_flowc_cannot_start_are_refused(tmp_path: Path, invoke: str, expected: str) -> None:
+    (tmp_path / "other.scxml").write_text(chart('<final id="f"/>'))
+    (tmp_path / "link.scxml").symlink_to(tmp_path / "other.scxml")  # not followed
     parent = tmp_path / "parent.scxml"
     parent.write_text(
         chart(
