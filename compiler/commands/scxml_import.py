@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--data-src",
         action="store_true",
-        help="read the files `<data src>` names, when they are plain files beside FILE "
-        "(refused otherwise)",
+        help="read the files `<data src>` and `<invoke src>` name, when they are plain files "
+        "beside FILE (refused otherwise)",
     )
     parser.set_defaults(handler=run)
 

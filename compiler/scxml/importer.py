@@ -137,7 +137,8 @@ class ImportResult:
 def import_file(
     path: str | Path, *, datamodel: str | None = None, data_src: bool = False
 ) -> ImportResult:
-    """`import_scxml` of a file; `data_src`: read the files its `<data src>` name beside it."""
+    """`import_scxml` of a file; `data_src`: read the files its `<data src>` and `<invoke
+    src>` name beside it."""
     data = Path(path).read_bytes()
     beside = Path(path).parent if data_src else None
     return import_scxml(data, str(path), datamodel=datamodel, data_dir=beside)
@@ -2389,7 +2390,7 @@ class _Importer:
                 "E408",
                 "only a chart in `<content>` or a `src` file is invoked (not a computed one)",
             )
-        return chart_file(src, self.path, self.chain)
+        return chart_file(src, self.data_dir, self.chain)
 
     def assigned_chart(self, element: Element, sid: str) -> Element | None:
         """The chart of `<content expr="v">` when the state's own `<onentry>` assigns `v` a

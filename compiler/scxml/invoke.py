@@ -108,12 +108,18 @@ def inline_chart(element: Element, holder: str = "content") -> Element | None:
     return None
 
 
-def chart_file(src: str, parent_path: str, chain: tuple[str, ...]) -> ChildSource:
-    """The chart `src` names (`file:NAME` or `NAME`: a file in the directory of the chart
-    invoking it, read as `<data src>` is: reader.read_beside), parsed; raises `Refusal` when
-    it cannot be used: another directory, a URL, a chart of the chain above (an invoke
-    cycle)."""
+def chart_file(src: str, beside: Path | None, chain: tuple[str, ...]) -> ChildSource:
+    """The chart `src` names (`file:NAME` or `NAME`: a file in `beside`, the directory of the
+    chart invoking it, read as `<data src>` is: reader.read_beside), parsed; raises `Refusal`
+    when it cannot be used: the caller reads no file (`beside` None), another directory, a
+    URL, a chart of the chain above (an invoke cycle)."""
     name = src.strip().removeprefix("file:")
+    if beside is None:
+        raise Refusal(
+            "E409",
+            f"`src` `{src}` reads another file",
+            "`flowc import scxml --data-src` reads the files a chart names beside it",
+        )
     if not BESIDE_NAME.fullmatch(name):
         raise Refusal(
             "E409",
@@ -121,14 +127,12 @@ def chart_file(src: str, parent_path: str, chain: tuple[str, ...]) -> ChildSourc
             "flowc reads an invoked chart only from the chart's own directory: "
             '`src="file:NAME.scxml"`',
         )
-    if parent_path.startswith("<"):
-        raise Refusal("E409", f"`src` `{src}`: the chart has no directory to read it from")
-    path = Path(parent_path).parent / name
+    path = beside / name
     resolved = str(path.resolve())
     if resolved in chain:
         raise Refusal("E408", f"`{src}` invokes itself (directly or through other charts)")
     try:
-        raw = read_beside(path.parent, name, MAX_BYTES)
+        raw = read_beside(beside, name, MAX_BYTES)
     except NotReadable as problem:
         raise Refusal("E408", f"the chart `{name}` beside this one: {problem}") from None
     return ChildSource(read_scxml(raw, str(path)), str(path), resolved)

@@ -122,6 +122,8 @@ def test_import_writes_the_invoked_charts_beside_the_flow(
         encoding="utf-8",
     )
     code, out, err = run(capsys, "import", "scxml", str(tmp_path / "boss.scxml"))
+    assert code == 1 and "E409" in err and "--data-src" in err  # reading it is asked for
+    code, out, err = run(capsys, "import", "scxml", str(tmp_path / "boss.scxml"), "--data-src")
     assert code == 1 and out == ""
     # the child's problem, at its line in its own file
     assert f"{tmp_path / 'worker.scxml'}:1:" in err and "unknown target state `nowhere`" in err
@@ -131,10 +133,11 @@ def test_import_writes_the_invoked_charts_beside_the_flow(
         '<final id="end"/></scxml>',
         encoding="utf-8",
     )
-    code, out, err = run(capsys, "import", "scxml", str(tmp_path / "boss.scxml"))
+    boss = str(tmp_path / "boss.scxml")
+    code, out, err = run(capsys, "import", "scxml", boss, "--data-src")
     assert code == 2 and "boss_job.flow" in err and "-o" in err
     target = tmp_path / "out" / "boss.flow"
-    code, out, err = run(capsys, "import", "scxml", str(tmp_path / "boss.scxml"), "-o", str(target))
+    code, out, err = run(capsys, "import", "scxml", boss, "--data-src", "-o", str(target))
     assert code == 0, err
     assert "invoke boss_job() as job" in target.read_text(encoding="utf-8")
     child = (tmp_path / "out" / "boss_job.flow").read_text(encoding="utf-8")

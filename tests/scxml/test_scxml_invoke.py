@@ -205,7 +205,7 @@ def test_a_constant_typeexpr_and_srcexpr_set_by_the_entry_are_read(tmp_path: Pat
             attrs=' name="parent"',
         )
     )
-    result = import_file(parent)
+    result = import_file(parent, data_src=True)
     assert result.flow_text is not None, [str(d) for d in result.diagnostics]
     assert "invoke parent_s0() as s0" in result.flow_text
     assert list(result.children) == ["parent_s0"]
@@ -236,7 +236,7 @@ def test_invokes_flowc_cannot_start_are_refused(tmp_path: Path, invoke: str, exp
   {invoke}</state>"""
         )
     )
-    result = import_file(parent)
+    result = import_file(parent, data_src=True)
     assert result.flow_text is None
     assert any(f"{d.code} {d.message}".startswith(expected) for d in result.diagnostics), [
         str(d) for d in result.diagnostics
@@ -246,7 +246,7 @@ def test_invokes_flowc_cannot_start_are_refused(tmp_path: Path, invoke: str, exp
 def test_a_chart_invoking_itself_is_refused(tmp_path: Path) -> None:
     loop = tmp_path / "loop.scxml"
     loop.write_text(chart('<state id="s"><invoke src="file:loop.scxml"/></state>'))
-    result = import_file(loop)
+    result = import_file(loop, data_src=True)
     assert result.flow_text is None
     assert any("invokes itself" in d.message for d in result.diagnostics)
 
