@@ -77,6 +77,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E144": (Severity.ERROR, "invoke not allowed here"),
     "E145": (Severity.ERROR, "invalid message target"),
     "E146": (Severity.ERROR, "message event does not match"),
+    "E147": (Severity.ERROR, "type shared with a child flow differs"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),

@@ -39,6 +39,8 @@ T = TypeVar("T")
 _MAX_DEPTH = 60
 _MAX_EXPR_TOKENS = 150
 _MAX_INT = 2**63 - 1
+#: The most children a `join N` may wait for (parse.py reports a larger one).
+_MAX_JOIN = 1_000_000
 _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 #: Keywords the grammar lets stand for a name (its `name` rule), as this parser knows them.
@@ -49,6 +51,7 @@ _SOFT = frozenset(
         "invariant", "test", "given", "send", "goto", "advance", "expect", "force", "with",
         "unhandled", "reenter", "parallel", "history", "effect", "emit", "raise", "elif", "for",
         "input", "hidden", "no", "internal", "cancel", "as",
+        "invoke", "to", "join", "forward", "finalize", "into",
     ]
 )  # fmt: skip
 #: Words a payload field's name may be (the grammar's `field_name`).
@@ -349,6 +352,7 @@ class _StateBody:
     unhandled: list[ast.UnhandledDecl] = field(default_factory=list)
     children: list[ast.StateDecl | ast.HistoryDecl] = field(default_factory=list)
     initial_rules: list[ast.InitialRule] = field(default_factory=list)
+    invokes: list[ast.Invoke] = field(default_factory=list)
 
 
 class _Parser:
@@ -892,6 +896,7 @@ class _Parser:
             tuple(body.children),
             tuple(body.initial_rules),
             done_data,
+            tuple(body.invokes),
         )
 
     def state_item(self, body: _StateBody) -> Span:
@@ -913,6 +918,9 @@ class _Parser:
         if kind == "initial" and self.kinds[self.i + 1] == "->":
             body.initial_rules.append(self.initial_rule())
             return body.initial_rules[-1].span
+        if kind == "invoke":
+            body.invokes.append(self.invoke_decl())
+            return body.invokes[-1].span
         if kind in _STATE_START:
             body.children.append(self.state_decl())
         elif kind == "history":
@@ -964,6 +972,72 @@ class _Parser:
             actions = self.actions()
         last = actions[-1].span if actions else targets[-1].span
         return ast.InitialRule(tuple(targets), actions, self.from_token(start, last))
+
+    def invoke_decl(self) -> ast.Invoke:
+        """`invoke FLOW(ARGS) [for ITEM[, INDEX] in LIST] [as ID [into FIELD]] [join all|any|N]
+        [forward] [finalize do ACTIONS]`; its span ends at the last thing written."""
+        kinds = self.kinds
+        start = self.expect("invoke")
+        flow = self.name()
+        if kinds[self.i] != "(":
+            _give_up()
+        args = self.payload()
+        last = args[-1][1].span if args else flow.span
+        item = index = each = alias = join = None
+        if kinds[self.i] == "for":
+            self.i += 1
+            item = self.name()
+            if kinds[self.i] == ",":
+                self.i += 1
+                index = self.name()
+            self.expect("in")
+            each = self.expr()
+            last = each.span
+        into: tuple[ast.Ident, ...] = ()
+        if kinds[self.i] == "as":
+            self.i += 1
+            alias = self.name()
+            last = alias.span
+            if kinds[self.i] == "into":
+                self.i += 1
+                into = self.lvalue()
+                last = into[-1].span
+        if kinds[self.i] == "join":
+            join = self.join_count()
+            last = join.span
+        forward = kinds[self.i] == "forward"
+        if forward:
+            last = self.token_span(self.i)
+            self.i += 1
+        finalize: tuple[ast.Action, ...] = ()
+        if kinds[self.i] == "finalize":
+            self.i += 1
+            self.expect("do")
+            finalize = self.actions()
+            last = finalize[-1].span
+        span = self.from_token(start, last)
+        return ast.Invoke(flow, args, alias, item, index, each, join, forward, finalize, into, span)
+
+    def join_count(self) -> ast.Ident:
+        """`join all|any|N` (N from 1 to the parser's bound; anything else is Lark's to report)."""
+        self.expect("join")
+        i = self.i
+        kind = self.kinds[i]
+        text = self.texts[i]
+        if not (kind == "NAME" and text in ("all", "any")) and not (
+            kind == "INT" and 1 <= _int(text) <= _MAX_JOIN
+        ):
+            _give_up()
+        self.i = i + 1
+        return ast.Ident(text, self.token_span(i))
+
+    def lvalue(self) -> tuple[ast.Ident, ...]:
+        """`name ("." name)*`: a context path."""
+        path = [self.name()]
+        while self.kinds[self.i] == ".":
+            self.i += 1
+            path.append(self.name())
+        return tuple(path)
 
     def history_in_state(self) -> ast.HistoryDecl:
         """`history [deep] NAME [-> DEFAULT]` in a state body. The grammar reads the `-> X` as a
@@ -1182,10 +1256,17 @@ class _Parser:
         return _assign(tuple(target), op, value, _join(first.span, value.span))
 
     def send_action(self) -> ast.SendAction:
-        """`send EVENT [payload] after (DURATION | EXPR UNIT) [as EXPR]`."""
+        """`send EVENT [payload] after (DURATION | EXPR UNIT) [as EXPR] [to NAME]`, or
+        `send EVENT [payload] to NAME`."""
         start = self.expect("send")
         event = self.dotted_name()
         payload = self.payload()
+        if self.kinds[self.i] == "to":
+            self.i += 1
+            to = self.name()
+            return ast.SendAction(
+                event, payload, None, None, None, self.from_token(start, to.span), to
+            )
         self.expect("after")
         after, delay = None, None
         if self.kinds[self.i] == "DURATION":
@@ -1193,12 +1274,17 @@ class _Parser:
         else:
             delay = self.computed_delay()
         last = after.span if after is not None else delay.span  # type: ignore[union-attr]
-        ident = None
+        ident = target = None
         if self.kinds[self.i] == "as":
             self.i += 1
             ident = self.expr()
             last = ident.span
-        return ast.SendAction(event, payload, after, delay, ident, self.from_token(start, last))
+        if self.kinds[self.i] == "to":
+            self.i += 1
+            target = self.name()
+            last = target.span
+        span = self.from_token(start, last)
+        return ast.SendAction(event, payload, after, delay, ident, span, target)
 
     def cancel_action(self) -> ast.CancelAction:
         """`cancel ID`: a string, a name or `event.NAME`, then any `.name` (the grammar's

@@ -15,11 +15,12 @@ from flowc.compiler.resolve import (
     ChildFlow,
     EventInfo,
     FieldInfo,
+    Symbols,
     done_event,
     suggest,
 )
-from flowc.compiler.typecheck import Scope, TypeChecker
-from flowc.runtime.model import all_actions
+from flowc.compiler.typecheck import UNKNOWN_EVENT_SCOPE, Scope, TypeChecker
+from flowc.runtime.model import TypeRef, all_actions
 
 PARENT = "parent"
 
@@ -43,6 +44,7 @@ def check_invoke(checker: TypeChecker, invoke: ast.Invoke) -> None:
     else:
         context = child.symbols.context
         owner = f"the context of flow `{child.name}`"
+        _check_shared_types(checker, invoke, child)
         checker.check_payload(invoke.args, context, owner, invoke.flow.span, scope)
         _check_sent_to_parent(checker, invoke, child)
     if invoke.into:
@@ -64,7 +66,7 @@ def _finalize_scope(checker: TypeChecker, invoke: ast.Invoke, child: ChildFlow |
     events = checker.symbols.events
     done = events.get(done_event(invoke.id.name))
     if child is None or done is None:
-        return Scope(None, "")
+        return UNKNOWN_EVENT_SCOPE  # (the child was reported)
     sent = tuple(events[name] for name in sent_to_parent(child) if name in events)
     return Scope(done, also=sent)
 
@@ -76,6 +78,53 @@ def sent_to_parent(child: ChildFlow) -> dict[str, EventInfo]:
     )
     events = child.symbols.events
     return {name: events[name] for name in sorted(names) if name in events}
+
+
+def _check_shared_types(checker: TypeChecker, invoke: ast.Invoke, child: ChildFlow) -> None:
+    """E147 for each enum or record the values passed between parent and child are typed with
+    (the arguments, the done data, the messages to the parent) that this flow does not declare
+    as the child does: both sides must read such a value alike."""
+    theirs = child.symbols
+    refs = [theirs.context[f.name].ref for f, _ in invoke.args if f.name in theirs.context]
+    refs += [f.ref for f in theirs.flow_done.values()]
+    refs += [f.ref for e in sent_to_parent(child).values() for f in e.params.values()]
+    for name in _type_names(refs, theirs):
+        if _same_type(checker.symbols, theirs, name):
+            continue
+        mine = name in checker.symbols.enums or name in checker.symbols.records
+        checker.error(
+            "E147",
+            f"flow `{child.name}` passes values of type `{name}`, which this flow "
+            + ("declares differently" if mine else "does not declare"),
+            invoke.flow.span,
+            f"declare `{name}` here as flow `{child.name}` does",
+        )
+
+
+def _type_names(refs: list[TypeRef], symbols: Symbols) -> list[str]:
+    """The enums and records `refs` name, and those their records' fields name, in order."""
+    found: dict[str, None] = {}
+    stack = list(reversed(refs))
+    while stack:
+        ref: TypeRef | None = stack.pop()
+        while ref is not None:
+            if ref.name is not None and ref.name not in found:
+                found[ref.name] = None
+                stack += [f.ref for f in symbols.records.get(ref.name, {}).values()]
+            ref = ref.item
+    return list(found)
+
+
+def _same_type(mine: Symbols, theirs: Symbols, name: str) -> bool:
+    if name in theirs.enums:
+        ours = mine.enums.get(name)
+        return ours is not None and [m.name for m in ours.members] == [
+            m.name for m in theirs.enums[name].members
+        ]
+    ours_record = mine.records.get(name)
+    return ours_record is not None and {k: f.ref for k, f in ours_record.items()} == {
+        k: f.ref for k, f in theirs.records[name].items()
+    }
 
 
 def _check_sent_to_parent(checker: TypeChecker, invoke: ast.Invoke, child: ChildFlow) -> None:

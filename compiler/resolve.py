@@ -1119,9 +1119,10 @@ class Resolver:
                 continue
             parent = nodes[node.parent] if node.parent is not None else None
             if not decl.has("final") or (parent is not None and parent.kind != "compound"):
+                what = "completes no compound state" if decl.has("final") else "is not final"
                 self.error(
                     "E218",
-                    f"`{node.dotted}` has done data but completes no compound state",
+                    f"`{node.dotted}` has done data but {what}",
                     decl.done_data.span,
                     "done data belongs to a final state at the top level (the flow's done "
                     "data) or inside a compound state: the payload of the parent's "

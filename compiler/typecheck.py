@@ -201,7 +201,7 @@ class TypeChecker:
         elif rule.event is not None and (
             rule.event.name in self._broken_done or rule.event.name in self.symbols.unknown_payloads
         ):
-            scope = _UNKNOWN_EVENT_SCOPE  # its done data was reported: no `event.` noise
+            scope = UNKNOWN_EVENT_SCOPE  # its done data was reported: no `event.` noise
         elif rule.event is not None and (
             rule.event.name in done or any(name in done for name in rule.covers)
         ):
@@ -211,7 +211,7 @@ class TypeChecker:
         elif rule.event is not None:
             info = self.symbols.events.get(rule.event.name)
             # An unknown event was reported by resolve; check the rest without `event.` noise.
-            scope = Scope(info) if info is not None else _UNKNOWN_EVENT_SCOPE
+            scope = Scope(info) if info is not None else UNKNOWN_EVENT_SCOPE
             if info is not None and len(rule.covers) > 1:
                 events = self.symbols.events
                 scope = replace(scope, also=tuple(events[name] for name in rule.covers[1:]))
@@ -978,7 +978,7 @@ class TypeChecker:
                 )
 
     def _infer_EventField(self, expr: ast.EventField, scope: Scope) -> t.Ty:
-        if scope is _UNKNOWN_EVENT_SCOPE:
+        if scope is UNKNOWN_EVENT_SCOPE:
             return t.ANY
         if scope.event is None:
             return self.error(
@@ -1698,7 +1698,7 @@ _LITERAL_TYPES: dict[str, t.Ty] = {
 
 
 #: Scope for rules whose event is unknown (already reported): `event.x` stays silent.
-_UNKNOWN_EVENT_SCOPE = Scope(None, "")
+UNKNOWN_EVENT_SCOPE = Scope(None, "")
 
 
 def _is_constant(expr: ast.Expr) -> bool:

@@ -26,7 +26,7 @@ from flowc.runtime import engine
 from flowc.runtime import rejections as R
 from flowc.runtime.expr import FAULTS, LOCAL_PREFIX, ExprFault
 from flowc.runtime.rejections import Rejection, SnapshotError
-from flowc.runtime.steps import _AT, _PAYLOAD, Outcome, StepResult, copy_json
+from flowc.runtime.steps import _AT, _EVENT, _KIND, _PAYLOAD, Outcome, StepResult, copy_json
 
 if TYPE_CHECKING:
     from flowc.runtime.engine import Macrostep, Started
@@ -224,8 +224,9 @@ class Node:
                 self.inbox.append(Message((*self.path, cid), None, "send", op.event, payload, now))
 
     def forward(self, event: str, payload: Any, now: int) -> None:
-        """A host's event the instance took, sent on to the children of its `forward`
-        invokes."""
+        """An external event the instance took (a host's, a scheduled one, a message), sent
+        on to the children of its `forward` invokes (as SCXML's `autoforward`: the child that
+        sent it too)."""
         forwarding = {
             inv.id for s in engine.configuration_of(self.inst) for inv in s.invokes if inv.forward
         }
@@ -254,7 +255,9 @@ class Node:
             try:
                 data = copy_json(value(inst._ctx, None, inst._state))
             except FAULTS as exc:
-                self.report_error("fault", str(exc), now)
+                self.report_error(
+                    R.EXPRESSION_ERROR, f"the done data of {inst._state.name}: {exc}", now
+                )
                 return
         self.inbox.append(Message(self.up.path, self.path, "done", self.invoke, data, now))
 
@@ -272,7 +275,7 @@ class Node:
             inputs = _inputs(inst, state, inv, base)
         except FAULTS as exc:
             join = self.joins[inv.id] = Join(inv.id, seq, 0, 0, inv.fan_out)
-            why = _error("fault", f"the input of invoke {inv.id}: {exc}")
+            why = _error(R.EXPRESSION_ERROR, f"the input of invoke {inv.id}: {exc}")
             self._queue(join, "failed", why, now)
             return
         total = len(inputs)
@@ -350,7 +353,9 @@ class Node:
             if msg.kind != "send":
                 return node.child_ended(kid, msg)
             node._finalize(kid, msg)
-        return _deliver(target, msg.event, msg.payload, msg.at)
+        out = _deliver(target, msg.event, msg.payload, msg.at)
+        forwarded(target, out)
+        return out
 
     def child_ended(self, kid: Instance, msg: Message) -> Outcome | None:
         """A child's `done` or `error`: counted toward its invoke's join; the parent gets
@@ -441,11 +446,8 @@ def host_step(inst: Instance, step: Callable[[], _T], event: str | None) -> _T:
     root.busy = True
     try:
         out = step()
-        if event is not None and isinstance(out, StepResult):
-            node.forward(event, out._e[_PAYLOAD], out._e[_AT])
-        elif event is not None and isinstance(out, Rejection) and out.code == R.IGNORED:
-            # (the flow said `unhandled ignore`: the event was taken, with nothing to do)
-            node.forward(event, None, inst._history[-1][_AT])
+        if event is not None and isinstance(out, (StepResult, Rejection)):
+            forwarded(inst, out)
         root.drain()
     finally:
         root.busy = False
@@ -462,6 +464,8 @@ def advance(node: Node, when: int) -> list[Outcome]:
         if due is None or due[0] > when:
             break
         fired = engine.fire_due(due[1], due[0])
+        for step in fired:
+            forwarded(due[1], step)
         if due[1] is root:
             out += fired
         node.drain(out)
@@ -576,6 +580,24 @@ def find_child(inst: Instance, part: str) -> Instance | None:
     if join.fan and index is None:
         return None
     return node.kids.get(cid)
+
+
+def forwarded(inst: Instance, out: Outcome) -> None:
+    """Forward the external event of a step (`Node.forward`): one the instance took, or one
+    its flow ignores (`unhandled ignore`: taken, with nothing to do)."""
+    node = inst._tree
+    if node is None:
+        return
+    if isinstance(out, StepResult):
+        entry = out._e
+        if entry[_KIND] in _EXTERNAL and entry[_EVENT] is not None:
+            node.forward(entry[_EVENT], entry[_PAYLOAD], entry[_AT])
+    elif out.code == R.IGNORED and out.event is not None:
+        node.forward(out.event, None, inst._history[-1][_AT])
+
+
+#: The step kinds that take an external event (a timer's and a `goto`'s have none).
+_EXTERNAL = frozenset({"event", "scheduled", "message"})
 
 
 # ---- helpers -----------------------------------------------------------------------------------

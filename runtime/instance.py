@@ -569,6 +569,9 @@ class Instance:
         before = (self._state, self._ctx, self._seq, len(self._history), self._timers)
         chart = (self._config, self._hist, self._sends)
         keys = dict(self._keys) if self._keys is not None else None
+        # A tree's children, joins and inbox, as the snapshot has them (a root's step changes
+        # its children in place: a refusal restores them from here).
+        tree = self.snapshot() if self._tree is not None and self._tree.up is None else None
         subs, self._subs = self._subs, None
         self._guarded = True
         try:
@@ -585,6 +588,8 @@ class Instance:
                 self._config, self._hist, self._sends = chart
                 del self._history[length:]
                 self._keys = keys
+                if tree is not None:
+                    childflows.restore(self, tree, None)
                 data = {"invariants": broken, "to": done[-1].to}
                 refused = self._m.rejection(R.INVARIANT_VIOLATED, state, event, None, ctx, data)
                 return cast(_T, [refused] if isinstance(out, list) else refused)

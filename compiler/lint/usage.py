@@ -16,13 +16,19 @@ from collections.abc import Iterable, Iterator
 
 from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.lint.graph import FlowGraph
+from flowc.compiler.resolve import done_event, error_event
 from flowc.compiler.source import NO_SPAN
-from flowc.runtime.model import Action, CompiledFlow, Expr, TypeRef
+from flowc.runtime.model import Action, CompiledFlow, Expr, TypeRef, all_actions
 
 
 def unused_events(g: FlowGraph) -> Iterator[Diagnostic]:
-    """W310: an event no transition (nor refusal) mentions: sending it is always refused."""
+    """W310: an event no transition (nor refusal) mentions, nor a message to the parent
+    flow: sending it is always refused."""
     used = {t.event for t in g.flow.transitions if t.event is not None}
+    # An event the flow sends its parent is declared for the parent's check, not to be accepted.
+    used |= {a.event for a in all_actions(g.flow) if a.to == "parent" and a.event}
+    # (the compiler declares an invoke's done and error events: no one can remove them)
+    used |= _invoke_events(g.flow)
     for event in g.flow.events:
         if event.name in used:
             continue
@@ -41,6 +47,7 @@ def unsent_internal_events(g: FlowGraph) -> Iterator[Diagnostic]:
     if not internal:
         return
     sent = {a.event for root in _usage_roots(g.flow) for a in _actions_in(root) if a.event}
+    sent |= _sent_by_children(g.flow)
     for name in internal:
         if name in sent:
             continue
@@ -51,6 +58,21 @@ def unsent_internal_events(g: FlowGraph) -> Iterator[Diagnostic]:
             help=f"send it from an action (`raise {name}`, `send {name} after 1m`), "
             "or drop `internal` if a host sends it",
         )
+
+
+def _sent_by_children(flow: CompiledFlow) -> set[str]:
+    """The events the runtime and the child flows send this flow: every invoke's done and
+    error events, and what its children send `to parent`."""
+    sent = _invoke_events(flow)
+    for child in flow.children.values():
+        sent |= {a.event for a in all_actions(child) if a.to == "parent" and a.event}
+    return sent
+
+
+def _invoke_events(flow: CompiledFlow) -> set[str]:
+    """The done and error events of every invoke (declared by the compiler)."""
+    ids = [invoke.id for state in flow.states for invoke in state.invokes]
+    return {name(i) for i in ids for name in (done_event, error_event)}
 
 
 def _actions_in(root: Action | Expr) -> Iterator[Action]:
@@ -84,6 +106,8 @@ def unused_context_fields(g: FlowGraph) -> Iterator[Diagnostic]:
     if not fields:
         return
     used = _context_names_used(g.flow, fields)
+    # (`into FIELD`: the runtime writes the child's id there)
+    used |= {i.id_target[0] for s in g.flow.states for i in s.invokes if i.id_target}
     if not fields <= used:
         used |= context_fields_in_templates(_templates(g.flow), fields) & fields
     for f in g.flow.context:
@@ -179,6 +203,11 @@ def _usage_roots(flow: CompiledFlow) -> Iterator[Action | Expr]:
         yield from state.exit
         # `initial -> X do ...` and a history default's `-> X do ...`: they run on entry too
         yield from state.initial_actions
+        if state.done_data is not None:
+            yield state.done_data
+        for invoke in state.invokes:
+            yield from (x for x in (invoke.input, invoke.each) if x is not None)
+            yield from invoke.finalize
     for event in flow.events:
         for r in event.requires:
             yield r.guard

@@ -16,7 +16,7 @@ from agent_hosts.mcp_client import call, stdio_session
 from flowc.runtime import Machine
 from flowc.runtime.scheduled_view import visible_scheduled, withheld_parts
 
-REMINDERS = Path(__file__).parent / "flows" / "reminders.flow"
+REMINDERS = Path(__file__).parent / "flows" / "status_reminders.flow"
 EMAIL = "ada@example.com"
 
 

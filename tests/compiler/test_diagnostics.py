@@ -27,6 +27,7 @@ CHILD_FLOWS = {
     "  on charge -> Paid\n}\n"
     'final state Paid with {"receipt": "r-1"}\n',
     "broken": "flow broken\ninitial state A { on nope -> A }\n",
+    "item": "flow item\nenum Size { S, M }\ncontext { size: Size = S }\ninitial state A\n",
 }
 PARENT = "flow demo\ninternal event progress(pct: int)\n"
 
@@ -141,6 +142,7 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E144", PARENT + "initial state A { invoke payment() join all }\n", 3, 41),
     ("E145", "flow demo\nevent go\ninitial state A { on go -> A do send go to parnt }\n", 3, 44),
     ("E146", "flow demo\ninitial state A { invoke payment() }\n", 2, 26),
+    ("E147", 'flow demo\ninitial state A { invoke item(size: "S") }\n', 2, 26),
     ("E137", "flow demo\ninitial state A\nfinal state Z { initial state Z1 }\n", 3, 13),
     (
         "E138",

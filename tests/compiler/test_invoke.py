@@ -4,14 +4,18 @@ IR version 5 members, children found by name or beside the file and embedded."""
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flowc.compiler import ast, compile_source, fastparse
 from flowc.compiler.driver import compile_file
+from flowc.compiler.format import format_source
 from flowc.compiler.parse import parse_source
-from flowc.runtime.model import CompiledFlow, check_ir
+from flowc.runtime.model import MAX_CHILD_DEPTH, CompiledFlow, IRLoadError, check_ir
 
 PAYMENT = """flow payment
 context { amount: int = 0, card: str = "" }
@@ -95,11 +99,16 @@ def test_the_id_of_an_invoke_defaults_to_its_flow() -> None:
         "initial state A { entry do to = into + join }\n",
     ],
 )
-def test_the_fast_parser_leaves_the_new_syntax_to_lark_or_agrees(text: str) -> None:
+def test_the_fast_parser_reads_the_new_syntax_as_lark_does(text: str) -> None:
     fast = fastparse.parse_module(text)
     reference = parse_source(text, fast_path=False)
     assert reference.diagnostics == []
-    assert fast is None or fast == reference.module
+    assert fast is not None and fast == reference.module
+
+
+def test_the_fast_parser_leaves_a_bad_join_to_lark() -> None:
+    text = "flow a\ninitial state A { invoke b() for x in xs join 0 }\n"
+    assert fastparse.parse_module(text) is None
 
 
 @pytest.mark.parametrize(
@@ -186,6 +195,12 @@ def test_the_implicit_events_are_internal_with_the_contract_fields() -> None:
     assert records["invoke.quotes.result"] == ["receipt", "amount"]
 
 
+def test_an_error_family_rule_covers_the_error_events_of_invokes() -> None:
+    flow = compiled(ORDER, payment=PAYMENT)
+    covered = [t.event for t in flow.transitions if t.source == "Quotes" and t.target == "Failed"]
+    assert covered == ["error.invoke.pay", "error.invoke.quotes"]
+
+
 def test_the_child_is_embedded_whole_and_the_parent_hash_covers_it() -> None:
     flow = compiled(ORDER, payment=PAYMENT)
     child = flow.children["payment"]
@@ -240,3 +255,71 @@ def test_flows_without_any_of_it_keep_their_version_and_bytes() -> None:
 def test_top_level_done_data_alone_needs_version_2_not_5() -> None:
     flow = compiled('flow a\ninitial state A { -> B }\nfinal state B with {"n": 1}\n')
     assert flow.ir_version == 2
+
+
+def test_an_invoke_alone_needs_version_5() -> None:
+    source = (
+        "flow a\ninternal event progress(pct: int)\n"
+        "initial state A { invoke payment() as p\n  on done.invoke.p -> B\n}\nfinal state B\n"
+    )
+    assert compiled(source, payment=PAYMENT).ir_version == 5
+
+
+def _raw() -> dict[str, object]:
+    raw: dict[str, object] = json.loads(compiled(ORDER, payment=PAYMENT).to_json())
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (lambda r: r["states"][0]["invokes"][0].update(join="2"), "join has the wrong type"),
+        (lambda r: r["states"][0]["invokes"][0].update(extra=1), "unknown field(s) 'extra'"),
+        (lambda r: r["states"][0]["invokes"][0].pop("flow"), "lacks required field(s) 'flow'"),
+        (lambda r: r["states"][0]["invokes"][0].update(id_target=[1]), "id_target must be"),
+        (lambda r: r.update(children=[]), "children must be an object"),
+        (lambda r: r["children"]["payment"].pop("initial"), "child flow 'payment'"),
+        (
+            lambda r: r["children"]["payment"]["states"][0]["entry"][0].update(to=3),
+            "send to has the wrong type",
+        ),
+    ],
+)
+def test_the_raw_checker_refuses_a_malformed_version_5_member(
+    change: Callable[[dict[str, Any]], object], complaint: str
+) -> None:
+    raw = _raw()
+    change(raw)
+    with pytest.raises(IRLoadError, match=re.escape(complaint)):
+        check_ir(raw)
+
+
+def test_the_raw_checker_bounds_how_deep_children_nest() -> None:
+    raw = _raw()
+    child = raw["children"]["payment"]  # type: ignore[index]
+    for _ in range(MAX_CHILD_DEPTH + 1):
+        child = {**child, "children": {"payment": child}}
+    raw["children"] = {"payment": child}
+    with pytest.raises(IRLoadError, match="nest more than"):
+        check_ir(raw)
+
+
+def test_the_formatter_lays_out_the_new_syntax_and_keeps_its_meaning() -> None:
+    squeezed = (
+        'flow a\ncontext { xs: list[int] = [], id: str = "", n: int = 0 }\n'
+        "internal event progress(pct: int)\ninitial state A {\n"
+        '      invoke   payment( amount :x ,card: "c" )for x ,i in xs   as p into id join  any\n'
+        "forward   finalize do n+=1 ;n -= 1\n"
+        'on done.invoke.p -> A do send   refund(reason:"r")   to p\n}\n'
+    )
+    formatted = format_source(squeezed)
+    assert format_source(formatted) == formatted
+    assert '  invoke payment(amount: x, card: "c") for x, i in xs as p into id join any' in (
+        formatted
+    )
+    assert 'send refund(reason: "r") to p' in formatted
+    before = parse_source(squeezed, fast_path=False).module
+    after = parse_source(formatted, fast_path=False).module
+    assert before is not None and after is not None
+    assert len(after.decls) == len(before.decls)
+    assert compile_source(formatted, "a.flow", flows={"payment": PAYMENT}).ok

@@ -4,7 +4,6 @@ tree of instances, on the runtime alone and through a SQLite store."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ from flowc.compiler import compile_source
 from flowc.runtime import Machine, Rejection, StepResult
 from flowc.runtime.children import MAX_DELIVERIES
 from flowc.runtime.clock import FakeClock
-from flowc.runtime.store.durable import open_durable
 
 T0 = 1_767_225_600_000  # 2026-01-01, epoch ms
 
@@ -264,38 +262,6 @@ def test_a_tree_snapshot_restores_and_runs_on_the_same() -> None:
     assert back.state == inst.state == "decided"
 
 
-def test_a_store_keeps_the_tree_and_steps_a_child_by_its_path(tmp_path: Path) -> None:
-    clock = FakeClock(T0 / 1000)
-    m = shop(clock)
-    url = f"sqlite:///{tmp_path / 'flows.db'}"
-    with open_durable(url, [m], clock=clock) as flows:
-        flows.start("shop", id="o7")
-        assert flows.send("o7", "buy").status == "committed"
-        stored = flows.load("o7")
-        assert list(stored.children) == ["pay.1"]
-        missing = flows.send("o7", "approve", child="pay.9")
-        assert missing.status == "rejected" and isinstance(missing.result, Rejection)
-        assert missing.result.code == "unknown_child"
-        assert missing.data["message"] == "The instance has no child 'pay.9'."
-        assert flows.send("o7", "approve", child="pay").status == "committed"
-        done = flows.load("o7")
-        assert done.state == "paid" and done.context["receipt"] == "r-5"
-
-
-def test_a_childs_timer_is_a_timer_row_of_the_root_that_the_worker_fires(
-    tmp_path: Path,
-) -> None:
-    clock = FakeClock(T0 / 1000)
-    m = shop(clock)
-    with open_durable(f"sqlite:///{tmp_path / 'flows.db'}", [m], clock=clock) as flows:
-        flows.start("shop", id="o8")
-        flows.send("o8", "buy")
-        clock.advance(600)
-        fired = flows.worker().run_once()
-        assert fired >= 1
-        assert flows.load("o8").context["receipt"] == "late"
-
-
 # ---- bounds ------------------------------------------------------------------------------------
 PING = """
 flow ping
@@ -459,3 +425,65 @@ def test_end_invoke_treats_the_children_as_a_black_box() -> None:
     failed = end_invoke(inst2, "pay", {"kind": "error", "message": "boom"}, failed=True)
     assert isinstance(failed, StepResult) and inst2.context["why"] == "error"
     assert inst2.children == {}
+
+
+def test_a_step_that_breaks_an_invariant_leaves_the_children_as_they_were() -> None:
+    source = SHOP.replace("final state paid", "final state paid\ninvariant small: started < 6")
+    result = compile_source(source, "parent.flow", flows={"payment": PAYMENT})
+    assert result.flow is not None, [str(d) for d in result.errors]
+    m = Machine(result.flow, clock=FakeClock(T0 / 1000), check_invariants=True)
+    inst = m.start()
+    inst.send("buy")  # started = 5
+    inst.send("leave")
+    before = inst.snapshot()
+    refused = inst.send("buy")  # a new child says `started`: 10 breaks the invariant
+    assert isinstance(refused, Rejection) and refused.code == "invariant_violated"
+    assert inst.snapshot() == before and inst.children == {}
+
+
+BOOMERANG = """
+flow boomerang
+context {
+  ticks: int = 0
+}
+internal event hello
+internal event tick
+initial state waiting {
+  entry do send hello to parent
+  on hello -> waiting do ticks += 100
+  on tick -> home
+}
+final state home with {"ticks": ticks}
+"""
+
+THROWER = """
+flow thrower
+context {
+  ticks: int = -1
+}
+event throw
+internal event hello
+internal event tick
+initial state ready {
+  on throw -> flying
+}
+state flying {
+  entry do send tick after 1s
+  invoke boomerang() as b forward
+  on tick -> self
+  on hello -> self
+  on done.invoke.b -> caught do ticks = event.ticks
+}
+final state caught
+"""
+
+
+def test_forward_sends_on_scheduled_events_and_the_childs_own_messages() -> None:
+    clock = FakeClock(T0 / 1000)
+    inst = machine(THROWER, clock, boomerang=BOOMERANG).start()
+    inst.send("throw")
+    # the child's `hello` went to the parent, which sent a copy back
+    assert inst.state == "flying" and inst.child("b").context["ticks"] == 100
+    clock.advance(1)
+    inst.advance()  # the parent's scheduled `tick`, forwarded too: the child ends
+    assert inst.state == "caught" and inst.context["ticks"] == 100

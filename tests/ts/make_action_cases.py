@@ -116,8 +116,9 @@ def _run(actions: list[Any], payload: dict[str, Any], limits: dict[str, int]) ->
         "effects": json.dumps(out.effects, ensure_ascii=False),
         "raised": json.dumps(out.raised, ensure_ascii=False),
     }
-    if out.scheduled:  # `send` and `cancel`: [id, event, payload, delay_ms] each
-        done["scheduled"] = json.dumps(out.scheduled, ensure_ascii=False)
+    if out.scheduled:  # `send` and `cancel`: [id, event, payload, delay_ms] each (+ `to`)
+        ops = [list(op) if op.to is not None else list(op)[:4] for op in out.scheduled]
+        done["scheduled"] = json.dumps(ops, ensure_ascii=False)
     return done
 
 
