@@ -44,18 +44,23 @@ SCXML_TYPES = frozenset(
 #: on the work a file can ask for, whatever it holds.
 MAX_INVOKE_DEPTH = 8
 MAX_TREE_ELEMENTS = 200_000
+MAX_TREE_CHARTS = 1_000
 
 
 @dataclass
 class Budget:
-    """The elements the tree of imports may still read (shared by every importer of it)."""
+    """The elements and charts the tree of imports may still read (shared by every importer
+    of it)."""
 
     remaining: int = field(default_factory=lambda: MAX_TREE_ELEMENTS)
+    charts: int = field(default_factory=lambda: MAX_TREE_CHARTS)
 
     def charge(self, root: Element) -> bool:
-        """Count `root`'s elements against the budget; False once it is spent."""
+        """Count one chart and `root`'s elements against the budget; False once it is
+        spent."""
         self.remaining -= count_elements(root)
-        return self.remaining >= 0
+        self.charts -= 1
+        return self.remaining >= 0 and self.charts >= 0
 
 
 @dataclass

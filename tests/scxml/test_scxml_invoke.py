@@ -256,10 +256,17 @@ def test_nesting_and_size_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for _ in range(invoke_module.MAX_INVOKE_DEPTH + 1):
         nested = f'<state id="s"><invoke>{child(nested)}</invoke></state>'
     assert any("nest deeper" in m for m in refused(chart(nested)))
-    monkeypatch.setattr(invoke_module, "MAX_TREE_ELEMENTS", 10)
     leaf = child('<final id="f"/>')
-    wide = "".join(f"<invoke>{leaf}</invoke>" for _ in range(5))
-    assert any("too large together" in m for m in refused(chart(f'<state id="s">{wide}</state>')))
+    wide = chart(
+        '<state id="s">' + "".join(f"<invoke>{leaf}</invoke>" for _ in range(5)) + "</state>"
+    )
+    assert import_scxml(wide).flow_text is not None  # within bounds
+    with monkeypatch.context() as patched:
+        patched.setattr(invoke_module, "MAX_TREE_ELEMENTS", 10)
+        assert any("too large together" in m for m in refused(wide))
+    with monkeypatch.context() as patched:
+        patched.setattr(invoke_module, "MAX_TREE_CHARTS", 6)  # each child is read twice
+        assert any("too large together" in m for m in refused(wide))
 
 
 def test_a_delayed_message_is_a_relay_the_sender_passes_on_while_it_runs() -> None:
