@@ -436,3 +436,15 @@ def test_content_expr_reads_the_chart_the_state_entry_assigns() -> None:
     assert "invoke p_s0() as s0" in text
     assert "error.execution" not in text and "doc = " not in text  # the assign is the chart
     assert "final state f" in result.children["p_s0"]
+
+
+def test_a_tree_of_invokes_is_refused_quickly() -> None:
+    # each level invokes three copies of the next: thousands of charts, each read twice
+    import time
+
+    nested = '<final id="f"/>'
+    for _ in range(invoke_module.MAX_INVOKE_DEPTH - 1):
+        nested = '<state id="s">' + f"<invoke>{child(nested)}</invoke>" * 3 + "</state>"
+    began = time.monotonic()
+    assert any("too large together" in m for m in refused(chart(nested)))
+    assert time.monotonic() - began < 10
