@@ -2333,6 +2333,8 @@ class _Importer:
             kind = self.static_string(attrs["typeexpr"], sid)
         depth = self.role.depth if self.role is not None else 0
         try:
+            if self.states[sid].kind == "final":
+                raise Refusal("E412", "a final state invokes nothing (SCXML has no such child)")
             if kind is None:
                 raise Refusal("E408", "`typeexpr` is not a constant when the state is entered")
             if kind not in SCXML_TYPES:

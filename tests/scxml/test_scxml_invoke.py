@@ -243,6 +243,12 @@ def test_invokes_flowc_cannot_start_are_refused(tmp_path: Path, invoke: str, exp
     ]
 
 
+def test_an_invoke_in_a_final_state_is_refused() -> None:
+    inner = child('<final id="g"/>')
+    messages = refused(chart(f'<final id="f"><invoke>{inner}</invoke></final>'))
+    assert any(m.startswith("E412 <invoke>: a final state invokes nothing") for m in messages)
+
+
 def test_a_chart_invoking_itself_is_refused(tmp_path: Path) -> None:
     loop = tmp_path / "loop.scxml"
     loop.write_text(chart('<state id="s"><invoke src="file:loop.scxml"/></state>'))
