@@ -2521,6 +2521,15 @@ class _Importer:
             value = self.expr(source, where)
             if value is None:
                 return None
+            given, held = _infer(value, self.var_types, self.names), child.var_types[var]
+            if _clash(held, given):
+                self.error(
+                    "E410",
+                    f"`{var}` holds `{held}` values in the invoked chart and is given a `{given}`",
+                    where,
+                    "flowc variables have one type; give the child a value of its variable's type",
+                )
+                return None
             args.append((child.names.variables.get(var, flow_name(var, "v")), expr_text(value)))
         into = None
         if "idlocation" in spec.element.attrs:

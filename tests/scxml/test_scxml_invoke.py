@@ -454,3 +454,16 @@ def test_a_tree_of_invokes_is_refused_quickly() -> None:
     began = time.monotonic()
     assert any("too large together" in m for m in refused(chart(nested)))
     assert time.monotonic() - began < 10
+
+
+def test_a_value_of_another_type_than_the_child_variable_is_refused() -> None:
+    inner = child('<datamodel><data id="n" expr="0"/></datamodel><final id="f"/>')
+    messages = refused(
+        chart(f'<state id="s"><invoke><param name="n" expr="\'x\'"/>{inner}</invoke></state>')
+    )
+    assert any(
+        m.startswith(
+            "E410 <param>: `n` holds `int` values in the invoked chart and is given a `str`"
+        )
+        for m in messages
+    ), messages
