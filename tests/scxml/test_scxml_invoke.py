@@ -372,6 +372,7 @@ initial state paying {
   invoke payment(amount: total) as pay into pay_id forward finalize do got = got + 1
   on paid -> self do send ack to pay
   on done.invoke.pay -> over
+  on error.invoke.pay -> over
 }
 final state over
 """
