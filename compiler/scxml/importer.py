@@ -1193,17 +1193,19 @@ class _Importer:
                 out.append(indent + head)
         return "\n".join(out) + ("\n" if out else "")
 
-    def reported_done_data(self) -> str:
-        """The done data a child adds for its parent (text of map entries, "" if none): the
-        id the parent gave it, when the parent reads `_event.invokeid`, and the fields the
-        parent's `<finalize>` reads, which every message from the child must carry (at their
-        zero value: SCXML's `_event.data.get(...)` of a done.invoke is None)."""
+    def reported_done_data(self, final: Element) -> str:
+        """The done data a child's top-level `final` adds for its parent (text of map entries,
+        "" if none): the id the parent gave it, when the parent reads `_event.invokeid`, and
+        the fields the parent reads on the done event or in its `<finalize>` (which every
+        message from the child must carry) that `final` does not give, at their zero value
+        (SCXML's `_event.data.get(...)` of such a done.invoke is None)."""
         if self.role is None:
             return ""
+        own = {p.attrs.get("name") for d in final.find("donedata") for p in d.find("param")}
         entries = [
             f"{literal_text(name)}: {_with_default(ty).partition(' = ')[2]}"
             for name, ty in self.role.done_fields.items()
-            if name != INVOKEID_FIELD
+            if name != INVOKEID_FIELD and name not in own
         ]
         if self.role.reports_invokeid:
             entries.insert(0, f"{literal_text(INVOKEID_FIELD)}: {INVOKEID_FIELD}")
@@ -1233,7 +1235,7 @@ class _Importer:
         head = " ".join([*modifiers, "state", info.name])
         if info.kind == "final" and not self.done_data_fails(element):
             carried = self.done_data(element)
-            extra = self.reported_done_data() if info.parent is None else ""
+            extra = self.reported_done_data(element) if info.parent is None else ""
             if extra:
                 carried = "{" + extra + ("}" if carried is None else ", " + carried[1:])
             if carried is not None:
@@ -2463,7 +2465,12 @@ class _Importer:
             role.inbound = parent.to_children.get(spec.id, {})
             role.parent_events = {e: parent.events.get(e, {}) for e in spec.first.outbound}
             role.reports_invokeid = parent.reads_invokeid
-            role.done_fields = {name: parent.field_types.get(name) for name in spec.finalize_reads}
+            read = parent.events.get(f"done.invoke.{spec.id}", {})
+            role.done_fields = {
+                name: read.get(name) or parent.field_types.get(name)
+                for name in sorted(spec.finalize_reads | set(read))
+                if not _is_meta(name)
+            }
         child = _Importer(
             document, spec.source.path, self.datamodel_override, self.data_dir, role, self.budget
         )

@@ -468,3 +468,28 @@ def test_a_value_of_another_type_than_the_child_variable_is_refused() -> None:
         )
         for m in messages
     ), messages
+
+
+def test_what_the_parent_reads_on_the_done_event_every_top_level_final_gives() -> None:
+    result = imported(
+        chart(
+            """  <datamodel><data id="got" expr="0"/></datamodel>
+  <state id="s0"><invoke id="k">"""
+            + child(
+                '<state id="c"><transition event="a" target="one"/>'
+                '<transition event="b" target="two"/></state>'
+                '<final id="one"><donedata><param name="r" expr="42"/></donedata></final>'
+                '<final id="two"/>'
+            )
+            + """</invoke>
+    <transition event="done.invoke.k" target="pass">
+      <assign location="got" expr="_event.data.r"/></transition>
+  </state>
+"""
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    )
+    kid = result.children["p_k"]
+    assert 'final state one with {"r": 42}' in kid
+    assert 'final state two with {"r": 0}' in kid  # SCXML: None; flowc: the zero value
