@@ -301,6 +301,8 @@ class _Importer:
         #: Delayed messages: `<send>` element id -> its relay event, relay -> the send.
         self.relays: dict[int, str] = {}
         self.relayed: dict[str, _Send] = {}
+        #: Events declared only to be forwarded to an `autoforward` child (`adopted_events`).
+        self.forwarded: set[str] = set()
         self.children: dict[str, str] = {}
         #: The flow text, once `run` has written it (a child's, read by its parent).
         self.text = ""
@@ -1087,9 +1089,10 @@ class _Importer:
                 for f, t in fields.items()
             )
             internal = "internal " if event in self.internal_events else ""
-            lines.append(
-                f"{internal}event {event}({params})" if params else f"{internal}event {event}"
-            )
+            line = f"{internal}event {event}({params})" if params else f"{internal}event {event}"
+            if event in self.forwarded and event not in {e for e, _ in self.rule_reads}:
+                line += "  # flowc: allow W310 (taken by the invoked chart it is forwarded to)"
+            lines.append(line)
         for effect, fields in self.effects.items():
             params = ", ".join(f"{f}: {t or 'json'}" for f, t in fields.items())
             lines.append(f"effect {effect}({params})" if params else f"effect {effect}")
@@ -2320,11 +2323,28 @@ class _Importer:
                     self.invoke_ids[spec.scxml_id] = spec.id
         for spec in self.invokes.values():
             spec.first = self.read_child(spec)
-            for event, fields in (spec.first.outbound if spec.first else {}).items():
+            for event, fields in self.adopted_events(spec).items():
                 known = self.events.setdefault(event, {})
                 for name, ty in fields.items():
                     if known.get(name) is None:
                         known[name] = ty
+
+    def adopted_events(self, spec: _Invoke) -> dict[str, dict[str, str | None]]:
+        """The events of a child this flow declares: those it sends to `#_parent`, and, for an
+        `autoforward` invoke, every event the child takes (a host sends them to this flow,
+        which passes them on), unless the document declares its events (a flowc export)."""
+        child = spec.first
+        if child is None:
+            return {}
+        adopted = dict(child.outbound)
+        declares = any(c.namespace == FLOWC_NS and c.tag == "event" for c in self.root.children)
+        if spec.element.attrs.get("autoforward") == "true" and not declares:
+            for event, fields in child.events.items():
+                own = event.startswith(("done.", "error.invoke.", RELAY_PREFIX))
+                if not own and event not in child.internal_events and event not in adopted:
+                    adopted[event] = fields
+                    self.forwarded.add(event)
+        return adopted
 
     def read_invoke(self, element: Element, sid: str, taken: set[str]) -> _Invoke | None:
         """An `<invoke>` of an SCXML chart, or None (refused, reported; or failing when it

@@ -101,7 +101,10 @@ def test_shipped_scxml_samples_import_and_compile(sample: Path) -> None:
 
     result = import_scxml(sample.read_bytes(), str(sample))
     assert result.flow_text is not None, [str(d) for d in result.diagnostics]
-    compiled = compile_source(result.flow_text, sample.with_suffix(".flow").name)
+    # with the charts its invokes start (written beside it by `flowc import scxml`)
+    compiled = compile_source(
+        result.flow_text, sample.with_suffix(".flow").name, flows=dict(result.children)
+    )
     assert compiled.ok, [str(d) for d in compiled.diagnostics]
     assert compiled.diagnostics == [], [str(d) for d in compiled.diagnostics]
 

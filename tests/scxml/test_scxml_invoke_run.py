@@ -160,3 +160,24 @@ def test_a_chart_beside_is_invoked_by_src(tmp_path: Path) -> None:
     )
     outcome = run_test(path, host=False)
     assert outcome.status == "pass", outcome.reason
+
+
+def test_the_checkout_example_pays_through_its_child_on_the_runtime_alone() -> None:
+    from flowc.compiler.driver import compile_source
+    from flowc.compiler.scxml.importer import import_file
+    from flowc.runtime import Machine
+
+    imported = import_file(Path(__file__).parents[2] / "examples" / "checkout.scxml")
+    assert imported.flow_text is not None and list(imported.children) == ["checkout_payment"]
+    compiled = compile_source(imported.flow_text, "checkout.flow", flows=imported.children)
+    assert compiled.flow is not None and not compiled.errors, [str(e) for e in compiled.errors]
+    shop = Machine.from_json(compiled.flow.to_json()).start()
+    shop.send("add", {"price": 30})
+    shop.send("add", {"price": 12})
+    shop.send("pay")  # the payment starts and reports its progress
+    assert (shop.state, shop.context["stage"], shop.context["steps"]) == ("paying", "charging", 1)
+    shop.send("decline")  # forwarded to the payment, which ends without a receipt
+    assert (shop.state, shop.context["receipt"]) == ("cart", "")
+    shop.send("pay")
+    shop.send("approve")
+    assert (shop.state, shop.context["receipt"], shop.context["steps"]) == ("done", "r-42", 4)
