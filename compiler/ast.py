@@ -599,11 +599,12 @@ class Given:
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """`send EVENT(field: EXPR, ...)`."""
+    """`send EVENT(field: EXPR, ...) [to "PATH"]`: to the instance, or to its child at PATH."""
 
     event: Ident
     payload: tuple[tuple[Ident, Expr], ...]
     span: Span
+    child: Text | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,8 +631,11 @@ class Advance:
 
 @dataclass(frozen=True, slots=True)
 class ExpectState:
+    """`expect state S [in "PATH"]`: the instance (or its child at PATH) is in S."""
+
     state: Ident
     span: Span
+    child: Text | None = None
 
 
 @dataclass(frozen=True, slots=True)

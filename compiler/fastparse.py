@@ -728,7 +728,12 @@ class _Parser:
             event = self.dotted_name()
             payload = self.payload()
             last = payload[-1][1].span if payload else event.span
-            return ast.Send(event, payload, self.from_token(start, last))
+            child = None
+            if self.kinds[self.i] == "to":
+                self.i += 1
+                child = self.text()
+                last = child.span
+            return ast.Send(event, payload, self.from_token(start, last), child)
         if kind == "goto":
             target = self.dotted_name()
             if self.kinds[self.i] == "force":
@@ -753,7 +758,11 @@ class _Parser:
         if after == "state" and following != ".":
             self.i += 1
             state = self.dotted_name()
-            return ast.ExpectState(state, self.from_token(start, state.span))
+            if self.kinds[self.i] != "in":
+                return ast.ExpectState(state, self.from_token(start, state.span))
+            self.i += 1
+            child = self.text()
+            return ast.ExpectState(state, self.from_token(start, child.span), child)
         if after == "reject" and following == "NAME":
             code = self.i + 1
             self.i += 2

@@ -68,6 +68,10 @@ def _finalize_scope(checker: TypeChecker, invoke: ast.Invoke, child: ChildFlow |
     if child is None or done is None:
         return UNKNOWN_EVENT_SCOPE  # (the child was reported)
     sent = tuple(events[name] for name in sent_to_parent(child) if name in events)
+    if invoke.each is not None:
+        # A fan-out's `finalize` runs on each child's own message: its done data, not the
+        # joined `results` of the done event.
+        done = EventInfo(done.decl, dict(child.symbols.flow_done))
     return Scope(done, also=sent)
 
 

@@ -882,7 +882,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.Given(c[1], c[3], _span(c))
 
     def send_step(self, c: list[Any]) -> ast.Send:
-        return ast.Send(c[1], c[2] or (), _span(c))
+        # SEND, event_name, payload|None, TO|None, text|None
+        return ast.Send(c[1], c[2] or (), _span(c), c[4])
 
     def payload(self, c: list[Any]) -> tuple[tuple[ast.Ident, ast.Expr], ...]:
         return tuple(a for a in c if a is not None)
@@ -900,7 +901,8 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.Advance(self._duration(c[1]), _span(c))
 
     def expect_state(self, c: list[Any]) -> ast.ExpectState:
-        return ast.ExpectState(c[2], _span(c))
+        # EXPECT, STATE, state_name, text|None
+        return ast.ExpectState(c[2], _span(c), c[3])
 
     def expect_reject(self, c: list[Any]) -> ast.ExpectReject:
         return ast.ExpectReject(ast.Ident(str(c[2]), _token_span(c[2])), _span(c))

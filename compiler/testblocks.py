@@ -7,10 +7,15 @@ same with or without its tests; `flowc test` runs them from the AST (flowc.compi
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
 from flowc.compiler import ast
 from flowc.compiler import types as t
 from flowc.compiler.diagnostics import Diagnostic
-from flowc.compiler.resolve import FieldInfo, Symbols, suggest
+from flowc.compiler.resolve import FieldInfo, Symbols, done_event, error_event, suggest
 from flowc.compiler.source import Span
 from flowc.compiler.typecheck import Scope, TypeChecker, _is_constant
 from flowc.runtime.messages import MESSAGE_KINDS
@@ -55,25 +60,79 @@ class TestChecker:
     def check_test(self, test: ast.TestDecl) -> None:
         acted = False
         previous: ast.TestStep | None = None
+        # What the last step's refusal, effects and journal are checked against: the flow of
+        # the instance it went to (a `send ... to "PATH"`: the child's; None: no child there).
+        stepped: TestChecker | None = self
         for step in test.steps:
             if isinstance(step, ast.Given):
                 self.check_given(step, acted)
             elif isinstance(step, ast.Send):
-                self.check_send(step)
+                stepped = self.for_child(step.child)
+                if stepped is not None:
+                    stepped.check_send(step)
             elif isinstance(step, ast.Goto):
                 self.check_state(step.target)
             elif isinstance(step, ast.ExpectState):
-                self.check_state(step.state)
-            elif isinstance(step, ast.ExpectReject):
-                self.check_reject(step, previous)
-            elif isinstance(step, ast.ExpectJournal):
-                self.check_journal(step)
-            elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect):
-                self.check_effect(step, acted)
+                checker = self.for_child(step.child)
+                if checker is not None:
+                    checker.check_state(step.state)
+            elif isinstance(step, ast.ExpectReject) and stepped is not None:
+                stepped.check_reject(step, previous)
+            elif isinstance(step, ast.ExpectJournal) and stepped is not None:
+                stepped.check_journal(step)
+            elif isinstance(step, ast.ExpectEffect | ast.ExpectNoEffect) and stepped is not None:
+                stepped.check_effect(step, acted)
             elif isinstance(step, ast.ExpectValue):
-                self.types.check_guard(step.expr, _EXPECT_SCOPE)
+                self.check_expect_value(step)
+            if isinstance(step, ast.Goto | ast.Back | ast.Advance):
+                stepped = self
             acted = acted or isinstance(step, ACTIONS)
             previous = step
+
+    def for_child(self, path: ast.Text | None) -> TestChecker | None:
+        """The checker of the flow a step names (`to "PATH"`, `in "PATH"`): this one, or one
+        of the child at PATH (its events, states and types; the diagnostics shared); None
+        when no child can be there (reported)."""
+        if path is None:
+            return self
+        found = self.child_at(path)
+        if found is None:
+            return None
+        inner = TestChecker(found)
+        inner.types.diagnostics = self.types.diagnostics
+        return inner
+
+    def child_at(self, path: ast.Text) -> Symbols | None:
+        """The symbols of the child flow at `path`; E123 when no child can be there."""
+        found = child_symbols(self.symbols, path.value)
+        if isinstance(found, str):
+            self.error("E123", found, path.span, CHILD_PATH_HELP)
+            return None
+        return found
+
+    def check_expect_value(self, step: ast.ExpectValue) -> None:
+        """`expect EXPR`, where `"PATH".field` reads a field of the child at PATH."""
+        expr, reads = child_reads(step.expr)
+        scope = _EXPECT_SCOPE
+        for read in reads:
+            scope = scope.with_local(read.local, self.child_field_type(read))
+        self.types.check_guard(expr, scope)
+
+    def child_field_type(self, read: ChildRead) -> t.Ty:
+        found = self.child_at(read.path)
+        if found is None:
+            return t.ANY
+        info = found.context.get(read.field.name)
+        if info is None:
+            owner = f"the context of child flow `{_flow_name(found)}`"
+            self.error(
+                "E108",
+                f"{owner} has no field `{read.field.name}`",
+                read.field.span,
+                suggest(read.field.name, found.context),
+            )
+            return t.ANY
+        return info.ty
 
     def check_given(self, step: ast.Given, acted: bool) -> None:
         """`given FIELD = VALUE`: before the first step, a context field and a value of its
@@ -204,6 +263,103 @@ class TestChecker:
                 suggest(code, self.codes)
                 or "codes: the runtime's kinds and the flow's `reject` and `require` codes",
             )
+
+
+#: How a path names a child at one level: an invoke id, `ID[K]`, or a child id `ID.SEQ[.K]`.
+_PART = re.compile(r"(?P<id>[A-Za-z_][A-Za-z0-9_]*)(?:\[(?P<k>[0-9]+)\]|(?P<seq>(?:\.[0-9]+)+))?")
+CHILD_PATH_HELP = (
+    "a child path names an invoke by its id (`pay`), a fan-out's child by its position "
+    "(`reviews[0]`), or a child by its id (`pay.3`); `/` goes a level down (`pay/fraud`)"
+)
+
+
+def child_symbols(symbols: Symbols, path: str) -> Symbols | str:
+    """The symbols of the child flow at `path` below this flow (`Instance.child`'s paths),
+    or why no child can be there."""
+    current = symbols
+    for part in path.split("/"):
+        matched = _PART.fullmatch(part)
+        if matched is None:
+            return f"`{part}` is not a part of a child path"
+        invoke = matched["id"]
+        site = current.invokes.get(invoke)
+        if site is None:
+            where = f"flow `{_flow_name(current)}`"
+            near = suggest(invoke, current.invokes)
+            return f"{where} has no invoke `{invoke}`" + (f" ({near})" if near else "")
+        fan = site.decl.each is not None
+        seq = matched["seq"]
+        indexed = matched["k"] is not None or (seq is not None and seq.count(".") == 2)
+        if seq is not None and seq.count(".") != (2 if fan else 1):
+            return f"`{part}` is not the id of a child of invoke `{invoke}`"
+        if fan and seq is None and not indexed:
+            return f"invoke `{invoke}` is a fan-out: name one of its children, `{invoke}[0]`"
+        if indexed and not fan:
+            return f"invoke `{invoke}` starts one child, not a fan-out: write `{invoke}`"
+        if site.child is None:
+            return f"invoke `{invoke}` has no compiled child flow"
+        current = site.child.symbols
+    return current
+
+
+def _flow_name(symbols: Symbols) -> str:
+    return symbols.flow.name.name if symbols.flow is not None else "?"
+
+
+def black_box_invoke(event: str) -> tuple[str, bool] | None:
+    """(invoke id, failed) when `event` is the done or error event of an invoke: a test's
+    `send done.invoke.ID(...)` makes the children of ID finish, a black box."""
+    for prefix, failed in ((done_event(""), False), (error_event(""), True)):
+        if event.startswith(prefix) and "." not in event[len(prefix) :]:
+            return event[len(prefix) :], failed
+    return None
+
+
+@dataclass(frozen=True)
+class ChildRead:
+    """`"PATH".field` in an expectation: a field of the child at PATH, read as `local`."""
+
+    local: str
+    path: ast.Text
+    field: ast.Ident
+
+
+#: The local name a child read becomes (a space keeps it apart from every name of a flow).
+_CHILD_LOCAL = "child read {}"
+
+
+def child_reads(expr: ast.Expr) -> tuple[ast.Expr, list[ChildRead]]:
+    """`expr` with each `"PATH".field` replaced by a local name, and what each one reads."""
+    reads: list[ChildRead] = []
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, tuple):
+            items = tuple(rewrite(item) for item in node)
+            return node if all(a is b for a, b in zip(items, node, strict=True)) else items
+        if isinstance(node, ast.Attribute) and _is_str(node.obj):
+            assert isinstance(node.obj, ast.Literal_)
+            read = ChildRead(
+                _CHILD_LOCAL.format(len(reads)),
+                ast.Text(str(node.obj.value), node.obj.span),
+                node.name,
+            )
+            reads.append(read)
+            return ast.Name(read.local, node.span)
+        if not dataclasses.is_dataclass(node) or isinstance(node, type | ast.Ident | Span):
+            return node
+        changes = {}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            new = rewrite(value)
+            if new is not value:
+                changes[f.name] = new
+        return dataclasses.replace(node, **changes) if changes else node
+
+    return rewrite(expr), reads
+
+
+def _is_str(expr: ast.Expr) -> bool:
+    return isinstance(expr, ast.Literal_) and expr.kind == "str"
 
 
 def _is_none(expr: ast.Expr) -> bool:

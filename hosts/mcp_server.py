@@ -40,6 +40,8 @@ from flowc.compiler.emit.labels import Highlight
 from flowc.compiler.emit.markdown import to_markdown
 from flowc.compiler.emit.mermaid import to_mermaid
 from flowc.compiler.emit.snapshot import snapshot_highlight
+from flowc.hosts.tree import tree_view
+from flowc.runtime.instance import Instance
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow
 from flowc.runtime.scheduled_view import visible_scheduled
@@ -171,16 +173,22 @@ class FlowServer:
         self.delivery = delivery
         if delivery is not None:
             durable.on_effect = delivery
-        self.dispatcher = ToolDispatcher(
-            durable,
-            self.tools,
-            on_status=(lambda i: delivery.pending(durable, i)) if delivery is not None else None,
-        )
+        self.dispatcher = ToolDispatcher(durable, self.tools, on_status=self._status_extra)
         if tracer_provider is not None:  # after `on_effect` is set: its deliveries are traced
             trace_flows(durable, tracer_provider)
             trace_tool_calls(self.dispatcher, tracer_provider)
         self.prompts = {p.name: p for p in self._flow_prompts()}
         self.name = name
+
+    def _status_extra(self, instance_id: str) -> dict[str, Json]:
+        """What `status` adds to the dispatcher's view: the instance's child flows (read
+        only: no tool acts on a child) and, with a delivery, its effects not yet delivered."""
+        extra: dict[str, Json] = {}
+        if self.durable.store.load(instance_id).snapshot.get("children"):
+            extra["children"] = visible_children(self.durable.load(instance_id))
+        if self.delivery is not None:
+            extra.update(self.delivery.pending(self.durable, instance_id))
+        return extra
 
     # -- the SDK server -----------------------------------------------------------------------
 
@@ -321,6 +329,12 @@ class FlowServer:
             snapshot["context"] = visible_context(instance.machine, snapshot.get("context", {}))
             if "sends" in snapshot:
                 snapshot["sends"] = visible_scheduled(instance.machine, snapshot["sends"])
+            if "children" in snapshot:
+                # The children as `status` shows them; their snapshots, the joins' done data
+                # and the messages waiting carry what their flows do not let a model read.
+                snapshot["children"] = visible_children(instance)
+                snapshot.pop("joins", None)
+                snapshot.pop("inbox", None)
             return json.dumps(snapshot, indent=2)
         rows = self.durable.store.history(instance_id)
         history = [
@@ -488,6 +502,17 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             await writer.aclose()
         os.dup2(saved_out, 1)
         os.close(saved_out)
+
+
+def visible_children(instance: Instance) -> list[Json]:
+    """The instance's child flows as a model may see them: each child's id, flow, state,
+    whether it has ended, and its context without the fields its own flow marks `hidden`;
+    nested children likewise."""
+
+    def context(kid: Instance) -> dict[str, Any]:
+        return {"context": visible_context(kid.machine, kid.context)}
+
+    return list(tree_view(instance, context))
 
 
 def _variable_text(machine: Machine, variable: str) -> str:

@@ -26,7 +26,7 @@ from flowc.runtime import engine
 from flowc.runtime import rejections as R
 from flowc.runtime.expr import FAULTS, LOCAL_PREFIX, ExprFault
 from flowc.runtime.rejections import Rejection, SnapshotError
-from flowc.runtime.steps import _AT, _EVENT, _KIND, _PAYLOAD, Outcome, StepResult, copy_json
+from flowc.runtime.steps import _AT, _EVENT, _KIND, _PAYLOAD, Outcome, StepResult, _new, copy_json
 
 if TYPE_CHECKING:
     from flowc.runtime.engine import Macrostep, Started
@@ -130,7 +130,7 @@ class Node:
     """The place of one instance in a tree: its parent, its path from the root, the invoke
     that started it, its live children and joins; the root's inbox is shared by every node."""
 
-    __slots__ = ("busy", "inbox", "index", "inst", "invoke", "joins", "kids", "path", "up")
+    __slots__ = ("busy", "inbox", "index", "inst", "invoke", "joins", "kids", "log", "path", "up")
 
     def __init__(
         self,
@@ -153,6 +153,9 @@ class Node:
         self.inbox: list[Message] = up.inbox if up is not None else []
         #: the root only: a host call is running (the instance methods do not wrap again)
         self.busy = False
+        #: the root only, during a host call: its steps committed in the call, in order (its
+        #: children's as their `child` entries)
+        self.log: list[StepResult] | None = None
 
     @property
     def root(self) -> Node:
@@ -186,10 +189,21 @@ class Node:
         config: tuple[CState, ...],
         sent: list[Scheduling],
         now: int,
+        step: StepResult | None = None,
     ) -> None:
-        """After a committed step of `inst`: the children of the states it left are cancelled,
-        those of the states it entered (still active) started, its messages queued, and, when
-        it ended, its children cancelled and its parent told."""
+        """After a committed step of `inst` (`step`; None: its start): the children of the
+        states it left are cancelled, those of the states it entered (still active) started,
+        its messages queued, and, when it ended, its children cancelled and its parent told.
+        A child's step is written into the root's history at once, as an entry of kind
+        `child` (`_child_entry`), so the tree has one history in causal order; the root's
+        steps go into its log of the call (`host_step`)."""
+        root = self.root
+        if self.up is not None:
+            entry = _child_entry(root.inst, "/".join(self.path), step or inst)
+            if root.log is not None:
+                root.log.append(entry)
+        elif root.log is not None and step is not None:
+            root.log.append(step)
         for s in run.exited:
             for inv in s.invokes:
                 self.cancel(inv.id)
@@ -243,7 +257,7 @@ class Node:
         if self.joins.pop(invoke, None) is None:
             return
         for cid in self._kids_of(invoke):
-            del self.kids[cid]
+            _detach(self.kids.pop(cid))
 
     def report_end(self, now: int) -> None:
         """This child has ended: its done data to its parent."""
@@ -320,16 +334,12 @@ class Node:
             self._queue(join, "failed", _join_failure(join) or {}, now)
 
     # ---- delivering --------------------------------------------------------------------------
-    def drain(self, out: list[Outcome] | None = None) -> None:
-        """Deliver the inbox in order (at most `MAX_DELIVERIES`); the root's own steps are
-        added to `out`."""
+    def drain(self) -> None:
+        """Deliver the inbox in order (at most `MAX_DELIVERIES`)."""
         for _ in range(MAX_DELIVERIES):
             if not self.inbox:
                 return
-            msg = self.inbox.pop(0)
-            result = self.deliver(msg)
-            if out is not None and result is not None and msg.to == ():
-                out.append(result)
+            self.deliver(self.inbox.pop(0))
 
     def deliver(self, msg: Message) -> Outcome | None:
         """One message to its receiver (dropped when the receiver, or the child that sent
@@ -383,7 +393,7 @@ class Node:
         until its state is left) and the parent gets `done.invoke.ID`."""
         for cid in self._kids_of(join.invoke):
             if not self.kids[cid].is_final:
-                del self.kids[cid]
+                _detach(self.kids.pop(cid))
         if join.fan:
             done = zip(join.results, join.finished, strict=True)
             payload: dict[str, Any] | None = {"results": [r for r, f in done if f]}
@@ -430,6 +440,7 @@ def attach(inst: Instance, place: Place | None, started: Started) -> None:
     its start's step does to the tree (`Node.committed`)."""
     if place is None:
         node = Node(inst, None, (), None, None)
+        node.log = []  # what the start leads to (`settle_start`)
     else:
         up, path, invoke, index = place
         node = Node(inst, up, path, invoke, index)
@@ -437,21 +448,74 @@ def attach(inst: Instance, place: Place | None, started: Started) -> None:
     node.started(started, started.entry[_AT])
 
 
+def settle_start(inst: Instance) -> None:
+    """After a root's start: the inbox delivered, and what its children did recorded in its
+    history (entries of kind `child`); their effects join the start's (`start_effects`)."""
+    node = inst._tree
+    assert node is not None
+    node.busy = True
+    try:
+        node.drain()
+        log, node.log = node.log or [], None
+        effects = list(inst._fx or ())
+        for step in log:
+            effects += getattr(step, "_fx", ())
+        inst._fx = effects or None
+    finally:
+        node.busy = False
+        node.log = None
+
+
 def host_step(inst: Instance, step: Callable[[], _T], event: str | None) -> _T:
     """A host's call on an instance of a tree: the step, then (for an event the instance
-    took) forwarding, then the inbox delivered."""
+    took) forwarding, then the inbox delivered. What else the call committed in the tree is
+    recorded in the root (`record`) and, on a committed step, listed in its `then`."""
     node = inst._tree
     assert node is not None
     root = node.root
     root.busy = True
+    root.log = []
     try:
         out = step()
         if event is not None and isinstance(out, (StepResult, Rejection)):
             forwarded(inst, out)
         root.drain()
+        log, root.log = root.log, None
+        then = [step for step in log if step is not out]
+        if isinstance(out, StepResult) and then:
+            out._then = tuple(then)
+        elif isinstance(out, list):  # `advance`: every step of the root, its refusals after
+            out[:] = [*then, *(o for o in out if isinstance(o, Rejection))]
     finally:
         root.busy = False
+        root.log = None
     return out
+
+
+def _child_entry(root: Instance, path: str, step: StepResult | Instance) -> StepResult:
+    """The root's history entry of a child's step (or start): kind `child`, the root's state
+    as source and target, the child's event, `{"child": PATH, "seq", "from", "to"}` as
+    payload; it carries the child step's effects (a store's outbox is keyed by the root's
+    steps)."""
+    if isinstance(step, StepResult):
+        at, event, effects = step._e[_AT], step._e[_EVENT], getattr(step, "_fx", None)
+        data = {"child": path, "seq": step.seq, "from": step.source, "to": step.target}
+    else:  # a child's start
+        at, event, effects = step._history[-1][_AT], None, step._fx
+        data = {"child": path, "seq": 0, "from": None, "to": step.state}
+    seq = root._seq + 1
+    at = max(at, root._history[-1][_AT])
+    name = root._state.name
+    entry = (seq, at, "child", name, name, event, data, None, (), None)
+    root._history.append(entry)
+    root._seq = seq
+    r: StepResult = _new(StepResult)
+    r._e = entry
+    r._c = root._ctx
+    r._m = root._m
+    if effects:
+        r._fx = list(effects)
+    return r
 
 
 def advance(node: Node, when: int) -> list[Outcome]:
@@ -466,10 +530,10 @@ def advance(node: Node, when: int) -> list[Outcome]:
         fired = engine.fire_due(due[1], due[0])
         for step in fired:
             forwarded(due[1], step)
-        if due[1] is root:
-            out += fired
-        node.drain(out)
-    node.drain(out)
+            if isinstance(step, Rejection) and due[1] is root:
+                out.append(step)  # (a refused timer of the root: its rejection is told)
+        node.drain()
+    node.drain()
     return out
 
 
@@ -648,6 +712,20 @@ def _set_path(inst: Instance, path: tuple[str, ...], value: str) -> None:
             inner = inner[k]
         inner[path[-1]] = value
     inst._ctx = c
+
+
+def _detach(kid: Instance) -> None:
+    """A cancelled child leaves the tree: a host still holding it drives a tree of its own
+    (its messages to its parent go nowhere, nothing it does is recorded in its old root)."""
+    node = kid._tree
+    if node is None:
+        return
+    node.up = None
+    inbox: list[Message] = []
+    depth = len(node.path)
+    for n in node.walk():
+        n.path = n.path[depth:]
+        n.inbox = inbox
 
 
 def _invoke_of(kid: Instance) -> str | None:

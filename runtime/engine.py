@@ -1082,7 +1082,7 @@ def take(
     r = _commit(inst, st, run, config, (timers, sends), kind, event, p, reason, key, now, effects)
     if inst._tree is not None:
         # A node of a tree of instances: children start and stop, messages queue (children.py).
-        inst._tree.committed(inst, run, config, messages, now)
+        inst._tree.committed(inst, run, config, messages, now, r)
     return r
 
 

@@ -249,7 +249,9 @@ class Machine(LoadedFlow):
 
         started = Instance._start(self, context, id, clock or self.clock)
         if not isinstance(started, Rejection) and started._tree is not None:
-            started._tree.drain()  # what its children said as they started
+            from flowc.runtime.children import settle_start
+
+            settle_start(started)  # what its children said and did as they started
         return started
 
     def restore(

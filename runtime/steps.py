@@ -196,7 +196,7 @@ class StepResult(HistoryEntry):
     is in now. `replayed` is true when an idempotency key had already been applied: nothing
     ran this time and this is the earlier step."""
 
-    __slots__ = ("_c", "_fx", "_g", "_j", "_m", "_t")
+    __slots__ = ("_c", "_fx", "_g", "_j", "_m", "_t", "_then")
 
     _c: dict[str, Any]
     #: a statechart's configuration after the step (set only by the engine)
@@ -207,6 +207,8 @@ class StepResult(HistoryEntry):
     _m: Machine
     #: the effects the step's actions emitted, as collected (set only when there are some)
     _fx: list[tuple[str, dict[str, Any]]]
+    #: a tree's steps that followed in the same call (set only then: children.py)
+    _then: tuple[StepResult, ...]
 
     ok: Final = True
     replayed: bool = False
@@ -244,6 +246,17 @@ class StepResult(HistoryEntry):
             return self._t
         except AttributeError:
             return None
+
+    @property
+    def then(self) -> tuple[StepResult, ...]:
+        """In a tree of instances (child flows): the steps of the root that followed this one in
+        the same call, in order: messages it took (kind `message`) and, as entries of kind
+        `child`, the steps its children took (their effects are these entries' effects).
+        Empty otherwise."""
+        try:
+            return self._then
+        except AttributeError:
+            return ()
 
     @property
     def effects(self) -> list[dict[str, Any]]:

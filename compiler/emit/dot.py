@@ -34,6 +34,7 @@ from flowc.compiler.emit.labels import (
     LabelMode,
     edge_label,
     edges,
+    invoke_lines,
     refusals,
 )
 from flowc.runtime.model import CompiledFlow, State, Transition
@@ -53,6 +54,7 @@ _MUTED = "#90a4ae"
 _CURRENT_FILL = "#ffca28"
 _VISITED_FILL = "#fff3c4"
 _PATH = "#e65100"
+_INVOKE = "#1565c0"
 _INITIAL = {"color": "black"}
 _TO_DEFAULT = {"style": "dashed", "color": _MUTED, "arrowhead": "vee"}
 
@@ -210,6 +212,7 @@ def _state_node(
     lines = [f"<b>{name}</b>"]
     if state.title and state.kind != "choice":
         lines.append(f'<font point-size="9">{html.escape(state.title)}</font>')
+    lines += _invoke_rows(state)
     for t in refused:
         guard = f" [{expr_text(t.guard)}]" if t.guard is not None else ""
         text = html.escape(f"{t.event}{guard}: refuse {t.code}")
@@ -231,6 +234,14 @@ def _state_node(
     elif visited:
         attrs.update(fillcolor=_VISITED_FILL)
     graph.node(state.name, label="<" + "<br/>".join(lines) + ">", **attrs)
+
+
+def _invoke_rows(state: State) -> list[str]:
+    """The child flows the state invokes, one small line each (HTML-like label rows)."""
+    return [
+        f'<font point-size="9" color="{_INVOKE}">{html.escape(line)}</font>'
+        for line in invoke_lines(state)
+    ]
 
 
 def _bundles(arrows: list[Edge]) -> list[list[int]]:
@@ -497,6 +508,7 @@ class _Hierarchy:
         lines = [f"<b>{html.escape(self.tree.short_name(name))}</b>"]
         if state.title:
             lines.append(f'<font point-size="9">{html.escape(state.title)}</font>')
+        lines += _invoke_rows(state)
         for t in self.refused.get(name, []):
             guard = f" [{expr_text(t.guard)}]" if t.guard is not None else ""
             text = html.escape(f"{t.event}{guard}: refuse {t.code}")

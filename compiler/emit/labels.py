@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from flowc.compiler.emit.expr_text import actions_text, delay_text, duration_text, expr_text
-from flowc.runtime.model import CompiledFlow, Transition, TypeRef
+from flowc.runtime.model import CompiledFlow, Invoke, State, Transition, TypeRef
 
 LabelMode = Literal["none", "events", "full"]
 LABEL_MODES: tuple[LabelMode, ...] = ("none", "events", "full")
@@ -36,6 +36,32 @@ def trigger_text(t: Transition) -> str:
     if t.kind == "always":
         return "always"
     return ""
+
+
+def invoke_text(inv: Invoke) -> str:
+    """An invoke as a state's box shows it: the child flow, `as ID` when the id is not the
+    flow's name, and for a fan-out `× LIST` with its join (`all`, `any`, N), e.g.
+    `invoke payment as pay`, `invoke review × reviewers as reviews (join all)`."""
+    text = f"invoke {inv.flow}"
+    if inv.each is not None:
+        text += f" × {expr_text(inv.each)}"
+    if inv.id != inv.flow:
+        text += f" as {inv.id}"
+    if inv.each is not None:
+        text += f" (join {join_text(inv)})"
+    if inv.forward:
+        text += " forward"
+    return text
+
+
+def join_text(inv: Invoke) -> str:
+    """A fan-out's join as the source says it: `all`, `any` or a count."""
+    return "all" if inv.join is None else "any" if inv.join == 1 else str(inv.join)
+
+
+def invoke_lines(state: State) -> list[str]:
+    """The child flows a state invokes, one line each, in source order."""
+    return [invoke_text(inv) for inv in state.invokes]
 
 
 def label_parts(t: Transition, mode: LabelMode) -> list[str]:

@@ -7,15 +7,24 @@ template, so changing the page means editing one file.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
 import jinja2
 
 from flowc.compiler.emit.expr_text import actions_text, expr_text, literal_text
-from flowc.compiler.emit.labels import trigger_text, type_text
+from flowc.compiler.emit.labels import join_text, trigger_text, type_text
 from flowc.compiler.emit.mermaid import to_mermaid
-from flowc.runtime.model import Action, CompiledFlow, FieldDef, Migration, State, Transition
+from flowc.runtime.model import (
+    Action,
+    CompiledFlow,
+    FieldDef,
+    Invoke,
+    Migration,
+    State,
+    Transition,
+)
 
 
 @dataclass(frozen=True)
@@ -65,13 +74,19 @@ class _Text:
 
 
 def to_markdown(
-    flow: CompiledFlow, svg_path: str | None = None, *, source_name: str | None = None
+    flow: CompiledFlow,
+    svg_path: str | None = None,
+    *,
+    source_name: str | None = None,
+    pages: Mapping[str, str] | None = None,
 ) -> str:
     """The documentation page of `flow`.
 
     `svg_path` (relative to where the page will live) embeds a rendered diagram; without it
     the page carries a Mermaid diagram, which GitHub and GitLab draw themselves.
-    `source_name` is named in the page as where to make changes.
+    `source_name` is named in the page as where to make changes. `pages` maps the names of
+    flows whose pages are generated beside this one to their file names: a state invoking
+    one of them links its page, any other child flow is only named.
     """
     template = _environment().get_template("flow.md.j2")
     own = [t for t in flow.transitions if not t.inherited]
@@ -86,7 +101,9 @@ def to_markdown(
         summary=_summary(flow, source_name),
         svg_path=svg_path,
         mermaid=None if svg_path else to_mermaid(flow),
-        states=[_state_row(s, by_source.get(s.name, []), internal) for s in flow.states],
+        states=[
+            _state_row(s, by_source.get(s.name, []), internal, pages or {}) for s in flow.states
+        ],
         transitions=_transition_rows(flow, own, internal),
         inherited=[_transition_row(t, "", internal) for t in inherited],
         events=[
@@ -204,7 +221,9 @@ def _internal_count(flow: CompiledFlow) -> str:
     return f" ({n} internal)" if n else ""
 
 
-def _state_row(state: State, mine: list[Transition], internal: frozenset[str]) -> _StateRow:
+def _state_row(
+    state: State, mine: list[Transition], internal: frozenset[str], pages: Mapping[str, str]
+) -> _StateRow:
     kinds = []
     if state.initial:
         kinds.append("initial")
@@ -217,6 +236,7 @@ def _state_row(state: State, mine: list[Transition], internal: frozenset[str]) -
         blocks.append(f"entry: {_code(actions_text(state.entry))}")
     if state.exit:
         blocks.append(f"exit: {_code(actions_text(state.exit))}")
+    blocks += [_invoke_cell(inv, pages) for inv in state.invokes]
     meta = "\n".join(
         f"{key}: {_code(json.dumps(value, ensure_ascii=False))}"
         for key, value in state.meta.items()
@@ -229,6 +249,19 @@ def _state_row(state: State, mine: list[Transition], internal: frozenset[str]) -
         entry_exit="\n".join(blocks),
         meta=meta,
     )
+
+
+def _invoke_cell(inv: Invoke, pages: Mapping[str, str]) -> str:
+    """A child flow the state starts on entry (and cancels on exit): linked to its page when
+    that page is generated beside this one, with its id and, for a fan-out, list and join."""
+    page = pages.get(inv.flow)
+    flow = f"[`{inv.flow}`]({page})" if page else f"`{inv.flow}`"
+    text = f"invoke: {flow}"
+    if inv.each is not None:
+        text += f" for each of {_code(expr_text(inv.each))} (join {join_text(inv)})"
+    if inv.id != inv.flow:
+        text += f" as `{inv.id}`"
+    return text
 
 
 def _accepts(state: State, mine: list[Transition], internal: frozenset[str]) -> list[str]:

@@ -17,7 +17,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from flowc.compiler.emit.hierarchy import StateTree, is_hierarchical
-from flowc.compiler.emit.labels import ANY_STATE, Edge, Highlight, LabelMode, edges, label_parts
+from flowc.compiler.emit.labels import (
+    ANY_STATE,
+    Edge,
+    Highlight,
+    LabelMode,
+    edges,
+    invoke_lines,
+    label_parts,
+)
 from flowc.runtime.model import CompiledFlow, State
 
 #: Words Mermaid's state-diagram grammar reads as keywords; states so named get another id.
@@ -103,6 +111,8 @@ def _flat_states(flow: CompiledFlow, ids: dict[str, str]) -> list[str]:
             lines.append(f'    state "{escape_label(state.name)}" as {sid}')
         if state.title:
             lines.append(f"    {sid} : {escape_label(state.title)}")
+        # (each `STATE : text` adds one line to the state's box)
+        lines += [f"    {sid} : {escape_label(line)}" for line in invoke_lines(state)]
     return lines
 
 
@@ -210,10 +220,11 @@ class _Nested:
         lines = []
         if sid != shown:
             lines.append(f'{pad}state "{escape_label(shown)}" as {sid}')
-        elif not state.title:
+        elif not state.title and not state.invokes:
             lines.append(f"{pad}{sid}")  # declared here, so that it is drawn in this block
         if state.title:
             lines.append(f"{pad}{sid} : {escape_label(state.title)}")
+        lines += [f"{pad}{sid} : {escape_label(line)}" for line in invoke_lines(state)]
         return lines
 
     def declare_composite(self, state: State, depth: int) -> list[str]:
@@ -221,8 +232,10 @@ class _Nested:
         pad = "    " * depth
         sid = self.ids[state.name]
         shown = self.tree.short_name(state.name)
-        # A composite shows one label: its name, and its title in parentheses.
+        # A composite shows one label: its name, its title in parentheses, and the child
+        # flows it invokes (a composite has no description lines).
         label = f"{shown} ({state.title})" if state.title else shown
+        label = " · ".join([label, *invoke_lines(state)])
         head = f"state {sid}" if label == sid else f'state "{escape_label(label)}" as {sid}'
         lines = [f"{pad}{head} {{"]
         if state.kind == "compound":

@@ -52,9 +52,11 @@ def svg_source_hash(svg: bytes) -> str | None:
 def build(docs: list[FlowDoc], *, svg: bool = True) -> dict[str, bytes]:
     """File name -> content for every page, diagram and the index."""
     files: dict[str, bytes] = {}
+    # A state that invokes a flow documented here links its page.
+    pages = {doc.flow.name: f"{doc.stem}.md" for doc in docs}
     for doc in docs:
         svg_name = f"{doc.stem}.svg" if svg else None
-        page = to_markdown(doc.flow, svg_name, source_name=doc.source_name)
+        page = to_markdown(doc.flow, svg_name, source_name=doc.source_name, pages=pages)
         files[f"{doc.stem}.md"] = page.encode("utf-8")
         if svg_name:
             files[svg_name] = svg_for(doc.flow)

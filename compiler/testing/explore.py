@@ -115,7 +115,7 @@ def explore(
             if not options:
                 break
             move = rng.choice(options)
-            result = explorer.player.play(instance, move)
+            result = explorer.play(instance, move)
             walk_steps += 1
             fired.update(result.fired)
             if result.rejection is not None:

@@ -14,17 +14,23 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flowc.compiler.emit.expr_text import duration_text, literal_text
+from flowc.compiler.testblocks import black_box_invoke
 from flowc.runtime import FakeClock, Instance, Machine, Rejection, StepResult
-from flowc.runtime.expr import ExprCompiler
+from flowc.runtime import rejections as R
+from flowc.runtime.children import end_invoke
+from flowc.runtime.expr import LOCAL_PREFIX, ExprCompiler
 from flowc.runtime.model import CompiledFlow
+from flowc.runtime.steps import Outcome
 
-MoveKind = Literal["send", "goto", "back", "advance"]
+#: `end_invoke`: the children of an invoke finish or fail (`name`: the invoke's done or error
+#: event, `payload`: that event's), the child flow a black box; written `send done.invoke.ID`.
+MoveKind = Literal["send", "goto", "back", "advance", "end_invoke"]
 
 
 @dataclass(frozen=True)
 class Move:
     kind: MoveKind
-    #: the event (send), the target state (goto); "" otherwise
+    #: the event (send, end_invoke), the target state (goto); "" otherwise
     name: str = ""
     #: (field, value, its `.flow` text) for each payload field given
     payload: tuple[tuple[str, Any, str], ...] = ()
@@ -32,14 +38,17 @@ class Move:
     ms: int = 0
     #: goto along a backward edge
     force: bool = False
+    #: send: the path of the child it goes to (`Instance.child`); "" for the instance itself
+    child: str = ""
 
     def text(self) -> str:
         """The move as a test step."""
-        if self.kind == "send":
+        if self.kind in ("send", "end_invoke"):
+            to = f" to {json.dumps(self.child, ensure_ascii=False)}" if self.child else ""
             if not self.payload:
-                return f"send {self.name}"
+                return f"send {self.name}{to}"
             args = ", ".join(f"{k}: {text or literal_text(v)}" for k, v, text in self.payload)
-            return f"send {self.name}({args})"
+            return f"send {self.name}({args}){to}"
         if self.kind == "goto":
             return f"goto {self.name}" + (" force" if self.force else "")
         if self.kind == "back":
@@ -78,9 +87,15 @@ class Player:
     def start(self, context: Mapping[str, Any]) -> Instance | Rejection:
         return self.machine.try_start(context, clock=FakeClock())
 
-    def evaluate(self, expr: Mapping[str, Any], instance: Instance) -> Any:
+    def evaluate(
+        self, expr: Mapping[str, Any], instance: Instance, local: Mapping[str, Any] | None = None
+    ) -> Any:
+        """`expr` on the instance's context, with `local` names (read by `local` nodes)."""
         state = self.machine.states[instance.state]
-        return self._compiler.compile(expr)(instance.context, None, state)
+        context = instance.context
+        if local:
+            context = {**context, **{LOCAL_PREFIX + k: v for k, v in local.items()}}
+        return self._compiler.compile(expr)(context, None, state)
 
     def broken_invariants(self, instance: Instance) -> list[str]:
         """Names of the invariants that do not hold now (one that cannot be evaluated, such as
@@ -100,10 +115,8 @@ class Player:
     def play(self, instance: Instance, move: Move) -> MoveResult:
         """Make `move`; the rules it took are what the runtime says it took: each step's
         `rules_taken`, and the `reject` rule of a refusal (`Rejection.rule`)."""
-        if move.kind == "send":
-            outcomes: list[StepResult | Rejection] = [
-                instance.send(move.name, {k: v for k, v, _ in move.payload})
-            ]
+        if move.kind in ("send", "end_invoke"):
+            outcomes: list[StepResult | Rejection] = [send(instance, move)]
         elif move.kind == "goto":
             outcomes = [instance.goto(move.name, force=move.force)]
         elif move.kind == "back":
@@ -116,8 +129,12 @@ class Player:
         fired: list[int] = []
         for outcome in outcomes:
             if isinstance(outcome, StepResult):
-                fired += outcome.rules_taken or ()
-            elif outcome.rule is not None:
+                # (a child's own rules are its flow's, not this one's: its `then` holds the
+                # root's steps that followed, the messages the root took among them)
+                fired += (outcome.rules_taken or ()) if not move.child else ()
+                for later in outcome.then:
+                    fired += later.rules_taken or ()
+            elif outcome.rule is not None and not move.child:
                 fired.append(outcome.rule)
         return MoveResult(outcomes, fired)
 
@@ -125,6 +142,33 @@ class Player:
         """The rules a new instance's start took: a flat flow's routes out of an initial
         choice state, a statechart's eventless rules and completion events."""
         return list(instance.start_rules_taken or ())
+
+
+def send(instance: Instance, move: Move) -> Outcome:
+    """A `send` or `end_invoke` move: the event to the instance or to its child at
+    `move.child`; for `end_invoke` (an invoke's done or error event, `done.invoke.ID`,
+    `error.invoke.ID`) the target's current children of ID finish or fail with it
+    (`end_invoke`: the child flow a black box). A missing child (or no current children of
+    ID) is an `unknown_child` refusal, as a durable store gives one."""
+    payload = {k: v for k, v, _ in move.payload}
+    target = instance
+    if move.child:
+        try:
+            target = instance.child(move.child)
+        except KeyError:
+            return no_child(instance, move.child, move.name)
+    ended = black_box_invoke(move.name) if move.kind == "end_invoke" else None
+    if ended is not None:
+        out = end_invoke(target, ended[0], payload, ended[1])
+        return out if out is not None else no_child(target, ended[0], move.name)
+    return target.send(move.name, payload)
+
+
+def no_child(instance: Instance, path: str, event: str | None) -> Rejection:
+    """The refusal of a step for a child the instance does not have."""
+    m = instance.machine
+    state = m.states[instance.state]
+    return m.rejection(R.UNKNOWN_CHILD, state, event, None, instance.context, {"child": path})
 
 
 def context_key(context: Mapping[str, Any]) -> str:

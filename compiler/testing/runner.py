@@ -12,8 +12,10 @@ from typing import Any
 from flowc.compiler import ast
 from flowc.compiler.driver import CompileResult
 from flowc.compiler.lower import Lowerer
+from flowc.compiler.resolve import Symbols
 from flowc.compiler.source import Span
-from flowc.compiler.testing.moves import Move, MoveResult, Player
+from flowc.compiler.testblocks import black_box_invoke, child_reads, child_symbols
+from flowc.compiler.testing.moves import Move, MoveKind, MoveResult, Player
 from flowc.runtime import Instance, Rejection, StepResult
 
 
@@ -116,7 +118,10 @@ def step_move(step: ast.TestStep, lowerer: Lowerer) -> Move:
     """The move a `send`, `goto`, `back` or `advance` step makes."""
     if isinstance(step, ast.Send):
         payload = tuple((name.name, lowerer.constant(value), "") for name, value in step.payload)
-        return Move("send", step.event.name, payload)
+        child = step.child.value if step.child is not None else ""
+        # `send done.invoke.ID(...)`: the children of ID finish (a host cannot send it)
+        kind: MoveKind = "end_invoke" if black_box_invoke(step.event.name) else "send"
+        return Move(kind, step.event.name, payload, child=child)
     if isinstance(step, ast.Goto):
         return Move("goto", _state_name(lowerer, step.target.name), force=step.force)
     if isinstance(step, ast.Back):
@@ -125,11 +130,22 @@ def step_move(step: ast.TestStep, lowerer: Lowerer) -> Move:
     return Move("advance", ms=step.duration.milliseconds)
 
 
-def _state_name(lowerer: Lowerer, written: str) -> str:
+def _state_name(lowerer: Lowerer, written: str, symbols: Symbols | None = None) -> str:
     """The IR name of a state as a test writes it (a short name, or a dotted path where the
-    short one is ambiguous); the checker has already refused names that mean no one state."""
-    found = lowerer.symbols.state_candidates(written)
+    short one is ambiguous); the checker has already refused names that mean no one state.
+    `symbols`: those of the child flow the state is in (default: the test's flow)."""
+    found = (symbols or lowerer.symbols).state_candidates(written)
     return found[0] if len(found) == 1 else written
+
+
+def _child(instance: Instance, path: ast.Text) -> Instance:
+    """The instance's child at `path`; a missing one fails the test, saying which it has."""
+    try:
+        return instance.child(path.value)
+    except KeyError:
+        pass
+    kids = ", ".join(f"`{cid}`" for cid in instance.children) or "none"
+    raise _Failed(f'the instance has no child "{path.value}" (its children now: {kids})', path.span)
 
 
 def _steps(
@@ -181,9 +197,11 @@ def _play(
     """One move of a test (the rules it fired and the effects it emitted counted): refused
     only when the step after it expects the refusal; the invariants hold after an accepted
     one."""
-    result = player.play(instance, step_move(step, lowerer))
+    move = step_move(step, lowerer)
+    result = player.play(instance, move)
     fired.update(result.fired)
-    emitted.update(e["effect"] for e in emitted_effects(result))
+    if not move.child:  # (a child's effects are its flow's)
+        emitted.update(e["effect"] for e in emitted_effects(result))
     refused = result.rejection
     if refused is not None and not isinstance(following, ast.ExpectReject):
         raise _Failed(f"refused with {_refusal(refused)}", step.span)
@@ -211,25 +229,40 @@ def _check_reject(step: ast.ExpectReject, result: MoveResult) -> None:
 def _check_state(step: ast.ExpectState, instance: Instance, lowerer: Lowerer) -> None:
     # In a statechart the instance is in every state of its configuration: a leaf of one
     # region, the compound around it, the parallel state around both.
-    if not instance.active(_state_name(lowerer, step.state.name)):
+    symbols, who = None, "the instance"
+    if step.child is not None:
+        instance = _child(instance, step.child)
+        found = child_symbols(lowerer.symbols, step.child.value)
+        assert not isinstance(found, str)  # the checker refused paths no child can be at
+        symbols, who = found, f'the child "{step.child.value}"'
+    if not instance.active(_state_name(lowerer, step.state.name, symbols)):
         where = ", ".join(f"`{s}`" for s in instance.configuration)
-        raise _Failed(
-            f"expected state `{step.state.name}`, the instance is in {where}",
-            step.span,
-        )
+        raise _Failed(f"expected state `{step.state.name}`, {who} is in {where}", step.span)
 
 
 def _check_value(
     step: ast.ExpectValue, instance: Instance, player: Player, lowerer: Lowerer
 ) -> None:
-    """`expect EXPR`: the expression holds of the instance now."""
-    expr = lowerer.expr(step.expr).model_dump(mode="json")
+    """`expect EXPR`: the expression holds of the instance now (`"PATH".field`: of its child
+    at PATH)."""
+    written, reads = child_reads(step.expr)
+    local = {r.local: _child(instance, r.path).context.get(r.field.name) for r in reads}
+    lowerer.locals += local
     try:
-        value = player.evaluate(expr, instance)
+        expr = lowerer.expr(written).model_dump(mode="json")
+    finally:
+        del lowerer.locals[len(lowerer.locals) - len(local) :]
+    try:
+        value = player.evaluate(expr, instance, local)
     except Exception as exc:
         raise _Failed(f"could not evaluate the expectation: {exc}", step.span) from None
     if value is not True:
-        raise _Failed(f"expectation does not hold; context: {_context_text(instance)}", step.span)
+        read = "".join(
+            f'; "{r.path.value}".{r.field.name} = {_json_text(local[r.local])}' for r in reads
+        )
+        raise _Failed(
+            f"expectation does not hold; context: {_context_text(instance)}{read}", step.span
+        )
 
 
 def _check_effect(
@@ -302,5 +335,9 @@ def _moved(result: MoveResult) -> str:
 
 
 def _context_text(instance: Instance) -> str:
-    text = json.dumps(instance.context, sort_keys=True, ensure_ascii=False, default=repr)
+    return _json_text(instance.context)
+
+
+def _json_text(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
     return text if len(text) <= 300 else text[:297] + "..."

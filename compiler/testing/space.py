@@ -2,9 +2,14 @@
 runtime: what `flowc paths` and `flowc explore` are built on.
 
 Moves from a configuration: every event the state has a rule for, with payloads built from small
-values (`values.py`); every direct target (`goto`); `back` where a backward edge exists; and
-`advance` to the next timer's deadline. Configurations are deduplicated by state and context, so
-the search finds the shortest move sequence to each one (and to each transition it fires).
+values (`values.py`); every direct target (`goto`); `back` where a backward edge exists;
+`advance` to the next timer's deadline; and for each invoke with current children, "they
+finish" (its done event, with each payload built as for a host's event) and "they fail" (its
+error event, `FAILURE`). A child flow is a black box: the search never steps a child (the
+copies it plays moves on keep the invokes' joins but not the children, which so never act on
+their own: no timers, no forwarded events, no messages), it only finishes or fails.
+Configurations are deduplicated by state and context, so the search finds the shortest move
+sequence to each one (and to each transition it fires).
 
 In a statechart the "state" of a configuration is its set of active leaves and the histories it
 has recorded (both decide what later moves do); the moves are those of every active leaf, whose
@@ -19,10 +24,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowc.compiler.resolve import done_event, error_event
 from flowc.compiler.testing.moves import Move, MoveResult, Player, context_key
-from flowc.compiler.testing.values import ValueSource
+from flowc.compiler.testing.values import Payload, ValueSource
 from flowc.runtime import FakeClock, Instance, Rejection, StepResult
+from flowc.runtime import children as childflows
 from flowc.runtime.model import Action, CompiledFlow, Expr
+
+#: The payload of an invoke's error event in the move "its children fail".
+FAILURE: Payload = (
+    ("kind", "error", '"error"'),
+    ("message", "the child failed", '"the child failed"'),
+)
 
 
 @dataclass
@@ -163,13 +176,33 @@ class Explorer:
         # before it records anything: both can be shared too.
         copy._config = instance._config
         copy._hist = instance._hist
+        if instance._tree is not None:
+            tree = copy._tree = childflows.Node(copy, None, (), None, None)
+            joins = instance._tree.joins.items()
+            tree.joins = {k: childflows.Join.from_json(j.to_json()) for k, j in joins}
         return copy
+
+    def play(self, instance: Instance, move: Move) -> MoveResult:
+        """Play `move`; the children it started are then forgotten (their invokes' joins
+        kept): a child is a black box, which never steps on its own."""
+        result = self.player.play(instance, move)
+        if instance._tree is not None:
+            instance._tree.kids.clear()
+        return result
+
+    def invoked(self, instance: Instance) -> list[str]:
+        """The invokes whose children are current (they may finish or fail)."""
+        return sorted(instance._tree.joins) if instance._tree is not None else []
 
     def moves(self, instance: Instance) -> Iterator[Move]:
         offers = self._offers(instance)
         for event in offers.events:
             for payload in self.payloads[event]:
                 yield Move("send", event, payload)
+        for invoke in self.invoked(instance):
+            for payload in self.payloads.get(done_event(invoke), ()):
+                yield Move("end_invoke", done_event(invoke), payload)
+            yield Move("end_invoke", error_event(invoke), FAILURE)
         for target, back in offers.targets:
             yield Move("goto", target, force=back)
         if offers.back:
@@ -217,7 +250,7 @@ class Explorer:
         """Play `move` from `node` on `spare` (an unchanged copy left by a refused move) or a
         new copy."""
         instance = spare if spare is not None else self.clone(node.instance)
-        return instance, self.player.play(instance, move)
+        return instance, self.play(instance, move)
 
     def search(
         self,
@@ -310,6 +343,12 @@ def state_key(instance: Instance) -> str:
             (h, ",".join(s.name for s in states)) for h, states in instance._hist.items()
         )
         key += " | " + " ".join(f"{h}={states}" for h, states in recorded)
+    if instance._tree is not None and instance._tree.joins:
+        # The invokes with current children, and how many of each have finished or failed.
+        key += " | invokes " + " ".join(
+            f"{j.invoke}={sum(j.finished)}/{j.failed}"
+            for j in sorted(instance._tree.joins.values(), key=lambda j: j.invoke)
+        )
     if instance._sends:
         # By id (an id of its own, `#SEQ.N`, says only that it has none) and payload.
         key += " | sends " + " ".join(

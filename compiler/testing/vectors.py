@@ -21,6 +21,7 @@ from flowc.compiler import ast
 from flowc.compiler.driver import CompileResult
 from flowc.compiler.lower import Lowerer
 from flowc.compiler.template_lowering import default_messages
+from flowc.compiler.testblocks import black_box_invoke
 from flowc.compiler.testing.moves import Move, Player
 from flowc.compiler.testing.paths import generate
 from flowc.compiler.testing.probes import probe_contexts, probe_moves
@@ -124,9 +125,10 @@ def record(player: Player, script: Script) -> dict[str, Any]:
     if middle == 0:
         vector["snapshot"] = {"after": 0, "data": _json(instance.snapshot())}
     for number, move in enumerate(script.moves, 1):
+        stepped = _stepped(instance, move.child)  # (before the move: a child may end in it)
         outcomes = player.play(instance, move).outcomes
         op = _op(move)
-        expects = [_outcome_expect(instance, outcome) for outcome in outcomes]
+        expects = [_outcome_expect(instance, outcome, stepped) for outcome in outcomes]
         op["expect"] = expects if move.kind == "advance" else expects[0]
         ops.append(op)
         if number == middle:
@@ -137,8 +139,14 @@ def record(player: Player, script: Script) -> dict[str, Any]:
 
 def _op(move: Move) -> dict[str, Any]:
     """The operation `Player.play` makes for `move`, as the vectors format writes it."""
+    payload = {name: value for name, value, _ in move.payload}
+    child = {"child": move.child} if move.child else {}
+    ended = black_box_invoke(move.name) if move.kind == "end_invoke" else None
+    if ended is not None:
+        invoke, failed = ended
+        op = {"op": "end_invoke", "invoke": invoke, "payload": _json(payload)}
+        return {**op, "failed": failed, **child}
     if move.kind == "send":
-        payload = {name: value for name, value, _ in move.payload}
         return {
             "op": "send",
             "event": move.name,
@@ -146,6 +154,7 @@ def _op(move: Move) -> dict[str, Any]:
             "force": False,
             "reason": None,
             "key": None,
+            **child,
         }
     if move.kind == "goto":
         return {"op": "goto", "target": move.name, "force": move.force, "reason": None}
@@ -155,9 +164,20 @@ def _op(move: Move) -> dict[str, Any]:
     return {"op": "advance", "ms": move.ms}
 
 
-def _outcome_expect(instance: Instance, outcome: Outcome) -> dict[str, Any]:
+def _stepped(instance: Instance, child: str) -> Instance:
+    """The instance an operation steps: the vector's, or its child at `child` (the vector's
+    when there is none: the operation is refused)."""
+    try:
+        return instance.child(child) if child else instance
+    except KeyError:
+        return instance
+
+
+def _outcome_expect(instance: Instance, outcome: Outcome, stepped: Instance) -> dict[str, Any]:
+    """EXPECT of one outcome of an operation on `stepped` (the instance, or a child of it:
+    the journals of a step are its own flow's)."""
     if isinstance(outcome, StepResult):
-        journals = outcome.journals() if instance.machine.journals else None
+        journals = outcome.journals() if stepped.machine.journals else None
         return _expect(instance, outcome_line(outcome, instance), outcome.effects, journals)
     return _expect(instance, outcome_line(outcome, instance), [], None)
 

@@ -4,16 +4,19 @@
     flowc instances show ID
     flowc instances history ID
     flowc instances start FLOW_NAME [--context JSON] [--id ID] --flow PATH
-    flowc instances send ID EVENT [JSON] [--force] [--key KEY] [--flow PATH] [--journal NAME=FILE]
-    flowc instances goto ID STATE [--force] [--flow PATH] [--journal NAME=FILE]
-    flowc instances back ID [--force] [--flow PATH] [--journal NAME=FILE]
+    flowc instances send ID EVENT [JSON] [--child PATH] [--force] [--key KEY] [--flow PATH]
+                                           [--journal NAME=FILE]
+    flowc instances goto ID STATE [--child PATH] [--force] [--flow PATH] [--journal NAME=FILE]
+    flowc instances back ID [--child PATH] [--force] [--flow PATH] [--journal NAME=FILE]
     flowc instances fork ID --at SEQ [--context JSON] [--id NEW_ID] [--flow PATH]
 
 `--store URL` names the store (default: $FLOWC_STORE, else sqlite:///flowc.db). `start` needs
 the flow: `--flow` takes .flow or compiled .json files, or directories of them, and may be
 repeated. The store keeps the graph of every flow started through flowc, so `send`, `goto` and
 `back` run an instance on its own graph without `--flow`; given, `--flow` supplies newer
-versions the instance moves to on this step.
+versions the instance moves to on this step. `show` prints an instance's child flows as a
+tree; `--child PATH` (`pay.1`, or `pay` for the invoke's current child, `reviews[0]/fraud`)
+sends the step to a child instead.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from flowc.hosts.commands.options import (
+    add_child_option,
     add_flow_option,
     add_step_options,
     add_store_option,
@@ -40,6 +44,7 @@ from flowc.hosts.operations import (
     opened,
     store_url,
 )
+from flowc.hosts.tree import tree_view
 from flowc.runtime import FlowcError
 from flowc.runtime.store import (
     InstanceExists,
@@ -74,7 +79,9 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object a line")
     p.set_defaults(handler=run_list)
 
-    p = actions.add_parser("show", help="one instance: record, context, pending timers")
+    p = actions.add_parser(
+        "show", help="one instance: record, context, pending timers, its child flows as a tree"
+    )
     add_store_option(p)
     p.add_argument("id", metavar="ID")
     p.set_defaults(handler=run_show)
@@ -100,6 +107,7 @@ def register(sub: Any) -> None:
     p.add_argument("event", metavar="EVENT")
     p.add_argument("payload", metavar="JSON", nargs="?", help="the payload, a JSON object")
     p.add_argument("--force", action="store_true", help="allow a rule marked `back`")
+    add_child_option(p)
     add_step_options(p)
     p.set_defaults(handler=run_send)
 
@@ -109,6 +117,7 @@ def register(sub: Any) -> None:
     p.add_argument("id", metavar="ID")
     p.add_argument("target", metavar="STATE")
     p.add_argument("--force", action="store_true", help="allow a backward edge")
+    add_child_option(p)
     add_step_options(p)
     p.set_defaults(handler=run_goto)
 
@@ -117,6 +126,7 @@ def register(sub: Any) -> None:
     add_flow_option(p, required=False)
     p.add_argument("id", metavar="ID")
     p.add_argument("--force", action="store_true", help="backward moves need it")
+    add_child_option(p)
     add_step_options(p)
     p.set_defaults(handler=run_back)
 
@@ -179,6 +189,8 @@ def run_show(args: argparse.Namespace) -> int:
         data["context"] = snapshot.get("context", snapshot)
         if LINEAGE in snapshot:  # a fork: {"forked_from": ID, "at": SEQ}
             data[LINEAGE] = snapshot[LINEAGE]
+        if snapshot.get("children"):
+            data["children"] = _children(store, args.id, snapshot)
         data["timers"] = [
             {
                 "timer": t.timer_id,
@@ -244,7 +256,13 @@ def run_send(args: argparse.Namespace) -> int:
     def step(flows: DurableFlows) -> DurableOutcome:
         payload = _json_object(args.payload, "the payload")
         return flows.send(
-            args.id, args.event, payload, force=args.force, key=args.key, reason=args.reason
+            args.id,
+            args.event,
+            payload,
+            force=args.force,
+            key=args.key,
+            reason=args.reason,
+            child=args.child,
         )
 
     return _guarded(args, lambda store: _run_step(args, store, step))
@@ -252,14 +270,23 @@ def run_send(args: argparse.Namespace) -> int:
 
 def run_goto(args: argparse.Namespace) -> int:
     def step(flows: DurableFlows) -> DurableOutcome:
-        return flows.goto(args.id, args.target, force=args.force, key=args.key, reason=args.reason)
+        return flows.goto(
+            args.id,
+            args.target,
+            force=args.force,
+            key=args.key,
+            reason=args.reason,
+            child=args.child,
+        )
 
     return _guarded(args, lambda store: _run_step(args, store, step))
 
 
 def run_back(args: argparse.Namespace) -> int:
     def step(flows: DurableFlows) -> DurableOutcome:
-        return flows.back(args.id, force=args.force, key=args.key, reason=args.reason)
+        return flows.back(
+            args.id, force=args.force, key=args.key, reason=args.reason, child=args.child
+        )
 
     return _guarded(args, lambda store: _run_step(args, store, step))
 
@@ -276,6 +303,27 @@ def run_fork(args: argparse.Namespace) -> int:
         return _print_outcome(out)
 
     return _guarded(args, body)
+
+
+def _children(store: Store, instance_id: str, snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tree of an instance's child flows, restored on the graphs the store keeps; when
+    they cannot be had, as the snapshot says it (each child's id, flow and state: whether it
+    ended needs its graph), with a note on standard error."""
+    try:
+        return tree_view(DurableFlows(store, []).load(instance_id))
+    except (UnknownFlow, FlowcError) as exc:
+        print(f"flowc instances: the children as stored ({exc})", file=sys.stderr)
+    return _stored_children(snapshot)
+
+
+def _stored_children(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for kid in snapshot.get("children") or ():
+        inner = kid.get("snapshot") or {}
+        view = {"id": kid.get("id"), "flow": inner.get("flow"), "state": inner.get("state")}
+        below = _stored_children(inner)
+        out.append({**view, "children": below} if below else view)
+    return out
 
 
 def _run_step(

@@ -48,3 +48,14 @@ def add_step_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reason", metavar="TEXT", help="recorded in the history")
     add_journal_option(parser, "the step")
+
+
+def add_child_option(parser: argparse.ArgumentParser) -> None:
+    """`--child PATH`: the step goes to a child flow of the instance (hosts/tree.py)."""
+    parser.add_argument(
+        "--child",
+        metavar="PATH",
+        help="to the instance's child flow at PATH: child ids from the instance, `/` between "
+        "levels (`pay.1`); an invoke's id names its current child (`pay`), `ID[K]` the K-th "
+        "of a fan-out (`reviews[0]/fraud`); none there: refused (`unknown_child`)",
+    )

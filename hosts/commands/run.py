@@ -17,14 +17,16 @@ import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from flowc.hosts.tree import descendants, last_seqs, path_of, steps_since
 from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.lines import line_text, outcome_line, start_line
 from flowc.runtime.steps import Outcome, StepResult
+from flowc.runtime.store.durable import _on_child as on_child
 from flowc.runtime.store.migrate import migrate_snapshot
 
 if TYPE_CHECKING:
@@ -40,6 +42,9 @@ one JSON object a line (blank lines and lines starting with # are skipped):
   {"goto": "STATE", "force": false, "reason": "..."}
   {"back": true, "force": true}
   {"advance": 600}            move the clock on 600 s and fire due timers
+  {"event": "approve", "child": "pay"}   (also goto, back) to a child flow, by its path
+After an operation's own lines, one line for each other step it committed in the
+instance's tree of child flows (docs/runtime.md, "flowc run").
 """
 
 
@@ -365,7 +370,12 @@ class LocalDriver:
         return self._instance
 
     def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
-        return [outcome_line(o, self._instance) for o in apply(self._instance, op, self.fake)]
+        root = self._instance
+        child = _child(op)
+        before = last_seqs(root)
+        path = _child_path(root, child)
+        lines = [outcome_line(o, root) for o in apply(root, op, self.fake)]
+        return _with_tree(root, lines, before, path or "")
 
 
 class StoredDriver:
@@ -382,16 +392,25 @@ class StoredDriver:
 
     def apply(self, op: dict[str, Any]) -> list[dict[str, Any]]:
         reason, key, force = _common(op)
+        child = _child(op)
+        tree = self.durable.load(self.id, full_history=False)
+        before = last_seqs(tree)
+        path = _child_path(tree, child)
         if "event" in op:
             event = _name(op, "event")
-            out = self.durable.send(self.id, event, _op_payload(op), key=key, reason=reason)
+            payload = _op_payload(op)
+            out = self.durable.send(
+                self.id, event, payload, key=key, reason=reason, force=force, child=child
+            )
         elif "goto" in op:
             target = _name(op, "goto")
-            out = self.durable.goto(self.id, target, force=force, key=key, reason=reason)
+            out = self.durable.goto(
+                self.id, target, force=force, key=key, reason=reason, child=child
+            )
         elif "back" in op:
-            out = self.durable.back(self.id, force=force, key=key, reason=reason)
+            out = self.durable.back(self.id, force=force, key=key, reason=reason, child=child)
         elif "advance" in op:
-            return self._advance(_seconds(op))
+            return self._with_tree(self._advance(_seconds(op)), before, "")
         else:
             raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
         data = dict(out.data)
@@ -399,7 +418,18 @@ class StoredDriver:
             data["status"] = out.status
         if data.get("ok"):
             data["final"] = self.durable.load(self.id, full_history=False).is_final
-        return [data]
+        return self._with_tree([data], before, path or "")
+
+    def _with_tree(
+        self, lines: list[dict[str, Any]], before: dict[str, int], path: str
+    ) -> list[dict[str, Any]]:
+        """`_with_tree` on the tree as stored now: its root's whole history is read from the
+        store only when the root took steps that `lines` do not show."""
+        shown = _shown(lines, path)
+        after = self.durable.load(self.id, full_history=False)
+        if not all(("", seq) in shown for seq in range(before[""] + 1, after.seq + 1)):
+            after = self.instance
+        return lines + steps_since(after, before, shown)
 
     def _advance(self, seconds: float) -> list[dict[str, Any]]:
         if self.fake is None:
@@ -485,13 +515,20 @@ def _emit(out: TextIO, data: dict[str, Any]) -> None:
 def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> list[Outcome]:
     """One operation of an events file. Raises ValueError for a malformed one."""
     reason, key, force = _common(op)
+    child = _child(op)
     if "event" in op:
         event = _name(op, "event")
-        return [instance.send(event, _op_payload(op), force=force, reason=reason, key=key)]
+        payload = _op_payload(op)
+
+        def send(i: Instance) -> Outcome:
+            return i.send(event, payload, force=force, reason=reason, key=key)
+
+        return [_on(instance, child, send, event)]
     if "goto" in op:
-        return [instance.goto(_name(op, "goto"), force=force, reason=reason, key=key)]
+        target = _name(op, "goto")
+        return [_on(instance, child, lambda i: i.goto(target, force=force, reason=reason, key=key))]
     if "back" in op:
-        return [instance.back(force=force, reason=reason, key=key)]
+        return [_on(instance, child, lambda i: i.back(force=force, reason=reason, key=key))]
     if "advance" in op:
         seconds = _seconds(op)
         if fake is not None:
@@ -499,6 +536,60 @@ def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> lis
             return instance.advance()
         return instance.advance(instance.machine.clock() + seconds)
     raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
+
+
+def _on(
+    instance: Instance,
+    child: str | None,
+    step: Callable[[Instance], Outcome],
+    event: str | None = None,
+) -> Outcome:
+    """`step` on the instance, or on its child at the path `child` (`unknown_child` when it
+    has none there), as `DurableFlows` does it."""
+    return step(instance) if child is None else on_child(instance, child, step, event)
+
+
+def _child(op: dict[str, Any]) -> str | None:
+    """An operation's `child`: the path of the child flow it goes to (hosts/tree.py)."""
+    child = op.get("child")
+    if child is None:
+        return None
+    if not isinstance(child, str) or not child:
+        raise ValueError("`child` must be a path of child ids (`pay.1`, `reviews[0]/fraud`)")
+    if "advance" in op:
+        raise ValueError("`child` goes with `event`, `goto` or `back`: `advance` fires the tree")
+    return child
+
+
+def _child_path(root: Instance, child: str | None) -> str | None:
+    """The path of child ids that `child` names now (`pay` -> `pay.1`), or as given."""
+    if child is None:
+        return None
+    try:
+        return path_of(root, root.child(child)) or child
+    except KeyError:
+        return child
+
+
+def _with_tree(
+    root: Instance, lines: list[dict[str, Any]], before: dict[str, int], path: str
+) -> list[dict[str, Any]]:
+    """An operation's lines (of the instance's steps, or with `path` of its child's), then
+    the other steps the operation committed in the tree (`steps_since`)."""
+    return lines + steps_since(root, before, _shown(lines, path))
+
+
+def _shown(lines: list[dict[str, Any]], path: str) -> set[tuple[str, int]]:
+    """The (path, seq) of the steps an operation's own lines print, given `child` (`path`)
+    when the operation went to a child."""
+    shown: set[tuple[str, int]] = set()
+    for line in lines:
+        if path:
+            line.pop("child", None)  # (an `unknown_child` rejection has one: keep it last)
+            line["child"] = path
+        if line.get("ok") and isinstance(line.get("seq"), int):
+            shown.add((path, line["seq"]))
+    return shown
 
 
 def _common(op: dict[str, Any]) -> tuple[str | None, str | None, bool]:
@@ -662,18 +753,28 @@ class Prompt:
             yield f"  goto {target}{back}"
         if inst.next_deadline is not None:
             yield f"  next timer due {inst.next_deadline.isoformat()}"
+        for path, kid in descendants(inst):
+            ended = " (ended)" if kid.is_final else ""
+            yield f"  child {path}: {kid.machine.name} in {kid.state}{ended} (@{path} EVENT ...)"
 
     def handle(self, line: str) -> list[str]:
         text = line.strip()
         if not text:
             return []
         word, _, rest = text.partition(" ")
+        child = None
+        if word.startswith("@"):  # `@pay.1 approve`: to a child flow
+            child = word[1:]
+            word, _, rest = rest.strip().partition(" ")
+            if word in ("help", "context", "history", "snapshot", "advance", ""):
+                return [f"error: @{child} goes with an event, goto or back"]
         rest = rest.strip()
         try:
             if word == "help":
                 return [
-                    "EVENT {json payload} | EVENT field=value ... | goto STATE [force] | "
-                    "back [force] | advance SECONDS | context | history | snapshot | quit"
+                    "[@CHILD] EVENT {json payload} | [@CHILD] EVENT field=value ... | "
+                    "[@CHILD] goto STATE [force] | [@CHILD] back [force] | advance SECONDS | "
+                    "context | history | snapshot | quit"
                 ]
             if word == "context":
                 return [json.dumps(self.instance.context, indent=2, ensure_ascii=False)]
@@ -692,21 +793,26 @@ class Prompt:
                 op = {"advance": float(rest or 0)}
             else:
                 op = {"event": word, "payload": _payload(rest)}
+            if child is not None:
+                op["child"] = child
             outcomes = self.driver.apply(op)
         except (ValueError, RecursionError) as exc:
             return [f"error: {_why(exc)}"]
         lines = []
         for outcome in outcomes:
+            # (a step of a child flow says whose: `[pay.1] ok: waiting -> ok (step 1)`)
+            who = f"[{outcome['child']}] " if outcome.get("child") else ""
             if not outcome.get("ok"):
                 self.rejected = True
-                lines.append(f"rejected [{outcome.get('error')}]: {outcome.get('message')}")
+                lines.append(f"{who}rejected [{outcome.get('error')}]: {outcome.get('message')}")
                 if "issues" in outcome:
                     lines.append(json.dumps(outcome["issues"], ensure_ascii=False, default=repr))
             else:
                 via = f" via {', '.join(outcome['via'])}" if outcome.get("via") else ""
                 again = " (replayed)" if outcome.get("status") == "replayed" else ""
                 lines.append(
-                    f"ok: {outcome['from']} -> {outcome['to']}{via} (step {outcome['seq']}){again}"
+                    f"{who}ok: {outcome['from']} -> {outcome['to']}{via} "
+                    f"(step {outcome['seq']}){again}"
                 )
                 for effect in outcome.get("effects") or ():
                     payload = json.dumps(effect["payload"], ensure_ascii=False, default=repr)

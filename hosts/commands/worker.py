@@ -2,9 +2,11 @@
 
 Any number of workers may run against one store, on one host or many: each due timer is leased
 to one worker and fires once, as an ordinary step of its instance (docs/persistence.md). One
-JSON line is printed per fired timer; SIGINT or SIGTERM stops the worker after the step in
-hand, and it prints its counts. Without `--flow`, each instance runs on the graph the store
-keeps for it; `--flow` gives newer versions that instances move to when their timers fire.
+JSON line is printed per fired timer (with `child`, the child flow's path, when the timer was a
+child's: its `steps` are the root's own that it caused); SIGINT or SIGTERM stops the worker
+after the step in hand, and it prints its counts. Without `--flow`, each instance runs on the
+graph the store keeps for it; `--flow` gives newer versions that instances move to when their
+timers fire.
 `--journal NAME=FILE` appends journal NAME of every step it fires, for every instance whose
 flow has that journal.
 """
@@ -104,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
                         "state": claim.state,
                         "status": outcome.status,
                     }
+                    child = timer_child(claim.timer_id)
+                    if child is not None:
+                        line["child"] = child
                     steps = _steps(outcome)
                     if steps:
                         line["steps"] = steps
@@ -146,6 +151,14 @@ def run(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"flowc worker: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def timer_child(timer_id: str) -> str | None:
+    """The path of the child flow whose timer this is, or None for the instance's own: a
+    child's timers are rows of the root named `CHILD|TIMER` (`pay.1|0`, nested
+    `reviews.1.0|fraud.2|send:ID`), so the path is every part but the last, `/` between."""
+    *path, _ = timer_id.split("|")
+    return "/".join(path) or None
 
 
 def _steps(outcome: StepOutcome) -> list[dict[str, object]]:

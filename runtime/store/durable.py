@@ -410,17 +410,19 @@ class DurableFlows:
             ran.append(outcome)
             if isinstance(outcome, Rejection):
                 return Reject(outcome.to_dict())
-            return self._change(record, instance, migrated, outcome.to_dict(), [outcome])
+            steps = _root_steps(outcome, child)
+            return self._change(record, instance, migrated, outcome.to_dict(), steps)
 
         self._keep_graphs()
         out = self._with_graphs(
             lambda: self.store.step(instance_id, fn, key=key, max_attempts=self.max_attempts)
         )
         last = ran[-1] if ran else None
-        if out.status == "committed" and self._subscribers:
-            self._deliver(instance_id, [last])
         if out.status == "committed":
-            self._after_commit([last])
+            steps = _root_steps(last, child) if isinstance(last, StepResult) else [last]
+            if self._subscribers:
+                self._deliver(instance_id, steps)
+            self._after_commit(steps)
         return self._outcome(instance_id, out, last, event)
 
     # -- fork and replay ----------------------------------------------------------------------
@@ -658,6 +660,13 @@ class DurableFlows:
                 "conflict", instance_id, rejection.to_dict(), rejection, out.record
             )
         return DurableOutcome(out.status, instance_id, data, ran, out.record)
+
+
+def _root_steps(outcome: StepResult, child: str | None) -> list[Outcome]:
+    """The root's steps of a committed call, whose effects go to the outbox and to the
+    subscribers: the step itself (unless it was a child's: its `child` entry stands for it),
+    then what followed in the tree (`StepResult.then`)."""
+    return [*([outcome] if child is None else []), *outcome.then]
 
 
 def _on_child(

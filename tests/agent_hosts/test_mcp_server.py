@@ -261,6 +261,6 @@ def test_an_instance_diagram_of_a_statechart_marks_its_whole_configuration(
             contents = await session.read_resource(f"flowc://instances/{iid}/diagram.mmd")
             marked = contents.contents[0].text  # type: ignore[union-attr]
             # One region's leaf, the other region's leaf, and the third region's: all current.
-            assert "    class awaiting, ci_green, recent current" in marked.splitlines(), marked
+            assert "    class ci_green, recent, reviewing current" in marked.splitlines(), marked
 
     run(body)

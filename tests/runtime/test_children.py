@@ -132,12 +132,23 @@ def test_a_child_starts_on_entry_and_its_done_data_arrives_as_a_message_step() -
     assert child.state == "waiting" and child.context["amount"] == 5
     # what the child said as it started was delivered before the host call returned
     assert shop_.context["started"] == 5
-    assert isinstance(child.send("approve"), StepResult)
+    approved = child.send("approve")
+    assert isinstance(approved, StepResult)
     assert shop_.state == "paid" and shop_.is_final
     assert shop_.context["receipt"] == "r-5"
-    assert kinds(shop_)[-2:] == [
+    # one history for the tree: the children's steps are entries of kind `child`
+    assert kinds(shop_) == [
+        ("start", None, "browsing"),
+        ("event", "buy", "paying"),
+        ("child", None, "paying"),  # pay.1 started
         ("message", "started", "paying"),
+        ("child", "approve", "paying"),
         ("message", "done.invoke.pay", "paid"),
+    ]
+    assert shop_.history[4].payload == {"child": "pay.1", "seq": 1, "from": "waiting", "to": "ok"}
+    assert [(s.kind, s.event) for s in approved.then] == [
+        ("child", "approve"),
+        ("message", "done.invoke.pay"),
     ]
     assert shop_.children == {}  # the parent ended: its children are gone
 
@@ -152,7 +163,7 @@ def test_leaving_the_state_cancels_the_child_which_can_no_longer_act_on_its_pare
     assert isinstance(old.send("approve"), StepResult)  # the orphan still runs on its own
     assert shop_.snapshot() == before  # but its done event reaches no one
     shop_.send("buy")  # a new entry: a new child, with a new id
-    assert list(shop_.children) == ["pay.4"]
+    assert list(shop_.children) == ["pay.5"]  # (the step that entered `paying` again)
 
 
 def test_a_child_that_cannot_start_is_an_error_event() -> None:
@@ -200,7 +211,10 @@ def test_the_root_advance_fires_a_childs_timer_and_next_deadline_sees_it() -> No
     clock.advance(600)
     fired = inst.advance()
     assert inst.state == "paid" and inst.context["receipt"] == "late"
-    assert [o.event for o in fired if isinstance(o, StepResult)] == ["done.invoke.pay"]
+    assert [(o.kind, o.event) for o in fired if isinstance(o, StepResult)] == [
+        ("child", None),  # the child's timer step
+        ("message", "done.invoke.pay"),
+    ]
 
 
 # ---- fan-out -----------------------------------------------------------------------------------
@@ -408,8 +422,8 @@ def test_a_message_the_receiver_refuses_is_dropped() -> None:
     )
     other = m.start()
     assert isinstance(other.send("buy"), StepResult)
-    assert [h.kind for h in other.history] == ["start", "event"]
-    assert history == 6
+    assert [h.kind for h in other.history] == ["start", "event", "child"]
+    assert history == 8
 
 
 def test_end_invoke_treats_the_children_as_a_black_box() -> None:
@@ -487,3 +501,35 @@ def test_forward_sends_on_scheduled_events_and_the_childs_own_messages() -> None
     clock.advance(1)
     inst.advance()  # the parent's scheduled `tick`, forwarded too: the child ends
     assert inst.state == "caught" and inst.context["ticks"] == 100
+
+
+def test_a_fan_outs_finalize_reads_each_childs_done_data() -> None:
+    kid = """
+flow kid
+context {
+  n: int = 0
+}
+event go
+initial state a {
+  on go -> b
+}
+final state b with {"n": n}
+"""
+    top = """
+flow top
+context {
+  xs: list[int] = [1, 2]
+  seen: int = 0
+}
+event go
+initial state s {
+  invoke kid(n: x) for x in xs as k forward finalize do seen += FIELD
+  on go -> s
+  on done.invoke.k -> s
+}
+"""
+    wrong = compile_source(top.replace("FIELD", "len(event.results)"), "t.flow", flows={"kid": kid})
+    assert [d.code for d in wrong.errors] == ["E108"]
+    inst = machine(top.replace("FIELD", "event.n"), kid=kid).start()
+    inst.send("go")  # forwarded: both children end, each passing `finalize`
+    assert inst.context["seen"] == 3

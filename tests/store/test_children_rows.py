@@ -76,3 +76,56 @@ def test_a_childs_timer_is_a_timer_row_of_the_root_that_the_worker_fires(store_u
         stored = flows.load("o8")
         assert stored.state == "paid" and stored.context["receipt"] == "late"
         assert flows.store.timers("o8") == []
+
+
+NOTIFYING_CHILD = """
+flow pinger
+event ping
+effect beep(n: int)
+context {
+  n: int = 0
+}
+initial state up {
+  on ping -> up do n += 1; emit beep(n: n)
+  on done_pinging -> down
+}
+event done_pinging
+final state down with {"n": n}
+"""
+
+NOTIFYING_PARENT = """
+flow watcher
+event watch
+event poke
+effect seen(n: int)
+effect poked
+initial state idle {
+  on watch -> watching
+}
+state watching {
+  invoke pinger() as p
+  on poke -> watching do emit poked
+  on done.invoke.p -> idle do emit seen(n: event.n)
+}
+"""
+
+
+def test_effects_of_children_and_of_messages_reach_the_outbox_once_each(store_url: str) -> None:
+    clock = FakeClock(T0)
+    result = compile_source(NOTIFYING_PARENT, "w.flow", flows={"pinger": NOTIFYING_CHILD})
+    assert result.flow is not None, [str(d) for d in result.errors]
+    with open_durable(store_url, [Machine(result.flow, clock=clock)], clock=clock) as flows:
+        flows.start("watcher", id="w1")
+        flows.send("w1", "watch")
+        flows.send("w1", "ping", child="p")  # a child-only step: its effect, keyed by the root
+        flows.send("w1", "poke")  # the root's next step: no clash with the child's effect
+        flows.send("w1", "ping", child="p")
+        done = flows.send("w1", "done_pinging", child="p")  # the parent's message step emits
+        assert done.status == "committed"
+        effects = [(e.effect, e.payload) for e in flows.store.pending_effects()]
+        assert effects == [
+            ("beep", {"n": 1}),
+            ("poked", {}),
+            ("beep", {"n": 2}),
+            ("seen", {"n": 2}),
+        ]

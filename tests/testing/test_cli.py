@@ -141,7 +141,10 @@ def test_seed_flows_pass_and_every_transition_that_can_fire_is_covered(
         "elevator": [],
         "interactive_stage": [],
         "microwave": [],
+        "order_saga": [],
+        "payment": [],
         "pr_review": [],
+        "review": [],
         "rfp_workspace": [],
         "stage_questions": [],
     }

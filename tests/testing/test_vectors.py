@@ -16,6 +16,7 @@ import pytest
 
 from flowc.compiler.cli import main
 from flowc.runtime import FakeClock, Instance, Machine, Rejection, StepResult
+from flowc.runtime.children import end_invoke
 from flowc.runtime.lines import outcome_line, start_line
 from flowc.runtime.steps import Outcome
 
@@ -56,8 +57,14 @@ def test_every_input_flow_has_vectors() -> None:
     assert sum(len(json.loads(p.read_text())["vectors"]) for p in _files()) >= 200
 
 
-def _observed(instance: Instance, line: dict[str, Any], outcome: Outcome | None) -> dict[str, Any]:
-    """What a vector's EXPECT states, read off the instance and the outcome."""
+def _observed(
+    instance: Instance,
+    line: dict[str, Any],
+    outcome: Outcome | None,
+    stepped: Instance | None = None,
+) -> dict[str, Any]:
+    """What a vector's EXPECT states, read off the instance and the outcome (of a step of
+    `stepped`, the instance or one of its children)."""
     effects = outcome.effects if isinstance(outcome, StepResult) else []
     if outcome is None:
         effects = instance.start_effects
@@ -69,16 +76,39 @@ def _observed(instance: Instance, line: dict[str, Any], outcome: Outcome | None)
         "final": instance.is_final,
         "effects": effects,
     }
-    if isinstance(outcome, StepResult) and instance.machine.journals:
+    if isinstance(outcome, StepResult) and (stepped or instance).machine.journals:
         out["journals"] = outcome.journals()
     return out
 
 
+def _no_child(instance: Instance, path: str, event: str) -> Rejection:
+    m = instance.machine
+    state = m.states[instance.state]
+    return m.rejection("unknown_child", state, event, None, instance.context, {"child": path})
+
+
+def _target(instance: Instance, op: dict[str, Any]) -> Instance | None:
+    """The instance an operation goes to: the vector's, or its child at `op["child"]`."""
+    try:
+        return instance.child(op["child"]) if "child" in op else instance
+    except KeyError:
+        return None
+
+
 def _apply(instance: Instance, clock: FakeClock, op: dict[str, Any]) -> list[Outcome]:
     kind = op["op"]
+    target = _target(instance, op)
+    if kind in ("send", "end_invoke") and target is None:
+        event = op.get("event") or f"{'error' if op['failed'] else 'done'}.invoke.{op['invoke']}"
+        return [_no_child(instance, op["child"], event)]
+    assert target is not None
+    if kind == "end_invoke":
+        event = f"{'error' if op['failed'] else 'done'}.invoke.{op['invoke']}"
+        ended = end_invoke(target, op["invoke"], op["payload"], op["failed"])
+        return [ended if ended is not None else _no_child(target, op["invoke"], event)]
     if kind == "send":
         return [
-            instance.send(
+            target.send(
                 op["event"], op["payload"], force=op["force"], reason=op["reason"], key=op["key"]
             )
         ]
@@ -93,8 +123,9 @@ def _apply(instance: Instance, clock: FakeClock, op: dict[str, Any]) -> list[Out
 
 def _run_ops(instance: Instance, clock: FakeClock, ops: list[dict[str, Any]], where: str) -> None:
     for number, op in enumerate(ops, 1):
+        stepped = _target(instance, op)
         outcomes = _apply(instance, clock, op)
-        got = [_observed(instance, outcome_line(o, instance), o) for o in outcomes]
+        got = [_observed(instance, outcome_line(o, instance), o, stepped) for o in outcomes]
         expected = op["expect"] if op["op"] == "advance" else [op["expect"]]
         assert got == expected, f"{where}, op {number} ({op['op']})"
 
