@@ -358,7 +358,10 @@ class _Writer:
         the child flow exported inline (`<content><scxml>`), its arguments as `<param>`s; the
         flow's name is kept as `flowc:flow` (docs/scxml.md). A fan-out has no SCXML form."""
         if invoke.each is not None:
-            raise _Refused(f"the fan-out invoke `{invoke.id}` (`for ... in`)")
+            where = Span(invoke.line, invoke.column, invoke.line, invoke.column + 6)
+            raise _Refused(
+                f"the fan-out invoke `{invoke.id}` (`for ... in`)", where if invoke.line else None
+            )
         child = self.flow.children.get(invoke.flow)
         if child is None:
             raise _Refused(f"the invoke `{invoke.id}` of a flow the IR does not hold")

@@ -422,7 +422,7 @@ def test_a_fan_out_is_refused_on_export_at_its_state() -> None:
     assert result.text is None
     [diag] = result.diagnostics
     assert diag.code == "E420" and "fan-out invoke `pay`" in diag.message
-    assert diag.span.line == 9
+    assert (diag.span.line, diag.span.column) == (10, 3)  # at the invoke
 
 
 def test_content_expr_reads_the_chart_the_state_entry_assigns() -> None:
