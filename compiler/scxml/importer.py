@@ -2379,6 +2379,8 @@ class _Importer:
             params.append((param.attrs.get("name", ""), value, param))
         scxml_id = attrs.get("id")
         ident = flow_name(scxml_id, "i") if scxml_id else self.states[sid].name
+        if ident == "parent":
+            ident += "_"  # `send E to parent` is to the flow's own parent
         if not scxml_id:
             while ident in taken:
                 ident += "_"

@@ -493,3 +493,20 @@ def test_what_the_parent_reads_on_the_done_event_every_top_level_final_gives() -
     kid = result.children["p_k"]
     assert 'final state one with {"r": 42}' in kid
     assert 'final state two with {"r": 0}' in kid  # SCXML: None; flowc: the zero value
+
+
+def test_an_invoke_named_parent_is_renamed_so_that_to_parent_stays_the_parent() -> None:
+    result = imported(
+        chart(
+            '<state id="s"><invoke id="parent">'
+            + child('<state id="c"><transition event="go" target="f"/></state><final id="f"/>')
+            + '</invoke><transition event="done.invoke.parent" target="pass"/>'
+            '<transition event="kick"><send target="#_parent" event="go"/></transition></state>'
+            + OUTCOMES,
+            attrs=' name="p"',
+        )
+    )
+    text = result.flow_text or ""
+    assert "invoke p_parent_() as parent_" in text
+    assert "on done.invoke.parent_ -> pass" in text
+    assert "on kick -> self do send go to parent\n" in text  # SCXML's `#_parent` is the parent
