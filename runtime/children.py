@@ -202,6 +202,7 @@ class Node:
         A child's step is written into the root's history at once, as an entry of kind
         `child` (`_child_entry`), so the tree has one history in causal order; the root's
         steps go into its log of the call (`host_step`)."""
+        seq = inst._seq  # (the step's: the children started below add entries to a root)
         root = self.root
         if self.up is not None:
             entry = _child_entry(root.inst, "/".join(self.path), step or inst)
@@ -219,7 +220,7 @@ class Node:
             for s in config:
                 if s.invokes and s in run.entered:
                     for inv in s.invokes:
-                        self.spawn(s, inv, inst._seq, now)
+                        self.spawn(s, inv, seq, now)
         for op in sent:
             self.post(op, now)
         if run.final and self.up is not None:
