@@ -547,8 +547,9 @@ def advance(node: Node, when: int) -> list[Outcome]:
     parents before children), delivering the inbox after each; the root's steps, in order."""
     root = node.inst
     out: list[Outcome] = []
+    node.drain()  # (what an earlier call left: once, bounded, as any call delivers)
     while True:
-        due = earliest(node)
+        due = earliest(node, inbox=False)
         if due is None or due[0] > when:
             break
         fired = engine.fire_due(due[1], due[0])
@@ -561,9 +562,13 @@ def advance(node: Node, when: int) -> list[Outcome]:
     return out
 
 
-def earliest(node: Node) -> tuple[int, Instance] | None:
-    """The earliest deadline in the tree and the instance it belongs to."""
+def earliest(node: Node, inbox: bool = True) -> tuple[int, Instance] | None:
+    """The earliest deadline in the tree and the instance it belongs to; with `inbox`,
+    messages left over by a call past `MAX_DELIVERIES` are due at once (at the root's last
+    step), so that a worker's next `advance` delivers them."""
     best: tuple[int, Instance] | None = None
+    if inbox and node.up is None and node.inbox:
+        best = (node.inst._history[-1][_AT], node.inst)
     for n in node.walk():
         inst = n.inst
         if inst.is_final:

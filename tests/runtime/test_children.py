@@ -308,7 +308,8 @@ def test_two_flows_that_message_each_other_for_ever_do_not_hang_a_host() -> None
     inst.send("ball")  # the parent takes it, and so the rally starts
     assert 0 < inst.context["hits"] <= MAX_DELIVERIES
     waiting = inst.snapshot().get("inbox")
-    assert waiting  # the rest waits for the next call
+    assert waiting  # the rest waits for the next call, due at once
+    assert inst.next_deadline is not None and inst.next_deadline == inst.history[-1].at
     inst.advance()
     assert inst.context["hits"] > MAX_DELIVERIES // 2
 
