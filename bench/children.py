@@ -62,6 +62,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from store import COUNTER  # bench/store.py's flow without children
+
 from flowc.compiler import compile_source
 from flowc.runtime import Machine
 from flowc.runtime.codegen import general
@@ -477,16 +481,6 @@ def composing_cases(times: int) -> dict[str, Sample]:
 
 
 # ---- 4. durable ---------------------------------------------------------------------------------
-COUNTER = """
-flow counter
-context { count: int = 0 }
-event inc
-initial state OPEN {
-  on inc -> self do count += 1
-}
-"""
-
-
 def durable(url: str, n: int, rounds: int) -> dict[str, Any]:
     """Steps per second of a stored fan-out stepped child by child, beside a flow without
     children in the same store, and the row's snapshot bytes."""
@@ -523,7 +517,7 @@ def durable(url: str, n: int, rounds: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             for _ in range(n + 1):
                 t = time.perf_counter()
-                flows.send(cid, "inc")
+                flows.send(cid, "inc", {"by": 1})
                 plain_steps.append(time.perf_counter() - t)
             rates.append((fan_rate, (n + 1) / (time.perf_counter() - t0)))
             if r == 0:
