@@ -67,8 +67,8 @@ def steps_since(
         if all((path, seq) in shown for seq in range(seen + 1, inst.seq + 1)):
             continue  # (most operations: nothing but what was printed; the history unread)
         for entry in inst.history:
-            if entry.seq <= seen or (path, entry.seq) in shown:
-                continue
+            if entry.seq <= seen or (path, entry.seq) in shown or entry.kind == "child":
+                continue  # (a `child` entry stands for a child's step: printed as the child's)
             data = entry.to_dict()
             line = {"ok": True, "from": data.pop("source"), "to": data.pop("target"), **data}
             line["trigger"] = entry.trigger

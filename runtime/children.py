@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 from flowc.runtime import engine
 from flowc.runtime import rejections as R
 from flowc.runtime.expr import FAULTS, LOCAL_PREFIX, ExprFault
+from flowc.runtime.outputs import detached
 from flowc.runtime.rejections import Rejection, SnapshotError
 from flowc.runtime.steps import _AT, _EVENT, _KIND, _PAYLOAD, Outcome, StepResult, _new, copy_json
 
@@ -59,9 +60,11 @@ class Message(NamedTuple):
     event: str
     payload: dict[str, Any] | None
     at: int
-    #: `joined` / `failed`: the parent's step that entered the invoke's state (a later
-    #: entry's join is another one)
+    #: `joined` / `failed`, and a child's `done` / `error`: the parent's step that entered the
+    #: invoke's state (a later entry's join is another one)
     seq: int = -1
+    #: a fan-out child's `done` / `error`: its position
+    item: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,7 @@ class Message(NamedTuple):
             "payload": copy_json(self.payload),
             "at": self.at,
             "seq": self.seq,
+            "item": self.item,
         }
 
     @classmethod
@@ -85,6 +89,7 @@ class Message(NamedTuple):
             copy_json(raw.get("payload")),
             int(raw["at"]),
             int(raw.get("seq", -1)),
+            None if raw.get("item") is None else int(raw["item"]),
         )
 
 
@@ -197,6 +202,7 @@ class Node:
         A child's step is written into the root's history at once, as an entry of kind
         `child` (`_child_entry`), so the tree has one history in causal order; the root's
         steps go into its log of the call (`host_step`)."""
+        seq = inst._seq  # (the step's: the children started below add entries to a root)
         root = self.root
         if self.up is not None:
             entry = _child_entry(root.inst, "/".join(self.path), step or inst)
@@ -214,7 +220,7 @@ class Node:
             for s in config:
                 if s.invokes and s in run.entered:
                     for inv in s.invokes:
-                        self.spawn(s, inv, inst._seq, now)
+                        self.spawn(s, inv, seq, now)
         for op in sent:
             self.post(op, now)
         if run.final and self.up is not None:
@@ -273,18 +279,26 @@ class Node:
                     R.EXPRESSION_ERROR, f"the done data of {inst._state.name}: {exc}", now
                 )
                 return
-        self.inbox.append(Message(self.up.path, self.path, "done", self.invoke, data, now))
+        self.inbox.append(self._end("done", data, now))
 
     def report_error(self, kind: str, message: str, now: int) -> None:
+        self.inbox.append(self._end("error", _error(kind, message), now))
+
+    def _end(self, kind: str, payload: dict[str, Any] | None, now: int) -> Message:
+        """This child's `done` or `error` message to its parent."""
         assert self.up is not None and self.invoke is not None
-        payload = {"kind": kind, "message": message}
-        self.inbox.append(Message(self.up.path, self.path, "error", self.invoke, payload, now))
+        # The entry of the invoke's state it belongs to: its id is `ID.SEQ[.K]`.
+        entry = int(self.path[-1][len(self.invoke) + 1 :].split(".")[0])
+        up = self.up.path
+        return Message(up, self.path, kind, self.invoke, payload, now, entry, self.index)
 
     # ---- starting children -------------------------------------------------------------------
     def spawn(self, state: CState, inv: CInvoke, seq: int, now: int) -> None:
         """Start the children of `inv` for the step `seq` that entered `state`."""
         inst = self.inst
         base = f"{inv.id}.{seq}"
+        if inv.id_target and not inv.fan_out:
+            _set_path(inst, inv.id_target, _global_id(inst, base))  # (its input may read it)
         try:
             inputs = _inputs(inst, state, inv, base)
         except FAULTS as exc:
@@ -295,8 +309,8 @@ class Node:
         total = len(inputs)
         needed = total if inv.join is None else inv.join
         join = self.joins[inv.id] = Join(inv.id, seq, total, needed, inv.fan_out)
-        if inv.id_target and inputs:
-            _set_path(inst, inv.id_target, _global_id(inst, inputs[0][0]))
+        if inv.id_target and inv.fan_out and inputs:
+            _set_path(inst, inv.id_target, _global_id(inst, inputs[0][0]))  # (the first's)
         if needed > total:
             message = f"invoke {inv.id} needs {needed} of its children, and has {total}"
             self._queue(join, "failed", _error(JOIN_FAILED, message), now)
@@ -321,8 +335,10 @@ class Node:
         inst = self.inst
         cid, index, given = child
         place = (self, (*self.path, cid), inv.id, index)
-        # (the parent's class: this module does not import instance.py, which imports it)
-        started = type(inst)._start(machine, given, _global_id(inst, cid), inst._clock, place)
+        # (the parent's class: this module does not import instance.py, which imports it;
+        # no collector of the parent's step or start: the child's start collects its own)
+        with detached():
+            started = type(inst)._start(machine, given, _global_id(inst, cid), inst._clock, place)
         if not isinstance(started, Rejection):
             self.kids[cid] = started
             return
@@ -357,23 +373,29 @@ class Node:
                 return node._deliver_error(msg.event, msg.payload or {}, msg.at)
             return _deliver(target, f"done.invoke.{msg.event}", msg.payload, msg.at)
         if msg.sender is not None:
+            # (a message a child sent before its state was left is still delivered, as SCXML
+            # keeps what was queued; a child cancelled since is detached and sends nothing here)
             kid = node.kids.get(msg.sender[-1])
-            if kid is None:
-                return None  # a cancelled child no longer acts on its parent
             if msg.kind != "send":
                 return node.child_ended(kid, msg)
-            node._finalize(kid, msg)
+            if kid is not None:
+                node._finalize(kid, msg)
         out = _deliver(target, msg.event, msg.payload, msg.at)
         forwarded(target, out)
         return out
 
-    def child_ended(self, kid: Instance, msg: Message) -> Outcome | None:
+    def child_ended(self, kid: Instance | None, msg: Message) -> Outcome | None:
         """A child's `done` or `error`: counted toward its invoke's join; the parent gets
-        `done.invoke.ID` once the join is met, `error.invoke.ID` once it no longer can be."""
-        node = kid._tree
+        `done.invoke.ID` once the join is met, `error.invoke.ID` once it no longer can be. The
+        end of a single child whose state was left since it ended is still told (a fan-out's
+        join is gone with its state: dropped)."""
+        node = kid._tree if kid is not None else None
         join = self.joins.get(msg.event)
-        if join is None or node is None:
-            return None  # the invoke's state was left meanwhile
+        if kid is None or node is None or join is None or join.seq != msg.seq:
+            if msg.item is not None:
+                return None
+            event = f"{'done' if msg.kind == 'done' else 'error'}.invoke.{msg.event}"
+            return _deliver(self.inst, event, msg.payload, msg.at)
         self._finalize(kid, msg)
         if msg.kind == "error":
             if not join.fan:
@@ -513,6 +535,8 @@ def _child_entry(root: Instance, path: str, step: StepResult | Instance) -> Step
     r._e = entry
     r._c = root._ctx
     r._m = root._m
+    if root._m.chart:
+        r._g = tuple(s.name for s in engine.configuration_of(root))
     if effects:
         r._fx = list(effects)
     return r
@@ -523,8 +547,9 @@ def advance(node: Node, when: int) -> list[Outcome]:
     parents before children), delivering the inbox after each; the root's steps, in order."""
     root = node.inst
     out: list[Outcome] = []
+    node.drain()  # (what an earlier call left: once, bounded, as any call delivers)
     while True:
-        due = earliest(node)
+        due = earliest(node, inbox=False)
         if due is None or due[0] > when:
             break
         fired = engine.fire_due(due[1], due[0])
@@ -537,9 +562,13 @@ def advance(node: Node, when: int) -> list[Outcome]:
     return out
 
 
-def earliest(node: Node) -> tuple[int, Instance] | None:
-    """The earliest deadline in the tree and the instance it belongs to."""
+def earliest(node: Node, inbox: bool = True) -> tuple[int, Instance] | None:
+    """The earliest deadline in the tree and the instance it belongs to; with `inbox`,
+    messages left over by a call past `MAX_DELIVERIES` are due at once (at the root's last
+    step), so that a worker's next `advance` delivers them."""
     best: tuple[int, Instance] | None = None
+    if inbox and node.up is None and node.inbox:
+        best = (node.inst._history[-1][_AT], node.inst)
     for n in node.walk():
         inst = n.inst
         if inst.is_final:

@@ -202,7 +202,9 @@ class Machine(LoadedFlow):
             with self._generating:
                 machine = self._child_machines.get(name)
                 if machine is None:
-                    machine = Machine(self.child_flows[name], clock=self.clock, limits=self.limits)
+                    # (embedded as `to_json` writes a flow: members at their default left out)
+                    raw = {"ir_version": 1, **self.child_flows[name]}
+                    machine = Machine(raw, clock=self.clock, limits=self.limits)
                     machine.composes = True
                     machine.leaf_chart = False
                     self._child_machines[name] = machine

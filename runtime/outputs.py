@@ -117,3 +117,14 @@ def collecting(outputs: StepOutputs | None = None) -> Iterator[StepOutputs]:
         yield out
     finally:
         _CURRENT.reset(token)
+
+
+@contextmanager
+def detached() -> Iterator[None]:
+    """No collector inside the block: another instance's step (a child started during its
+    parent's step, children.py) gathers what it raises and emits for itself."""
+    token = _CURRENT.set(None)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

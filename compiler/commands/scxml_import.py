@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flowc.compiler.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from flowc.compiler.commands.output import deliver
+from flowc.compiler.commands.output import deliver, is_stdout
 
 
 def register(sub: Any) -> None:
@@ -18,9 +18,9 @@ def register(sub: Any) -> None:
         description=(
             "Read FILE in the given notation and write the equivalent .flow source. SCXML "
             "(null and Python datamodels) is read safely: nothing in the file is run, DTDs and "
-            "entities are refused, and what flowc has no equivalent for (invoke, scripts beyond "
-            "assignments, external I/O processors, ...) is reported with its line. See "
-            "docs/scxml.md."
+            "entities are refused, and what flowc has no equivalent for (scripts beyond "
+            "assignments, external I/O processors, ...) is reported with its line. The charts "
+            "an <invoke> starts are written beside the output as NAME.flow. See docs/scxml.md."
         ),
     )
     parser.add_argument("notation", choices=["scxml"], help="the notation of FILE")
@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--data-src",
         action="store_true",
-        help="read the files `<data src>` names, when they are plain files beside FILE "
-        "(refused otherwise)",
+        help="read the files `<data src>` and `<invoke src>` name, when they are plain files "
+        "beside FILE (refused otherwise)",
     )
     parser.set_defaults(handler=run)
 
@@ -45,6 +45,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from flowc.compiler.driver import use_color, write_diagnostics
     from flowc.compiler.scxml.importer import import_file
+    from flowc.compiler.scxml.reader import read_scxml
     from flowc.compiler.source import SourceFile
 
     path = Path(args.file)
@@ -52,11 +53,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"flowc import: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
     result = import_file(path, datamodel=args.datamodel, data_src=args.data_src)
-    source = SourceFile(str(path), result.document.text)
-    write_diagnostics(result.diagnostics, source, sys.stderr, color=use_color(sys.stderr))
+    # A chart an <invoke> reads (`src`, beside this one) has its own diagnostics.
+    sources = {str(path): SourceFile(str(path), result.document.text)}
+    for diag in result.diagnostics:
+        if diag.file not in sources:
+            text = read_scxml(Path(diag.file).read_bytes(), diag.file).text
+            sources[diag.file] = SourceFile(diag.file, text)
+        write_diagnostics([diag], sources[diag.file], sys.stderr, color=use_color(sys.stderr))
     if result.flow_text is None:
         print(f"flowc import: {path}: not imported", file=sys.stderr)
         return EXIT_FAILURE
+    if result.children and is_stdout(args.output):
+        # The flow compiles only with its children beside it (`invoke NAME` reads NAME.flow).
+        names = ", ".join(f"{name}.flow" for name in result.children)
+        print(
+            f"flowc import: {path} invokes child charts ({names}): give -o FILE.flow to "
+            "write them beside it",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if not deliver("import", args.output, result.flow_text.encode("utf-8")):
         return EXIT_FAILURE
+    for name, text in result.children.items():
+        beside = Path(args.output).parent / f"{name}.flow"
+        if not deliver("import", str(beside), text.encode("utf-8")):
+            return EXIT_FAILURE
     return EXIT_OK

@@ -38,6 +38,7 @@ from flowc.runtime.model import (
     CompiledFlow,
     Expr,
     FieldDef,
+    Invoke,
     State,
     Transition,
     TypeRef,
@@ -336,6 +337,8 @@ class _Writer:
             self.lines.append(f"{inner}  </transition>")
             self.lines.append(f"{inner}</initial>")
         self.entry_and_exit(state, inner)
+        for invoke in state.invokes:
+            self.invoke(invoke, inner)
         if state.done_data is not None:
             params = self.params(state.done_data)
             self.lines.append(f"{inner}<donedata>{params}</donedata>")
@@ -349,6 +352,33 @@ class _Writer:
             self.lines[start] = f"{pad}<{tag}{attrs}/>"
         else:
             self.lines.append(f"{pad}</{tag}>")
+
+    def invoke(self, invoke: Invoke, pad: str) -> None:
+        """`invoke FLOW(ARGS) as ID [into F] [forward] [finalize do ...]`: an `<invoke>` of
+        the child flow exported inline (`<content><scxml>`), its arguments as `<param>`s; the
+        flow's name is kept as `flowc:flow` (docs/scxml.md). A fan-out has no SCXML form."""
+        if invoke.each is not None:
+            where = Span(invoke.line, invoke.column, invoke.line, invoke.column + 6)
+            raise _Refused(
+                f"the fan-out invoke `{invoke.id}` (`for ... in`)", where if invoke.line else None
+            )
+        child = self.flow.children.get(invoke.flow)
+        if child is None:
+            raise _Refused(f"the invoke `{invoke.id}` of a flow the IR does not hold")
+        attrs = f' id={quoteattr(invoke.id)} type="scxml" flowc:flow={quoteattr(invoke.flow)}'
+        if invoke.id_target:
+            attrs += f" idlocation={quoteattr(_location(invoke.id_target))}"
+        if invoke.forward:
+            attrs += ' autoforward="true"'
+        self.lines.append(f"{pad}<invoke{attrs}>")
+        if invoke.input is not None:
+            self.lines.append(pad + "  " + self.params(invoke.input))
+        self.lines.append(f"{pad}  <content>")
+        text = _Writer(child, SourceMap.from_ir(child)).document()
+        self.lines.extend(f"{pad}    {line}" for line in text.splitlines()[1:])
+        self.lines.append(f"{pad}  </content>")
+        self.block("finalize", [self.action(a) for a in invoke.finalize], pad + "  ")
+        self.lines.append(f"{pad}</invoke>")
 
     def history(self, state: State, pad: str) -> None:
         self.lines.append(
@@ -457,6 +487,11 @@ class _Writer:
             return f'<send event={quoteattr(a.event or "")} target="#_internal">{params}</send>'
         if a.op == "emit":
             return self.effect(a)
+        if a.op == "send" and a.to is not None:
+            # a message: to the parent session, or to the children of an invoke
+            target = quoteattr("#_parent" if a.to == "parent" else f"#_{a.to}")
+            params = self.params(a.value)
+            return f"<send event={quoteattr(a.event or '')} target={target}>{params}</send>"
         if a.op == "send":
             return self.scheduled_send(a)
         if a.op == "cancel" and a.key is not None:

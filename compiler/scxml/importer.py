@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-import os
 import re
-import stat
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -50,11 +48,33 @@ from flowc.compiler.scxml.expressions import (
     session_location,
     translate,
 )
-from flowc.compiler.scxml.reader import FLOWC_NS, SCXML_NS, Document, Element, read_scxml
+from flowc.compiler.scxml.invoke import (
+    MAX_INVOKE_DEPTH,
+    SCXML_TYPES,
+    Budget,
+    ChildRole,
+    ChildSource,
+    chart_file,
+    inline_chart,
+)
+from flowc.compiler.scxml.reader import (
+    FLOWC_NS,
+    SCXML_NS,
+    Document,
+    Element,
+    NotReadable,
+    read_beside,
+    read_scxml,
+)
 from flowc.runtime.builtins import BUILTINS
 from flowc.runtime.model import Expr
 from flowc.runtime.operators import ARITHMETIC, BINARY_OPERATORS, BOOLEAN_RESULTS
 
+#: The payload field `_event.invokeid` is read as, and the context field of a child holding
+#: the id its parent gives it (docs/scxml.md, "Invoke: child flows").
+INVOKEID_FIELD = meta_field("invokeid")
+#: The internal events that carry a delayed message until it is sent (`collect_relays`).
+RELAY_PREFIX = "scxml_relay_"
 #: Effects the imported flow emits for its host; docs/scxml.md gives their contract.
 SEND_EFFECT = "scxml_send"
 CANCEL_EFFECT = "scxml_cancel"
@@ -93,7 +113,6 @@ _DEFERRED = re.compile(r"\x01(\d+)\x01")
 _FIELD_DEFAULTS = {meta_field("type"): 'str = "external"'}
 _SEP = ", "
 #: What `<data src>` may name: a file beside the chart (no directory, not hidden).
-_DATA_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 #: The largest file a `<data src>` reads (its text becomes a constant of the flow).
 MAX_DATA_FILE = 64 * 1024
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -106,6 +125,9 @@ class ImportResult:
     document: Document
     #: SCXML features the document uses (see `_Importer.features`), for reports.
     features: set[str] = field(default_factory=set)
+    #: The child flows its `<invoke>`s start, by flow name (their own children included):
+    #: each is written beside the flow as `NAME.flow` (docs/scxml.md).
+    children: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -115,7 +137,8 @@ class ImportResult:
 def import_file(
     path: str | Path, *, datamodel: str | None = None, data_src: bool = False
 ) -> ImportResult:
-    """`import_scxml` of a file; `data_src`: read the files its `<data src>` name beside it."""
+    """`import_scxml` of a file; `data_src`: read the files its `<data src>` and `<invoke
+    src>` name beside it."""
     data = Path(path).read_bytes()
     beside = Path(path).parent if data_src else None
     return import_scxml(data, str(path), datamodel=datamodel, data_dir=beside)
@@ -137,7 +160,8 @@ def import_scxml(
         return ImportResult(None, document.diagnostics, document)
     importer = _Importer(document, path, datamodel, data_dir)
     text = importer.run()
-    return ImportResult(text, importer.diagnostics, document, importer.features)
+    children = importer.children if text is not None else {}
+    return ImportResult(text, importer.diagnostics, document, importer.features, children)
 
 
 def flow_name(text: str, fallback: str = "x") -> str:
@@ -197,6 +221,10 @@ class _Send:
     #: For a computed event name read from a variable only ever given constant names: those
     #: values and their declared events (each sent as a scheduled event of the runtime).
     choices: list[tuple[str, str]] = field(default_factory=list)
+    #: A message (`send E to parent|ID`): `parent` (`#_parent`) or an invoke's id (`#_ID`).
+    to: str | None = None
+    #: `id()` of the `<send>` element (a delayed message's relay, `collect_relays`).
+    element_id: int = 0
 
 
 class _SendRefused(Exception):
@@ -206,6 +234,28 @@ class _SendRefused(Exception):
 class _SendFails(Exception):
     """A `<send>` SCXML fails to run (an invalid target, an unknown type, an undeclared name):
     it raises error.execution rather than sending."""
+
+
+@dataclass
+class _Invoke:
+    """An `<invoke>` as read: its state, ids, child chart and params."""
+
+    element: Element
+    #: The SCXML id of its state.
+    state: str
+    #: `as ID`; the SCXML invokeid (`id`, else made up as SCXML does: `STATE.ID`).
+    id: str
+    scxml_id: str
+    explicit: bool
+    #: The child flow's name.
+    child: str
+    source: ChildSource
+    #: (child variable, expression text, element) of each `namelist` name and `<param>`.
+    params: list[tuple[str, str, Element]]
+    #: The child read alone (the first of its two readings).
+    first: _Importer | None = None
+    #: The payload fields its `<finalize>` reads.
+    finalize_reads: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -219,7 +269,13 @@ class _StateInfo:
 
 class _Importer:
     def __init__(
-        self, document: Document, path: str, datamodel: str | None, data_dir: Path | None
+        self,
+        document: Document,
+        path: str,
+        datamodel: str | None,
+        data_dir: Path | None,
+        role: ChildRole | None = None,
+        budget: Budget | None = None,
     ) -> None:
         assert document.root is not None
         self.data_dir = data_dir
@@ -227,6 +283,29 @@ class _Importer:
         self.document = document
         self.path = path
         self.datamodel_override = datamodel
+        #: As a child of another chart (None: the top-level one), and the tree's bound.
+        self.role = role
+        self.budget = budget or Budget()
+        #: The `<invoke>`s by element id, their SCXML ids to their flow ids, the events sent
+        #: to each child (flow id -> event -> field -> type) and to the parent, and the states
+        #: whose invoke fails (SCXML raises error.execution instead of starting it).
+        self.invokes: dict[int, _Invoke] = {}
+        self.invoke_ids: dict[str, str] = {}
+        self.to_children: dict[str, dict[str, dict[str, str | None]]] = {}
+        #: The events sent to `#_parent` (declared here too: the compiler checks that the
+        #: parent declares them alike).
+        self.sent_to_parent: list[str] = []
+        self.failed_invokes: set[str] = set()
+        #: `<assign>`s of a chart an invoke starts (`assigned_chart`): no action.
+        self.chart_assigns: set[int] = set()
+        #: Delayed messages: `<send>` element id -> its relay event, relay -> the send.
+        self.relays: dict[int, str] = {}
+        self.relayed: dict[str, _Send] = {}
+        #: Events declared only to be forwarded to an `autoforward` child (`adopted_events`).
+        self.forwarded: set[str] = set()
+        self.children: dict[str, str] = {}
+        #: The flow text, once `run` has written it (a child's, read by its parent).
+        self.text = ""
         self.diagnostics: list[Diagnostic] = []
         self.features: set[str] = set()
         self.states: dict[str, _StateInfo] = {}  # SCXML id -> info, document order
@@ -302,12 +381,25 @@ class _Importer:
         return _syntax_error(source)
 
     def condition(self, text: str, element: Element) -> Expr | None:
-        """A `cond`: one that is not an expression at all is false, as SCXML says (which also
-        raises error.execution: flowc's guards raise nothing, see docs/scxml.md)."""
-        if _syntax_error(text):
+        """A `cond`: one that is not an expression at all, or reads a variable the document
+        does not declare (an invoked chart tests whether its parent gave it one), is false,
+        as SCXML says (which also raises error.execution: flowc's guards raise nothing, see
+        docs/scxml.md)."""
+        if self.cond_fails(text):
             self.features.add("invalid-cond")
             return Expr(op="lit", value=False)
         return self.expr(text, element)
+
+    def cond_fails(self, text: str) -> bool:
+        """Whether SCXML fails to evaluate a `cond`: not an expression, or one reading a
+        variable the document does not declare."""
+        if _syntax_error(text):
+            return True
+        try:  # with names of its own: what this reads is no rule's
+            translate(text, Names(dict(self.names.variables), self.names.session_name))
+        except Refusal as refusal:
+            return refusal.message.startswith("unknown name")
+        return False
 
     def expr(self, text: str, element: Element) -> Expr | None:
         try:
@@ -332,12 +424,16 @@ class _Importer:
         # Every problem at once: the refusals of whole elements, then whatever the states,
         # rules and expressions add.
         self.check_elements(root)
+        if not self.budget.charge(root):
+            self.error("E403", "the invoked charts are too large together", root)
+            return None
         self.collect_states(root, None)
         if not self.states:
             self.error("E413", "the document has no state", root)
             return None
         self.collect_data(root)
         self.collect_declarations(root)
+        self.adopt_role()
         self.names = Names(
             {k: flow_name(k, "v") for k in self.var_types},
             root.attrs.get("name", ""),
@@ -345,6 +441,8 @@ class _Importer:
             is_record_field=self.is_record_field if self.records else None,
             never_none=self.never_none,
         )
+        self.collect_invokes()
+        self.collect_relays()
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
         self.check_load_scripts()
@@ -355,8 +453,12 @@ class _Importer:
         body = _DEFERRED.sub(lambda m: self.deferred[int(m.group(1))](), body)
         body = _PATTERN.sub(self.resolve_pattern, body)
         header = self.write_header(root)
+        if not self.diagnostics:
+            self.import_children()
         if self.diagnostics:
-            unique = {(d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics}
+            unique = {
+                (d.file, d.span.line, d.span.column, d.code, d.message): d for d in self.diagnostics
+            }
             self.diagnostics = [unique[k] for k in sorted(unique)]
             return None
         return header + body
@@ -450,15 +552,25 @@ class _Importer:
         `name.*` stays only where some event has that prefix (E126 otherwise)."""
         lead = ", " if match.group(0).startswith(", ") else ""
         pattern = match.group(1)
+        invoked = [
+            f"{kind}.invoke.{spec.id}"
+            for spec in self.invokes.values()
+            for kind in ("done", "error")
+        ]
         if pattern == "*":
             done = [
                 f"done.state.{info.name}"
                 for info in self.states.values()
                 if info.kind == "parallel" or (info.kind == "state" and info.children)
             ]
-            return lead + ", ".join([*self.events, *done])
+            declared = [
+                e
+                for e in self.events
+                if not e.startswith(("done.invoke.", "error.invoke.", RELAY_PREFIX))
+            ]
+            return lead + ", ".join([*declared, *done, *invoked])
         prefix = pattern.removesuffix(".*")
-        if any(e.startswith(prefix + ".") for e in self.events):
+        if any(e.startswith(prefix + ".") for e in [*self.events, *invoked]):
             return lead + pattern
         return ""
 
@@ -477,8 +589,9 @@ class _Importer:
                 self.features.add("script")
                 self.check_script(child)
             elif tag == "invoke":
-                self.features.add("invoke")
-                self.error("E408", "<invoke> (child sessions) is not supported", child)
+                self.features.add("invoke")  # its chart is read by `collect_invokes`
+                for finalize in child.find("finalize"):
+                    self.check_elements(finalize)
             elif tag == "foreach" and not (child.attrs.get("array") and child.attrs.get("item")):
                 self.features.add("foreach")
                 self.error(
@@ -709,7 +822,7 @@ class _Importer:
             return
         try:
             self.data_files[(data.line, data.column)] = _read_beside(self.data_dir, name)
-        except _NotReadable as problem:
+        except NotReadable as problem:
             self.error("E409", f'`src="{src}"`: {problem}', data)
 
     def never_none(self, expr: Expr) -> bool:
@@ -933,6 +1046,8 @@ class _Importer:
 
     def walk(self, element: Element, tag: str) -> Iterator[Element]:
         for child in element.children:
+            if element.tag == "invoke" and child.tag == "content":
+                continue  # a child chart: imported on its own (`collect_invokes`)
             if child.tag == tag:
                 yield child
             yield from self.walk(child, tag)
@@ -941,7 +1056,7 @@ class _Importer:
 
     def write_header(self, root: Element) -> str:
         lines = [f"# {c}" for c in self.document.preamble]
-        name = flow_name(root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
+        name = self.flow_name
         title = root.attrs.get(f"{FLOWC_NS} title")
         lines.append(f"flow {name} {literal_text(title)}" if title else f"flow {name}")
         if root.attrs.get(f"{FLOWC_NS} unhandled") != "refuse":
@@ -965,7 +1080,7 @@ class _Importer:
         """The `event` and `effect` lines of the flow."""
         lines: list[str] = []
         for event, fields in self.events.items():
-            if event.startswith("done.state."):
+            if event.startswith(("done.state.", "done.invoke.", "error.invoke.")):
                 continue
             params = ", ".join(
                 f"{f}: {t}"
@@ -974,9 +1089,10 @@ class _Importer:
                 for f, t in fields.items()
             )
             internal = "internal " if event in self.internal_events else ""
-            lines.append(
-                f"{internal}event {event}({params})" if params else f"{internal}event {event}"
-            )
+            line = f"{internal}event {event}({params})" if params else f"{internal}event {event}"
+            if event in self.forwarded and event not in {e for e, _ in self.rule_reads}:
+                line += "  # flowc: allow W310 (taken by the invoked chart it is forwarded to)"
+            lines.append(line)
         for effect, fields in self.effects.items():
             params = ", ".join(f"{f}: {t or 'json'}" for f, t in fields.items())
             lines.append(f"effect {effect}({params})" if params else f"effect {effect}")
@@ -1005,6 +1121,13 @@ class _Importer:
             context.append(f"  sessionid: str = {literal_text(self.session_id)}")
         context.extend(f"  {flag}: bool = false" for flag in self.late_flags.values())
         return context
+
+    @property
+    def flow_name(self) -> str:
+        """The flow's name: the document's `name` (or file name); a child's from its parent."""
+        if self.role is not None:
+            return self.role.name
+        return flow_name(self.root.attrs.get("name") or Path(self.path).stem or "scxml", "f")
 
     @property
     def session_id(self) -> str:
@@ -1055,7 +1178,15 @@ class _Importer:
             if info.kind == "history":
                 out.append(indent + self.write_history(child))
                 continue
-            head = self.state_head(child, info, initial=sid in initial, nested=parent is not None)
+            starts_final = sid in initial and info.kind == "final"
+            if starts_final:
+                # flowc has no `initial final` state (E111): a state of its own starts there
+                out.append(f"{indent}initial state {self.start_name(info.name)} {{")
+                out.append(f"{indent}  always -> {info.name}")
+                out.append(indent + "}")
+            head = self.state_head(
+                child, info, initial=sid in initial and not starts_final, nested=parent is not None
+            )
             body = self.write_body(child, sid, indent + "  ")
             if body:
                 out.append(f"{head} {{".join([indent, ""]))
@@ -1064,6 +1195,33 @@ class _Importer:
             else:
                 out.append(indent + head)
         return "\n".join(out) + ("\n" if out else "")
+
+    def reported_done_data(self, final: Element) -> str:
+        """The done data a child's top-level `final` adds for its parent (text of map entries,
+        "" if none): the id the parent gave it, when the parent reads `_event.invokeid`, and
+        the fields the parent reads on the done event or in its `<finalize>` (which every
+        message from the child must carry) that `final` does not give, at their zero value
+        (SCXML's `_event.data.get(...)` of such a done.invoke is None)."""
+        if self.role is None:
+            return ""
+        own = {p.attrs.get("name") for d in final.find("donedata") for p in d.find("param")}
+        entries = [
+            f"{literal_text(name)}: {_with_default(ty).partition(' = ')[2]}"
+            for name, ty in self.role.done_fields.items()
+            if name != INVOKEID_FIELD and name not in own
+        ]
+        if self.role.reports_invokeid:
+            entries.insert(0, f"{literal_text(INVOKEID_FIELD)}: {INVOKEID_FIELD}")
+        return ", ".join(entries)
+
+    def start_name(self, final: str) -> str:
+        """A name for the state a chart (or compound) starting in final state `final` starts
+        in, unlike every state's."""
+        taken = {info.name for info in self.states.values()}
+        name = f"{final}_start"
+        while name in taken:
+            name += "_"
+        return name
 
     def state_head(self, element: Element, info: _StateInfo, *, initial: bool, nested: bool) -> str:
         """`[initial] [final|parallel] state NAME [with DONE_DATA]`."""
@@ -1080,6 +1238,9 @@ class _Importer:
         head = " ".join([*modifiers, "state", info.name])
         if info.kind == "final" and not self.done_data_fails(element):
             carried = self.done_data(element)
+            extra = self.reported_done_data(element) if info.parent is None else ""
+            if extra:
+                carried = "{" + extra + ("}" if carried is None else ", " + carried[1:])
             if carried is not None:
                 self.features.add("donedata")
                 head += f" with {carried}"
@@ -1107,11 +1268,13 @@ class _Importer:
             for keyword_ in ("entry", "exit")
             if (actions := self.entry_exit_actions(element, sid, keyword_))
         ]
+        lines.extend(indent + line for line in self.invoke_lines(element))
+        lines.extend(indent + line for line in self.relay_lines(sid))
         earlier: list[Element] = []
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
             children = self.pushed_to(transition, element, sid, earlier)
-            self.guard_errors = _guard_errors(transition, earlier)
+            self.guard_errors = _guard_errors(transition, earlier, self.cond_fails)
             earlier.append(transition)
             self.reenter_target = bool(children)
             rule = self.write_transition(transition, sid)
@@ -1134,6 +1297,13 @@ class _Importer:
         """The actions of a state's `<onentry>`s (`keyword_` "entry") or `<onexit>`s ("exit");
         the start state's entry also raises the errors of the data SCXML fails to set."""
         tag = "onentry" if keyword_ == "entry" else "onexit"
+        info = self.states.get(sid)
+        # A top-level final state ends the session: SCXML exits it at once, so its exit
+        # actions run right after its entry (flowc runs no exit of the state it ends in).
+        ends = info is not None and info.kind == "final" and info.parent is None
+        if ends and keyword_ == "exit":
+            return []
+        tags = ("onentry", "onexit") if ends else (tag,)
         actions: list[str] = []
         if tag == "onentry" and sid == self.start_errors[0]:
             actions.extend(self.fails() for _ in self.start_errors[1])
@@ -1147,9 +1317,11 @@ class _Importer:
         binding = self.late_binding(element, sid) if tag == "onentry" else None
         if binding is not None:
             actions.append(binding)
-        for block in element.find(tag):
+        for block in (b for t in tags for b in element.find(t)):
             actions.extend(self.actions(block.children))
         self.names.event_unbound = False
+        if keyword_ == "entry" and sid in self.failed_invokes:
+            actions.append(self.fails())  # an invoke SCXML cannot start (`collect_invokes`)
         if keyword_ == "entry" and self.done_data_fails(element):
             # SCXML evaluates the done data once the entry actions have run: one it cannot
             # evaluate raises error.execution (before the done event, which has no data).
@@ -1236,7 +1408,13 @@ class _Importer:
         finally:
             read, self.names.event_fields = self.names.event_fields, outer_fields
             self.names.data_is_none = False
-            named = [event_flow_name(e.removesuffix(".*")) for e in events if e not in ("*", ".*")]
+            named = [
+                name
+                for e in events
+                if e not in ("*", ".*")
+                for name in self.invoke_events(e.removesuffix(".*"))
+                or [event_flow_name(e.removesuffix(".*"))]
+            ]
             if "*" in events or ".*" in events or not named:
                 outer_fields |= read
             for event in named:
@@ -1293,6 +1471,8 @@ class _Importer:
             self.features.add("eventless")
             return f"always{guard} -> {target}{do}"
         names = self.event_patterns(events)
+        if not names:
+            return None  # only `done.invoke.X` of invokes the document does not have
         return f"on {_SEP.join(names)}{guard} -> {target}{do}"
 
     def reject_rule(
@@ -1388,6 +1568,10 @@ class _Importer:
                 names.append("\0*\0")
                 continue
             descriptor = descriptor.removesuffix(".*")
+            invoked = self.invoke_events(descriptor)
+            if invoked is not None:
+                names.extend(invoked)
+                continue
             name = event_flow_name(descriptor)
             if name.startswith("done.state."):
                 self.features.add("done-events")
@@ -1497,6 +1681,8 @@ class _Importer:
     def assign(self, element: Element) -> str | None:
         """`<assign location expr>`: `var = value` (`append` for a map added to a list)."""
         self.features.add("assign")
+        if id(element) in self.chart_assigns:
+            return None
         source = element.attrs.get("expr") or element.text
         return self.assignment(element.attrs.get("location", ""), source, element)
 
@@ -1721,10 +1907,11 @@ class _Importer:
         """A `<send>` to the session itself, read: its address, event, data and delay."""
         attrs = element.attrs
         target = attrs.get("target", "")
-        address = self.send_address(element, target)
-        name = self.send_event_name(element, target, address)
+        to = self.message_target(target)
+        address = None if to is not None else self.send_address(element, target)
+        name = self.send_event_name(element, target if to is None else "#_internal", address)
         event = event_flow_name(attrs.get("event", "")) if name is None else ""
-        fields = self.events.setdefault(event, {}) if name is None else {}
+        fields = self.message_fields(to, event) if name is None else {}
         data = self.send_data(element, fields)
         ok, whole = self.send_content(element, data, fields)
         if not ok:
@@ -1733,6 +1920,14 @@ class _Importer:
             self.type_whole_data(event, data, fields)
         delay = self.send_delay(element)
         if delay is None:
+            raise _SendRefused
+        if to is not None and (delay.variable or (delay.ms and id(element) not in self.relays)):
+            self.error(
+                "E409",
+                f"a delayed send to `{target}` is not supported",
+                element,
+                "flowc's messages to the parent or a child are sent after the step, without delay",
+            )
             raise _SendRefused
         return _Send(
             event=event,
@@ -1746,6 +1941,8 @@ class _Importer:
             address=address,
             processor=processor,
             choices=self.event_choices(element) if name is not None else [],
+            to=to,
+            element_id=id(element),
         )
 
     def event_choices(self, element: Element) -> list[tuple[str, str]]:
@@ -1900,7 +2097,9 @@ class _Importer:
 
     def send_checked(self, send: _Send) -> str:
         """A send's action: to its queue, checked first against a computed target or type."""
-        if send.address is not None:
+        if send.to is not None:
+            text = self.send_message(send)
+        elif send.address is not None:
             text = self.addressed(send)
         elif send.internal:
             text = self.send_internal(send)
@@ -2083,6 +2282,425 @@ class _Importer:
             f"else {{ {self.send_error(send)} }}"
         )
 
+    # ---- invoke: child flows (invoke.py) --------------------------------------------------
+
+    def adopt_role(self) -> None:
+        """As a child: type the `<data>` the parent gives values to, declare the events the
+        parent sends, and keep the invoke id the parent passes when it reads it."""
+        role = self.role
+        if role is None:
+            return
+        for var, ty in role.arg_types.items():
+            if var in self.var_types and self.var_types[var] is None:
+                self.var_types[var] = ty
+        for event, fields in role.inbound.items():
+            known = self.events.setdefault(event, {})
+            for name, ty in fields.items():
+                if known.get(name) is None:
+                    known[name] = ty
+        for event, fields in role.parent_events.items():
+            known = self.events.setdefault(event, {})
+            for name, ty in fields.items():
+                if known.get(name) is None:
+                    known[name] = ty
+        if role.reports_invokeid:
+            self.var_types.setdefault(INVOKEID_FIELD, "str")
+
+    def collect_invokes(self) -> None:
+        """Read every `<invoke>` (states in document order) and its child chart alone; the
+        parent declares the events each child sends to `#_parent`."""
+        taken = {
+            flow_name(e.attrs["id"], "i")
+            for info in self.states.values()
+            for e in info.element.find("invoke")
+            if e.attrs.get("id")
+        }
+        for sid, info in self.states.items():
+            for element in info.element.find("invoke"):
+                spec = self.read_invoke(element, sid, taken)
+                if spec is not None:
+                    self.invokes[id(element)] = spec
+                    self.invoke_ids[spec.scxml_id] = spec.id
+        for spec in self.invokes.values():
+            spec.first = self.read_child(spec)
+            for event, fields in self.adopted_events(spec).items():
+                known = self.events.setdefault(event, {})
+                for name, ty in fields.items():
+                    if known.get(name) is None:
+                        known[name] = ty
+
+    def adopted_events(self, spec: _Invoke) -> dict[str, dict[str, str | None]]:
+        """The events of a child this flow declares: those it sends to `#_parent`, and, for an
+        `autoforward` invoke, every event the child takes (a host sends them to this flow,
+        which passes them on), unless the document declares its events (a flowc export)."""
+        child = spec.first
+        if child is None:
+            return {}
+        adopted = dict(child.outbound)
+        declares = any(c.namespace == FLOWC_NS and c.tag == "event" for c in self.root.children)
+        if spec.element.attrs.get("autoforward") == "true" and not declares:
+            for event, fields in child.events.items():
+                own = event.startswith(("done.", "error.invoke.", RELAY_PREFIX))
+                if not own and event not in child.internal_events and event not in adopted:
+                    adopted[event] = fields
+                    self.forwarded.add(event)
+        return adopted
+
+    def read_invoke(self, element: Element, sid: str, taken: set[str]) -> _Invoke | None:
+        """An `<invoke>` of an SCXML chart, or None (refused, reported; or failing when it
+        runs, which raises error.execution in the state's entry)."""
+        attrs = element.attrs
+        kind: str | None = attrs.get("type", "scxml")
+        if "typeexpr" in attrs:
+            kind = self.static_string(attrs["typeexpr"], sid)
+        depth = self.role.depth if self.role is not None else 0
+        try:
+            if self.states[sid].kind == "final":
+                raise Refusal("E412", "a final state invokes nothing (SCXML has no such child)")
+            if kind is None:
+                raise Refusal("E408", "`typeexpr` is not a constant when the state is entered")
+            if kind not in SCXML_TYPES:
+                raise Refusal("E408", f"invoking `{kind}` is not supported")
+            if depth >= MAX_INVOKE_DEPTH:
+                raise Refusal("E408", f"invokes nest deeper than {MAX_INVOKE_DEPTH} charts")
+            source = self.child_source(element, sid)
+        except Refusal as refused:
+            help = refused.help or 'flowc invokes SCXML charts (`type="scxml"`) as child flows'
+            self.error(refused.code, refused.message, element, help)
+            return None
+        params: list[tuple[str, str, Element]] = []
+        for var in attrs.get("namelist", "").split():
+            if var not in self.var_types:
+                self.failed_invokes.add(sid)  # SCXML: error.execution, and no child
+                return None
+            params.append((var, var, element))
+        for param in element.find("param"):
+            value = param.attrs.get("expr") or param.attrs.get("location", "")
+            params.append((param.attrs.get("name", ""), value, param))
+        scxml_id = attrs.get("id")
+        ident = flow_name(scxml_id, "i") if scxml_id else self.states[sid].name
+        if ident == "parent":
+            ident += "_"  # `send E to parent` is to the flow's own parent
+        if not scxml_id:
+            while ident in taken:
+                ident += "_"
+            taken.add(ident)
+        # An export keeps the child flow's name (`flowc:flow`); else `PARENT_ID`.
+        kept = flow_name(attrs.get(f"{FLOWC_NS} flow") or "", "f")
+        named = {spec.child for spec in self.invokes.values()}
+        child = kept if attrs.get(f"{FLOWC_NS} flow") and kept not in named else None
+        return _Invoke(
+            element,
+            sid,
+            ident,
+            scxml_id or f"{sid}.{ident}",
+            scxml_id is not None,
+            child or f"{self.flow_name}_{ident}",
+            source,
+            params,
+        )
+
+    def child_source(self, element: Element, sid: str) -> ChildSource:
+        """The chart an invoke starts: inline (`<content><scxml>`), or the file `src` (or a
+        `srcexpr` constant when the state is entered) names beside this chart."""
+        chart = inline_chart(element) or self.assigned_chart(element, sid)
+        if chart is not None:
+            return ChildSource(Document(chart, self.document.text, []), self.path)
+        src = element.attrs.get("src")
+        if src is None and "srcexpr" in element.attrs:
+            src = self.static_string(element.attrs["srcexpr"], sid)
+            if src is None:
+                raise Refusal("E408", "`srcexpr` is not a constant when the state is entered")
+        if src is None:
+            raise Refusal(
+                "E408",
+                "only a chart in `<content>` or a `src` file is invoked (not a computed one)",
+            )
+        return chart_file(src, self.data_dir, self.chain)
+
+    def assigned_chart(self, element: Element, sid: str) -> Element | None:
+        """The chart of `<content expr="v">` when the state's own `<onentry>` assigns `v` a
+        chart (`<assign location="v"><scxml>`), last: that `<assign>` is then no action."""
+        contents = element.find("content")
+        var = contents[0].attrs.get("expr", "").strip() if contents else ""
+        assigns = [
+            a
+            for block in self.states[sid].element.find("onentry")
+            for a in block.find("assign")
+            if var and a.attrs.get("location", "").strip() == var
+        ]
+        chart = inline_chart(assigns[-1], "assign") if assigns else None
+        if chart is not None:
+            self.chart_assigns.add(id(assigns[-1]))
+        return chart
+
+    def static_string(self, text: str, sid: str) -> str | None:
+        """The string an expression has when state `sid` is entered, if the document fixes
+        it: a constant, or a variable given only constants, the last by the state's own entry
+        (a `<data>` value, `<assign>`s in its `<onentry>`); else None."""
+        try:
+            expr = translate(text, self.names)
+        except Refusal:
+            return None
+        if expr.op == "lit":
+            return expr.value if isinstance(expr.value, str) else None
+        if expr.op != "ctx":
+            return None
+        var = self.variable_of(str(expr.value))
+        own = [
+            a
+            for block in self.states[sid].element.find("onentry")
+            for a in block.find("assign")
+            if a.attrs.get("location", "").strip() == var
+        ]
+        elsewhere = [
+            a
+            for a in self.walk(self.root, "assign")
+            if a.attrs.get("location", "").strip() == var and all(a is not o for o in own)
+        ]
+        if elsewhere:
+            return None
+        values = [d for d in self.walk(self.root, "data") if d.attrs.get("id") == var] + own
+        if not values:
+            return None
+        last = values[-1]
+        try:
+            value = translate(last.attrs.get("expr") or last.text, Names({}, ""))
+        except Refusal:
+            return None
+        return value.value if value.op == "lit" and isinstance(value.value, str) else None
+
+    def read_child(self, spec: _Invoke, parent: _Importer | None = None) -> _Importer | None:
+        """The child chart of `spec` imported: alone (`parent` None), or knowing the parent's
+        declarations (the final reading); None when it is refused (its diagnostics added)."""
+        document = spec.source.document
+        if document.root is None:
+            self.diagnostics.extend(document.diagnostics)
+            return None
+        role = ChildRole(
+            name=spec.child,
+            depth=(self.role.depth if self.role is not None else 0) + 1,
+            files=self.chain,
+            arg_types={var: self.type_of(value, self.names) for var, value, _ in spec.params},
+        )
+        if parent is not None and spec.first is not None:
+            role.inbound = parent.to_children.get(spec.id, {})
+            role.parent_events = {e: parent.events.get(e, {}) for e in spec.first.outbound}
+            role.reports_invokeid = parent.reads_invokeid
+            read = parent.events.get(f"done.invoke.{spec.id}", {})
+            role.done_fields = {
+                name: read.get(name) or parent.field_types.get(name)
+                for name in sorted(spec.finalize_reads | set(read))
+                if not _is_meta(name)
+            }
+        child = _Importer(
+            document, spec.source.path, self.datamodel_override, self.data_dir, role, self.budget
+        )
+        text = child.run()
+        self.diagnostics.extend(child.diagnostics)
+        if text is None:
+            return None
+        child.text = text
+        return child
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The files of this chart and of the charts invoking it (a `src` may name none)."""
+        above = self.role.files if self.role is not None else ()
+        own = () if self.path.startswith("<") else (str(Path(self.path).resolve()),)
+        return (*above, *own)
+
+    @property
+    def outbound(self) -> dict[str, dict[str, str | None]]:
+        """The events sent to `#_parent`, as this chart declares them."""
+        return {event: self.events[event] for event in self.sent_to_parent}
+
+    @property
+    def reads_invokeid(self) -> bool:
+        """Whether some rule reads `_event.invokeid` (declared on its events)."""
+        return any(INVOKEID_FIELD in fields for fields in self.events.values())
+
+    def import_children(self) -> None:
+        """Each child's final reading, with this flow's declarations: its text (and its own
+        children's) in `children`."""
+        for spec in self.invokes.values():
+            child = self.read_child(spec, self)
+            if child is not None:
+                self.children[spec.child] = child.text
+                self.children.update(child.children)
+
+    def invoke_lines(self, element: Element) -> list[str]:
+        """`invoke CHILD(ARGS) as ID [into F] [forward] [finalize do ...]` for each invoke of
+        a state, in document order."""
+        lines: list[str] = []
+        for invoke in element.find("invoke"):
+            spec = self.invokes.get(id(invoke))
+            if spec is not None and spec.first is not None:
+                line = self.invoke_line(spec, spec.first)
+                if line is not None:
+                    lines.append(line)
+        return lines
+
+    def invoke_line(self, spec: _Invoke, child: _Importer) -> str | None:
+        self.features.add("invoke")
+        args: list[tuple[str, str]] = []
+        for var, source, where in spec.params:
+            if var not in child.var_types:
+                continue  # SCXML binds only the child's own variables
+            value = self.expr(source, where)
+            if value is None:
+                return None
+            given, held = _infer(value, self.var_types, self.names), child.var_types[var]
+            if _clash(held, given):
+                self.error(
+                    "E410",
+                    f"`{var}` holds `{held}` values in the invoked chart and is given a `{given}`",
+                    where,
+                    "flowc variables have one type; give the child a value of its variable's type",
+                )
+                return None
+            args.append((child.names.variables.get(var, flow_name(var, "v")), expr_text(value)))
+        into = None
+        if "idlocation" in spec.element.attrs:
+            try:
+                into = location(spec.element.attrs["idlocation"], self.names)
+            except Refusal as refusal:
+                self.refused(refusal, spec.element)
+                return None
+            self.var_types[self.variable_of(into)] = "str"
+        finalize = self.finalize_actions(spec, child)
+        forward = spec.element.attrs.get("autoforward") == "true"
+
+        def render() -> str:
+            given = list(args)
+            if self.reads_invokeid:
+                reported = into if into is not None and not spec.explicit else None
+                given.append((INVOKEID_FIELD, reported or literal_text(spec.scxml_id)))
+            text = f"invoke {spec.child}({', '.join(f'{k}: {v}' for k, v in given)})"
+            text += f" as {spec.id}" + (f" into {into}" if into is not None else "")
+            text += " forward" if forward else ""
+            return text + (f" finalize do {'; '.join(finalize)}" if finalize else "")
+
+        return self.later(render)
+
+    def finalize_actions(self, spec: _Invoke, child: _Importer) -> list[str]:
+        """The `<finalize>` actions: they see the message from the child (`_event`), so the
+        fields they read are declared on the events the child sends."""
+        outer = self.names.event_fields
+        self.names.event_fields = set()
+        try:
+            return [a for f in spec.element.find("finalize") for a in self.actions(f.children)]
+        finally:
+            read, self.names.event_fields = self.names.event_fields, outer
+            spec.finalize_reads = read
+            for event in child.outbound:
+                for name in sorted(read):
+                    self.events.setdefault(event, {}).setdefault(name, None)
+
+    def invoke_events(self, descriptor: str) -> list[str] | None:
+        """The `done.invoke.ID` events an SCXML descriptor names (`done.invoke`: every
+        invoke's), or None when it is not about invokes."""
+        if descriptor != "done.invoke" and not descriptor.startswith("done.invoke."):
+            return None
+        named = descriptor.removeprefix("done.invoke").removeprefix(".")
+        return [
+            f"done.invoke.{spec.id}"
+            for spec in self.invokes.values()
+            if not named or spec.scxml_id == named or spec.scxml_id.startswith(named + ".")
+        ]
+
+    def message_target(self, target: str) -> str | None:
+        """`parent` for `#_parent`, an invoke's id for `#_` + its SCXML id, else None."""
+        if target == "#_parent":
+            self.features.add("send-parent")
+            return "parent"
+        if target.startswith("#_") and target[2:] in self.invoke_ids:
+            self.features.add("send-child")
+            return self.invoke_ids[target[2:]]
+        return None
+
+    def message_fields(self, to: str | None, event: str) -> dict[str, str | None]:
+        """Where a send's fields are recorded: its event's declaration in this flow, or, for a
+        message, what the receiver will declare."""
+        if to is None:
+            return self.events.setdefault(event, {})
+        if to == "parent":
+            if event not in self.sent_to_parent:
+                self.sent_to_parent.append(event)
+            return self.events.setdefault(event, {})
+        return self.to_children.setdefault(to, {}).setdefault(event, {})
+
+    def send_message(self, send: _Send) -> str:
+        """`send E(...) to parent|ID`, with the `_event` fields the receiver declares; after
+        a delay, the scheduled relay event that sends it (`collect_relays`)."""
+        items = self.message_items(send)
+        args = ", ".join(f"{k}: {v}" for k, v in items)
+        relay = self.relays.get(send.element_id) if send.delay.ms else None
+        if relay is not None:
+            declared = self.receiver_fields(send)
+            self.events[relay] = {k: declared.get(k) or "json" for k, _ in items}
+            self.internal_events.add(relay)
+            self.relayed[relay] = send
+            event = f"{relay}({args})" if args else relay
+            return f"send {event} after {send.delay.ms}ms"
+        return (
+            f"send {send.event}({args}) to {send.to}" if args else f"send {send.event} to {send.to}"
+        )
+
+    def receiver_fields(self, send: _Send) -> dict[str, str | None]:
+        """The fields of a message's event as its receiver declares them (what this chart
+        sends, before the receiver is known)."""
+        sent = self.message_fields(send.to, send.event)
+        declared = self.receiver_declaration(send)
+        return {**sent, **{k: v for k, v in declared.items() if v is not None}}
+
+    def receiver_declaration(self, send: _Send) -> dict[str, str | None]:
+        if send.to == "parent":
+            return self.role.parent_events.get(send.event, {}) if self.role else {}
+        child = next((s.first for s in self.invokes.values() if s.id == send.to), None)
+        return child.events.get(send.event, {}) if child is not None else {}
+
+    def message_items(self, send: _Send) -> list[tuple[str, str]]:
+        """The fields a message carries: its data, and the `_event` fields its receiver
+        declares."""
+        declared = self.receiver_declaration(send)
+        reports = self.role is not None and self.role.reports_invokeid and send.to == "parent"
+        extra = [
+            (EVENT_DATA_FIELD, send.whole),
+            (meta_field("sendid"), send.own_id),
+            (meta_field("origintype"), literal_text(SCXML_PROCESSOR)),
+            (INVOKEID_FIELD, INVOKEID_FIELD if reports else None),
+        ]
+        return [*send.data, *((k, v) for k, v in extra if v is not None and k in declared)]
+
+    def collect_relays(self) -> None:
+        """A delayed send to the parent or a child (flowc's messages have no delay) is a
+        scheduled internal event of the sender, `scxml_relay_N`, which every top-level state
+        passes on as the message: sent only if the sender still runs when the delay is over,
+        as SCXML cancels the pending sends of a session that ends."""
+        for send in self.walk(self.root, "send"):
+            target = send.attrs.get("target", "")
+            to_child = target.startswith("#_") and target[2:] in self.invoke_ids
+            if (target == "#_parent" or to_child) and (
+                "delay" in send.attrs or "delayexpr" in send.attrs
+            ):
+                self.relays[id(send)] = f"{RELAY_PREFIX}{len(self.relays) + 1}"
+
+    def relay_lines(self, sid: str) -> list[str]:
+        """The rules passing each relay on, in a top-level state that is not final."""
+        info = self.states[sid]
+        if info.parent is not None or info.kind == "final" or not self.relays:
+            return []
+        return [self.later(self.relay_rules)]
+
+    def relay_rules(self) -> str:
+        rules = []
+        for relay, send in self.relayed.items():
+            args = ", ".join(f"{k}: event.{k}" for k, _ in self.message_items(send))
+            message = f"{send.event}({args})" if args else send.event
+            rules.append(f"on {relay} -> self do send {message} to {send.to}")
+        return "\n  ".join(rules)
+
 
 def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
     """The fields of a flowc declaration's `fields="name: type; ..."`, in order (the type
@@ -2095,18 +2713,18 @@ def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
     return out
 
 
-def _guard_errors(transition: Element, earlier: list[Element]) -> int:
-    """How many of the `earlier` transitions of its state have a `cond` that is not an
-    expression and are tried for every event `transition` takes (their descriptors cover its
-    own; both eventless). SCXML evaluates such a condition as false and raises
-    error.execution each time it tries it; a flowc guard raises nothing, so each is written
-    as a `raise error.execution` first in the actions of the rules taken after trying it
-    (docs/scxml.md)."""
+def _guard_errors(transition: Element, earlier: list[Element], fails: Callable[[str], bool]) -> int:
+    """How many of the `earlier` transitions of its state have a `cond` that `fails` (not an
+    expression, or reading an undeclared variable) and are tried for every event `transition`
+    takes (their descriptors cover its own; both eventless). SCXML evaluates such a
+    condition as false and raises error.execution each time it tries it; a flowc guard raises
+    nothing, so each is written as a `raise error.execution` first in the actions of the rules
+    taken after trying it (docs/scxml.md)."""
     events = transition.attrs.get("event", "").split()
     count = 0
     for other in earlier:
         cond = other.attrs.get("cond")
-        if cond is None or not _syntax_error(cond):
+        if cond is None or not fails(cond):
             continue
         tried = other.attrs.get("event", "").split()
         eventless = not events and not tried
@@ -2125,31 +2743,14 @@ def _covers(descriptors: list[str], event: str) -> bool:
     return False
 
 
-class _NotReadable(Exception):
-    """Why a `<data src>` file is not read (`_read_beside`)."""
-
-
 def _read_beside(directory: Path, name: str) -> str:
-    """The UTF-8 text of the regular file `name` (a plain name: no directory, not hidden) in
-    `directory`, of at most MAX_DATA_FILE bytes. Opened without following a link and checked
-    on the open file, so that what is read is what was checked."""
-    if not _DATA_FILE_NAME.fullmatch(name):
-        raise _NotReadable("not the name of a file beside the chart (no directory, not hidden)")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(directory / name, flags)
-    except OSError as exc:
-        raise _NotReadable(f"not readable ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as opened:
-        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
-            raise _NotReadable("not a regular file")
-        raw = opened.read(MAX_DATA_FILE + 1)
-    if len(raw) > MAX_DATA_FILE:
-        raise _NotReadable(f"larger than {MAX_DATA_FILE} bytes")
+    """The UTF-8 text of the file a `<data src>` names beside the chart (`read_beside`), of
+    at most MAX_DATA_FILE bytes."""
+    raw = read_beside(directory, name, MAX_DATA_FILE)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise _NotReadable("not UTF-8 text") from None
+        raise NotReadable("not UTF-8 text") from None
 
 
 def _text_value(text: str) -> Expr:

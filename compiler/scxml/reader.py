@@ -13,8 +13,11 @@ it is and puts every refusal on a diagnostic with a position.
 from __future__ import annotations
 
 import codecs
+import os
 import re
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from xml.parsers import expat
 
 from flowc.compiler.diagnostics import Diagnostic
@@ -66,6 +69,35 @@ class Document:
     diagnostics: list[Diagnostic]
     #: Comments before the root element (the W3C tests explain themselves there).
     preamble: list[str] = field(default_factory=list)
+
+
+#: A file a chart may name beside itself (`<data src>`, `<invoke src>`): a plain name, no
+#: directory, not hidden.
+BESIDE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+class NotReadable(Exception):
+    """Why a file a chart names beside itself is not read (`read_beside`)."""
+
+
+def read_beside(directory: Path, name: str, limit: int) -> bytes:
+    """The bytes of the regular file `name` (a plain name: no directory, not hidden) in
+    `directory`, of at most `limit` bytes. Opened without following a link and checked on the
+    open file, so that what is read is what was checked; raises NotReadable."""
+    if not BESIDE_NAME.fullmatch(name):
+        raise NotReadable("not the name of a file beside the chart (no directory, not hidden)")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(directory / name, flags)
+    except OSError as exc:
+        raise NotReadable(f"not readable ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
+            raise NotReadable("not a regular file")
+        raw = opened.read(limit + 1)
+    if len(raw) > limit:
+        raise NotReadable(f"larger than {limit} bytes")
+    return raw
 
 
 class _Refused(Exception):

@@ -174,3 +174,10 @@ def no_child(instance: Instance, path: str, event: str | None) -> Rejection:
 def context_key(context: Mapping[str, Any]) -> str:
     """A configuration's context, as a stable dictionary key."""
     return json.dumps(context, sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def root_steps(step: StepResult) -> list[StepResult]:
+    """A step and the steps of the same instance that followed it in the call (the messages
+    its children sent it: `StepResult.then` without the children's own steps, whose effects
+    are their flows')."""
+    return [step, *(x for x in step.then if x.kind != "child")]

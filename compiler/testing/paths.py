@@ -18,7 +18,7 @@ from flowc.compiler.lint.transitions import never_fires
 from flowc.compiler.source import SourceFile
 from flowc.compiler.sourcemap import SourceMap
 from flowc.compiler.testing.coverage import describe
-from flowc.compiler.testing.moves import Move
+from flowc.compiler.testing.moves import Move, root_steps
 from flowc.compiler.testing.space import Explorer, Reached, Search, leaves_of
 from flowc.compiler.testing.values import ValueSource
 from flowc.runtime import Rejection, StepResult
@@ -262,7 +262,7 @@ def effect_steps(flow: CompiledFlow, step: StepResult) -> list[str]:
     declared = {e.name: {f.name: f.type for f in e.fields} for e in flow.effects}
     values = ValueSource(flow)
     out: list[str] = []
-    for effect in step.effects:
+    for effect in (e for x in root_steps(step) for e in x.effects):
         types = declared.get(effect["effect"], {})
         fields = ", ".join(
             f"{k}: {values.text_of(types[k], v)}"
@@ -286,6 +286,8 @@ def _final_leaves(
     outcome = how.outcome
     if outcome is None:  # routing at the start
         return leaves_of(flow, how.node.states)
+    if isinstance(outcome, StepResult) and outcome.then:
+        outcome = outcome.then[-1]  # (where the messages of its children left it)
     return leaves_of(flow, outcome.configuration)  # type: ignore[union-attr]
 
 

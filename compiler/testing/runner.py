@@ -15,7 +15,7 @@ from flowc.compiler.lower import Lowerer
 from flowc.compiler.resolve import Symbols
 from flowc.compiler.source import Span
 from flowc.compiler.testblocks import black_box_invoke, child_reads, child_symbols
-from flowc.compiler.testing.moves import Move, MoveKind, MoveResult, Player
+from flowc.compiler.testing.moves import Move, MoveKind, MoveResult, Player, root_steps
 from flowc.runtime import Instance, Rejection, StepResult
 
 
@@ -289,7 +289,8 @@ def _check_effect(
 
 def emitted_effects(result: MoveResult) -> list[dict[str, Any]]:
     """Every effect a move's accepted steps emitted, in order (`{"effect", "payload"}`)."""
-    return [e for o in result.outcomes if isinstance(o, StepResult) for e in o.effects]
+    steps = [x for o in result.outcomes if isinstance(o, StepResult) for x in root_steps(o)]
+    return [e for step in steps for e in step.effects]
 
 
 _MISSING = object()

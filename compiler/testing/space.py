@@ -5,9 +5,10 @@ Moves from a configuration: every event the state has a rule for, with payloads 
 values (`values.py`); every direct target (`goto`); `back` where a backward edge exists;
 `advance` to the next timer's deadline; and for each invoke with current children, "they
 finish" (its done event, with each payload built as for a host's event) and "they fail" (its
-error event, `FAILURE`). A child flow is a black box: the search never steps a child (the
-copies it plays moves on keep the invokes' joins but not the children, which so never act on
-their own: no timers, no forwarded events, no messages), it only finishes or fails.
+error event, `FAILURE`). A child flow is a black box to the search: it never sends a child an
+event of its own; the children run as they would (they start, take the messages and forwarded
+events the flow sends them, fire their timers on `advance`), so a generated test replays the
+same on the real runtime, and may also finish or fail at any point.
 Configurations are deduplicated by state and context, so the search finds the shortest move
 sequence to each one (and to each transition it fires).
 
@@ -177,18 +178,14 @@ class Explorer:
         copy._config = instance._config
         copy._hist = instance._hist
         if instance._tree is not None:
-            tree = copy._tree = childflows.Node(copy, None, (), None, None)
-            joins = instance._tree.joins.items()
-            tree.joins = {k: childflows.Join.from_json(j.to_json()) for k, j in joins}
+            # The children change in place: they are copied through their snapshots.
+            tree: dict[str, Any] = {}
+            childflows.snapshot_into(instance._tree, tree, "")
+            childflows.restore(copy, tree, None)
         return copy
 
     def play(self, instance: Instance, move: Move) -> MoveResult:
-        """Play `move`; the children it started are then forgotten (their invokes' joins
-        kept): a child is a black box, which never steps on its own."""
-        result = self.player.play(instance, move)
-        if instance._tree is not None:
-            instance._tree.kids.clear()
-        return result
+        return self.player.play(instance, move)
 
     def invoked(self, instance: Instance) -> list[str]:
         """The invokes whose children are current (they may finish or fail)."""
@@ -296,7 +293,9 @@ class Explorer:
                 for index in result.fired:
                     if index not in found.transitions and outcome is not None:
                         found.transitions[index] = Reached(node, move, outcome)
-                if result.rejection is not None or not result.outcomes:
+                # (an `advance` may fire only a child's timer whose guard fails: nothing to
+                # show, but the tree moved on, which its key says)
+                if result.rejection is not None or (not result.outcomes and move.kind != "advance"):
                     continue
                 accepted = True
                 key = key_of(instance)
@@ -344,10 +343,15 @@ def state_key(instance: Instance) -> str:
         )
         key += " | " + " ".join(f"{h}={states}" for h, states in recorded)
     if instance._tree is not None and instance._tree.joins:
-        # The invokes with current children, and how many of each have finished or failed.
+        # The invokes with current children, how many of each have finished or failed, and
+        # each child's own state and context.
         key += " | invokes " + " ".join(
             f"{j.invoke}={sum(j.finished)}/{j.failed}"
             for j in sorted(instance._tree.joins.values(), key=lambda j: j.invoke)
+        )
+        key += " | children " + " ".join(
+            f"{cid}={state_key(kid)}{context_key(kid.context)}/{len(kid._timers or ())}"
+            for cid, kid in instance._tree.kids.items()
         )
     if instance._sends:
         # By id (an id of its own, `#SEQ.N`, says only that it has none) and payload.

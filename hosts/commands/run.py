@@ -442,7 +442,9 @@ class StoredDriver:
 
         def collect(claim: TimerClaim, outcome: StepOutcome) -> None:
             if claim.instance_id == self.id and isinstance(outcome.outcome, dict):
-                fired.extend(s for s in outcome.outcome.get("steps") or () if isinstance(s, dict))
+                steps = outcome.outcome.get("steps") or ()
+                # (a child's step is printed as the child's: not as the root's `child` entry)
+                fired.extend(s for s in steps if isinstance(s, dict) and s.get("kind") != "child")
 
         worker = self.durable.worker(on_outcome=collect)
         while worker.run_once():
@@ -533,8 +535,11 @@ def apply(instance: Instance, op: dict[str, Any], fake: FakeClock | None) -> lis
         seconds = _seconds(op)
         if fake is not None:
             fake.advance(seconds)
-            return instance.advance()
-        return instance.advance(instance.machine.clock() + seconds)
+            fired = instance.advance()
+        else:
+            fired = instance.advance(instance.machine.clock() + seconds)
+        # (a child's step is printed as the child's, after: not as the root's `child` entry)
+        return [o for o in fired if not (isinstance(o, StepResult) and o.kind == "child")]
     raise ValueError("expected one of `event`, `goto`, `back`, `advance`")
 
 

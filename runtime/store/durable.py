@@ -820,7 +820,17 @@ def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
             for x in snapshot.get("sends") or ()
         ]
         + _child_timers(snapshot)
+        + _inbox_timer(snapshot)
     )
+
+
+def _inbox_timer(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
+    """Messages a call left undelivered (past `children.MAX_DELIVERIES`): a timer row due at
+    the root's last step, so that a worker delivers them."""
+    if not snapshot.get("inbox") or not snapshot.get("history"):
+        return []
+    due = timer_deadline(snapshot["history"][-1]["at"])
+    return [TimerSpec(timer_id="inbox", state=str(snapshot["state"]), deadline=due, data={})]
 
 
 def _child_timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:

@@ -21,9 +21,15 @@ def write(directory: Path, name: str, body: str, attrs: str = "") -> None:
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
     # datamodel="ecmascript" as in some of the suite's Python files: read as Python.
-    # flowc refuses a final initial state (E111): a compile error that is not missing
-    # syntax is a failure of the import, not "unsupported"
-    write(tmp_path, "test001", '  <final id="pass"/>', ' initial="pass"')
+    # Comparing an `int` with a `str` does not compile (E201): a compile error that is not
+    # missing syntax is a failure of the import, not "unsupported"
+    write(
+        tmp_path,
+        "test001",
+        '  <datamodel><data id="x" expr="1"/></datamodel>\n'
+        '  <state id="s"><transition cond="x == \'a\'" target="pass"/></state>\n'
+        '  <final id="pass"/>',
+    )
     write(
         tmp_path,
         "test002",
@@ -42,11 +48,11 @@ def test_each_test_is_pass_fail_or_unsupported_with_a_reason(suite: Path) -> Non
         ("test002", "fail"),
         ("test003", "unsupported"),
     ]
-    assert outcomes[0].reason.startswith("compile: test001.flow:5:21: error[E111]")
+    assert outcomes[0].reason.startswith("compile: test001.flow:9:13: error[E201]")
     assert outcomes[1].reason == "ended in `s0`"
     assert outcomes[2].reason.startswith("E408 line 2: <invoke>")
     assert totals(outcomes) == {"pass": 0, "fail": 2, "unsupported": 1}
-    assert features_table(outcomes) == {"invoke": ["test003"]}
+    assert features_table(outcomes) == {"eventless": ["test001"], "invoke": ["test003"]}
 
 
 def test_the_command_line_prints_each_test_and_the_totals(

@@ -30,6 +30,7 @@ from typing import Any
 from flowc.compiler.driver import compile_source
 from flowc.compiler.scxml.importer import CANCEL_EFFECT, SEND_EFFECT, import_file
 from flowc.runtime import FakeClock, Instance, Machine, Rejected
+from flowc.runtime.model import IRLoadError
 from flowc.runtime.outputs import collecting
 
 #: Bounds per test: events delivered, and fake time (the suite's longest delay is seconds).
@@ -65,13 +66,19 @@ def run_test(path: Path, host: bool = True) -> Outcome:
         first = imported.diagnostics[0]
         reason = f"{first.code} line {first.span.line}: {first.message}"
         return Outcome(path.stem, "unsupported", reason, features)
-    compiled = compile_source(imported.flow_text, f"{path.stem}.flow")
+    # The charts its `<invoke>`s start: child flows by name (docs/scxml.md).
+    compiled = compile_source(
+        imported.flow_text, f"{path.stem}.flow", flows=dict(imported.children)
+    )
     if compiled.flow is None or compiled.errors:
         first = compiled.errors[0]
         status = "unsupported" if first.code in NOT_YET_CODES else "fail"
         return Outcome(path.stem, status, f"compile: {first}", features)
     clock = FakeClock(0.0)
-    machine = Machine.from_json(compiled.flow.to_json(), clock=clock)
+    try:
+        machine = Machine.from_json(compiled.flow.to_json(), clock=clock)
+    except IRLoadError as exc:  # the runtime does not run what the compiler wrote
+        return Outcome(path.stem, "fail", f"load refused: {exc}", features)
     try:
         # Effects of the start (entry actions of the initial states): from the runtime's
         # record of the start if it keeps one, else from a collector around it.
@@ -79,9 +86,14 @@ def run_test(path: Path, host: bool = True) -> Outcome:
             instance = machine.start(clock=clock)
     except Rejected as exc:
         return Outcome(path.stem, "fail", f"start refused: {exc}", features)
+    except Exception as exc:  # a runtime bug: one failed test, told apart, not the whole run
+        return Outcome(path.stem, "fail", f"runtime crashed: {type(exc).__name__}: {exc}", features)
     runner = _Host(instance, clock, deliver=host)
     runner.take(_start_effects(instance) or around_start.effects)
-    runner.run()
+    try:
+        runner.run()
+    except Exception as exc:
+        return Outcome(path.stem, "fail", f"runtime crashed: {type(exc).__name__}: {exc}", features)
     if instance.state == "pass":
         return Outcome(path.stem, "pass", "", features)
     return Outcome(path.stem, "fail", f"ended in `{instance.state}`", features)

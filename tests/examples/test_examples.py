@@ -129,8 +129,11 @@ def test_pr_review_starts_one_review_per_reviewer_and_joins_them_in_order() -> N
 def test_pr_review_a_childs_message_reaches_the_parent_after_the_hosts_step() -> None:
     pr = _pr(FakeClock())
     pr.send("request_changes", {"reviewer": "ana"})
-    assert [(h.kind, h.event) for h in pr.history[-2:]] == [
+    # (the review forwarded to the children: ana's took it, a `child` entry of the tree's
+    # history, and told the parent)
+    assert [(h.kind, h.event) for h in pr.history[-3:]] == [
         ("event", "request_changes"),
+        ("child", "request_changes"),
         ("message", "changes_requested"),
     ]
     assert pr.get("changes_by") == ["ana"] and pr.active("reviewing")
@@ -152,7 +155,11 @@ def test_pr_review_a_reviews_reminders_fire_from_the_parents_advance() -> None:
     pr = _pr(clock)
     start = clock.now
     clock.advance(2 * 86_400)
-    assert pr.advance() == []  # (the children's steps are not the parent's)
+    # (the children's timer steps: entries of kind `child` in the tree's history)
+    assert [(o.kind, o.payload["child"]) for o in pr.advance()] == [
+        ("child", "verdicts.0.0"),  # (started by the start: entry seq 0)
+        ("child", "verdicts.0.1"),
+    ]
     assert [pr.child(f"verdicts[{k}]").get("reminders") for k in (0, 1)] == [1, 1]
     assert pr.next_deadline is not None and pr.next_deadline.timestamp() == start + 4 * 86_400
 
@@ -206,8 +213,9 @@ def test_order_saga_pays_through_its_payment_child() -> None:
     order.send("gateway_authorized", {"auth_code": "A-1"})
     assert pay.state == "paid"
     assert order.state == "shipping" and order.get("auth_code") == "A-1"
-    assert [(h.kind, h.event) for h in order.history[-2:]] == [
+    assert [(h.kind, h.event) for h in order.history[-3:]] == [
         ("event", "gateway_authorized"),
+        ("child", "authorized"),  # (the payment child's step, in the tree's history)
         ("message", "done.invoke.pay"),
     ]
 

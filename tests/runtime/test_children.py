@@ -308,7 +308,8 @@ def test_two_flows_that_message_each_other_for_ever_do_not_hang_a_host() -> None
     inst.send("ball")  # the parent takes it, and so the rally starts
     assert 0 < inst.context["hits"] <= MAX_DELIVERIES
     waiting = inst.snapshot().get("inbox")
-    assert waiting  # the rest waits for the next call
+    assert waiting  # the rest waits for the next call, due at once
+    assert inst.next_deadline is not None and inst.next_deadline == inst.history[-1].at
     inst.advance()
     assert inst.context["hits"] > MAX_DELIVERIES // 2
 
@@ -533,3 +534,38 @@ initial state s {
     inst = machine(top.replace("FIELD", "event.n"), kid=kid).start()
     inst.send("go")  # forwarded: both children end, each passing `finalize`
     assert inst.context["seen"] == 3
+
+
+QUICK = """
+flow quick
+internal event hello
+initial state go {
+  entry do send hello to parent
+  always -> over
+}
+final state over
+"""
+
+WAITER = """
+flow waiter
+event begin
+internal event hello
+initial state idle {
+  on begin -> asking
+}
+state asking {
+  invoke quick() as q
+  on hello -> heard
+}
+state heard {
+  on done.invoke.q -> told
+}
+final state told
+"""
+
+
+def test_what_a_child_sent_before_its_state_was_left_is_still_delivered() -> None:
+    inst = machine(WAITER, quick=QUICK).start()
+    inst.send("begin")  # `hello`, then the child's end: both queued before `asking` is left
+    assert inst.state == "told"
+    assert [h.kind for h in inst.history][-2:] == ["message", "message"]

@@ -85,11 +85,13 @@ def test_an_operation_to_a_child_and_the_steps_it_caused(
         (None, "start", None, "browsing", 0),
         (None, "event", "buy", "paying", 1),
         # what the operation caused: the root's message step, then the child it started
-        (None, "message", "started", "paying", 2),
+        # (seq 2 is the root's `child` entry of pay.1's start: a child's step is printed as
+        # the child's own, below)
+        (None, "message", "started", "paying", 3),
         ("pay.1", "start", "start", "waiting", 0),
         # to the child: its step (named by its id, not as written), then the parent's
         ("pay.1", "event", "approve", "ok", 1),
-        (None, "message", "done.invoke.pay", "paid", 3),
+        (None, "message", "done.invoke.pay", "paid", 5),
     ]
     message = out[2]
     assert message["ok"] is True and message["from"] == "paying"
@@ -107,7 +109,7 @@ def test_advance_fires_a_childs_timer_and_a_gone_child_is_not_listed(
     assert [brief(line) for line in out[4:]] == [
         # nothing due at 5 min; at 10 min the child's timer: it ended, so did its parent, and
         # with it the child (its own step is not listed: it is no longer in the tree)
-        (None, "message", "done.invoke.pay", "paid", 3),
+        (None, "message", "done.invoke.pay", "paid", 5),
     ]
     assert out[4]["payload"] == {"receipt": "late"}
 
@@ -136,7 +138,7 @@ def test_a_stored_run_prints_the_same_lines(
     again = run(capsys, shop, tmp_path, *ops[:1], ops[2], store=True)
     assert [brief(line) for line in again[1][-2:]] == [
         ("pay.1", "event", "approve", "ok", 1),
-        (None, "message", "done.invoke.pay", "paid", 3),
+        (None, "message", "done.invoke.pay", "paid", 5),
     ]
 
 
@@ -165,6 +167,6 @@ def test_the_prompt_lists_the_children_and_sends_to_one_with_at(shop: str) -> No
     assert prompt.handle("@nope approve")[0].startswith("[nope] rejected [unknown_child]")
     assert prompt.handle("@pay approve") == [
         "[pay.1] ok: waiting -> ok (step 1)",
-        "ok: paying -> paid (step 3)",
+        "ok: paying -> paid (step 5)",
     ]
     assert prompt.instance.is_final

@@ -101,9 +101,51 @@ def test_shipped_scxml_samples_import_and_compile(sample: Path) -> None:
 
     result = import_scxml(sample.read_bytes(), str(sample))
     assert result.flow_text is not None, [str(d) for d in result.diagnostics]
-    compiled = compile_source(result.flow_text, sample.with_suffix(".flow").name)
+    # with the charts its invokes start (written beside it by `flowc import scxml`)
+    compiled = compile_source(
+        result.flow_text, sample.with_suffix(".flow").name, flows=dict(result.children)
+    )
     assert compiled.ok, [str(d) for d in compiled.diagnostics]
     assert compiled.diagnostics == [], [str(d) for d in compiled.diagnostics]
+
+
+def test_import_writes_the_invoked_charts_beside_the_flow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "worker.scxml").write_text(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python">'
+        '<state id="w"><transition event="stop" target="end"/></state>'
+        '<final id="end"/><state id="bad"><transition target="nowhere"/></state></scxml>',
+        encoding="utf-8",
+    )
+    (tmp_path / "boss.scxml").write_text(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python" name="boss">\n'
+        '<state id="run"><invoke id="job" src="file:worker.scxml"/>\n'
+        '<transition event="done.invoke.job" target="over"/></state><final id="over"/></scxml>',
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, "import", "scxml", str(tmp_path / "boss.scxml"))
+    assert code == 1 and "E409" in err and "--data-src" in err  # reading it is asked for
+    code, out, err = run(capsys, "import", "scxml", str(tmp_path / "boss.scxml"), "--data-src")
+    assert code == 1 and out == ""
+    # the child's problem, at its line in its own file
+    assert f"{tmp_path / 'worker.scxml'}:1:" in err and "unknown target state `nowhere`" in err
+    (tmp_path / "worker.scxml").write_text(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python">'
+        '<state id="w"><transition event="stop" target="end"/></state>'
+        '<final id="end"/></scxml>',
+        encoding="utf-8",
+    )
+    boss = str(tmp_path / "boss.scxml")
+    code, out, err = run(capsys, "import", "scxml", boss, "--data-src")
+    assert code == 2 and "boss_job.flow" in err and "-o" in err
+    target = tmp_path / "out" / "boss.flow"
+    code, out, err = run(capsys, "import", "scxml", boss, "--data-src", "-o", str(target))
+    assert code == 0, err
+    assert "invoke boss_job() as job" in target.read_text(encoding="utf-8")
+    child = (tmp_path / "out" / "boss_job.flow").read_text(encoding="utf-8")
+    assert child.startswith("flow boss_job\n") and "on stop -> end" in child
+    assert f"wrote {tmp_path / 'out' / 'boss_job.flow'}" in err
 
 
 def test_data_src_is_read_beside_the_chart_only_when_asked(

@@ -181,7 +181,7 @@ def test_refusals_name_the_element_and_line() -> None:
     <invoke src="other.scxml"/>
     <onentry>
       <foreach array="[1]"/>
-      <send event="x" target="#_parent"/>
+      <send event="x" target="#_nobody"/>
       <send event="x" type="http://www.w3.org/TR/scxml/#BasicHTTPEventProcessor"/>
       <send event="x" delayexpr="d"/>
       <log expr="(1).__class__"/>
@@ -192,7 +192,7 @@ def test_refusals_name_the_element_and_line() -> None:
   <final id="f"><donedata><param expr="1"/></donedata></final>"""
     )
     assert codes(text) == [
-        ("E408", 4),
+        ("E409", 4),  # <invoke src> reads another file: only when asked (--data-src)
         ("E415", 6),
         ("E409", 7),
         ("E409", 8),

@@ -129,3 +129,42 @@ def test_effects_of_children_and_of_messages_reach_the_outbox_once_each(store_ur
             ("beep", {"n": 2}),
             ("seen", {"n": 2}),
         ]
+
+
+PING = """
+flow ping
+event ball
+initial state up {
+  on ball -> self do send ball to parent
+}
+"""
+
+PONG = """
+flow pong
+event start
+event ball
+context {
+  hits: int = 0
+}
+initial state idle {
+  on start -> rally
+}
+state rally {
+  invoke ping() as p
+  on ball -> self do hits += 1; send ball to p
+}
+"""
+
+
+def test_messages_left_past_the_bound_are_a_timer_row_a_worker_delivers(store_url: str) -> None:
+    clock = FakeClock(T0)
+    result = compile_source(PONG, "pong.flow", flows={"ping": PING})
+    assert result.flow is not None
+    with open_durable(store_url, [Machine(result.flow, clock=clock)], clock=clock) as flows:
+        flows.start("pong", id="r1")
+        flows.send("r1", "start")
+        flows.send("r1", "ball")  # a rally without end: the call stops at the bound
+        hits = flows.load("r1").context["hits"]
+        assert [t.timer_id for t in flows.store.timers("r1")] == ["inbox"]
+        assert flows.worker().run_once() == 1
+        assert flows.load("r1").context["hits"] > hits

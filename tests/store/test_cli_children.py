@@ -146,8 +146,12 @@ def test_the_worker_names_the_child_whose_timer_fired(
     assert code == 0
     line = json.loads(out)
     assert line["id"] == "o2" and line["timer"] == "pay.1|3" and line["child"] == "pay.1"
-    # its steps are the root's: the child's done data arrived as a message step
-    assert [(st["from"], st["to"]) for st in line["steps"]] == [("paying", "paid")]
+    # its steps are the root's: the child's timer step (its `child` entry), then the
+    # child's done data, arrived as a message step
+    assert [(st["from"], st["to"]) for st in line["steps"]] == [
+        ("paying", "paying"),
+        ("paying", "paid"),
+    ]
     code, out, _ = flowc(capsys, "instances", "show", "o2", *s)
     assert json.loads(out)["context"]["receipt"] == "late"
 

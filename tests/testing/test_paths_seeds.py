@@ -34,12 +34,12 @@ def _flow_only(path: Path) -> str:
 @pytest.mark.parametrize("cover", [False, True], ids=["every-state-and-transition", "cover"])
 def test_generated_paths_pass_unedited(path: Path, cover: bool) -> None:
     source = _flow_only(path)
-    flow = compile_source(source, path.name).flow
+    flow = compile_source(source, str(path)).flow
     assert flow is not None
     report = generate(flow, cover=cover)
     assert report.missing == {}
     assert len(report.cannot_fire) == NEVER_FIRE.get(path.stem, 0), report.cannot_fire
-    result = compile_source(source + report.text(), path.name)
+    result = compile_source(source + report.text(), str(path))
     assert result.ok, [str(d) for d in result.errors]
     assert result.flow is not None and result.flow.hash == flow.hash
     run = run_file(result)
