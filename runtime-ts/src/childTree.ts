@@ -28,12 +28,10 @@ export function settleStart(inst: Instance): void {
   if (node === null) return;
   node.busy = true;
   try {
-    // (the effects of the children that started with it, in start order, then those of the
-    // steps its inbox led to)
-    const started = [...node.walk()].slice(1).flatMap((n) => n.inst.startEffects);
     node.drain();
+    // (a child's start keeps its effects to itself: its entry carries none)
     const log = node.log ?? [];
-    inst.startEffects = [...inst.startEffects, ...started, ...log.flatMap((s) => s.effects)];
+    inst.startEffects = [...inst.startEffects, ...log.flatMap((s) => s.effects)];
   } finally {
     node.busy = false;
     node.log = null;
@@ -91,8 +89,9 @@ export function endInvoke(inst: Instance, invoke: string, payload: Record<string
  * parents before children), delivering the inbox after each; the root's steps, in order. */
 export function advanceTree(root: Node, when: number): Outcome[] {
   const out: Outcome[] = [];
+  root.drain(); // (what an earlier call left past the bound: once, as any call delivers)
   for (;;) {
-    const due = earliest(root);
+    const due = earliest(root, false);
     if (due === null || due[0] > when) break;
     const fired = due[1].fireDue(due[0]);
     for (const step of fired) {
@@ -105,9 +104,15 @@ export function advanceTree(root: Node, when: number): Outcome[] {
   return out;
 }
 
-/** The earliest deadline in the tree and the instance it belongs to. */
-export function earliest(node: Node): [number, Instance] | null {
+/** The earliest deadline in the tree and the instance it belongs to; with `inbox`, messages
+ * a call left past `MAX_DELIVERIES` are due at once (at the root's last step), so that the
+ * next `advance` delivers them. */
+export function earliest(node: Node, inbox = true): [number, Instance] | null {
   let best: [number, Instance] | null = null;
+  if (inbox && node.up === null && node.inbox.length > 0) {
+    const entries = node.inst.entriesRef();
+    best = [entries[entries.length - 1]?.at ?? 0, node.inst];
+  }
   for (const n of node.walk()) {
     const inst = n.inst;
     if (inst.isFinal) continue;

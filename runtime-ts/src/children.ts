@@ -81,6 +81,7 @@ export class Node {
   committed(run: Macrostep, config: readonly StateNode[], sent: readonly Scheduling[], now: number, step: StepResult | null): void {
     // (a child's step is written into the root's history at once, as an entry of kind
     // `child`: the tree has one history, in causal order; the root's go into its call's log)
+    const seq = this.inst.seq; // (the step's: the children started below add entries to a root)
     const root = this.root;
     if (this.up !== null) {
       const entry = childEntry(root.inst, this.path.join("/"), step ?? this.inst);
@@ -91,7 +92,7 @@ export class Node {
       for (const invoke of [...this.joins.keys()]) this.cancel(invoke);
     } else {
       for (const s of config) {
-        if (s.def.invokes.length > 0 && run.entered.has(s)) for (const inv of s.def.invokes) this.spawn(s, inv, this.inst.seq, now);
+        if (s.def.invokes.length > 0 && run.entered.has(s)) for (const inv of s.def.invokes) this.spawn(s, inv, seq, now);
       }
     }
     for (const op of sent) this.post(op, now);
@@ -140,17 +141,26 @@ export class Node {
         data = inst.machine.semantics.copy(inst.machine.exec.value(st.def.done_data, inst.ctxRef(), null, st, inst.scope(null)) as Ctx);
       } catch (exc) {
         const why = `the done data of ${st.name}: ${faultText(exc)}`;
-        this.inbox.push(message(up.path, this.path, "error", this.invoke, { kind: "expression_error", message: why }, now));
+        this.inbox.push(this.end(up, this.invoke, "error", { kind: "expression_error", message: why }, now));
         return;
       }
     }
-    this.inbox.push(message(up.path, this.path, "done", this.invoke, data, now));
+    this.inbox.push(this.end(up, this.invoke, "done", data, now));
+  }
+
+  /** This child's `done` or `error` message to its parent, with the entry of the invoke's
+   * state it belongs to (its id is `ID.SEQ[.K]`) and its position. */
+  private end(up: Node, invoke: string, kind: string, payload: Dict | null, now: number): Message {
+    const entry = Number((this.path[this.path.length - 1] ?? "").slice(invoke.length + 1).split(".")[0]);
+    return { ...message(up.path, this.path, kind, invoke, payload, now), seq: entry, item: this.index };
   }
 
   // ---- starting children -----------------------------------------------------------------
   /** Start the children of `inv` for the step `seq` that entered `state`. */
   private spawn(state: StateNode, inv: InvokeDef, seq: number, now: number): void {
     const fan = inv.each !== null;
+    // (a single child's id is known before its input, which may read it)
+    if (inv.id_target.length > 0 && !fan) this.setPath(inv.id_target, globalId(this.inst, `${inv.id}.${String(seq)}`));
     let inputs: [string, number | null, Dict][];
     try {
       inputs = this.inputs(state, inv, `${inv.id}.${String(seq)}`);
@@ -165,7 +175,7 @@ export class Node {
     const join = new Join(inv.id, seq, total, needed, fan);
     this.joins.set(inv.id, join);
     const first = inputs[0];
-    if (inv.id_target.length > 0 && first !== undefined) this.setPath(inv.id_target, globalId(this.inst, first[0]));
+    if (inv.id_target.length > 0 && fan && first !== undefined) this.setPath(inv.id_target, globalId(this.inst, first[0])); // (the first's)
     if (needed > total) {
       this.queue(join, "failed", { kind: JOIN_FAILED, message: `invoke ${inv.id} needs ${needed} of its children, and has ${total}` }, now);
       return;
@@ -234,21 +244,26 @@ export class Node {
       return deliverTo(target, `done.invoke.${msg.event}`, msg.payload, msg.at);
     }
     if (msg.sender !== null) {
-      const kid = node.kids.get(msg.sender[msg.sender.length - 1] ?? "");
-      if (kid === undefined) return null; // a cancelled child no longer acts on its parent
+      // (a message a child sent before its state was left is still delivered, as SCXML keeps
+      // what was queued; a child cancelled since is detached and sends nothing here)
+      const kid = node.kids.get(msg.sender[msg.sender.length - 1] ?? "") ?? null;
       if (msg.kind !== "send") return node.childEnded(kid, msg);
-      node.finalize(kid, msg);
+      if (kid !== null) node.finalize(kid, msg);
     }
     const out = deliverTo(target, msg.event, msg.payload, msg.at);
     forwarded(target, out);
     return out;
   }
 
-  /** A child's `done` or `error`, counted toward its invoke's join. */
-  private childEnded(kid: Instance, msg: Message): Outcome | null {
+  /** A child's `done` or `error`, counted toward its invoke's join. The end of a single child
+   * whose state was left since it ended is still told (a fan-out's join is gone: dropped). */
+  private childEnded(kid: Instance | null, msg: Message): Outcome | null {
     const join = this.joins.get(msg.event);
-    const node = kid.tree;
-    if (join === undefined || node === null) return null; // the invoke's state was left meanwhile
+    const node = kid?.tree ?? null;
+    if (kid === null || node === null || join?.seq !== msg.seq) {
+      if (msg.item !== null) return null;
+      return deliverTo(this.inst, `${msg.kind === "done" ? "done" : "error"}.invoke.${msg.event}`, msg.payload, msg.at);
+    }
     this.finalize(kid, msg);
     if (msg.kind === "error") {
       if (!join.fan) return this.deliverError(join.invoke, msg.payload ?? {}, msg.at);
@@ -316,7 +331,7 @@ export class Node {
 }
 
 function message(to: readonly string[], sender: readonly string[] | null, kind: string, event: string, payload: Dict | null, at: number): Message {
-  return { to, sender, kind, event, payload: copyJson(payload), at, seq: -1 };
+  return { to, sender, kind, event, payload: copyJson(payload), at, seq: -1, item: null };
 }
 
 /** An event to an instance of the tree, as the flow's own (internal events allowed),
@@ -352,7 +367,8 @@ function childEntry(root: Instance, path: string, step: StepResult | Instance): 
     reason: null, via: [], leaves: null,
   };
   root.record(entry);
-  return new StepResult(entry, root.ctxRef(), null, null, effects, false, root.machine.journaller);
+  const config = root.machine.chart ? root.configuration : null;
+  return new StepResult(entry, root.ctxRef(), config, null, effects, false, root.machine.journaller);
 }
 
 /** A cancelled child leaves the tree: a host still holding it drives a tree of its own (its

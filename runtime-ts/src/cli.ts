@@ -332,7 +332,8 @@ function applyOp(instance: Instance, op: Record<string, unknown>, clock: FakeClo
   if ("advance" in op) {
     const ms = seconds(op) * 1000;
     const outcomes = clock === undefined ? instance.advance(Date.now() + ms) : (clock.advance(ms), instance.advance());
-    return outcomes.map((o) => outcomeLine(o, instance));
+    // (a child's step is printed as the child's, after: not as the root's `child` entry)
+    return outcomes.filter((o) => !o.ok || o.kind !== "child").map((o) => outcomeLine(o, instance));
   }
   throw new TypeError("expected one of `event`, `goto`, `back`, `advance`");
 }

@@ -17,12 +17,15 @@ export interface Message {
   event: string;
   payload: Dict | null;
   at: number;
-  /** `joined` / `failed`: the parent's step that entered the invoke's state */
+  /** `joined` / `failed`, and a child's `done` / `error`: the parent's step that entered the
+   * invoke's state (a later entry's join is another one) */
   seq: number;
+  /** a fan-out child's `done` / `error`: its position */
+  item: number | null;
 }
 
 export function messageJSON(m: Message): Dict {
-  return { to: [...m.to], sender: m.sender === null ? null : [...m.sender], kind: m.kind, event: m.event, payload: toPlain(m.payload), at: m.at, seq: m.seq };
+  return { to: [...m.to], sender: m.sender === null ? null : [...m.sender], kind: m.kind, event: m.event, payload: toPlain(m.payload), at: m.at, seq: m.seq, item: m.item };
 }
 
 export function messageOf(raw: unknown): Message {
@@ -32,6 +35,7 @@ export function messageOf(raw: unknown): Message {
   return {
     to: r.to.map(String), sender: sender === null ? null : sender.map(String), kind: String(r.kind), event: String(r.event),
     payload: fromPlain(r.payload ?? null) as Dict | null, at: r.at, seq: typeof r.seq === "number" ? r.seq : -1,
+    item: typeof r.item === "number" ? r.item : null,
   };
 }
 

@@ -62,7 +62,8 @@ function stepsSince(root: Instance, before: Map<string, number>, shown: Set<stri
   for (const [path, inst] of [["", root] as [string, Instance], ...descendants(root)]) {
     const seen = before.get(path) ?? -1;
     for (const entry of inst.entriesRef()) {
-      if (entry.seq <= seen || shown.has(`${path}\n${String(entry.seq)}`)) continue;
+      // (a `child` entry stands for a child's step: printed as the child's)
+      if (entry.seq <= seen || shown.has(`${path}\n${String(entry.seq)}`) || entry.kind === "child") continue;
       const { source, target, ...rest } = inst.machine.semantics.plain(entryJSON(entry)) as Line;
       const line: Line = { ok: true, from: source, to: target, ...rest, trigger: entry.event ?? entry.kind, final: root.isFinal };
       if (path !== "") line.child = path;
