@@ -99,6 +99,16 @@ describe("one child", () => {
     expect(shop.context.why).toBe("expression_error");
   });
 
+  it("is heard from after its state was left: what it said before, and its end", () => {
+    const ghost = started("ghost");
+    ok(ghost.send("buy"));
+    const pay = ghost.child("pay");
+    ok(pay.send("approve")); // (`bye` moves the parent on, cancelling it; `later` and its end follow)
+    expect(ghost.state).toBe("paid");
+    expect(ghost.context).toEqual({ receipt: "r-1", left: 11 });
+    expect(ghost.children).toEqual({});
+  });
+
   it("whose start is refused is error.invoke.ID with the refusal's kind", () => {
     const shop = started("strict_shop", new FakeClock(T0), { context: { total: -1 } });
     ok(shop.send("buy"));

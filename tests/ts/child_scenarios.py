@@ -214,6 +214,38 @@ state c {
 final state b
 """
 
+FAREWELL = """
+flow farewell
+event approve
+internal event bye
+internal event later
+initial state waiting {
+  on approve -> ok do send bye to parent; send later to parent
+}
+final state ok with {"receipt": "r-1"}
+"""
+
+GHOST = """
+flow ghost
+context {
+  receipt: str = ""
+  left: int = 0
+}
+event buy
+internal event bye
+internal event later
+initial state browsing { on buy -> paying }
+state paying {
+  invoke farewell() as pay
+  on bye -> waiting do left += 1
+}
+state waiting {
+  on later -> self do left += 10
+  on done.invoke.pay -> paid do receipt = event.receipt
+}
+final state paid
+"""
+
 LEAF = """
 flow leaf
 context { n: int = 0 }
@@ -330,6 +362,13 @@ CHILD_CASES = [
         EMITTER,
         [send("buy"), to("k2", send("go"))],
         flows={"kid": LOUD_KID},
+        roundtrip=True,
+    ),
+    Case(
+        "what_a_child_said_before_its_state_was_left_is_still_told",
+        GHOST,
+        [send("buy"), to("pay", send("approve"))],
+        flows={"farewell": FAREWELL},
         roundtrip=True,
     ),
     Case(
