@@ -1,0 +1,190 @@
+"""Kill the process at many points: a driver process (crash_driver.py) runs one instance of the
+`crash` flow on a real store (a SQLite file, a PostgreSQL database) through host sends with
+idempotency keys, timers and scheduled events fired by its timer worker; the test SIGKILLs it
+again and again, half the time after a random (seeded) delay, half the time at a named point
+(inside a transaction, right before its COMMIT, right after it, after a worker's claim), and
+restarts it from the first operation it had not confirmed. After every kill the store must
+hold a consistent prefix of the work; at the end, each operation applied exactly once, each
+scheduled event that was not cancelled delivered exactly once, each timer fired once, the
+history gap-free and in agreement with the context, and the snapshot loadable.
+
+FLOWC_CRASH_KILLS=N sets the number of kills (24 by default), FLOWC_CRASH_SEED the seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowc.compiler import compile_source
+from flowc.runtime import Machine
+from flowc.runtime.store import InstanceNotFound, Store, open_store
+from flowc.runtime.store.durable import DurableFlows
+from store.crash_plan import BLOCK, CRASH_FLOW, INSTANCE, KILL_POINTS, expected, operation
+
+DRIVER = Path(__file__).with_name("crash_driver.py")
+KILLS = int(os.environ.get("FLOWC_CRASH_KILLS", "24"))
+SEED = int(os.environ.get("FLOWC_CRASH_SEED", "2811"))
+#: a killed run is given operations without end: it is always killed in the middle of work
+ENDLESS = 10**9
+#: a named point is reached this many times at most before the kill
+MAX_PASSES = 12
+#: a delayed kill comes this long at most after the driver is ready, in seconds
+MAX_DELAY = 0.15
+
+
+@dataclass
+class Tally:
+    """What the run measured, reported at the end (and in a failure's message)."""
+
+    backend: str
+    kills: Counter[str] = field(default_factory=Counter)
+    runs: int = 0
+    duplicates: int = 0
+    losses: int = 0
+    steps: int = 0
+
+    def line(self) -> str:
+        return (
+            f"crash test on {self.backend}, seed {SEED}: {sum(self.kills.values())} kills "
+            f"({dict(self.kills)}), {self.runs} runs, {self.steps} steps committed, "
+            f"{self.duplicates} duplicates, {self.losses} losses"
+        )
+
+
+def compiled_flow(tmp_path: Path) -> Path:
+    result = compile_source(CRASH_FLOW, "crash.flow")
+    assert result.flow is not None and not result.errors, result.diagnostics
+    path = tmp_path / "crash.json"
+    path.write_text(result.flow.with_hash().to_json())
+    return path
+
+
+def drive(
+    url: str, flow: Path, first: int, last: int, *, at: str = "", delay: float | None = None
+) -> tuple[list[dict[str, Any]], int, str]:
+    """One run of the driver: its output lines, exit status and standard error. With `delay`,
+    killed that long after it is ready; with `at`, it kills itself there."""
+    env = {**os.environ, "FLOWC_CRASH_AT": at}
+    args = [sys.executable, str(DRIVER), url, str(flow), str(SEED), str(first), str(last)]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    lines: list[str] = []
+    if delay is not None:
+        assert proc.stdout is not None
+        lines.append(proc.stdout.readline())  # {"ready": true}, or nothing if it died
+        time.sleep(delay)
+        proc.kill()
+    out, err = proc.communicate(timeout=120)
+    lines.extend(out.splitlines())
+    return [json.loads(line) for line in lines if line.strip()], proc.returncode, err
+
+
+def context(store: Store) -> dict[str, Any]:
+    ctx: dict[str, Any] = store.load(INSTANCE).snapshot["context"]
+    return ctx
+
+
+def repeats(values: list[int]) -> int:
+    return len(values) - len(set(values))
+
+
+def check_after_kill(store: Store, tally: Tally, confirmed: int) -> None:
+    """The operations applied are 0, 1, ... in order, each once: all those the driver had
+    confirmed, and at most the one in flight beyond them."""
+    try:
+        ctx = context(store)
+    except InstanceNotFound:  # killed before its start committed
+        assert confirmed == 0
+        return
+    applied: list[int] = ctx["applied"]
+    tally.duplicates += repeats(applied) + repeats(ctx["ticks"]) + repeats(ctx["rings"])
+    tally.losses += len(set(range(confirmed)) - set(applied))
+    assert applied == list(range(len(applied))), tally.line()
+    assert confirmed <= len(applied) <= confirmed + 1, tally.line()
+    check_history(store)
+
+
+def check_history(store: Store) -> None:
+    record = store.load(INSTANCE)
+    rows = store.history(INSTANCE)
+    assert [r.seq for r in rows] == list(range(record.seq + 1)), "history seq not contiguous"
+
+
+def history_ops(store: Store) -> tuple[Counter[tuple[str, int]], int]:
+    """How often each (event, operation) is in the history after the start, and how many
+    timer steps it has."""
+    ops: Counter[tuple[str, int]] = Counter()
+    timers = 0
+    for row in store.history(INSTANCE)[1:]:
+        if row.trigger == "timer":
+            timers += 1
+        else:
+            ops[(row.trigger, (row.payload or {})["op"])] += 1
+    return ops, timers
+
+
+def check_end(url: str, flow: Path, tally: Tally, last: int) -> None:
+    """Everything done once: the context against the plan, the history against the context."""
+    store = open_store(url)
+    want = expected(SEED, last)
+    ctx = context(store)
+    got = {"applied": ctx["applied"], "ticks": sorted(ctx["ticks"]), "rings": ctx["rings"]}
+    for name, values in got.items():
+        tally.duplicates += repeats(values)
+        tally.losses += len(set(want[name]) - set(values))
+    tally.steps = store.load(INSTANCE).seq
+    assert got == want, tally.line()
+    check_history(store)
+    ops, timers = history_ops(store)
+    assert max(ops.values()) == 1, f"a step twice in the history: {ops.most_common(3)}"
+    plan = Counter(operation(SEED, n)["kind"] for n in range(last))
+    assert Counter(kind for kind, _ in ops) == plan + Counter(tick=len(want["ticks"]))
+    assert timers == len(want["rings"])
+    assert store.timers(INSTANCE) == [], "a timer or scheduled event left pending"
+    loaded = DurableFlows(store, [Machine.from_file(flow)]).load(INSTANCE)
+    assert loaded.context == ctx and loaded.state == "IDLE"
+    store.close()
+
+
+def test_killed_at_any_point_each_operation_applies_once(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    flow = compiled_flow(tmp_path)
+    tally = Tally("SQLite" if shared_store_url.startswith("sqlite") else "PostgreSQL")
+    rng = random.Random(SEED)
+    store = open_store(shared_store_url)
+    confirmed = 0  # operations 0 .. confirmed-1 were acknowledged
+    for k in range(KILLS):
+        if k % 2 == 0:
+            point = KILL_POINTS[(k // 2) % len(KILL_POINTS)]
+            at, delay = f"{point}:{rng.randint(1, MAX_PASSES)}", None
+        else:
+            point, at, delay = "delay", "", rng.uniform(0, MAX_DELAY)
+        lines, status, err = drive(shared_store_url, flow, confirmed, ENDLESS, at=at, delay=delay)
+        tally.runs += 1
+        assert status == -signal.SIGKILL, err
+        tally.kills[point] += 1
+        acks = [line["ack"] for line in lines if "ack" in line]
+        assert acks == list(range(confirmed, confirmed + len(acks)))
+        confirmed += len(acks)
+        check_after_kill(store, tally, confirmed)
+    store.close()
+    # The last run finishes the operation in flight and the block it is in, and drains.
+    last = (confirmed // BLOCK + 1) * BLOCK
+    lines, status, err = drive(shared_store_url, flow, confirmed, last)
+    tally.runs += 1
+    assert status == 0 and lines[-1].get("done"), err
+    check_end(shared_store_url, flow, tally, last)
+    print(tally.line())
+    assert tally.duplicates == 0 and tally.losses == 0, tally.line()
