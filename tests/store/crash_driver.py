@@ -6,8 +6,9 @@ flow (crash_plan.py) on a real store, driven through `DurableFlows` as a host dr
 runs the operations FIRST .. LAST-1 of the plan of SEED (crash_plan.operation) in order, each a
 host send with the idempotency key `op-N` (a `go` also waits for the timer it starts), with a
 timer worker's `run_once` after each, then fires every timer still pending (the drain) and
-prints `{"done": true, ...}`. Each operation confirmed prints `{"ack": N}` at once; a restart
-from the first unconfirmed one resends it with its key, so what had landed replays.
+prints `{"done": true, ...}`. Each operation confirmed prints `{"ack": N, "status": S}` at once
+(S `replayed` when a killed run had landed it); a restart from the first unconfirmed one
+resends it with its key, so what had landed replays.
 
 FLOWC_CRASH_AT=POINT:N makes the process SIGKILL itself the Nth time it reaches POINT:
 
@@ -110,13 +111,15 @@ def say(**line: Any) -> None:
     print(json.dumps(line), flush=True)
 
 
-def send(flows: DurableFlows, n: int, op: dict[str, Any]) -> None:
-    """The operation's event with its key, resent after a conflict (safe: nothing landed)."""
+def send(flows: DurableFlows, n: int, op: dict[str, Any]) -> str:
+    """The operation's event with its key, resent after a conflict (safe: nothing landed);
+    `committed`, or `replayed` when a killed run had landed it."""
     payload = {k: v for k, v in op.items() if k != "kind"}
     while (out := flows.send(INSTANCE, op["kind"], payload, key=f"op-{n}")).status == "conflict":
         pass
     if not out.ok:
         raise SystemExit(f"operation {n} refused: {out.data}")
+    return out.status
 
 
 def wait_for(worker: TimerWorker, done: Callable[[], bool], what: str) -> None:
@@ -139,7 +142,7 @@ def run(url: str, flow_json: str, seed: int, first: int, last: int, switch: Kill
         flows.start("crash", id=INSTANCE)
     for n in range(first, last):
         op = operation(seed, n)
-        send(flows, n, op)
+        status = send(flows, n, op)
         if op["kind"] == "go":
 
             def rang(n: int = n) -> bool:
@@ -147,7 +150,7 @@ def run(url: str, flow_json: str, seed: int, first: int, last: int, switch: Kill
 
             wait_for(worker, rang, f"the timer of operation {n}")
         worker.run_once()
-        say(ack=n)
+        say(ack=n, status=status)
     wait_for(worker, lambda: not store.timers(INSTANCE), "the pending timers")
     store.close()
     say(done=True, passes=switch.passes)
