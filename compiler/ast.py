@@ -274,6 +274,9 @@ class SendAction:
     delay: ComputedDelay | None
     id: Expr | None
     span: Span
+    #: `send E(...) to parent|ID`: a message to the parent flow or to the children of the
+    #: invoke of that id, delivered after the step (without `after`: resolve refuses both)
+    to: Ident | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +477,32 @@ class InitialRule:
 
 
 @dataclass(frozen=True, slots=True)
+class Invoke:
+    """`invoke FLOW(ARGS) [for ITEM[, INDEX] in EACH] [as ID [into FIELD]] [join all|any|N]
+    [forward] [finalize do ...]` in a state: a child flow (one per item of EACH)."""
+
+    flow: Ident
+    #: the child's context fields set at its start
+    args: Payload
+    #: `as ID` (None: the invoke's id is the flow's name, see `id`)
+    alias: Ident | None
+    item: Ident | None
+    index: Ident | None
+    each: Expr | None
+    #: `join all|any|N` as written
+    join: Ident | None
+    forward: bool
+    finalize: tuple[Action, ...]
+    #: `into FIELD`: the context path the child's id is written to (empty: none)
+    into: tuple[Ident, ...]
+    span: Span
+
+    @property
+    def id(self) -> Ident:
+        return self.alias if self.alias is not None else self.flow
+
+
+@dataclass(frozen=True, slots=True)
 class StateDecl:
     name: Ident
     title: Text | None
@@ -489,8 +518,11 @@ class StateDecl:
     children: tuple[StateDecl | HistoryDecl, ...] = ()
     #: `initial -> ...` rules written in the body (resolve allows one, in a compound state)
     initial_rules: tuple[InitialRule, ...] = ()
-    #: `final state X with {...}`: the payload of its parent's `done.state` event
+    #: `final state X with {...}`: the payload of its parent's `done.state` event (at the
+    #: top level: the flow's done data, the `done.invoke` payload of a parent flow)
     done_data: Expr | None = None
+    #: `invoke ...` statements of the body, in source order
+    invokes: tuple[Invoke, ...] = ()
 
     def has(self, modifier: str) -> bool:
         # A loop, not `any(...)`: asked of every state many times, and a generator costs more.

@@ -69,6 +69,14 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E136": (Severity.ERROR, "`done.state` of a state that never completes"),
     "E137": (Severity.ERROR, "invalid child states"),
     "E138": (Severity.ERROR, "invalid initial rule"),
+    # E14x: child flows and fan-out (docs/language.md, "Child flows")
+    "E140": (Severity.ERROR, "unknown child flow"),
+    "E141": (Severity.ERROR, "child flow invokes itself"),
+    "E142": (Severity.ERROR, "child flow does not compile"),
+    "E143": (Severity.ERROR, "invoke id given twice"),
+    "E144": (Severity.ERROR, "invoke not allowed here"),
+    "E145": (Severity.ERROR, "invalid message target"),
+    "E146": (Severity.ERROR, "message event does not match"),
     # E2xx: types and values
     "E201": (Severity.ERROR, "type mismatch"),
     "E202": (Severity.ERROR, "cannot assign"),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from flowc.compiler import ast, fastparse
+from flowc.compiler.children import Flows, compile_children
 from flowc.compiler.diagnostics import (
     Diagnostic,
     Related,
@@ -114,6 +115,7 @@ def compile_source(
     module: ast.Module | None = None,
     hashed: bool = True,
     parallel: bool = False,
+    flows: Flows | None = None,
 ) -> CompileResult:
     """Compile one file's text. `module`, when given, is a clean parse of exactly this text
     (an editor that re-parsed only what changed); the parse is then skipped. Without `hashed`
@@ -123,7 +125,10 @@ def compile_source(
     With `parallel`, a large file is type-checked in a forked child while this process lowers
     and lints it (`forked_task`): the same diagnostics and flow sooner on a machine with a
     second core, but `types` stays empty. For a caller that reports diagnostics (`flowc
-    check`), not for one that reads the types (an editor) or runs threads."""
+    check`), not for one that reads the types (an editor) or runs threads.
+
+    `flows` are the flows a state may invoke by name besides the files beside `path`
+    (`children.py`): a name to its source text, or to the path of its file."""
     limit = source_limit(max_bytes)
     if len(text) > limit:
         return _too_large(path, limit)
@@ -140,7 +145,9 @@ def compile_source(
     result = CompileResult(source, None)
     try:
         with collector_paused(), suggestion_budget():
-            found = _run_stages(result, lint=lint, module=module, hashed=hashed, parallel=parallel)
+            found = _run_stages(
+                result, lint=lint, module=module, hashed=hashed, parallel=parallel, flows=flows
+            )
     except RecursionError:
         result.flow = None
         found = [
@@ -193,6 +200,7 @@ def _run_stages(
     module: ast.Module | None = None,
     hashed: bool = True,
     parallel: bool = False,
+    flows: Flows | None = None,
 ) -> list[Diagnostic]:
     """Runs the stages on `result.source`, keeping on `result` what each one built."""
     source = result.source
@@ -209,7 +217,9 @@ def _run_stages(
             result.module = module
             return parsed.diagnostics
     result.module = module
-    symbols, found = resolve(module)
+    children, found = compile_children(module, source.path, flows or {})
+    symbols, resolved = resolve(module, children)
+    found += resolved
     result.symbols = symbols
     checker = TypeChecker(symbols)
     checker.check_done_data()  # derives the done payloads, which lowering reads
@@ -325,6 +335,7 @@ def compile_file(
     max_bytes: int | None = None,
     hashed: bool = True,
     parallel: bool = False,
+    flows: Flows | None = None,
 ) -> CompileResult:
     """Compile a file; an unreadable file is a diagnostic too (E001), and so is one larger than
     the source limit (E008), which is not read past it. `hashed` and `parallel` as for
@@ -339,7 +350,9 @@ def compile_file(
         reason = exc.strerror or str(exc)
         diag = Diagnostic("E001", f"cannot read file: {reason}", Span(1, 1, 1, 1), file=name)
         return CompileResult(source, None, [diag])
-    return compile_source(data, name, lint=lint, max_bytes=limit, hashed=hashed, parallel=parallel)
+    return compile_source(
+        data, name, lint=lint, max_bytes=limit, hashed=hashed, parallel=parallel, flows=flows
+    )
 
 
 def _too_large(path: str, limit: int) -> CompileResult:

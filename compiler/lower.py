@@ -257,7 +257,7 @@ class Lowerer:
     ) -> ir.Action:
         """`if`, `raise`, `emit` and `for` (IR version 2); `send` and `cancel` (version 4)."""
         if isinstance(action, ast.SendAction):
-            return self.send(action)
+            return self.send(action) if action.to is None else self.message(action)
         if isinstance(action, ast.CancelAction):
             return _new(ir.Action, op="cancel", key=self.expr(action.id))
         if isinstance(action, ast.ForAction):
@@ -332,6 +332,39 @@ class Lowerer:
             value=self.payload(action.payload, {}),
             delay=delay,
             key=self.expr(action.id) if action.id is not None else None,
+        )
+
+    def message(self, action: ast.SendAction) -> ir.Action:
+        """`send E(...) to parent|ID`: the payload as `raise` has it, the receiver in `to`."""
+        assert action.to is not None
+        value = self.payload(action.payload, {})
+        return _new(ir.Action, op="send", event=action.event.name, value=value, to=action.to.name)
+
+    def invoke(self, invoke: ast.Invoke) -> ir.Invoke:
+        """An `invoke`: its arguments as a `map` expression over the child's context fields
+        (a fan-out's item and index read as locals), its join as a count (null: all)."""
+        names = [n.name for n in (invoke.item, invoke.index) if n is not None]
+        each = self.expr(invoke.each) if invoke.each is not None else None
+        self.locals += names
+        try:
+            args = self.payload(invoke.args, {})
+        finally:
+            del self.locals[len(self.locals) - len(names) :]
+        span = invoke.span
+        return _new(
+            ir.Invoke,
+            id=invoke.id.name,
+            flow=invoke.flow.name,
+            input=args,
+            each=each,
+            item=invoke.item.name if invoke.item is not None else None,
+            index=invoke.index.name if invoke.index is not None else None,
+            join=_join_count(invoke.join),
+            forward=invoke.forward,
+            finalize=self.actions(invoke.finalize),
+            id_target=tuple(i.name for i in invoke.into),
+            line=span.line,
+            column=span.column,
         )
 
     def delay(self, delay: ast.ComputedDelay) -> ir.Expr:
@@ -439,6 +472,7 @@ class Lowerer:
                 )
                 for name, info in symbols.effects.items()
             ),
+            children={name: child.flow for name, child in symbols.children.items()},
         )
         where.templates = template_spans(symbols)
         flow = flow.model_copy(
@@ -512,6 +546,7 @@ class Lowerer:
             initial_actions=self.actions(decl.initial_rules[0].actions)
             if decl.initial_rules
             else (),
+            invokes=tuple(self.invoke(i) for i in decl.invokes),
             unhandled="ignore" if node.name in self.symbols.ignoring else "refuse",
             line=decl.name.span.line,
             column=decl.name.span.column,
@@ -556,6 +591,13 @@ class Lowerer:
             line=rule.span.line,
             column=rule.span.column,
         )
+
+
+def _join_count(join: ast.Ident | None) -> int | None:
+    """`join all` (or none written) is null, `join any` 1, `join N` N."""
+    if join is None or join.name == "all":
+        return None
+    return 1 if join.name == "any" else int(join.name)
 
 
 def _path(expr: ast.Expr) -> tuple[str, ...]:

@@ -55,6 +55,8 @@ _REGEX_TERMINALS = {
     "$END": "end of file",
 }
 
+#: The most children a `join N` may wait for (bounds what a written number can ask).
+_MAX_JOIN = 1_000_000
 _DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
 
@@ -99,6 +101,12 @@ _SOFT_KEYWORDS = frozenset(
         "INPUT",
         "HIDDEN",
         "NO",
+        "INVOKE",
+        "TO",
+        "JOIN",
+        "FORWARD",
+        "FINALIZE",
+        "INTO",
     ]
 )
 _STATEMENT_STARTS = frozenset({"STATE", "EVENT", "CONTEXT", "ENTRY", "EXIT", "META"})
@@ -972,7 +980,57 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
             tuple(x for x in body if isinstance(x, ast.StateDecl | ast.HistoryDecl)),
             tuple(x for x in body if isinstance(x, ast.InitialRule)),
             done_data,
+            tuple(x for x in body if isinstance(x, ast.Invoke)),
         )
+
+    def invoke_decl(self, c: list[Any]) -> ast.Invoke:
+        # INVOKE, name, payload, each|None, as|None, join|None, FORWARD|None, finalize|None
+        each = c[3] or (None, None, None)
+        named = c[4] or (None, ())
+        return ast.Invoke(
+            c[1],
+            c[2] or (),
+            named[0],
+            each[0],
+            each[1],
+            each[2],
+            c[5],
+            c[6] is not None,
+            c[7] or (),
+            named[1],
+            _span(c),
+        )
+
+    def invoke_each(self, c: list[Any]) -> tuple[Any, ...]:
+        # FOR, name, name|None, expr
+        return (c[1], c[2], c[3])
+
+    def invoke_as(self, c: list[Any]) -> tuple[Any, ...]:
+        # AS, name, INTO|None, lvalue|None
+        return (c[1], c[3] or ())
+
+    def invoke_join(self, c: list[Any]) -> ast.Ident:
+        # JOIN, NAME|INT: `all`, `any` or how many children must finish
+        token = c[1]
+        join = ast.Ident(str(token), _token_span(token))
+        if token.type == "NAME" and join.name not in ("all", "any"):
+            self.report(
+                "E003",
+                f"unexpected `{join.name}` after `join`",
+                join.span,
+                "a fan-out joins `all` its children, `any` one, or a number of them: `join 2`",
+            )
+        elif token.type == "INT" and not 1 <= self._int(token) <= _MAX_JOIN:
+            self.report(
+                "E003",
+                f"`join {join.name}`: a join waits for 1 to {_MAX_JOIN:,} children",
+                join.span,
+            )
+        return join
+
+    def invoke_finalize(self, c: list[Any]) -> tuple[ast.Action, ...]:
+        # FINALIZE, DO, actions
+        return c[2]  # type: ignore[no-any-return]
 
     def initial_rule(self, c: list[Any]) -> ast.InitialRule:
         # INITIAL, ARROW, target, target*, do_clause|None
@@ -1192,14 +1250,19 @@ class _AstBuilder(Transformer):  # type: ignore[type-arg]
         return ast.EmitAction(c[1], c[2] or (), _span(c))
 
     def send_action(self, c: list[Any]) -> ast.SendAction:
-        # SEND, event_name, payload|None, AFTER, DURATION, AS|None, expr|None
+        # SEND, event_name, payload|None, AFTER, DURATION, AS|None, expr|None, TO|None, name|None
         after = self._duration(c[4])
-        return ast.SendAction(c[1], c[2] or (), after, None, c[6], _span(c))
+        return ast.SendAction(c[1], c[2] or (), after, None, c[6], _span(c), c[8])
 
     def send_expr_action(self, c: list[Any]) -> ast.SendAction:
-        # SEND, event_name, payload|None, AFTER, expr, NAME (the unit), AS|None, expr|None
+        # SEND, event_name, payload|None, AFTER, expr, NAME (the unit), AS|None, expr|None,
+        # TO|None, name|None
         delay = self._delay(c[4], c[5])
-        return ast.SendAction(c[1], c[2] or (), None, delay, c[7], _span(c))
+        return ast.SendAction(c[1], c[2] or (), None, delay, c[7], _span(c), c[9])
+
+    def send_to_action(self, c: list[Any]) -> ast.SendAction:
+        # SEND, event_name, payload|None, TO, name
+        return ast.SendAction(c[1], c[2] or (), None, None, None, _span(c), c[4])
 
     def cancel_action(self, c: list[Any]) -> ast.CancelAction:
         # CANCEL, expr

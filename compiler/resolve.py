@@ -8,7 +8,7 @@ misplaced rules and the initial-state rule. Expressions are checked later, in ty
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -19,7 +19,7 @@ from flowc.compiler.diagnostics import Diagnostic
 from flowc.compiler.source import Span
 from flowc.runtime.expr import MAX_DELAY_MS
 from flowc.runtime.messages import MESSAGE_KINDS
-from flowc.runtime.model import TypeRef
+from flowc.runtime.model import CompiledFlow, TypeRef
 from flowc.runtime.statetree import StateTree
 
 #: A transition rule and the state it was written in (None: outside any state).
@@ -81,6 +81,43 @@ class EffectInfo:
 
 
 @dataclass
+class ChildFlow:
+    """A flow a state invokes, compiled without errors: what the parent's checks read."""
+
+    name: str
+    symbols: Symbols
+    flow: CompiledFlow
+
+
+@dataclass
+class InvokeSite:
+    """An `invoke` and the IR name of the state it is written in."""
+
+    decl: ast.Invoke
+    state: str
+    #: the compiled child (None: unknown or broken, reported by children.py)
+    child: ChildFlow | None
+
+
+#: The payload of `error.invoke.ID`: the kind of the child's refusal (`join` when a fan-out
+#: can no longer reach its join) and its message.
+INVOKE_ERROR_FIELDS = ("kind", "message")
+
+
+def done_event(invoke_id: str) -> str:
+    return f"done.invoke.{invoke_id}"
+
+
+def error_event(invoke_id: str) -> str:
+    return f"error.invoke.{invoke_id}"
+
+
+def result_record(invoke_id: str) -> str:
+    """The record of one child's done data in a fan-out's `results`."""
+    return f"invoke.{invoke_id}.result"
+
+
+@dataclass
 class Symbols:
     flow: ast.FlowDecl | None = None
     version: ast.VersionDecl | None = None
@@ -123,6 +160,15 @@ class Symbols:
     #: IR names by short name (an index `state_candidates` builds once `nodes` is complete)
     by_short: dict[str, list[str]] = field(default_factory=dict)
     indexed: int = 0
+    #: the flows the states invoke that compiled, by name
+    children: dict[str, ChildFlow] = field(default_factory=dict)
+    #: every `invoke` by its id (`as ID`, else the flow's name), in document order
+    invokes: dict[str, InvokeSite] = field(default_factory=dict)
+    #: the fields of the flow's own done data (`final state X with {...}` at the top level;
+    #: filled by typecheck): the `done.invoke` payload of a parent invoking this flow
+    flow_done: dict[str, FieldInfo] = field(default_factory=dict)
+    #: implicit events whose payload is unknown (their child flow was reported)
+    unknown_payloads: set[str] = field(default_factory=set)
 
     @property
     def hierarchical(self) -> bool:
@@ -266,9 +312,10 @@ def timer_problem(milliseconds: int) -> str | None:
 
 
 class Resolver:
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, module: ast.Module, children: Mapping[str, ChildFlow] | None = None) -> None:
         self.module = module
         self.symbols = Symbols()
+        self.symbols.children = dict(children or {})
         self.diagnostics: list[Diagnostic] = []
 
     def error(self, code: str, message: str, span: Span, help: str | None = None) -> None:
@@ -284,6 +331,7 @@ class Resolver:
         self._collect_events(decls)
         self._collect_effects(decls)
         self._collect_states(decls)
+        self._collect_invokes()
         self._resolve_unhandled(decls)
         self._collect_texts(decls)
         self._check_rules()
@@ -591,6 +639,75 @@ class Resolver:
         )
         self._check_initial_state(top)
         self._check_hierarchy()
+
+    def _collect_invokes(self) -> None:
+        """Each `invoke` under its id (E143 when repeated, E144 where no child can run), and
+        its implicit internal events `done.invoke.ID` and `error.invoke.ID`."""
+        symbols = self.symbols
+        for node in symbols.nodes.values():
+            decl = node.decl
+            if not isinstance(decl, ast.StateDecl):
+                continue
+            for invoke in decl.invokes:
+                self._check_invoke_place(invoke, node)
+                ident = invoke.id
+                first = symbols.invokes.get(ident.name)
+                if first is not None:
+                    self.error(
+                        "E143",
+                        f"invoke id `{ident.name}` is given twice",
+                        ident.span,
+                        f"first given on line {first.decl.id.span.line}; name the other one "
+                        f"with `as ID`",
+                    )
+                    continue
+                child = symbols.children.get(invoke.flow.name)
+                symbols.invokes[ident.name] = InvokeSite(invoke, node.name, child)
+                self._declare_invoke_events(invoke, child)
+
+    def _check_invoke_place(self, invoke: ast.Invoke, node: StateNode) -> None:
+        if node.kind in ("final", "choice"):
+            self.error(
+                "E144",
+                f"a {node.kind} state cannot invoke a flow",
+                invoke.span,
+                "a child runs while its state is active: invoke it from a state that waits",
+            )
+        if invoke.join is not None and invoke.each is None:
+            self.error(
+                "E144",
+                "`join` without `for`: only a fan-out joins its children",
+                invoke.join.span,
+                "write `invoke FLOW(...) for x in LIST as ID join all|any|N`",
+            )
+
+    def _declare_invoke_events(self, invoke: ast.Invoke, child: ChildFlow | None) -> None:
+        symbols = self.symbols
+        ident = invoke.id
+        span = ident.span
+        done = child.symbols.flow_done if child is not None else {}
+        params = dict(done)
+        if invoke.each is not None:
+            record = result_record(ident.name)
+            symbols.records[record] = dict(done)
+            ty = t.ListTy(t.RecordTy(record))
+            ref = TypeRef(kind="list", item=TypeRef(kind="record", name=record))
+            params = {"results": implicit_field("results", ty, ref, span)}
+        str_ref = TypeRef(kind="str")
+        errors = {name: implicit_field(name, t.STR, str_ref, span) for name in INVOKE_ERROR_FIELDS}
+        for name, fields in ((done_event(ident.name), params), (error_event(ident.name), errors)):
+            if name in symbols.events:
+                self.error(
+                    "E103",
+                    f"event `{name}` is declared by `invoke` already",
+                    symbols.events[name].decl.name.span,
+                    "the compiler declares the done and error events of every invoke",
+                )
+            internal = ast.Ident("internal", span)
+            decl = ast.EventDecl(ast.Ident(name, span), (), (), invoke.span, internal)
+            symbols.events[name] = EventInfo(decl, fields)
+        if child is None:
+            symbols.unknown_payloads.add(done_event(ident.name))
 
     def _check_initial_state(self, top: list[ast.StateDecl | ast.HistoryDecl]) -> None:
         """One top-level state is marked `initial` (E110, E109): the flow's initial state."""
@@ -992,21 +1109,23 @@ class Resolver:
             self.symbols.initial_targets[node.name] = tuple(targets)
 
     def _check_done_data(self) -> None:
-        """`with {...}` after a state's name: only on a final state whose parent is a compound
-        state (whose `done.state` event it fills)."""
+        """`with {...}` after a state's name: only on a final state at the top level (the
+        flow's done data) or whose parent is a compound state (whose `done.state` event it
+        fills)."""
         nodes = self.symbols.nodes
         for node in nodes.values():
             decl = node.decl
             if not isinstance(decl, ast.StateDecl) or decl.done_data is None:
                 continue
             parent = nodes[node.parent] if node.parent is not None else None
-            if not decl.has("final") or parent is None or parent.kind != "compound":
+            if not decl.has("final") or (parent is not None and parent.kind != "compound"):
                 self.error(
                     "E218",
                     f"`{node.dotted}` has done data but completes no compound state",
                     decl.done_data.span,
-                    "done data belongs to a final state inside a compound state: it is the "
-                    "payload of the parent's `done.state` event",
+                    "done data belongs to a final state at the top level (the flow's done "
+                    "data) or inside a compound state: the payload of the parent's "
+                    "`done.state` event",
                 )
 
     def _resolve_rule(self, rule: ast.Rule, source: str | None) -> ast.Rule:
@@ -1353,7 +1472,16 @@ def _matching(pattern: str, events: dict[str, EventInfo]) -> list[str]:
     return [name for name in events if name.startswith(prefix)]
 
 
-def resolve(module: ast.Module) -> tuple[Symbols, list[Diagnostic]]:
-    resolver = Resolver(module)
+def implicit_field(name: str, ty: t.Ty, ref: TypeRef, span: Span) -> FieldInfo:
+    """A payload field the compiler declares (done data's, an invoke's done or error
+    event's), as if written `name: ty`."""
+    written = ast.TypeExpr(ast.Ident(str(ty), span), (), False, span)
+    return FieldInfo(ast.FieldDecl(ast.Ident(name, span), written, None, span), ty, ref)
+
+
+def resolve(
+    module: ast.Module, children: Mapping[str, ChildFlow] | None = None
+) -> tuple[Symbols, list[Diagnostic]]:
+    resolver = Resolver(module, children)
     symbols = resolver.run()
     return symbols, resolver.diagnostics

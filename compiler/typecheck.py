@@ -20,6 +20,7 @@ from flowc.compiler.resolve import (
     FieldInfo,
     StateNode,
     Symbols,
+    implicit_field,
     state_path,
     suggest,
     timer_problem,
@@ -142,6 +143,8 @@ class TypeChecker:
                 self.check_actions(initial.actions, Scope(None, "in an initial rule"))
             for rule in state.rules:
                 self.check_rule(rule, state)
+            for invoke in state.invokes:
+                self.check_invoke(invoke)
         for rule in symbols.global_rules:
             self.check_rule(rule, None)
         self._check_texts_and_invariants()
@@ -195,7 +198,9 @@ class TypeChecker:
         carried = self.symbols.done_payloads.get(rule.event.name) if rule.event else None
         if carried is not None and len(rule.covers) <= 1:
             scope = Scope(carried)
-        elif rule.event is not None and rule.event.name in self._broken_done:
+        elif rule.event is not None and (
+            rule.event.name in self._broken_done or rule.event.name in self.symbols.unknown_payloads
+        ):
             scope = _UNKNOWN_EVENT_SCOPE  # its done data was reported: no `event.` noise
         elif rule.event is not None and (
             rule.event.name in done or any(name in done for name in rule.covers)
@@ -228,14 +233,14 @@ class TypeChecker:
         with the same fields of the same types. Those fields are the payload of the compound's
         `done.state` event (`symbols.done_payloads`), which its rules read as `event.k`."""
         symbols = self.symbols
-        finals: dict[str, list[tuple[StateNode, ast.StateDecl]]] = {}
+        # (None: the top level, whose done data is the flow's own, `symbols.flow_done`)
+        finals: dict[str | None, list[tuple[StateNode, ast.StateDecl]]] = {}
         for node in symbols.nodes.values():
             decl = node.decl
             if (
                 isinstance(decl, ast.StateDecl)
                 and decl.has("final")
-                and node.parent is not None
-                and symbols.nodes[node.parent].kind == "compound"
+                and (node.parent is None or symbols.nodes[node.parent].kind == "compound")
             ):
                 finals.setdefault(node.parent, []).append((node, decl))
         for parent, children in finals.items():
@@ -246,15 +251,18 @@ class TypeChecker:
                 self._broken_done.add(f"done.state.{parent}")
                 continue
             first_node, _, first = carried[0]
-            name = f"done.state.{parent}"
             params = {key: _synthetic_field(key, ty, span) for key, (ty, span) in first.items()}
+            if parent is None:
+                symbols.flow_done = params
+                continue
+            name = f"done.state.{parent}"
             span = first_node.decl.span
             symbols.done_payloads[name] = EventInfo(
                 ast.EventDecl(ast.Ident(name, span), (), (), span), params
             )
 
     def _carried_done_data(
-        self, parent: str, children: list[tuple[StateNode, ast.StateDecl]]
+        self, parent: str | None, children: list[tuple[StateNode, ast.StateDecl]]
     ) -> list[_DoneData] | None:
         """The done data of each final child of `parent`, or None when one carries none (when
         its siblings do) or carries data that is not a record literal (each reported)."""
@@ -267,7 +275,9 @@ class TypeChecker:
                     f"final state `{node.dotted}` carries no done data, unlike its siblings",
                     decl.name.span,
                     f"every final child of `{self.symbols.nodes[parent].dotted}` says what its "
-                    "done event carries",
+                    "done event carries"
+                    if parent is not None
+                    else "every top-level final state says what the flow's done event carries",
                 )
                 broken = True
                 continue
@@ -530,6 +540,12 @@ class TypeChecker:
             if branch.guard is not None:
                 scope = scope.narrow(_none_facts(branch.guard))
 
+    def check_invoke(self, invoke: ast.Invoke) -> None:
+        """An `invoke`'s list, arguments, `into` field and `finalize` actions (`messages.py`)."""
+        from flowc.compiler.messages import check_invoke  # (it builds on this module)
+
+        check_invoke(self, invoke)
+
     def _check_raise(self, action: ast.RaiseAction, scope: Scope) -> None:
         name = action.event.name
         self._check_sent(
@@ -545,7 +561,12 @@ class TypeChecker:
 
     def _check_send(self, action: ast.SendAction, scope: Scope) -> None:
         """`send E(...) after DELAY [as ID]`: the event and payload as `raise` checks them,
-        the delay as a timer's, the id a `str`."""
+        the delay as a timer's, the id a `str`. `send E(...) to ...`: see `messages.py`."""
+        if action.to is not None:
+            from flowc.compiler.messages import check_message  # (it builds on this module)
+
+            check_message(self, action, scope)
+            return
         self._check_raise(ast.RaiseAction(action.event, action.payload, action.span), scope)
         if action.after is not None:
             problem = timer_problem(action.after.milliseconds)
@@ -594,9 +615,9 @@ class TypeChecker:
             for _, value in payload:
                 self.infer(value, scope)
             return
-        self._check_payload(payload, info.params, f"{what} `{ref.name}`", span, scope)
+        self.check_payload(payload, info.params, f"{what} `{ref.name}`", span, scope)
 
-    def _check_payload(
+    def check_payload(
         self,
         payload: ast.Payload,
         params: dict[str, FieldInfo],
@@ -1647,8 +1668,7 @@ def _template_span(text: ast.Text, lineno: int | None) -> Span:
 #: (fewest, most) arguments of each expression function.
 def _synthetic_field(name: str, ty: t.Ty, span: Span) -> FieldInfo:
     """A payload field the compiler declares (done data's), as if written `name: ty`."""
-    written = ast.TypeExpr(ast.Ident(str(ty), span), (), False, span)
-    return FieldInfo(ast.FieldDecl(ast.Ident(name, span), written, None, span), ty, type_ref(ty))
+    return implicit_field(name, ty, type_ref(ty), span)
 
 
 def type_ref(ty: t.Ty) -> TypeRef:

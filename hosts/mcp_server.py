@@ -42,6 +42,7 @@ from flowc.compiler.emit.mermaid import to_mermaid
 from flowc.compiler.emit.snapshot import snapshot_highlight
 from flowc.runtime.machine import Machine
 from flowc.runtime.model import CompiledFlow
+from flowc.runtime.scheduled_view import visible_scheduled
 from flowc.runtime.store.durable import DurableFlows
 from flowc.runtime.store.handles import InvalidHandle
 from flowc.runtime.store.types import InstanceNotFound, Json, OutboxEffect
@@ -318,6 +319,8 @@ class FlowServer:
             instance = self.durable.load(instance_id)
             snapshot = instance.snapshot()
             snapshot["context"] = visible_context(instance.machine, snapshot.get("context", {}))
+            if "sends" in snapshot:
+                snapshot["sends"] = visible_scheduled(instance.machine, snapshot["sends"])
             return json.dumps(snapshot, indent=2)
         rows = self.durable.store.history(instance_id)
         history = [

@@ -719,15 +719,17 @@ def send(
     key: str | None,
     force: bool = False,
     at: int | None = None,
+    delivered: str = "scheduled",
 ) -> Outcome:
     """`send` on the general path: what a generated dispatch function (codegen.py) hands
     over whenever the step is not a plain accepted one, and what it must agree with. Every
     active leaf in document order offers its first enabled rule for the event (its own, then
     its ancestors'), the conflicts are resolved, and the step runs to completion. `at`: a
     scheduled event's delivery (the flow's own send, recorded at its deadline), which alone
-    may send an `internal` event."""
+    may send an `internal` event; `delivered` is the kind of step it is recorded as
+    (`scheduled`, or `message` for one from a parent or child: children.py)."""
     # A delivery is recorded as a step of its own kind (replay delivers it again by `advance`).
-    kind = "event" if at is None else "scheduled"
+    kind = "event" if at is None else delivered
     if inst._config is None:
         # A flat flow's guards read no configuration but their own state's, which is what
         # `active()` answers outside a scope: none is set (it costs more than a refusal).
@@ -1070,16 +1072,27 @@ def take(
     if isinstance(timers, _Refused):
         return timers.rejection(m, st, event, p, inst._ctx)
     sends = inst._sends
-    if (out is not None and out.scheduled) or run.final:
-        scheduled = out.scheduled if out is not None else []
+    scheduled, messages = _split(out.scheduled if out is not None else None)
+    if scheduled or run.final:
         after = sends_after(m, sends, scheduled, run, now, inst._seq + 1)
         if isinstance(after, _Refused):
             return after.rejection(m, st, event, p, inst._ctx)
         sends = after
     effects = out.effects if out is not None else None
-    return _commit(
-        inst, st, run, config, (timers, sends), kind, event, p, reason, key, now, effects
-    )
+    r = _commit(inst, st, run, config, (timers, sends), kind, event, p, reason, key, now, effects)
+    if inst._tree is not None:
+        # A node of a tree of instances: children start and stop, messages queue (children.py).
+        inst._tree.committed(inst, run, config, messages, now)
+    return r
+
+
+def _split(ops: list[Scheduling] | None) -> tuple[list[Scheduling], list[Scheduling]]:
+    """A step's scheduled events and `cancel`s, and its messages (`send E to ...`)."""
+    if not ops:
+        return [], []
+    if all(op.to is None for op in ops):
+        return ops, []
+    return [op for op in ops if op.to is None], [op for op in ops if op.to is not None]
 
 
 def _timers_after(
@@ -1176,14 +1189,17 @@ def start(machine: Machine, ctx: dict[str, Any], now_ms: Callable[[], int]) -> S
     except _DelayFault as bad:
         where = f"the delay of a timer of {bad.state.name}"
         return _Refused.fault(bad.exc, where).rejection(machine, initial, None, None, ctx)
-    sends = sends_after(machine, None, out.scheduled, run, now, 0) if out.scheduled else None
+    scheduled, messages = _split(out.scheduled)
+    sends = sends_after(machine, None, scheduled, run, now, 0) if scheduled else None
     if isinstance(sends, _Refused):
         return sends.rejection(machine, initial, None, None, ctx)
     state = summary_of(config)
     leaves = None if state.atomic or not machine.chart else ((), names_of(machine, config)[1])
     entry: Entry = (0, now, "start", None, state.name, None, None, None, tuple(run.via), leaves)
     fired = tuple(run.fired)
-    return Started(config, run.histories or None, state, entry, timers or None, fired, sends)
+    return Started(
+        config, run.histories or None, state, entry, timers or None, fired, sends, run, messages
+    )
 
 
 class Started(NamedTuple):
@@ -1196,6 +1212,10 @@ class Started(NamedTuple):
     timers: Timers | None
     rules: tuple[int, ...]
     sends: Sends | None
+    #: the run to completion (a node of a tree of instances reads what it entered: children.py)
+    run: Macrostep
+    #: the messages its actions sent (`send E to parent|ID`)
+    messages: list[Scheduling]
 
 
 def _run(

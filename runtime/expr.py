@@ -855,6 +855,9 @@ class ExprCompiler:
             raise IRLoadError("`cancel` needs the id of a scheduled event")
         payload = None if node is None else self.compile(node)
         key = None if key_node is None else self.compile(key_node)
+        to = raw.get("to")
+        if to is not None:
+            return _message(str(name), payload, str(to), self.limits)
         delay = self.compile(delay_node) if sending else None
         limits = self.limits
 
@@ -1218,6 +1221,20 @@ def _loop_parts(raw: Mapping[str, Any]) -> tuple[str, str | None, Mapping[str, A
     if not isinstance(body_raw, Mapping):
         raise IRLoadError(f"the body of a `for` must be an object, got {body_raw!r}")
     return target[0], index, body_raw
+
+
+def _message(name: str, payload: Evaluator | None, to: str, limits: Limits) -> ActionBlock:
+    """`send NAME(...) to parent|ID`: a message, handed to the engine with the step's
+    scheduled events; children.py delivers it after the commit."""
+
+    def message(c: dict[str, Any], e: Any, s: Any) -> None:
+        out = current_outputs()
+        if out is None:  # only the engine runs blocks that send
+            raise IRLoadError("`send ... to` outside a step of the engine")
+        given = None if payload is None else payload(c, e, s)
+        out.schedule(Scheduling(None, name, given, 0, to), limits)
+
+    return message
 
 
 def _loop(

@@ -256,6 +256,7 @@ class CState:
         "initial_actions",
         "initial_child",
         "initial_targets",
+        "invokes",
         "kind",
         "meta",
         "name",
@@ -318,6 +319,8 @@ class CState:
         self.has_exit: bool = bool(raw.get("exit"))
         self.has_initial_actions: bool = bool(raw.get("initial_actions"))
         self.has_done_data: bool = raw.get("done_data") is not None
+        #: The child flows the state starts when entered (IR version 5; children.py).
+        self.invokes: tuple[CInvoke, ...] = tuple(CInvoke(i) for i in raw.get("invokes") or ())
 
     entry: ActionBlock | None
     exit: ActionBlock | None
@@ -344,6 +347,32 @@ class CState:
 
     def __repr__(self) -> str:
         return f"<state {self.name}>"
+
+
+class CInvoke:
+    """`invoke FLOW(...)` of a state (IR version 5): what children.py starts. The expressions
+    are compiled on first use (`LoadedFlow.invoke_parts`)."""
+
+    __slots__ = ("finalize", "flow", "forward", "id", "id_target", "join", "parts", "raw")
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self.id: str = raw["id"]
+        self.flow: str = raw["flow"]
+        #: null: every child must finish; N: the first N (a fan-out's `join`)
+        self.join: int | None = raw.get("join")
+        self.forward: bool = raw.get("forward") is True
+        self.id_target: tuple[str, ...] = tuple(raw.get("id_target") or ())
+        self.finalize: ActionBlock | None = None
+        #: (input, each) evaluators once compiled
+        self.parts: tuple[Evaluator | None, Evaluator | None] | None = None
+
+    @property
+    def fan_out(self) -> bool:
+        return self.raw.get("each") is not None
+
+    def __repr__(self) -> str:
+        return f"<invoke {self.id}: {self.flow}>"
 
 
 class _UnwiredState(CState):
@@ -505,6 +534,7 @@ class LoadedFlow:
         if v2:
             self._load_chart_flags(raw)
         self._load_compiler(raw)
+        self._load_composition(raw)
         self.messages: dict[str, str] = {**DEFAULT_MESSAGES, **(raw.get("messages") or {})}
         self.journals: dict[str, str] = {j["name"]: j["template"] for j in raw.get("journals", ())}
         self.templates: dict[str, str] = dict(raw.get("templates") or {})
@@ -628,6 +658,45 @@ class LoadedFlow:
         self.scoped: bool = self.chart or self.reads_active
         for state in states.values():
             state._loader = self
+
+    def _load_composition(self, raw: Mapping[str, Any]) -> None:
+        """IR version 5: the child flows (compiled flows by name, loaded when first started)
+        and whether this flow takes part in a tree of instances (children.py): it invokes
+        children or sends messages (`send E to parent|ID`). Such a flow's steps all run on the
+        engine, whose commit starts and cancels children and queues messages."""
+        children = raw.get("children") or _EMPTY
+        if not isinstance(children, Mapping):
+            raise IRLoadError("a compiled flow's `children` must be an object")
+        self.child_flows: Mapping[str, Mapping[str, Any]] = children
+        invokes = [i for s in self.states.values() for i in s.invokes]
+        #: invoke id -> the invoke (ids are unique in a flow)
+        self.invokes: dict[str, CInvoke] = {}
+        for inv in invokes:
+            if inv.flow not in children:
+                raise IRLoadError(f"invoke {inv.id!r} starts {inv.flow!r}, not a child flow")
+            if inv.id in self.invokes:
+                raise IRLoadError(f"invoke id {inv.id!r} is used twice")
+            self.invokes[inv.id] = inv
+        #: Whether instances of this flow are nodes of a tree (children.py); set on a child
+        #: flow's machine too (`Machine.child_machine`).
+        self.composes: bool = bool(invokes) or _sends_messages(raw)
+        if self.composes:
+            self.leaf_chart = False  # every step runs on the engine (`Machine._dispatch`)
+            self.collects = True  # which gathers the messages its actions send
+
+    def invoke_parts(self, inv: CInvoke) -> tuple[Evaluator | None, Evaluator | None]:
+        """The compiled input and list (a fan-out's) of an invoke, and its `finalize` block."""
+        if inv.parts is None:
+            raw = inv.raw
+            finalize = raw.get("finalize")
+            if finalize:
+                inv.finalize = self._compiler.actions(finalize, self.target_type)
+            given, each = raw.get("input"), raw.get("each")
+            inv.parts = (
+                None if given is None else self._compiler.compile(given),
+                None if each is None else self._compiler.compile(each),
+            )
+        return inv.parts
 
     def _raises(self, actions: Any, where: str) -> bool:
         """Whether an action block raises, schedules (`send`) or cancels events (the step then
@@ -960,7 +1029,8 @@ def _raised(actions: Any) -> tuple[list[Any], bool]:
         if not isinstance(a, Mapping):
             continue
         op = a.get("op")
-        if op == "raise" or op == "send":
+        if op == "raise" or (op == "send" and a.get("to") is None):
+            # (a message `send E to parent|ID` names an event of its receiver)
             out.append(a.get("event"))
         cancels = cancels or op == "cancel"
         for b in a.get("branches") or ():
@@ -969,6 +1039,28 @@ def _raised(actions: Any) -> tuple[list[Any], bool]:
                 out += names
                 cancels = cancels or inner
     return out, cancels
+
+
+def _sends_messages(raw: Mapping[str, Any]) -> bool:
+    """Whether some action of the flow sends a message (`send E to parent|ID`)."""
+
+    def walk(actions: Any) -> bool:
+        for a in actions or ():
+            if isinstance(a, Mapping):
+                if a.get("op") == "send" and a.get("to") is not None:
+                    return True
+                if any(
+                    isinstance(b, Mapping) and walk(b.get("actions"))
+                    for b in a.get("branches") or ()
+                ):
+                    return True
+        return False
+
+    blocks = [t.get("actions") for t in raw.get("transitions", ())]
+    for s in raw.get("states", ()):
+        blocks += [s.get(b) for b in ("entry", "exit", "initial_actions")]
+        blocks += [i.get("finalize") for i in s.get("invokes") or ()]
+    return any(walk(b) for b in blocks)
 
 
 def _mentions_event(node: Any) -> bool:

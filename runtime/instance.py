@@ -25,6 +25,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
+from flowc.runtime import children as childflows
 from flowc.runtime import engine
 from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, ms_reader, ms_to_datetime, read_ms, to_ms
@@ -79,7 +80,12 @@ SNAPSHOT_FORMAT: Final = "flowc.snapshot/2"
 SNAPSHOT_FORMAT_1: Final = "flowc.snapshot/1"
 #: /3: the snapshot has pending scheduled events (`sends`); written only then.
 SNAPSHOT_FORMAT_3: Final = "flowc.snapshot/3"
-SNAPSHOT_FORMATS_READ: Final = frozenset({SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_3})
+#: /4: the instance is part of a tree with children, joins or messages pending (children.py);
+#: written only then.
+SNAPSHOT_FORMAT_4: Final = "flowc.snapshot/4"
+SNAPSHOT_FORMATS_READ: Final = frozenset(
+    {SNAPSHOT_FORMAT_1, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_3, SNAPSHOT_FORMAT_4}
+)
 #: Every top-level field a snapshot may have; any other is refused (a hand edit or a typo
 #: would otherwise be dropped without a word). `lineage` is the durable layer's (a fork's
 #: origin, `DurableFlows.fork`): an instance restores past it and the store carries it on.
@@ -89,6 +95,7 @@ SNAPSHOT_FIELDS: Final = frozenset(
     {
         "format", "flow", "version", "hash", "id", "state", "seq", "context", "history",
         "timers", "keys", "configuration", "histories", "lineage", "retired_states", "sends",
+        "children", "joins", "inbox",
     }
 )  # fmt: skip
 #: Idempotency keys remembered per instance (the oldest are forgotten first).
@@ -123,6 +130,7 @@ class Instance:
         "_state",
         "_subs",
         "_timers",
+        "_tree",
         "id",
     )
 
@@ -151,6 +159,9 @@ class Instance:
     _fx: list[tuple[str, dict[str, Any]]] | None
     #: the rules a statechart's start took (eventless rules, completion events)
     _start_rules: tuple[int, ...] | None
+    #: Its node in a tree of instances (children.py): the flow invokes children or sends
+    #: messages, or the instance is a child; None otherwise.
+    _tree: childflows.Node | None
     id: str | None
 
     # ---- creation ---------------------------------------------------------------------------
@@ -170,15 +181,22 @@ class Instance:
         self._hist = None
         self._fx = None
         self._start_rules = None
+        self._tree = None
         self.id = id
         return self
 
     @classmethod
     def _start(
-        cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
+        cls,
+        machine: Machine,
+        context: Mapping[str, Any] | None,
+        id: str | None,
+        clock: Clock,
+        place: childflows.Place | None = None,
     ) -> Instance | Rejection:
+        """A new instance; `place`: where a child goes in its tree (children.py)."""
         if machine.emits and current_outputs() is None:
-            return cls._start_collecting(machine, context, id, clock)
+            return cls._start_collecting(machine, context, id, clock, place)
         initial = machine.initial
         given = context if context is not None else _EMPTY
         try:
@@ -201,16 +219,23 @@ class Instance:
         self._timers = started.timers
         self._sends = started.sends
         self._start_rules = started.rules
+        if machine.composes:
+            childflows.attach(self, place, started)
         return self
 
     @classmethod
     def _start_collecting(
-        cls, machine: Machine, context: Mapping[str, Any] | None, id: str | None, clock: Clock
+        cls,
+        machine: Machine,
+        context: Mapping[str, Any] | None,
+        id: str | None,
+        clock: Clock,
+        place: childflows.Place | None,
     ) -> Instance | Rejection:
         """`_start` of a flow that emits effects: the effects of its start are kept for the
         start's result."""
         with collecting() as outputs:
-            started = cls._start(machine, context, id, clock)
+            started = cls._start(machine, context, id, clock, place)
         if type(started) is not Rejection and outputs.effects:
             started._fx = outputs.effects  # type: ignore[union-attr]
         return started
@@ -317,8 +342,31 @@ class Instance:
         ]
 
     @property
+    def children(self) -> dict[str, Instance]:
+        """The child instances its `invoke`s started and that are still current (their state
+        not left), by child id (`ID.SEQ`, a fan-out's `ID.SEQ.K`), in start order; ended ones
+        stay until their state is left."""
+        return dict(self._tree.kids) if self._tree is not None else {}
+
+    def child(self, path: str) -> Instance:
+        """A descendant by its path, `/` between levels. Each part is a child id (`pay.3`,
+        `reviews.2.0`), or an invoke's id for its current child (`pay`), or `ID[K]` for the
+        child at position K of a fan-out (`reviews[0]/fraud`). KeyError when there is none."""
+        inst: Instance = self
+        for part in path.split("/"):
+            found = childflows.find_child(inst, part)
+            if found is None:
+                raise KeyError(path)
+            inst = found
+        return inst
+
+    @property
     def next_deadline(self) -> datetime | None:
-        """When the next timer or scheduled event is due (to schedule a wake-up), or None."""
+        """When the next timer or scheduled event is due (to schedule a wake-up), or None. In
+        a tree of instances, the earliest of the tree's."""
+        if self._tree is not None:
+            due = childflows.earliest(self._tree.root)
+            return None if due is None else ms_to_datetime(due[0])
         dues = [x[0] for x in (self._timers or ())[:1] + (self._sends or ())[:1]]
         return ms_to_datetime(min(dues)) if dues else None
 
@@ -396,6 +444,9 @@ class Instance:
             return self._guard(
                 partial(self.send, event, payload, force=force, reason=reason, key=key), event
             )
+        if self._tree is not None and not self._tree.root.busy:
+            step = partial(self.send, event, payload, force=force, reason=reason, key=key)
+            return childflows.host_step(self, step, event)
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, event)
             if early is not None:
@@ -434,6 +485,9 @@ class Instance:
         whose guard holds. A backward edge (`back`) needs `force=True`."""
         if self._m.invariants and not self._guarded:
             return self._guard(partial(self.goto, target, force=force, reason=reason, key=key))
+        if self._tree is not None and not self._tree.root.busy:
+            step = partial(self.goto, target, force=force, reason=reason, key=key)
+            return childflows.host_step(self, step, None)
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, None)
             if early is not None:
@@ -448,6 +502,9 @@ class Instance:
         the answer is `backward_requires_force` naming the state it would go to."""
         if self._m.invariants and not self._guarded:
             return self._guard(partial(self.back, force=force, reason=reason, key=key))
+        if self._tree is not None and not self._tree.root.busy:
+            step = partial(self.back, force=force, reason=reason, key=key)
+            return childflows.host_step(self, step, None)
         if key is not None or reason is not None:
             early = self._early_outcome(key, reason, None)
             if early is not None:
@@ -463,6 +520,12 @@ class Instance:
         if self._m.invariants and not self._guarded:
             return self._guard(partial(self.advance, now))
         when = self._now() // self._per_ms if now is None else to_ms(now)
+        if self._tree is not None:
+            # The whole tree's timers, from its root (children.py).
+            root = self._tree.root
+            if not root.busy:
+                fire = partial(childflows.advance, root, when)
+                return childflows.host_step(root.inst, fire, None)
         return engine.fire_due(self, when)
 
     # ---- refusals ---------------------------------------------------------------------------
@@ -642,6 +705,8 @@ class Instance:
             snap["histories"] = {h: [s.name for s in v] for h, v in (self._hist or {}).items()}
         if self._retired:
             snap["retired_states"] = sorted(self._retired)
+        if self._tree is not None:
+            childflows.snapshot_into(self._tree, snap, SNAPSHOT_FORMAT_4)
         return snap
 
     def snapshot_json(self) -> str:
@@ -654,7 +719,9 @@ class Instance:
         snapshot: Mapping[str, Any] | str | bytes,
         clock: Clock,
         drop_unknown: bool,
+        place: childflows.Place | None = None,
     ) -> Instance:
+        """`place`: where a child goes in its tree (children.py)."""
         data = _snapshot_data(snapshot, machine)
         raw_state = data.get("state")
         state = machine.states.get(raw_state) if isinstance(raw_state, str) else None
@@ -694,6 +761,8 @@ class Instance:
             machine.states,
         )
         self._sends = _restore_sends(data.get("sends"), machine)
+        if machine.composes:
+            childflows.restore(self, data, place)
         return self
 
     def __repr__(self) -> str:

@@ -65,6 +65,8 @@ class Machine(LoadedFlow):
         self._written: dict[tuple[str, str], Dispatch] = {}
         #: event -> the general path's dispatch, in a statechart
         self._chart_steps: dict[str, Dispatch] = {}
+        #: child flow name -> its machine (`child_machine`)
+        self._child_machines: dict[str, Machine] = {}
 
     # ---- constructors ---------------------------------------------------------------------
     @classmethod
@@ -153,6 +155,10 @@ class Machine(LoadedFlow):
         the general path for the pair's first `hot_after` sends, then the generated function
         (both kept); the general path for an event the state has no rule for (not kept: hosts
         may send any name)."""
+        if self.composes:
+            # A node of a tree of instances (children.py): the engine's commit starts and
+            # cancels children and queues messages, so every step is the engine's.
+            return self._general(event)
         if self.chart and not (
             self.leaf_chart
             and state.atomic
@@ -162,12 +168,7 @@ class Machine(LoadedFlow):
         ):
             # A statechart step runs on the general path (engine.py's `Macrostep`): what it
             # does depends on the whole configuration, not on one (state, event) pair.
-            if type(event) is not str or event not in self.events:
-                return general(event)
-            chart_step = self._chart_steps.get(event)
-            if chart_step is None:
-                chart_step = self._chart_steps[event] = general(event)
-            return chart_step
+            return self._general(event)
         try:
             # An `internal` event is never the host's: the general path refuses it.
             known = event in state.on and event not in self.own_events
@@ -183,6 +184,29 @@ class Machine(LoadedFlow):
             # atomic), and a counter replaced by the generated function is not put back.
             fn = state.fast.setdefault(event, warming(self, state, event, self.hot_after))
         return fn
+
+    def _general(self, event: str) -> Dispatch:
+        """The engine's dispatch for `event` (kept per declared event)."""
+        if type(event) is not str or event not in self.events:
+            return general(event)
+        step = self._chart_steps.get(event)
+        if step is None:
+            step = self._chart_steps[event] = general(event)
+        return step
+
+    def child_machine(self, name: str) -> Machine:
+        """The machine of the child flow `name` (IR version 5), loaded on first use and kept;
+        its instances are nodes of a tree of instances (children.py)."""
+        machine = self._child_machines.get(name)
+        if machine is None:
+            with self._generating:
+                machine = self._child_machines.get(name)
+                if machine is None:
+                    machine = Machine(self.child_flows[name], clock=self.clock, limits=self.limits)
+                    machine.composes = True
+                    machine.leaf_chart = False
+                    self._child_machines[name] = machine
+        return machine
 
     def _generated(self, state: CState, event: str) -> Dispatch:
         """The generated function of (`state`, `event`), written now unless it was already."""
@@ -223,7 +247,10 @@ class Machine(LoadedFlow):
     ) -> Instance | Rejection:
         from flowc.runtime.instance import Instance
 
-        return Instance._start(self, context, id, clock or self.clock)
+        started = Instance._start(self, context, id, clock or self.clock)
+        if not isinstance(started, Rejection) and started._tree is not None:
+            started._tree.drain()  # what its children said as they started
+        return started
 
     def restore(
         self,

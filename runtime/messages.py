@@ -22,6 +22,7 @@ DEFAULT_MESSAGES: dict[str, str] = {
         " hold.{% endif %}"
     ),
     "unknown_state": "Unknown state '{{ to }}'.",
+    "unknown_child": "The instance has no child '{{ child }}'.",
     "invalid_transition": "Cannot go from '{{ from }}' to '{{ to }}'.",
     "backward_requires_force": "Going back from '{{ from }}' to '{{ to }}' needs force.",
     "no_previous_state": "There is no earlier state to go back to from '{{ state.name }}'.",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
@@ -22,9 +23,9 @@ from flowc.runtime.messages import MESSAGE_KINDS
 #: Bumped on any change a loader written for the previous version could misread. The compiler
 #: writes the lowest version that can express a flow (`CompiledFlow.required_version`): a flow
 #: that uses no member added in version 2 is written as version 1, byte for byte as before.
-IR_VERSION = 4
+IR_VERSION = 5
 #: The versions this runtime reads.
-READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+READABLE_IR_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
 
 class IRModel(BaseModel):
@@ -124,6 +125,9 @@ class Action(IRModel):
     #: Version 4, `send` only: the delay in milliseconds (an int expression, evaluated when the
     #: action runs).
     delay: Expr | None = None
+    #: Version 5, `send` only: a message to another instance of the tree, `parent` or the
+    #: children of the invoke of that id (`send E(...) to ID`); `delay` is null then.
+    to: str | None = None
 
 
 class Branch(IRModel):
@@ -166,6 +170,30 @@ V2_EXPR_OPS: frozenset[str] = frozenset({"cond", "local", *QUANTIFIERS})
 #: The kinds as sets, for readers of the raw JSON (the runtime's loader).
 TRANSITION_KINDS: frozenset[str] = frozenset(get_args(TransitionKind))
 STATE_KINDS: frozenset[str] = frozenset(get_args(StateKind))
+
+
+class Invoke(IRModel):
+    """Version 5: `invoke FLOW(ARGS) [for ITEM[, INDEX] in EACH] [as ID] ...` in a state: a
+    child flow (one per item of `each` in a fan-out) started when the state has been entered,
+    cancelled when it is exited. `flow` is a key of `CompiledFlow.children`; `input` a `map`
+    expression whose literal keys are context fields of the child, read by `local`
+    expressions named `item` and `index` in a fan-out; `join` (fan-out only) how many children
+    must finish: null all, 1 any, N; `forward` sends the host's events on to the children;
+    `finalize` runs on the parent's context when a message from them is delivered;
+    `id_target` the context path the child's id is written to (`into FIELD`)."""
+
+    id: str
+    flow: str
+    input: Expr | None = None
+    each: Expr | None = None
+    item: str | None = None
+    index: str | None = None
+    join: int | None = None
+    forward: bool = False
+    finalize: tuple[Action, ...] = ()
+    id_target: tuple[str, ...] = ()
+    line: int = 0
+    column: int = 0
 
 
 class Transition(IRModel):
@@ -226,8 +254,11 @@ class State(IRModel):
     initial_actions: tuple[Action, ...] = ()
     #: Version 2, on a final state inside a compound: the payload (a `map` expression with
     #: literal keys) of the parent's `done.state` event, evaluated when the state is entered;
-    #: that event is then declared in `events` with these fields.
+    #: that event is then declared in `events` with these fields. Version 5: on a top-level
+    #: final state, the flow's done data (the `done.invoke.ID` payload of its parent).
     done_data: Expr | None = None
+    #: Version 5: the child flows the state invokes, in source order.
+    invokes: tuple[Invoke, ...] = ()
     line: int = 0
     column: int = 0
     #: What a declared event with no rule here gets: `refuse` (`event_not_accepted`) or
@@ -290,6 +321,9 @@ class CompiledFlow(IRModel):
     #: outside the subset (docs/ir.md, "Lowered templates"). Derived from the sources, so it is
     #: left out of the hash; this runtime never reads it.
     lowered_templates: dict[str, list[JsonValue] | None] = Field(default_factory=dict)
+    #: Version 5: every flow a state invokes, by name, each complete (its own hash and
+    #: children); the hash of this flow covers them.
+    children: dict[str, CompiledFlow] = Field(default_factory=dict)
     #: sha256 of the canonical JSON of everything else; filled by `with_hash`.
     hash: str = ""
 
@@ -303,16 +337,20 @@ class CompiledFlow(IRModel):
         return "sha256:" + hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
 
     def required_version(self) -> int:
-        """The lowest IR version that can express this flow: 4 when an event is `internal` or an
-        action schedules (`send`, `cancel`), 3 when a context field is marked
+        """The lowest IR version that can express this flow: 5 when it invokes child flows or
+        sends a message to its parent or children (`send ... to`), 4 when an event is `internal`
+        or an action schedules (`send`, `cancel`), 3 when a context field is marked
         `input` or `hidden`, 2 when it uses a member added in version 2, else 1 (so flows that
         do not are written exactly as before)."""
+        if self.children or any(s.invokes for s in self.states) or _uses_v5_ops(self):
+            return 5
         if any(e.internal for e in self.events) or _uses_v4_ops(self):
             return 4
         if any(f.input or f.hidden for f in self.context):
             return 3
         if self.effects or any(
-            s.kind in V2_STATE_KINDS or s.parent is not None for s in self.states
+            s.kind in V2_STATE_KINDS or s.parent is not None or s.done_data is not None
+            for s in self.states
         ):
             return 2
         for t in self.transitions:
@@ -367,17 +405,26 @@ class CompiledFlow(IRModel):
         return flow
 
 
-def _uses_v4_ops(flow: CompiledFlow) -> bool:
-    """Whether some action, at any depth, is `send` or `cancel`."""
+def all_actions(flow: CompiledFlow) -> Iterator[Action]:
+    """Every action of the flow, at any depth."""
     stack: list[Action] = [a for t in flow.transitions for a in t.actions]
     for s in flow.states:
         stack += [*s.entry, *s.exit, *s.initial_actions]
+        stack += [a for i in s.invokes for a in i.finalize]
     while stack:
         a = stack.pop()
-        if a.op in V4_ACTION_OPS:
-            return True
+        yield a
         stack += [x for b in a.branches for x in b.actions]
-    return False
+
+
+def _uses_v4_ops(flow: CompiledFlow) -> bool:
+    """Whether some action, at any depth, is `send` or `cancel`."""
+    return any(a.op in V4_ACTION_OPS for a in all_actions(flow))
+
+
+def _uses_v5_ops(flow: CompiledFlow) -> bool:
+    """Whether some action, at any depth, sends a message to another instance (`send ... to`)."""
+    return any(a.to is not None for a in all_actions(flow))
 
 
 def _uses_v2_ops(actions: tuple[Action, ...]) -> bool:
@@ -431,6 +478,7 @@ _ACTION = _members(Action)
 _JOURNAL = _members(Journal)
 _MIGRATION = _members(Migration)
 _BRANCH = _members(Branch)
+_INVOKE = _members(Invoke)
 _TYPE_KINDS = frozenset(
     {"bool", "int", "float", "str", "list", "map", "enum", "record", "optional", "json"}
 )
@@ -496,6 +544,9 @@ def _type_ref(ref: Any, where: str, depth: int = 0) -> None:
         if depth > 64:
             raise _Bad(f"{where} is nested too deeply")
 
+
+#: How deeply child flows may nest in one document (each level is checked recursively).
+MAX_CHILD_DEPTH = 32
 
 #: How deeply a JSON value in the IR (a `meta` value, a default, a literal) may nest: values
 #: are copied and written recursively.
@@ -594,7 +645,8 @@ def _action(a: Any, where: str, depth: int = 0) -> None:
         _is(a.get("event"), str, f"{where} {op} event")
         _expr(a.get("value"), f"{where} {op} payload", optional=True)
         if op == "send":
-            _expr(a.get("delay"), f"{where} send delay")
+            _is(a.get("to"), str, f"{where} send to", optional=True)
+            _expr(a.get("delay"), f"{where} send delay", optional=a.get("to") is not None)
             _expr(a.get("key"), f"{where} send id", optional=True)
         return
     if op == "cancel":
@@ -643,6 +695,28 @@ def _state(st: Any) -> None:
     for a in _list(st.get("initial_actions"), f"{where} initial actions"):
         _action(a, f"{where} initial actions")
     _expr(st.get("done_data"), f"{where} done data", optional=True)
+    for invoke in _list(st.get("invokes"), f"{where} invokes"):
+        _invoke(invoke, f"{where} invoke")
+
+
+def _invoke(raw: Any, where: str) -> None:
+    _object(raw, _INVOKE, where)
+    _is(raw["id"], str, f"{where} id")
+    _is(raw["flow"], str, f"{where} {raw['id']} flow")
+    where = f"{where} {raw['id']}"
+    _expr(raw.get("input"), f"{where} input", optional=True)
+    _expr(raw.get("each"), f"{where} list", optional=True)
+    _is(raw.get("item"), str, f"{where} item", optional=True)
+    _is(raw.get("index"), str, f"{where} index", optional=True)
+    _is(raw.get("join"), int, f"{where} join", optional=True)
+    _is(raw.get("forward", False), bool, f"{where} forward")
+    for a in _list(raw.get("finalize"), f"{where} finalize"):
+        _action(a, f"{where} finalize")
+    target = _list(raw.get("id_target"), f"{where} id_target")
+    if not all(type(p) is str for p in target):
+        raise _Bad(f"{where} id_target must be a path of names")
+    _is(raw.get("line", 0), int, f"{where} line")
+    _is(raw.get("column", 0), int, f"{where} column")
 
 
 def _bool_guard(guard: Any, where: str) -> None:
@@ -685,7 +759,7 @@ def check_ir(raw: Any) -> None:
         raise IRLoadError(f"compiled flow does not match IR version {IR_VERSION}: {exc}") from None
 
 
-def _check_ir(raw: Any) -> None:
+def _check_ir(raw: Any, depth: int = 0) -> None:
     _object(raw, _FLOW, "the document")
     _is(raw["name"], str, "name")
     _is(raw["initial"], str, "initial")
@@ -701,6 +775,17 @@ def _check_ir(raw: Any) -> None:
     _check_states(raw)
     _check_transitions(raw)
     _check_tables(raw)
+    children = raw.get("children")
+    if children is not None:
+        if type(children) is not dict:
+            raise _Bad("children must be an object of compiled flows")
+        if children and depth >= MAX_CHILD_DEPTH:
+            raise _Bad(f"child flows nest more than {MAX_CHILD_DEPTH} deep")
+        for name, child in children.items():
+            try:
+                _check_ir(child, depth + 1)
+            except _Bad as exc:
+                raise _Bad(f"child flow {name!r}: {exc}") from None
 
 
 def _check_types(raw: dict[str, Any]) -> None:
@@ -747,6 +832,7 @@ def _check_states(raw: dict[str, Any]) -> None:
             and type(st.get("parent")) in _STR_OR_NONE
             and st.get("history") in (None, "shallow", "deep")
             and type(st.get("default")) in _STR_OR_NONE
+            and "invokes" not in st
         ):
             _state(st)
         if st.get("meta") and value_too_deep(st["meta"]):
@@ -831,6 +917,8 @@ def _canonical(data: Any) -> str:
 
 
 Action.model_rebuild()
+Invoke.model_rebuild()
+CompiledFlow.model_rebuild()
 FieldDef.model_rebuild()
 TypeRef.model_rebuild()
 Expr.model_rebuild()

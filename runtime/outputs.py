@@ -23,12 +23,15 @@ from flowc.runtime.limits import LimitExceeded, Limits
 
 class Scheduling(NamedTuple):
     """One `send` (`event` set: the event, its payload, its delay in ms, its id or None) or
-    `cancel` (`event` None: the id) run by a step's actions."""
+    `cancel` (`event` None: the id) run by a step's actions; with `to`, a message to the
+    parent (`"parent"`) or the children of an invoke (its id), delivered after the step
+    (children.py)."""
 
     id: str | None
     event: str | None
     payload: dict[str, Any] | None = None
     delay_ms: int = 0
+    to: str | None = None
 
 
 class StepOutputs:

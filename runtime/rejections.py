@@ -34,6 +34,9 @@ EVENT_NOT_ACCEPTED: Final = "event_not_accepted"
 IGNORED: Final = "ignored"
 GUARD_FAILED: Final = "guard_failed"
 UNKNOWN_STATE: Final = "unknown_state"
+#: A step addressed to a child instance (`DurableFlows.send(..., child=PATH)`) that the
+#: instance does not have (never started, or its state was left).
+UNKNOWN_CHILD: Final = "unknown_child"
 INVALID_TRANSITION: Final = "invalid_transition"
 BACKWARD_REQUIRES_FORCE: Final = "backward_requires_force"
 NO_PREVIOUS_STATE: Final = "no_previous_state"
@@ -241,6 +244,7 @@ __all__ = [
     "REJECTION_FIELDS",
     "REQUIRE",
     "ROUTING_LOOP",
+    "UNKNOWN_CHILD",
     "UNKNOWN_EVENT",
     "UNKNOWN_STATE",
     "FlowcError",

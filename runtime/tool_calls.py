@@ -27,6 +27,7 @@ from typing import Any
 
 from flowc.runtime.clock import to_datetime
 from flowc.runtime.instance import Instance
+from flowc.runtime.scheduled_view import visible_scheduled
 from flowc.runtime.store.durable import DurableFlows, DurableOutcome
 from flowc.runtime.store.handles import InvalidHandle, check_handle
 from flowc.runtime.store.types import (
@@ -184,10 +185,14 @@ class ToolDispatcher:
         return record
 
     def _status(self, record: InstanceRecord, instance_id: str) -> ToolResult:
-        """The instance's state, meta, visible context and the tools it accepts now."""
+        """The instance's state, meta, visible context, the tools it accepts now and its
+        pending scheduled events, as far as the flow lets a model see them."""
         instance = self._instance(record)
         context = visible_context(instance.machine, instance.context)
         view = {**self._view(instance), "context": context}
+        scheduled = visible_scheduled(instance.machine, instance.scheduled)
+        if scheduled:
+            view["scheduled"] = scheduled
         if self.on_status is not None:
             view.update(self.on_status(instance_id))
         return ToolResult(False, view)

@@ -18,8 +18,9 @@ def register(sub: Any) -> None:
         description=(
             "Read FILE in the given notation and write the equivalent .flow source. SCXML "
             "(null and Python datamodels) is read safely: nothing in the file is run, DTDs and "
-            "entities are refused, and what flowc has no equivalent for (invoke, scripts, "
-            "external I/O processors, ...) is reported with its line. See docs/scxml.md."
+            "entities are refused, and what flowc has no equivalent for (invoke, scripts beyond "
+            "assignments, external I/O processors, ...) is reported with its line. See "
+            "docs/scxml.md."
         ),
     )
     parser.add_argument("notation", choices=["scxml"], help="the notation of FILE")
@@ -31,6 +32,12 @@ def register(sub: Any) -> None:
         "--datamodel",
         choices=["null", "python"],
         help="read expressions with this datamodel whatever the file declares",
+    )
+    parser.add_argument(
+        "--data-src",
+        action="store_true",
+        help="read the files `<data src>` names, when they are plain files beside FILE "
+        "(refused otherwise)",
     )
     parser.set_defaults(handler=run)
 
@@ -44,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"flowc import: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
-    result = import_file(path, datamodel=args.datamodel)
+    result = import_file(path, datamodel=args.datamodel, data_src=args.data_src)
     source = SourceFile(str(path), result.document.text)
     write_diagnostics(result.diagnostics, source, sys.stderr, color=use_color(sys.stderr))
     if result.flow_text is None:

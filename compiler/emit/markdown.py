@@ -42,6 +42,7 @@ class _Named:
     name: str
     payload: str = ""
     requires: str = ""
+    sent_by: str = ""
     type: str = ""
     default: str = ""
     members: str = ""
@@ -78,23 +79,26 @@ def to_markdown(
     for t in sorted(flow.transitions, key=lambda t: t.index):
         by_source.setdefault(t.source, []).append(t)
     inherited = _unique_rules([t for t in flow.transitions if t.inherited])
+    internal = frozenset(e.name for e in flow.events if e.internal)
     text = template.render(
         flow=flow,
         title=flow.title or flow.name,
         summary=_summary(flow, source_name),
         svg_path=svg_path,
         mermaid=None if svg_path else to_mermaid(flow),
-        states=[_state_row(s, by_source.get(s.name, [])) for s in flow.states],
-        transitions=_transition_rows(flow, own),
-        inherited=[_transition_row(t, "") for t in inherited],
+        states=[_state_row(s, by_source.get(s.name, []), internal) for s in flow.states],
+        transitions=_transition_rows(flow, own, internal),
+        inherited=[_transition_row(t, "", internal) for t in inherited],
         events=[
             _Named(
                 e.name,
                 payload=", ".join(_field_text(f) for f in e.fields),
                 requires="\n".join(f"`{expr_text(r.guard)}` else `{r.code}`" for r in e.requires),
+                sent_by=_INTERNAL_SENDER if e.internal else _ANY_SENDER,
             )
             for e in flow.events
         ],
+        internal=bool(internal),
         context=[
             _Named(
                 f.name,
@@ -117,6 +121,17 @@ def to_markdown(
         ],
     )
     return text.rstrip("\n") + "\n"
+
+
+#: Who may send an event, in the events table of a flow that has `internal` ones.
+_ANY_SENDER = "hosts, tools and the flow"
+_INTERNAL_SENDER = "internal: only the flow (`raise`, `send ... after`)"
+
+
+def _event_text(name: str, internal: frozenset[str]) -> str:
+    """An event as the state and transition tables name it: an `internal` one says so, since
+    a reader looking for what a host may send must not take it for one."""
+    return f"`{name}` (internal)" if name in internal else f"`{name}`"
 
 
 def _from_version(m: Migration) -> int:
@@ -172,7 +187,7 @@ def _summary(flow: CompiledFlow, source_name: str | None) -> str:
         f"`{flow.name}`",
         f"version {flow.version}",
         count(len(flow.states), "state"),
-        count(len(flow.events), "event"),
+        count(len(flow.events), "event") + _internal_count(flow),
         count(len([t for t in flow.transitions if not t.inherited]), "rule"),
     ]
     line = " · ".join(parts)
@@ -184,7 +199,12 @@ def _summary(flow: CompiledFlow, source_name: str | None) -> str:
     return line
 
 
-def _state_row(state: State, mine: list[Transition]) -> _StateRow:
+def _internal_count(flow: CompiledFlow) -> str:
+    n = sum(1 for e in flow.events if e.internal)
+    return f" ({n} internal)" if n else ""
+
+
+def _state_row(state: State, mine: list[Transition], internal: frozenset[str]) -> _StateRow:
     kinds = []
     if state.initial:
         kinds.append("initial")
@@ -205,19 +225,21 @@ def _state_row(state: State, mine: list[Transition]) -> _StateRow:
         anchor=f"`{state.name}`",
         title=state.title or "",
         kind=", ".join(kinds) or "",
-        accepts=", ".join(_accepts(state, mine)),
+        accepts=", ".join(_accepts(state, mine, internal)),
         entry_exit="\n".join(blocks),
         meta=meta,
     )
 
 
-def _accepts(state: State, mine: list[Transition]) -> list[str]:
-    """What a state answers to: its events, its direct targets, its timers, `always`, and
-    whether it routes at once (a choice)."""
+def _accepts(state: State, mine: list[Transition], internal: frozenset[str]) -> list[str]:
+    """What a state answers to: its events (internal ones marked), its direct targets, its
+    timers, `always`, and whether it routes at once (a choice)."""
     accepts: list[str] = []
     for t in mine:
-        if t.kind in ("event", "reject") and t.event and f"`{t.event}`" not in accepts:
-            accepts.append(f"`{t.event}`")
+        if t.kind in ("event", "reject") and t.event:
+            event = _event_text(t.event, internal)
+            if event not in accepts:
+                accepts.append(event)
     directs = sorted({t.target for t in mine if t.kind == "direct" and t.target})
     if directs:
         accepts.append("go to " + ", ".join(f"`{d}`" for d in directs))
@@ -229,20 +251,22 @@ def _accepts(state: State, mine: list[Transition]) -> list[str]:
     return accepts
 
 
-def _transition_rows(flow: CompiledFlow, transitions: list[Transition]) -> list[_TransitionRow]:
+def _transition_rows(
+    flow: CompiledFlow, transitions: list[Transition], internal: frozenset[str]
+) -> list[_TransitionRow]:
     order = {s.name: i for i, s in enumerate(flow.states)}
     ordered = sorted(transitions, key=lambda t: (order.get(t.source, len(order)), t.index))
     rows: list[_TransitionRow] = []
     previous: str | None = None
     for t in ordered:
-        rows.append(_transition_row(t, "" if t.source == previous else f"`{t.source}`"))
+        rows.append(_transition_row(t, "" if t.source == previous else f"`{t.source}`", internal))
         previous = t.source
     return rows
 
 
-def _transition_row(t: Transition, state_cell: str) -> _TransitionRow:
+def _transition_row(t: Transition, state_cell: str, internal: frozenset[str]) -> _TransitionRow:
     if t.kind in ("event", "reject"):
-        trigger = f"`{t.event}`"
+        trigger = _event_text(str(t.event), internal)
     elif t.kind in ("timer", "always"):
         trigger = trigger_text(t)
     elif t.kind == "direct":

@@ -180,7 +180,7 @@ def _constant_branch_guards(g: FlowGraph) -> Iterator[Diagnostic]:
         for text, value in _branch_constants(t.actions):
             yield _branch_warning(text, value, g.transition_span(t))
     for state in g.flow.states:
-        for text, value in _branch_constants((*state.entry, *state.exit)):
+        for text, value in _branch_constants((*state.entry, *state.exit, *state.initial_actions)):
             yield _branch_warning(text, value, g.state_span(state))
 
 

@@ -2,7 +2,8 @@
 nothing sends.
 
 A context field counts as used when any guard, action (read or write), `require` condition,
-refusal data (`with {...}`), entry/exit action or template (messages, journals, named
+refusal data (`with {...}`), entry/exit action, a compound's initial rule or history
+default (`initial -> X do ...`, `history H -> X do ...`) or template (messages, journals, named
 templates, refusal messages) names it. A field the flow itself never touches — one only the
 host sets at start and reads back — is still reported: the flow file is where readers learn
 what the data is for, and a one-line `# flowc: allow W312` with a reason says it better than
@@ -176,6 +177,8 @@ def _usage_roots(flow: CompiledFlow) -> Iterator[Action | Expr]:
     for state in flow.states:
         yield from state.entry
         yield from state.exit
+        # `initial -> X do ...` and a history default's `-> X do ...`: they run on entry too
+        yield from state.initial_actions
     for event in flow.events:
         for r in event.requires:
             yield r.guard

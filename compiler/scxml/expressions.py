@@ -11,6 +11,7 @@ diagnostic naming the element and its line, so the file's text never reaches Pyt
 from __future__ import annotations
 
 import ast
+import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,6 +111,9 @@ class Names:
     #: Whether `base[key]` reads the field `key` of a record (an export writes a field read
     #: so, its records being dicts in the datamodel); None: no record types are declared.
     is_record_field: Callable[[Expr, str], bool] | None = None
+    #: Whether a value can never be `None` (a variable holding a value of a type without
+    #: `none` from the start): `x is None` is then false. None: nothing is known.
+    never_none: Callable[[Expr], bool] | None = None
 
 
 def translate(text: str, names: Names) -> Expr:
@@ -129,6 +133,56 @@ def translate(text: str, names: Names) -> Expr:
         return _Translator(names).node(tree.body)
     except RecursionError:
         raise Refusal("E410", "expression nested too deeply") from None
+
+
+#: Longest `<script>` text read (the W3C suite's are one line).
+MAX_SCRIPT_CHARS = 20_000
+
+
+def script_assignments(text: str) -> list[tuple[str, str]]:
+    """The assignments a `<script>` makes, as (location, expression text) in order, read as
+    `<assign>`s are (nothing is run); `x += e` is `x = x + (e)`. A script that is anything
+    but plain assignments to names (an import, a call statement, a loop, a definition) raises
+    `Refusal` (E407)."""
+    if len(text) > MAX_SCRIPT_CHARS:
+        raise Refusal("E407", f"scripts are refused over {MAX_SCRIPT_CHARS} characters")
+    source = _dedent(text)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        raise Refusal("E407", f"scripts are refused unless Python: {exc.msg}") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise Refusal("E407", "scripts are refused when nested too deeply") from None
+    found: list[tuple[str, str]] = []
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], ast.get_source_segment(source, statement.value)
+            if isinstance(target, ast.Name) and value is not None:
+                found.append((target.id, value))
+                continue
+        if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            op = _BINARY.get(type(statement.op))
+            value = ast.get_source_segment(source, statement.value)
+            if op is not None and value is not None:
+                name = statement.target.id
+                found.append((name, f"{name} {op} ({value})"))
+                continue
+        raise Refusal(
+            "E407",
+            f"scripts are refused unless they only assign names (a `{type(statement).__name__}` "
+            "statement here)",
+            "flowc reads a script's assignments (`x = expr`, `x += expr`) as <assign>s and "
+            "runs no code from a file",
+        )
+    return found
+
+
+def _dedent(text: str) -> str:
+    """A script's text without the indentation its XML gives every line (the first line
+    may start right after the tag, or on a line of its own)."""
+    return inspect.cleandoc(text)
 
 
 def location(text: str, names: Names) -> str:
@@ -358,7 +412,7 @@ class _Translator:
         left = self.node(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             right = self.node(comparator)
-            parts.append(Expr(op=_COMPARE[type(op)], args=(left, right)))
+            parts.append(_compared(_COMPARE[type(op)], left, right, self.names.never_none))
             left = right
         result = parts[0]
         for part in parts[1:]:
@@ -479,6 +533,32 @@ class _Translator:
                 raise Refusal("E410", "`**` in a dict literal is not supported")
             args.extend((self.node(key), self.node(value)))
         return Expr(op="map", args=tuple(args))
+
+
+def _compared(
+    op: str, left: Expr, right: Expr, never_none: Callable[[Expr], bool] | None = None
+) -> Expr:
+    """`left OP right`; an equality with one of the names of SCXML's event I/O processor
+    accepts either name (`x in [URI, "scxml"]`): they name one processor, and the suite
+    compares `_event.origintype` with the URI in one test and with `scxml` in another. An
+    equality of `None` with a value that is never `None` is a constant (flowc types have no
+    `none` unless declared optional, and refuse the comparison)."""
+    names = Expr(op="list", args=tuple(_lit(n) for n in SCXML_PROCESSOR_NAMES))
+    if op in ("==", "!=") and never_none is not None:
+        for this, other in ((left, right), (right, left)):
+            if other.op == "lit" and other.value is None and never_none(this):
+                return _lit(op == "!=")
+    if op in ("==", "!="):
+        membership = "in" if op == "==" else "not in"
+        if _is_processor_name(right):
+            return Expr(op=membership, args=(left, names))
+        if _is_processor_name(left):
+            return Expr(op=membership, args=(right, names))
+    return Expr(op=op, args=(left, right))
+
+
+def _is_processor_name(expr: Expr) -> bool:
+    return expr.op == "lit" and isinstance(expr.value, str) and expr.value in SCXML_PROCESSOR_NAMES
 
 
 def _is_event_data(node: ast.expr) -> bool:

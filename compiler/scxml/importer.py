@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import ast
 import keyword
+import os
 import re
+import stat
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -44,6 +46,7 @@ from flowc.compiler.scxml.expressions import (
     Refusal,
     location,
     meta_field,
+    script_assignments,
     session_location,
     translate,
 )
@@ -89,6 +92,10 @@ _DEFERRED = re.compile(r"\x01(\d+)\x01")
 #: host sends is external.
 _FIELD_DEFAULTS = {meta_field("type"): 'str = "external"'}
 _SEP = ", "
+#: What `<data src>` may name: a file beside the chart (no directory, not hidden).
+_DATA_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+#: The largest file a `<data src>` reads (its text becomes a constant of the flow).
+MAX_DATA_FILE = 64 * 1024
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
@@ -105,21 +112,30 @@ class ImportResult:
         return self.flow_text is not None
 
 
-def import_file(path: str | Path, *, datamodel: str | None = None) -> ImportResult:
+def import_file(
+    path: str | Path, *, datamodel: str | None = None, data_src: bool = False
+) -> ImportResult:
+    """`import_scxml` of a file; `data_src`: read the files its `<data src>` name beside it."""
     data = Path(path).read_bytes()
-    return import_scxml(data, str(path), datamodel=datamodel)
+    beside = Path(path).parent if data_src else None
+    return import_scxml(data, str(path), datamodel=datamodel, data_dir=beside)
 
 
 def import_scxml(
-    data: bytes | str, path: str = "<input>", *, datamodel: str | None = None
+    data: bytes | str,
+    path: str = "<input>",
+    *,
+    datamodel: str | None = None,
+    data_dir: Path | None = None,
 ) -> ImportResult:
     """SCXML text to `.flow` text. `datamodel` overrides the document's `datamodel`
     attribute (the W3C Python-datamodel tests keep `ecmascript` in some files while their
-    expressions are Python)."""
+    expressions are Python). `data_dir`: the directory whose files a `<data src>` may name
+    (`read_data_file`); None refuses every `<data src>` (E409)."""
     document = read_scxml(data, path)
     if document.root is None:
         return ImportResult(None, document.diagnostics, document)
-    importer = _Importer(document, path, datamodel)
+    importer = _Importer(document, path, datamodel, data_dir)
     text = importer.run()
     return ImportResult(text, importer.diagnostics, document, importer.features)
 
@@ -202,8 +218,11 @@ class _StateInfo:
 
 
 class _Importer:
-    def __init__(self, document: Document, path: str, datamodel: str | None) -> None:
+    def __init__(
+        self, document: Document, path: str, datamodel: str | None, data_dir: Path | None
+    ) -> None:
         assert document.root is not None
+        self.data_dir = data_dir
         self.root = document.root
         self.document = document
         self.path = path
@@ -243,6 +262,15 @@ class _Importer:
         #: The top-level initial state, and the `<data>` that fail when the document starts.
         self.start_errors: tuple[str | None, list[Element]] = (None, [])
         self.start_state: str | None = None
+        #: Variables whose `<data>` value nothing can read (`retype_overwritten_data`).
+        self.unread_defaults: set[str] = set()
+        #: The text of each file a `<data src>` names, by the element's (line, column).
+        self.data_files: dict[tuple[int, int], str] = {}
+        #: How many conditions that are not expressions SCXML evaluates before the rule being
+        #: written, for each event it takes (`_guard_errors`).
+        self.guard_errors = 0
+        #: state id -> the context field saying its data is bound (`late_binding`)
+        self.late_flags: dict[str, str] = {}
         #: Rules of a compound's internal transitions, written in its children (`pushed_to`).
         self.pushed: dict[str, list[str]] = {}
         self.reenter_target = False
@@ -296,9 +324,11 @@ class _Importer:
         root = self.root
         if not self.readable_root():
             return None
-        if root.attrs.get("binding", "early") != "early":
+        binding = root.attrs.get("binding", "early")
+        if binding == "late":
             self.features.add("late-binding")
-            self.error("E412", "late data binding is not supported", root)
+        elif binding != "early":
+            self.error("E412", f"the data binding `{binding}` is not SCXML's", root)
         # Every problem at once: the refusals of whole elements, then whatever the states,
         # rules and expressions add.
         self.check_elements(root)
@@ -313,9 +343,12 @@ class _Importer:
             root.attrs.get("name", ""),
             on_state=self.in_state,
             is_record_field=self.is_record_field if self.records else None,
+            never_none=self.never_none,
         )
         self.start_state = self.entered_once(root)
         self.start_errors = self.data_failures(root)
+        self.check_load_scripts()
+        self.retype_overwritten_data()
         body = self.write_states(root, None, "")
         self.infer_from_uses()
         self.complete_event_fields()
@@ -406,6 +439,9 @@ class _Importer:
             left, right = expr.args
             self.learn_type(left, self.known_type(right), by_field)
             self.learn_type(right, self.known_type(left), by_field)
+        if expr.op in ("in", "not in") and len(expr.args) == 2:
+            # `x in [A, B]` (an equality with either name of a processor): the items' type
+            self.learn_type(expr.args[0], _item_type(self.known_type(expr.args[1])), by_field)
         for arg in expr.args:
             self.learn_from_operands(arg, by_field)
 
@@ -439,12 +475,7 @@ class _Importer:
             tag = child.tag
             if tag == "script":
                 self.features.add("script")
-                self.error(
-                    "E407",
-                    "scripts are refused",
-                    child,
-                    "flowc never runs code from a file; use <assign>, <if>, <raise>",
-                )
+                self.check_script(child)
             elif tag == "invoke":
                 self.features.add("invoke")
                 self.error("E408", "<invoke> (child sessions) is not supported", child)
@@ -460,6 +491,41 @@ class _Importer:
                 self.features.add("donedata")  # refused or mapped by `write_body`
             else:
                 self.check_elements(child)
+
+    def check_script(self, script: Element) -> None:
+        """A `<script>` is read as the `<assign>`s it makes (`script_assignments`); one with
+        `src`, or anything but assignments, is refused (E407)."""
+        if "src" in script.attrs:
+            self.error("E407", "scripts are refused from `src` (another resource)", script)
+            return
+        try:
+            script_assignments(script.text)
+        except Refusal as refusal:
+            self.refused(refusal, script)
+
+    def check_load_scripts(self) -> None:
+        """A top-level `<script>` runs once, when the document loads: flowc runs it first in
+        the start state's entry, so that state must be entered only at the start (E407)."""
+        if self.start_state is not None:
+            return
+        for script in self.root.find("script"):
+            self.error(
+                "E407",
+                "a top-level script runs once, when the document loads; flowc runs it in the "
+                "initial state's entry, and that state is entered again",
+                script,
+            )
+
+    def assignments(self, element: Element) -> Iterator[tuple[str, str]]:
+        """(location, expression text) of every assignment below `element`: the `<assign>`s
+        and the statements of the `<script>`s, in document order."""
+        for child in element.children:
+            if child.tag == "assign":
+                yield child.attrs.get("location", ""), child.attrs.get("expr") or child.text
+            elif child.tag == "script":
+                yield from _statements(child)
+            else:
+                yield from self.assignments(child)
 
     # ---- states ---------------------------------------------------------------------------
 
@@ -604,11 +670,16 @@ class _Importer:
                 self.error("E414", "<data> needs an id", data)
                 continue
             if "src" in data.attrs:
-                self.error("E409", "<data src> (reading another resource) is refused", data)
+                self.read_data_file(data)
             self.var_types.setdefault(did, None)
+        for script in self.walk(element, "script"):
+            # A script's assignment declares its variable (SCXML's Python datamodel).
+            for var, _ in _statements(script):
+                if _legal_variable(var):
+                    self.var_types.setdefault(var, None)
         names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
         for data in self.walk(element, "data"):
-            source = data.attrs.get("expr") or data.text
+            source = self.data_source(data)
             if data.attrs.get("id") and source:
                 self.var_types[data.attrs["id"]] = self.type_of(source, names)
         self.widen_mixed_lists(element, names)
@@ -617,10 +688,55 @@ class _Importer:
             # The id a send stores is a string: `<cancel sendidexpr>` reads it back.
             if send.attrs.get("idlocation") in self.var_types:
                 self.var_types[send.attrs["idlocation"]] = "str"
-        for assign in self.walk(element, "assign"):
-            var = assign.attrs.get("location", "")
+        for var, source in self.assignments(element):
             if var in self.var_types and self.var_types[var] is None:
-                self.var_types[var] = self.type_of(assign.attrs.get("expr", ""), names)
+                self.var_types[var] = self.type_of(source, names)
+
+    def read_data_file(self, data: Element) -> None:
+        """The file a `<data src>` names, kept in `data_files`: only when the caller allows it
+        (`data_dir`), only a plain file name (`file:NAME` or `NAME`, no directory, not hidden)
+        in that directory, a regular file (not a link) of at most MAX_DATA_FILE bytes, UTF-8.
+        Anything else is refused (E409): a chart must not read other files."""
+        src = data.attrs["src"]
+        name = src.removeprefix("file:")
+        if self.data_dir is None:
+            self.error(
+                "E409",
+                "<data src> (reading another resource) is refused",
+                data,
+                "`flowc import scxml --data-src` reads a file named so beside the chart",
+            )
+            return
+        try:
+            self.data_files[(data.line, data.column)] = _read_beside(self.data_dir, name)
+        except _NotReadable as problem:
+            self.error("E409", f'`src="{src}"`: {problem}', data)
+
+    def never_none(self, expr: Expr) -> bool:
+        """Whether `expr` is a variable whose `<data>` gives it a value of a scalar or list
+        type when the document starts (so SCXML's `is None` on it is false)."""
+        if expr.op != "ctx":
+            return False
+        var = self.variable_of(str(expr.value))
+        ty = self.var_types.get(var)
+        if ty is None or not (ty in _SCALARS or ty.startswith("list[")):
+            return False
+        for data in self.walk(self.root, "data"):
+            if data.attrs.get("id") == var:
+                source = self.data_source(data)
+                return bool(source) and not _syntax_error(source) and not self.bound_late(data)
+        return False
+
+    def data_source(self, data: Element) -> str:
+        """The expression text of a `<data>`'s value: its `expr`, else its text or the file its
+        `src` names, read as a `<content>` is (a literal, else a string with its white space
+        normalised); "" when it has none."""
+        if data.attrs.get("expr"):
+            return data.attrs["expr"]
+        text = data.text
+        if "src" in data.attrs:
+            text = self.data_files.get((data.line, data.column), "")
+        return expr_text(_text_value(text)) if text.strip() else ""
 
     def widen_mixed_lists(self, element: Element, names: Names) -> None:
         """A list variable that an `<assign>` extends with items of another type (`xs + ['4']`
@@ -689,7 +805,7 @@ class _Importer:
         failing = [
             data
             for data in self.walk(root, "data")
-            if _syntax_error(data.attrs.get("expr") or data.text or "0")
+            if _syntax_error(self.data_source(data) or "0") and not self.bound_late(data)
         ]
         top = self.start_state
         if not failing or top is None:
@@ -704,6 +820,60 @@ class _Importer:
                     )
             return None, []
         return top, failing
+
+    def retype_overwritten_data(self) -> None:
+        """A variable whose `<data>` value the start overwrites first of all (the first action
+        of the start state's entry assigns it, from an expression that does not read it)
+        holds that value's type: nothing reads its initial value, which is left out. SCXML
+        variables are untyped (a number first, a target string next); flowc's have one type."""
+        if self.start_state is None or self.root.find("script"):
+            return  # (a top-level script runs before the start state's entry)
+        blocks = self.states[self.start_state].element.find("onentry")
+        first = blocks[0].children[0] if blocks and blocks[0].children else None
+        if first is None or first.tag != "assign":
+            return
+        var = first.attrs.get("location", "").strip()
+        source = first.attrs.get("expr") or first.text
+        mentions = re.compile(rf"\b{re.escape(var)}\b").search
+        # (a `<data>` bound late in the start state gets its value before the entry runs)
+        data_read = any(mentions(self.data_source(d)) for d in self.walk(self.root, "data"))
+        if var not in self.var_types or not source or mentions(source) or data_read:
+            return
+        names = Names({k: flow_name(k, "v") for k in self.var_types}, "")
+        found = self.type_of(source, names)
+        if _clash(self.var_types[var], found):
+            self.var_types[var] = found
+            self.unread_defaults.add(var)
+
+    def bound_late(self, data: Element) -> bool:
+        """Whether a `<data>` gets its value when its state is first entered (`binding="late"`,
+        in a state's `<datamodel>`) rather than when the document starts."""
+        if self.root.attrs.get("binding") != "late":
+            return False
+        return not any(data is d for top in self.root.find("datamodel") for d in top.children)
+
+    def late_binding(self, element: Element, sid: str) -> str | None:
+        """The first entry of a state whose `<datamodel>` binds late: each `<data>` gets its
+        value (error.execution for one that is not an expression), once, flagged by a context
+        field of the importer's (`bound_STATE`)."""
+        values: list[str] = []
+        for datamodel in element.find("datamodel"):
+            for data in datamodel.find("data"):
+                source = self.data_source(data)
+                if data.attrs.get("id") in self.var_types and source:
+                    values.append(self.assignment(data.attrs["id"], source, data) or "")
+                    self.failed = False
+        if not any(values):
+            return None
+        flag = self.late_flags.setdefault(sid, self.unique_field(f"bound_{self.states[sid].name}"))
+        return f"if not {flag} {{ {'; '.join(v for v in values if v)}; {flag} = true }}"
+
+    def unique_field(self, name: str) -> str:
+        """A context field name no variable of the document has."""
+        taken = {flow_name(v, "v") for v in self.var_types} | set(self.late_flags.values())
+        while name in taken:
+            name += "_"
+        return name
 
     def entered_once(self, root: Element) -> str | None:
         """The top-level initial state when only the start enters it (no transition targets it,
@@ -833,6 +1003,7 @@ class _Importer:
                 context.append(f"  {flow_name(var, 'v')}: {ty or 'json'} = {default}")
         if self.uses_sessionid:
             context.append(f"  sessionid: str = {literal_text(self.session_id)}")
+        context.extend(f"  {flag}: bool = false" for flag in self.late_flags.values())
         return context
 
     @property
@@ -845,10 +1016,12 @@ class _Importer:
         return "_sessionid" in self.document.text or self.names.reads_session
 
     def data_default(self, var: str) -> str | None:
+        if var in self.unread_defaults:
+            return None
         for data in self.walk(self.root, "data"):
-            if data.attrs.get("id") != var:
+            if data.attrs.get("id") != var or self.bound_late(data):
                 continue
-            source = data.attrs.get("expr") or data.text
+            source = self.data_source(data)
             if not source or _syntax_error(source):
                 return None  # unset; a value that is not an expression fails at start
             expr = self.expr(source, data)
@@ -938,10 +1111,12 @@ class _Importer:
         for transition in element.find("transition"):
             lines.extend(f"{indent}# {c}" for c in transition.comments)
             children = self.pushed_to(transition, element, sid, earlier)
+            self.guard_errors = _guard_errors(transition, earlier)
             earlier.append(transition)
             self.reenter_target = bool(children)
             rule = self.write_transition(transition, sid)
             self.reenter_target = False
+            self.guard_errors = 0
             if rule and children:
                 for child in children:
                     self.pushed.setdefault(child, []).append(rule)
@@ -965,6 +1140,13 @@ class _Importer:
             self.failed = False
         # The start's entry runs before any event: `_event` is not bound yet.
         self.names.event_unbound = tag == "onentry" and sid == self.start_state
+        if self.names.event_unbound:
+            # The top-level scripts run when the document loads: first of all.
+            for script in self.root.find("script"):
+                actions.extend(self.actions([script]))
+        binding = self.late_binding(element, sid) if tag == "onentry" else None
+        if binding is not None:
+            actions.append(binding)
         for block in element.find(tag):
             actions.extend(self.actions(block.children))
         self.names.event_unbound = False
@@ -1003,18 +1185,21 @@ class _Importer:
 
     def done_data(self, final: Element) -> str | None:
         """`<donedata>` of `<param name expr|location>`s: `with {"name": expr, ...}` (the
-        payload of the parent's done event); `<content>` has no field names (E418)."""
+        payload of the parent's done event); a lone `<content>` is `_event.data` as a whole
+        (`content_done_data`)."""
         pairs: list[str] = []
         for done in final.find("donedata"):
+            if [c.tag for c in done.children] == ["content"] and not done.children[0].children:
+                return self.content_done_data(done.children[0])
             for child in done.children:
                 name = child.attrs.get("name", "")
                 if child.tag != "param" or not name.isidentifier():
                     self.error(
                         "E418",
-                        "done data other than named <param>s is not supported",
+                        "done data other than named <param>s or one <content> is not supported",
                         child,
                         "flowc's done events carry named fields: "
-                        '`final state X with {"name": value}`',
+                        '`final state X with {"name": value}`, or `_event.data` as one value',
                     )
                     return None
                 source = child.attrs.get("location") or child.attrs.get("expr", "")
@@ -1023,6 +1208,21 @@ class _Importer:
                     return None
                 pairs.append(f"{literal_text(name)}: {expr_text(value)}")
         return "{" + ", ".join(pairs) + "}" if pairs else None
+
+    def content_done_data(self, content: Element) -> str | None:
+        """`<donedata><content>`: the done event's `_event.data` as a whole, the field
+        `scxml_data` (as a send's `<content>`); a map with name keys also gives its entries
+        as fields, as params do."""
+        value = self.content_value(content)
+        if value is None:
+            return None
+        self.used.append((None, value))
+        pairs = [f"{literal_text(EVENT_DATA_FIELD)}: {expr_text(value)}"]
+        keys = value.args[0::2] if value.op == "map" else ()
+        if keys and all(_field_key(k) for k in keys):
+            for key, item in zip(keys, value.args[1::2], strict=True):
+                pairs.append(f"{literal_text(flow_name(str(key.value), 'p'))}: {expr_text(item)}")
+        return "{" + ", ".join(pairs) + "}"
 
     def write_transition(self, transition: Element, sid: str) -> str | None:
         events = transition.attrs.get("event", "").split()
@@ -1058,7 +1258,11 @@ class _Importer:
     ) -> str | None:
         guard = ""
         expr = self.condition(cond, transition) if cond else None
-        actions = self.actions(transition.children)
+        # The conditions before this rule that are not expressions were evaluated (and raised
+        # error.execution) for the event it takes, first (`_guard_errors`).
+        actions = [self.fails() for _ in range(self.guard_errors)]
+        self.failed = False
+        actions += self.actions(transition.children)
         if len(targets) > 1:
             self.features.add("multiple-targets")
             self.error("E419", "a transition with several targets is not supported", transition)
@@ -1274,20 +1478,36 @@ class _Importer:
         if tag == "foreach":  # inside an `<if>`: the rest of the block is not the branch's
             return self.foreach(element, [])[0]
         if tag == "script":
-            return None  # refused by check_elements
+            return self.script(element)
         self.error("E412", "not executable content flowc supports", element)
         return None
+
+    def script(self, element: Element) -> str | None:
+        """`<script>`: its assignments, each as an `<assign>` (the script stops at the first
+        that fails, as the block does)."""
+        done: list[str] = []
+        for var, source in _statements(element):
+            text = self.assignment(var, source, element)
+            if text:
+                done.append(text)
+            if self.failed:
+                break
+        return "; ".join(done) or None
 
     def assign(self, element: Element) -> str | None:
         """`<assign location expr>`: `var = value` (`append` for a map added to a list)."""
         self.features.add("assign")
         source = element.attrs.get("expr") or element.text
-        if self.fails_at_run_time(element.attrs.get("location", ""), source):
+        return self.assignment(element.attrs.get("location", ""), source, element)
+
+    def assignment(self, target: str, source: str, element: Element) -> str | None:
+        """`target = source`, read from `element` (an `<assign>` or a `<script>`)."""
+        if self.fails_at_run_time(target, source):
             # SCXML raises error.execution for an assignment that cannot be made (an
             # undeclared location, an expression that is not one).
             return self.fails()
         try:
-            var = location(element.attrs.get("location", ""), self.names)
+            var = location(target, self.names)
         except Refusal as refusal:
             self.refused(refusal, element)
             return None
@@ -1771,14 +1991,12 @@ class _Importer:
         is not a constant string."""
         var = self.variable_of(field_name)
         sources = [
-            d.attrs.get("expr") or d.text
+            self.data_source(d)
             for d in self.walk(self.root, "data")
-            if d.attrs.get("id") == var and (d.attrs.get("expr") or d.text)
+            if d.attrs.get("id") == var and self.data_source(d)
         ]
         sources += [
-            a.attrs.get("expr") or a.text
-            for a in self.walk(self.root, "assign")
-            if a.attrs.get("location", "").strip() == var
+            source for location, source in self.assignments(self.root) if location.strip() == var
         ]
         found: dict[str, int | None] = {}
         for source in sources:
@@ -1828,9 +2046,7 @@ class _Importer:
         if value is None:
             return False, None
         keys = value.args[0::2] if value.op == "map" else ()
-        if keys and all(
-            k.op == "lit" and isinstance(k.value, str) and k.value.isidentifier() for k in keys
-        ):
+        if keys and all(_field_key(k) for k in keys):
             for key, item in zip(keys, value.args[1::2], strict=True):
                 name = flow_name(str(key.value), "p")
                 ty = _infer(item, self.var_types, self.names)
@@ -1846,12 +2062,7 @@ class _Importer:
         literal when it is one, else as a string with its white space normalised."""
         if "expr" in content.attrs:
             return self.expr(content.attrs["expr"], content)
-        text = " ".join(content.text.split())
-        try:
-            value = translate(text, Names({}, ""))
-        except Refusal:
-            return Expr(op="lit", value=text)
-        return value if _constant(value) else Expr(op="lit", value=text)
+        return _text_value(content.text)
 
     def addressed(self, send: _Send) -> str:
         """A send to a target known when it runs: `#_internal`, this session
@@ -1882,6 +2093,87 @@ def _declared_fields(element: Element) -> list[tuple[str, str | None]]:
         if name.strip():
             out.append((name.strip(), ty.strip() or None))
     return out
+
+
+def _guard_errors(transition: Element, earlier: list[Element]) -> int:
+    """How many of the `earlier` transitions of its state have a `cond` that is not an
+    expression and are tried for every event `transition` takes (their descriptors cover its
+    own; both eventless). SCXML evaluates such a condition as false and raises
+    error.execution each time it tries it; a flowc guard raises nothing, so each is written
+    as a `raise error.execution` first in the actions of the rules taken after trying it
+    (docs/scxml.md)."""
+    events = transition.attrs.get("event", "").split()
+    count = 0
+    for other in earlier:
+        cond = other.attrs.get("cond")
+        if cond is None or not _syntax_error(cond):
+            continue
+        tried = other.attrs.get("event", "").split()
+        eventless = not events and not tried
+        if eventless or (events and all(_covers(tried, e) for e in events)):
+            count += 1
+    return count
+
+
+def _covers(descriptors: list[str], event: str) -> bool:
+    """Whether the event descriptors match every event the descriptor `event` matches."""
+    event = event.removesuffix(".*")
+    for descriptor in descriptors:
+        descriptor = descriptor.removesuffix(".*")
+        if descriptor == "*" or event == descriptor or event.startswith(descriptor + "."):
+            return True
+    return False
+
+
+class _NotReadable(Exception):
+    """Why a `<data src>` file is not read (`_read_beside`)."""
+
+
+def _read_beside(directory: Path, name: str) -> str:
+    """The UTF-8 text of the regular file `name` (a plain name: no directory, not hidden) in
+    `directory`, of at most MAX_DATA_FILE bytes. Opened without following a link and checked
+    on the open file, so that what is read is what was checked."""
+    if not _DATA_FILE_NAME.fullmatch(name):
+        raise _NotReadable("not the name of a file beside the chart (no directory, not hidden)")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(directory / name, flags)
+    except OSError as exc:
+        raise _NotReadable(f"not readable ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
+            raise _NotReadable("not a regular file")
+        raw = opened.read(MAX_DATA_FILE + 1)
+    if len(raw) > MAX_DATA_FILE:
+        raise _NotReadable(f"larger than {MAX_DATA_FILE} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _NotReadable("not UTF-8 text") from None
+
+
+def _text_value(text: str) -> Expr:
+    """The value of a `<content>` or `<data>` given as text: a Python literal is that value,
+    anything else a string with its white space normalised."""
+    text = " ".join(text.split())
+    try:
+        value = translate(text, Names({}, ""))
+    except Refusal:
+        return Expr(op="lit", value=text)
+    return value if _constant(value) else Expr(op="lit", value=text)
+
+
+def _statements(script: Element) -> list[tuple[str, str]]:
+    """The assignments of a `<script>` (none for one that is refused: `check_script`)."""
+    try:
+        return script_assignments(script.text)
+    except Refusal:
+        return []
+
+
+def _field_key(key: Expr) -> bool:
+    """Whether a key of a `<content>` map names a payload field (a string that is a name)."""
+    return key.op == "lit" and isinstance(key.value, str) and key.value.isidentifier()
 
 
 def _syntax_error(text: str) -> bool:

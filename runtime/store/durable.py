@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from flowc.runtime import rejections as R
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.instance import Instance
 from flowc.runtime.machine import Machine
@@ -349,14 +350,17 @@ class DurableFlows:
         force: bool = False,
         key: str | None = None,
         reason: str | None = None,
+        child: str | None = None,
     ) -> DurableOutcome:
         """Deliver an event to the stored instance; a winning rule marked `back` needs
-        `force=True`, as on `Instance.send`."""
+        `force=True`, as on `Instance.send`. `child`: to its child instance at that path
+        (`pay.3`, `reviews.2.0/fraud.5`: `Instance.child`), stored with it."""
         return self._step(
             instance_id,
             lambda i: i.send(event, payload, force=force, reason=reason),
             key=key,
             event=event,
+            child=child,
         )
 
     def goto(
@@ -367,9 +371,13 @@ class DurableFlows:
         force: bool = False,
         key: str | None = None,
         reason: str | None = None,
+        child: str | None = None,
     ) -> DurableOutcome:
         return self._step(
-            instance_id, lambda i: i.goto(target, force=force, reason=reason), key=key
+            instance_id,
+            lambda i: i.goto(target, force=force, reason=reason),
+            key=key,
+            child=child,
         )
 
     def back(
@@ -379,8 +387,11 @@ class DurableFlows:
         force: bool = False,
         key: str | None = None,
         reason: str | None = None,
+        child: str | None = None,
     ) -> DurableOutcome:
-        return self._step(instance_id, lambda i: i.back(force=force, reason=reason), key=key)
+        return self._step(
+            instance_id, lambda i: i.back(force=force, reason=reason), key=key, child=child
+        )
 
     def _step(
         self,
@@ -389,12 +400,13 @@ class DurableFlows:
         *,
         key: str | None,
         event: str | None = None,
+        child: str | None = None,
     ) -> DurableOutcome:
         ran: list[Outcome] = []
 
         def fn(record: InstanceRecord) -> Change | Reject:
             instance, migrated = self._restore(record)
-            outcome = op(instance)
+            outcome = op(instance) if child is None else _on_child(instance, child, op, event)
             ran.append(outcome)
             if isinstance(outcome, Rejection):
                 return Reject(outcome.to_dict())
@@ -648,6 +660,19 @@ class DurableFlows:
         return DurableOutcome(out.status, instance_id, data, ran, out.record)
 
 
+def _on_child(
+    instance: Instance, path: str, op: Callable[[Instance], Outcome], event: str | None
+) -> Outcome:
+    """A step of the child at `path` (`Instance.child`); `unknown_child` when there is none."""
+    try:
+        target = instance.child(path)
+    except KeyError:
+        m = instance.machine
+        state = m.states[instance.state]
+        return m.rejection(R.UNKNOWN_CHILD, state, event, None, instance.context, {"child": path})
+    return op(target)
+
+
 def open_durable(
     url: str, machines: FlowRegistry | Iterable[Machine], **options: Any
 ) -> DurableFlows:
@@ -756,7 +781,7 @@ def _snapshot_entry(row: HistoryRow) -> dict[str, Json]:
         "kind": kind,
         "source": row.source,
         "target": row.target,
-        "event": row.trigger if kind in ("event", "scheduled") else None,
+        "event": row.trigger if kind in ("event", "scheduled", "message") else None,
         "payload": row.payload,
         "reason": row.reason,
         "via": list(row.via),
@@ -764,24 +789,40 @@ def _snapshot_entry(row: HistoryRow) -> dict[str, Json]:
 
 
 def _timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
+    return (
+        [
+            TimerSpec(
+                timer_id=str(t["index"]),
+                state=str(t.get("source") or snapshot["state"]),
+                deadline=timer_deadline(t["due"]),
+                data={k: t.get(k) for k in ("index", "target", "after_ms")},
+            )
+            for t in snapshot.get("timers") or ()
+        ]
+        + [
+            # A scheduled event is a timer row too (`send:ID`: no rule index reads so), so that
+            # it survives restarts and one worker fires it.
+            TimerSpec(
+                timer_id=f"send:{x['id']}",
+                state=str(snapshot["state"]),
+                deadline=timer_deadline(x["due"]),
+                data={"event": x["event"], "id": x["id"]},
+            )
+            for x in snapshot.get("sends") or ()
+        ]
+        + _child_timers(snapshot)
+    )
+
+
+def _child_timers(snapshot: Mapping[str, Any]) -> list[TimerSpec]:
+    """The timers and scheduled events of an instance's children (children.py), as timer rows
+    of the root (`CHILD|INDEX`, `CHILD|send:ID`, nested `CHILD|GRANDCHILD|...`): the root's
+    `advance` fires them all."""
+    state = str(snapshot["state"])
     return [
-        TimerSpec(
-            timer_id=str(t["index"]),
-            state=str(t.get("source") or snapshot["state"]),
-            deadline=timer_deadline(t["due"]),
-            data={k: t.get(k) for k in ("index", "target", "after_ms")},
-        )
-        for t in snapshot.get("timers") or ()
-    ] + [
-        # A scheduled event is a timer row too (`send:ID`: no rule index reads so), so that
-        # it survives restarts and one worker fires it.
-        TimerSpec(
-            timer_id=f"send:{x['id']}",
-            state=str(snapshot["state"]),
-            deadline=timer_deadline(x["due"]),
-            data={"event": x["event"], "id": x["id"]},
-        )
-        for x in snapshot.get("sends") or ()
+        replace(t, timer_id=f"{kid['id']}|{t.timer_id}", state=state)
+        for kid in snapshot.get("children") or ()
+        for t in _timers(kid["snapshot"])
     ]
 
 

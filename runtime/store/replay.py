@@ -100,6 +100,10 @@ class Replayer:
         instance_id: str,
         patches: Sequence[Mapping[str, Any]] = (),
     ) -> None:
+        if machine.composes:
+            # The root's rows do not record what hosts sent its children (nor would a re-run
+            # of the root alone re-run them).
+            raise NotReplayable("a flow with child flows (`invoke`, `send ... to`) is not re-run")
         self.clock = FakeClock(start.at)
         started = machine.try_start(start_context(start), id=instance_id, clock=self.clock)
         if isinstance(started, Rejection):

@@ -19,6 +19,17 @@ initial state A { on go -> B do n = event.k }
 final state B
 """
 
+#: The flows the cases (and the examples of docs/diagnostics.md) may invoke by name.
+CHILD_FLOWS = {
+    "payment": "flow payment\ncontext { amount: int = 0 }\nevent charge\n"
+    "internal event progress(pct: int)\n"
+    "initial state Charging {\n  entry do send progress(pct: 10) to parent\n"
+    "  on charge -> Paid\n}\n"
+    'final state Paid with {"receipt": "r-1"}\n',
+    "broken": "flow broken\ninitial state A { on nope -> A }\n",
+}
+PARENT = "flow demo\ninternal event progress(pct: int)\n"
+
 # (code, source, line, column): the first diagnostic with `code` must be at line:column.
 CASES: list[tuple[str, bytes | str, int, int]] = [
     ("E001", b"flow demo\ninitial state A\n\xff\xfe", 3, 1),
@@ -118,6 +129,18 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
         16,
     ),
     ("E136", "flow demo\nevent go\ninitial state A { on done.state.A -> A }\n", 3, 22),
+    ("E140", "flow demo\ninitial state A { invoke paymnt() }\n", 2, 26),
+    ("E141", "flow demo\ninitial state A { invoke demo() }\n", 2, 26),
+    ("E142", "flow demo\ninitial state A { invoke broken() }\n", 2, 26),
+    (
+        "E143",
+        PARENT + "initial state A {\n  invoke payment()\n  invoke payment()\n}\n",
+        5,
+        10,
+    ),
+    ("E144", PARENT + "initial state A { invoke payment() join all }\n", 3, 41),
+    ("E145", "flow demo\nevent go\ninitial state A { on go -> A do send go to parnt }\n", 3, 44),
+    ("E146", "flow demo\ninitial state A { invoke payment() }\n", 2, 26),
     ("E137", "flow demo\ninitial state A\nfinal state Z { initial state Z1 }\n", 3, 13),
     (
         "E138",
@@ -190,7 +213,7 @@ CASES: list[tuple[str, bytes | str, int, int]] = [
 
 
 def codes_at(source: bytes | str) -> list[tuple[str, int, int]]:
-    result = compile_source(source, "case.flow")
+    result = compile_source(source, "case.flow", flows=CHILD_FLOWS)
     return [(d.code, d.span.line, d.span.column) for d in result.diagnostics]
 
 

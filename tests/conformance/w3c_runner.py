@@ -58,7 +58,8 @@ def test_files(directories: Iterable[Path]) -> Iterator[Path]:
 def run_test(path: Path, host: bool = True) -> Outcome:
     # The suite's Python-datamodel files keep `datamodel="ecmascript"` in places while their
     # expressions are Python: read them all as Python.
-    imported = import_file(path, datamodel="python")
+    # `<data src>` names files beside the test (`flowc import scxml --data-src`).
+    imported = import_file(path, datamodel="python", data_src=True)
     features = sorted(imported.features)
     if imported.flow_text is None:
         first = imported.diagnostics[0]

@@ -6,6 +6,11 @@ without errors (warnings are allowed: some examples show what lint says). A bloc
 section (warnings included), anywhere else refused with at least one error. Blocks tagged
 `flow-fragment` are not whole files and are skipped.
 
+An example may invoke a child flow shown on the same page: every block tagged `flow` or
+`flow-child` is passed to the compiler by its name (`flow NAME`, the first block of each name).
+A `flow-child` block is compiled only as a child of the examples that invoke it (docs/
+diagnostics.md shows a broken one that way).
+
 docs/ir.md also shows the full compiled JSON of one example: the `json` block that directly
 follows a `flow` block must be exactly what the compiler writes for it.
 """
@@ -21,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from flowc.compiler import compile_source
+from flowc.compiler.driver import CompileResult
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 LANGUAGE = DOCS / "language.md"
@@ -74,6 +80,29 @@ def _all(tag: str, pages: list[Path] | None = None) -> list[Block]:
 
 
 FLOWS = _all("flow", PAGES)
+_NAMED = re.compile(r"^flow\s+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
+def _children_of_pages() -> dict[str, dict[str, str]]:
+    """Page -> the flows its examples may invoke, by name."""
+    found: dict[str, dict[str, str]] = {}
+    for path in PAGES:
+        named = found.setdefault(path.name, {})
+        for block in blocks(path):
+            header = _NAMED.search(block.text)
+            if block.tag in ("flow", "flow-child") and header is not None:
+                named.setdefault(header.group(1), block.text)
+    return found
+
+
+CHILDREN = _children_of_pages()
+
+
+def compiled(block: Block) -> CompileResult:
+    """The block compiled as `example.flow`, with the flows of its page to invoke."""
+    return compile_source(block.text, "example.flow", flows=CHILDREN.get(block.file, {}))
+
+
 REFUSED = _all("flow-error", [p for p in PAGES if p != DIAGNOSTICS])
 
 
@@ -106,7 +135,7 @@ def test_every_page_is_read() -> None:
     ("code", "block"), SHOWN, ids=lambda x: x.id if isinstance(x, Block) else x
 )
 def test_diagnostic_example_reports_its_code(code: str, block: Block) -> None:
-    result = compile_source(block.text, "example.flow")
+    result = compiled(block)
     assert code in {d.code for d in result.diagnostics}, (
         f"{block.id}: the example of {code} does not report it: "
         + ", ".join(f"{d.code} {d.message}" for d in result.diagnostics)
@@ -126,7 +155,7 @@ def test_fragments_are_few() -> None:
 
 @pytest.mark.parametrize("block", FLOWS, ids=lambda b: b.id)
 def test_example_compiles(block: Block) -> None:
-    result = compile_source(block.text, "example.flow")
+    result = compiled(block)
     errors = [f"{d.code} {d.span.line}:{d.span.column} {d.message}" for d in result.errors]
     assert not errors, f"{block.id}: the example does not compile:\n" + "\n".join(errors)
     assert result.flow is not None
@@ -134,7 +163,7 @@ def test_example_compiles(block: Block) -> None:
 
 @pytest.mark.parametrize("block", REFUSED, ids=lambda b: b.id)
 def test_refused_example_is_refused(block: Block) -> None:
-    result = compile_source(block.text, "example.flow")
+    result = compiled(block)
     assert result.errors, f"{block.id}: tagged flow-error but compiles without errors"
 
 

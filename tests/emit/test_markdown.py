@@ -105,3 +105,48 @@ def test_a_reentering_self_transition_is_told_apart() -> None:
     text = to_markdown(flow, None)
     rows = table_rows(section(text, "Transitions"))
     assert [(r[1], r[3]) for r in rows] == [("`poke`", "stays"), ("`nudge`", "re-enters")]
+
+
+INTERNAL_SOURCE = """\
+flow approvals
+context { approvals: int = 0, needed: int = 2 }
+event approve(by: str)
+internal event tally
+initial state REVIEW {
+  on approve -> REVIEW do approvals += 1; raise tally
+  on tally if approvals >= needed -> APPROVED
+  on tally -> REVIEW
+}
+final state APPROVED
+on tally if approvals < 0 reject negative "never"
+"""
+
+
+def test_internal_events_are_marked_wherever_events_are_named() -> None:
+    from flowc.compiler import compile_source
+
+    flow = compile_source(INTERNAL_SOURCE, "approvals.flow").flow
+    assert flow is not None
+    text = to_markdown(flow, None)
+    assert "· 2 events (1 internal) ·" in text
+    events = section(text, "Events")
+    assert "refused (`internal_event`)" in events
+    rows = {r[0]: r for r in table_rows(events)}
+    assert rows["`tally`"][3].startswith("internal: only the flow")
+    assert not rows["`approve`"][3].startswith("internal")
+    review = table_rows(section(text, "States"))[0]
+    assert review[3] == "`approve`, `tally` (internal)"
+    own, every = section(text, "Transitions").split("### In every state")
+    tally = "`tally` (internal)"
+    assert [r[1] for r in table_rows(own)] == ["`approve`", tally, tally]
+    assert [r[0] for r in table_rows(every)] == [tally]
+
+
+def test_a_flow_without_internal_events_keeps_its_events_table() -> None:
+    from flowc.compiler import compile_source
+
+    flow = compile_source(INTERNAL_SOURCE.replace("internal event", "event"), "a.flow").flow
+    assert flow is not None
+    text = to_markdown(flow, None)
+    assert "internal" not in text
+    assert table_rows(section(text, "Events"))[0] == ["`approve`", "`by: str`", ""]

@@ -275,3 +275,31 @@ def test_enum_cases_beating_a_global_rule_make_it_dead_and_w318_when_dead_everyw
     # In A the state's FAST rule and the global SLOW rule leave nothing for `never`; in B the
     # state's own rule beats both global ones.
     assert dead == {("A", "never"), ("B", "slow"), ("B", "never")}
+
+
+# A compound's initial rule and a history's default run actions on entry, as entry actions do:
+# what they write or send counts as used.
+INITIAL_ACTION_FLOWS = {
+    "initial rule": "flow d\ncontext { n: int = 0 }\nevent go\ninternal event tally\n"
+    "initial state Off { on go -> On }\nstate On {\n  initial -> A do ACTIONS\n"
+    "  initial state A { on tally -> B }\n  state B { on go -> DONE }\n}\nfinal state DONE\n",
+    "history default": "flow d\ncontext { n: int = 0 }\nevent go\nevent pause\n"
+    "internal event tally\ninitial state Off { on go -> H }\nstate On {\n"
+    "  history H -> B do ACTIONS\n  initial state A { on go -> DONE }\n"
+    "  state B { on tally -> A }\n  on pause -> Off\n}\nfinal state DONE\n",
+}
+
+
+@pytest.mark.parametrize("where", sorted(INITIAL_ACTION_FLOWS))
+def test_initial_actions_write_fields_and_send_internal_events(where: str) -> None:
+    source = INITIAL_ACTION_FLOWS[where]
+    assert codes(source.replace("ACTIONS", "n = 1; raise tally")) == []
+    assert codes(source.replace("ACTIONS", "n = 1; send tally after 1s")) == []
+    # Without them, both are reported: the walk does look at these actions.
+    assert sorted(codes(source.replace(" do ACTIONS", ""))) == ["W312", "W323"]
+
+
+@pytest.mark.parametrize("where", sorted(INITIAL_ACTION_FLOWS))
+def test_initial_actions_constant_if_guard_w309(where: str) -> None:
+    source = INITIAL_ACTION_FLOWS[where]
+    assert codes(source.replace("ACTIONS", "if true { n = 1 }; raise tally")) == ["W309"]

@@ -104,3 +104,21 @@ def test_shipped_scxml_samples_import_and_compile(sample: Path) -> None:
     compiled = compile_source(result.flow_text, sample.with_suffix(".flow").name)
     assert compiled.ok, [str(d) for d in compiled.diagnostics]
     assert compiled.diagnostics == [], [str(d) for d in compiled.diagnostics]
+
+
+def test_data_src_is_read_beside_the_chart_only_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "loaded.scxml"
+    source.write_text(
+        '<scxml xmlns="http://www.w3.org/2005/07/scxml" datamodel="python">\n'
+        '  <datamodel><data id="words" src="file:words.txt"/></datamodel>\n'
+        '  <state id="s"/>\n</scxml>\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "words.txt").write_text("two\n   words\n", encoding="utf-8")
+    code, _, err = run(capsys, "import", "scxml", str(source))
+    assert code == 1 and f"{source}:2:14: error[E409]" in err and "--data-src" in err
+    code, out, err = run(capsys, "import", "scxml", str(source), "--data-src")
+    assert code == 0, err
+    assert '  words: str = "two words"\n' in out

@@ -3,13 +3,14 @@ bounded memory (measured with tracemalloc) and time."""
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from flowc.compiler.scxml.importer import import_scxml
+from flowc.compiler.scxml.importer import MAX_DATA_FILE, import_scxml
 from flowc.compiler.scxml.reader import MAX_BYTES, MAX_DEPTH, MAX_ELEMENTS
 
 NS = 'xmlns="http://www.w3.org/2005/07/scxml"'
@@ -114,6 +115,58 @@ def test_scripts_are_refused_with_every_other_problem() -> None:
 </scxml>
 """
     assert refused(text) == [("E407", 2, 3), ("E407", 4, 14), ("E411", 5, 5), ("E413", 5, 5)]
+
+
+def test_a_script_is_read_as_assignments_and_its_escapes_run_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = f"""<scxml {NS} datamodel="python">
+  <script>x = __import__('os').system('touch {marker}')</script>
+  <state id="a">
+    <onentry><script>
+      y = 1
+      exec("open('{marker}', 'w')")
+    </script></onentry>
+    <onexit><script>z = [c for c in ().__class__.__bases__]</script></onexit>
+  </state>
+</scxml>
+"""
+    assert refused(text) == [("E411", 2, 3), ("E407", 4, 14), ("E410", 8, 13)]
+    assert not marker.exists()
+
+
+def test_data_src_reads_only_a_plain_file_beside_the_chart(tmp_path: Path) -> None:
+    chart_dir = tmp_path / "charts"
+    (chart_dir / "sub").mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("'do not read'", encoding="utf-8")
+    (chart_dir / "sub" / "x.txt").write_text("1", encoding="utf-8")
+    (chart_dir / ".env").write_text("1", encoding="utf-8")
+    (chart_dir / "link.txt").symlink_to(secret)
+    (chart_dir / "big.txt").write_text("1" * (MAX_DATA_FILE + 1), encoding="utf-8")
+    (chart_dir / "latin.txt").write_bytes("'caf\u00e9'".encode("latin-1"))
+    os.mkfifo(chart_dir / "pipe")  # opened without waiting for a writer, then refused
+    names = [
+        f"file:{secret}",
+        "file:../secret.txt",
+        "sub/x.txt",
+        "file:.env",
+        "link.txt",
+        "big.txt",
+        "latin.txt",
+        "pipe",
+        "missing.txt",
+        "http://example.com/x",
+    ]
+    data = "".join(f'<data id="v{i}" src="{n}"/>' for i, n in enumerate(names))
+    text = f"""<scxml {NS} datamodel="python">
+  <datamodel>{data}</datamodel>
+  <state id="a"/>
+</scxml>
+"""
+    result = import_scxml(text, str(chart_dir / "c.scxml"), data_dir=chart_dir)
+    assert result.flow_text is None
+    assert [d.code for d in result.diagnostics] == ["E409"] * len(names)
+    assert not any("do not read" in d.message for d in result.diagnostics)
 
 
 def test_a_file_over_the_size_bound_is_not_parsed() -> None:

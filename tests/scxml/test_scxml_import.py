@@ -189,7 +189,7 @@ def test_refusals_name_the_element_and_line() -> None:
     <transition event="e" cond="In(x)" target="s"/>
     <transition event="e" target="s t"/>
   </state>
-  <final id="f"><donedata><content expr="1"/></donedata></final>"""
+  <final id="f"><donedata><param expr="1"/></donedata></final>"""
     )
     assert codes(text) == [
         ("E408", 4),
