@@ -4,8 +4,9 @@ flow (crash_plan.py) on a real store, driven through `DurableFlows` as a host dr
     crash_driver.py URL FLOW_JSON SEED FIRST LAST
 
 runs the operations FIRST .. LAST-1 of the plan of SEED (crash_plan.operation) in order, each a
-host send with the idempotency key `op-N` (a `go` also waits for the timer it starts), with a
-timer worker's `run_once` after each, then fires every timer still pending (the drain) and
+host send with the idempotency key `op-N` (a `go` or a `spawn` first waits for the instance to be
+IDLE), with a timer worker's `run_once` after each, then fires the timers until the instance is
+IDLE with none pending (the drain) and
 prints `{"done": true, ...}`. Each operation confirmed prints `{"ack": N, "status": S}` at once
 (S `replayed` when a killed run had landed it); a restart from the first unconfirmed one
 resends it with its key, so what had landed replays.
@@ -47,11 +48,11 @@ from flowc.runtime.store import (
 )
 from flowc.runtime.store.durable import DurableFlows
 from flowc.runtime.store.worker import TimerWorker
-from store.crash_plan import INSTANCE, KILL_POINTS, operation
+from store.crash_plan import INSTANCE, KILL_POINTS, WAIT_FOR_IDLE, operation
 
 #: how long a worker's lease lasts: a killed driver's claims come free this soon
 LEASE = 0.2
-#: bound on waiting for one timer (a `go`'s) or for the drain, in seconds
+#: bound on waiting for IDLE or for the drain, in seconds
 PATIENCE = 30.0
 
 
@@ -140,18 +141,18 @@ def run(url: str, flow_json: str, seed: int, first: int, last: int, switch: Kill
     say(ready=True)
     with suppress(InstanceExists):  # a run before this one started it
         flows.start("crash", id=INSTANCE)
+
+    def idle() -> bool:
+        return store.load(INSTANCE).state == "IDLE"
+
     for n in range(first, last):
         op = operation(seed, n)
+        if op["kind"] in WAIT_FOR_IDLE:
+            wait_for(worker, idle, f"IDLE before operation {n}")
         status = send(flows, n, op)
-        if op["kind"] == "go":
-
-            def rang(n: int = n) -> bool:
-                return n in flows.load(INSTANCE, full_history=False).context["rings"]
-
-            wait_for(worker, rang, f"the timer of operation {n}")
         worker.run_once()
         say(ack=n, status=status)
-    wait_for(worker, lambda: not store.timers(INSTANCE), "the pending timers")
+    wait_for(worker, lambda: idle() and not store.timers(INSTANCE), "the end of the work")
     store.close()
     say(done=True, passes=switch.passes)
 

@@ -1,12 +1,16 @@
 """Kill the process at many points: a driver process (crash_driver.py) runs one instance of the
-`crash` flow on a real store (a SQLite file, a PostgreSQL database) through host sends with
-idempotency keys, timers and scheduled events fired by its timer worker; the test SIGKILLs it
-again and again, half the time after a random (seeded) delay, half the time at a named point
-(inside a transaction, right before its COMMIT, right after it, after a worker's claim), and
-restarts it from the first operation it had not confirmed. After every kill the store must
-hold a consistent prefix of the work; at the end, each operation applied exactly once, each
-scheduled event that was not cancelled delivered exactly once, each timer fired once, the
-history gap-free and in agreement with the context, and the snapshot loadable.
+`crash` flow (crash_plan.py) on a real store (a SQLite file, a PostgreSQL database) through host
+sends with idempotency keys, timers, scheduled events and fan-outs of child flows (each child
+with a timer of its own, messages to its parent, host events forwarded to it), all fired by the
+driver's timer worker; the test SIGKILLs it again and again, half the time after a random
+(seeded) delay, half the time at a named point (inside a transaction, right before its COMMIT,
+right after it, after a worker's claim), and restarts it from the first operation it had not
+confirmed. After every kill the store must hold a consistent prefix of the work (the children
+of every fan-out applied started, each once, under the id its entry gives it); at the end,
+each operation applied exactly once, each scheduled event that was not cancelled delivered
+exactly once, each timer fired once, each child started, said goodbye and finished once, each
+fan-out's done event delivered once, the history gap-free and in agreement with the context,
+and the snapshot loadable.
 
 FLOWC_CRASH_KILLS=N sets the number of kills (20 by default), FLOWC_CRASH_SEED the seed.
 """
@@ -29,7 +33,17 @@ from flowc.compiler import compile_source
 from flowc.runtime import Machine
 from flowc.runtime.store import InstanceNotFound, Store, open_store
 from flowc.runtime.store.durable import DurableFlows
-from store.crash_plan import BLOCK, CRASH_FLOW, INSTANCE, KILL_POINTS, expected, operation
+from store.crash_plan import (
+    BLOCK,
+    CHECKED,
+    CRASH_FLOW,
+    INSTANCE,
+    KID_FLOW,
+    KILL_POINTS,
+    UNORDERED,
+    expected,
+    operation,
+)
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
 KILLS = int(os.environ.get("FLOWC_CRASH_KILLS", "20"))
@@ -52,6 +66,9 @@ class Tally:
     #: operations found applied by the run after the kill (their key replayed)
     landed: int = 0
     operations: int = 0
+    children: int = 0
+    #: pokes the children took (forwarded from the parent)
+    pokes: int = 0
     steps: int = 0
     duplicates: int = 0
     losses: int = 0
@@ -61,12 +78,13 @@ class Tally:
             f"crash test on {self.backend}, seed {SEED}: {sum(self.kills.values())} kills "
             f"({dict(self.kills)}), {self.runs} runs, {self.operations} operations "
             f"({self.landed} had landed before their kill), {self.steps} steps committed, "
+            f"{self.children} children started ({self.pokes} pokes forwarded to them), "
             f"{self.duplicates} duplicates, {self.losses} losses"
         )
 
 
 def compiled_flow(tmp_path: Path) -> Path:
-    result = compile_source(CRASH_FLOW, "crash.flow")
+    result = compile_source(CRASH_FLOW, "crash.flow", flows={"kid": KID_FLOW})
     assert result.flow is not None and not result.errors, result.diagnostics
     path = tmp_path / "crash.json"
     path.write_text(result.flow.with_hash().to_json())
@@ -106,20 +124,32 @@ def repeats(values: list[int]) -> int:
     return len(values) - len(set(values))
 
 
+def keys_of(spawns: list[int]) -> list[int]:
+    """The keys of the children of these `spawn` operations, in order."""
+    return [n * 10 + k for n in spawns for k in range(len(operation(SEED, n)["delays"]))]
+
+
 def check_after_kill(store: Store, tally: Tally, confirmed: int) -> None:
     """The operations applied are 0, 1, ... in order, each once: all those the driver had
-    confirmed, and at most the one in flight beyond them."""
+    confirmed, and at most the one in flight beyond them. The children of every `spawn`
+    applied started with it (each said hello once), those of every round done finished once,
+    and the running ones have the ids their entry gives them."""
     try:
         ctx = context(store)
     except InstanceNotFound:  # killed before its start committed
         assert confirmed == 0
         return
     applied: list[int] = ctx["applied"]
-    tally.duplicates += repeats(applied) + repeats(ctx["ticks"]) + repeats(ctx["rings"])
+    tally.duplicates += sum(repeats(ctx[name]) for name in CHECKED) + ctx["dups"]
     tally.losses += len(set(range(confirmed)) - set(applied))
     assert applied == list(range(len(applied))), tally.line()
     assert confirmed <= len(applied) <= confirmed + 1, tally.line()
+    spawned = [n for n in applied if operation(SEED, n)["kind"] == "spawn"]
+    assert ctx["hellos"] == keys_of(spawned), tally.line()
+    assert ctx["finished"] == keys_of(ctx["rounds"]), tally.line()
+    assert set(ctx["byes"]) <= set(ctx["hellos"]), tally.line()
     check_history(store)
+    check_children(store)
 
 
 def check_history(store: Store) -> None:
@@ -128,17 +158,41 @@ def check_history(store: Store) -> None:
     assert [r.seq for r in rows] == list(range(record.seq + 1)), "history seq not contiguous"
 
 
-def history_ops(store: Store) -> tuple[Counter[tuple[str, int]], int]:
-    """How often each (event, operation) is in the history after the start, and how many
-    timer steps it has."""
-    ops: Counter[tuple[str, int]] = Counter()
-    timers = 0
+def check_children(store: Store) -> None:
+    """The running children are those of the last `spawn`, with ids `kids.SEQ.K` (SEQ: the
+    step that entered FANNING), each once, each started with its own key."""
+    record = store.load(INSTANCE)
+    children = record.snapshot.get("children") or []
+    if not children:
+        return
+    current = record.snapshot["context"]["current"]
+    (entry,) = [
+        r.seq
+        for r in store.history(INSTANCE)
+        if r.trigger == "spawn"
+        and r.payload == {"op": current, "delays": operation(SEED, current)["delays"]}
+    ]
+    ids = [child["id"] for child in children]
+    assert repeats(ids) == 0, ids
+    for child in children:
+        k = int(child["id"].rpartition(".")[2])
+        assert child["id"] == f"kids.{entry}.{k}"
+        assert child["snapshot"]["context"]["key"] == current * 10 + k
+
+
+def history_counts(store: Store) -> tuple[Counter[tuple[str, int]], Counter[str]]:
+    """How often each (event, operation or child key) is in the history after the start, and
+    how many steps of each other kind (timers, `done.invoke.kids`)."""
+    named: Counter[tuple[str, int]] = Counter()
+    plain: Counter[str] = Counter()
     for row in store.history(INSTANCE)[1:]:
-        if row.trigger == "timer":
-            timers += 1
+        payload = row.payload or {}
+        ident = payload.get("op", payload.get("key"))
+        if ident is None:
+            plain[row.trigger] += 1
         else:
-            ops[(row.trigger, (row.payload or {})["op"])] += 1
-    return ops, timers
+            named[(row.trigger, ident)] += 1
+    return named, plain
 
 
 def check_end(url: str, flow: Path, tally: Tally, last: int) -> None:
@@ -146,18 +200,23 @@ def check_end(url: str, flow: Path, tally: Tally, last: int) -> None:
     store = open_store(url)
     want = expected(SEED, last)
     ctx = context(store)
-    got = {"applied": ctx["applied"], "ticks": sorted(ctx["ticks"]), "rings": ctx["rings"]}
+    got = {name: sorted(ctx[name]) if name in UNORDERED else ctx[name] for name in CHECKED}
+    want = {name: sorted(want[name]) if name in UNORDERED else want[name] for name in CHECKED}
     for name, values in got.items():
         tally.duplicates += repeats(values)
         tally.losses += len(set(want[name]) - set(values))
+    tally.duplicates += ctx["dups"]
     tally.steps = store.load(INSTANCE).seq
+    tally.children = len(ctx["hellos"])
+    tally.pokes = ctx["poked"]
     assert got == want, tally.line()
     check_history(store)
-    ops, timers = history_ops(store)
-    assert max(ops.values()) == 1, f"a step twice in the history: {ops.most_common(3)}"
+    named, plain = history_counts(store)
+    assert max(named.values()) == 1, f"a step twice in the history: {named.most_common(3)}"
     plan = Counter(operation(SEED, n)["kind"] for n in range(last))
-    assert Counter(kind for kind, _ in ops) == plan + Counter(tick=len(want["ticks"]))
-    assert timers == len(want["rings"])
+    messages = Counter(tick=len(want["ticks"]), hello=len(want["hellos"]), bye=len(want["byes"]))
+    assert Counter(kind for kind, _ in named) == plan + messages
+    assert plain == +Counter({"timer": len(want["rings"]), "done.invoke.kids": len(want["rounds"])})
     assert store.timers(INSTANCE) == [], "a timer or scheduled event left pending"
     loaded = DurableFlows(store, [Machine.from_file(flow)]).load(INSTANCE)
     assert loaded.context == ctx and loaded.state == "IDLE"
