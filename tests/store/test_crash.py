@@ -5,12 +5,13 @@ with a timer of its own, messages to its parent, host events forwarded to it), a
 driver's timer worker; the test SIGKILLs it again and again, half the time after a random
 (seeded) delay, half the time at a named point (inside a transaction, right before its COMMIT,
 right after it, after a worker's claim), and restarts it from the first operation it had not
-confirmed. After every kill the store must hold a consistent prefix of the work (the children
-of every fan-out applied started, each once, under the id its entry gives it); at the end,
-each operation applied exactly once, each scheduled event that was not cancelled delivered
-exactly once, each timer fired once, each child started, said goodbye and finished once, each
-fan-out's done event delivered once, the history gap-free and in agreement with the context,
-and the snapshot loadable.
+confirmed; all along a `flowc worker` process races the driver's worker for every timer. After
+every kill the store must hold a consistent prefix of the work (the children of every fan-out
+applied started, each once, under the id its entry gives it); at the end, each operation
+applied exactly once, each scheduled event that was not cancelled delivered exactly once, each
+timer fired once, each child started, said goodbye and finished once, each fan-out's done event
+delivered once, the history gap-free and in agreement with the context, and the snapshot
+loadable.
 
 FLOWC_CRASH_KILLS=N sets the number of kills (20 by default), FLOWC_CRASH_SEED the seed.
 """
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,8 @@ SEED = int(os.environ.get("FLOWC_CRASH_SEED", "2811"))
 ENDLESS = 10**9
 #: a named point is reached this many times at most before the kill
 MAX_PASSES = 12
+#: the rival worker's lease (the driver's is crash_driver.LEASE)
+RIVAL_LEASE = 0.2
 #: a delayed kill comes this long at most after the driver is ready, in seconds
 MAX_DELAY = 0.15
 
@@ -69,6 +74,8 @@ class Tally:
     children: int = 0
     #: pokes the children took (forwarded from the parent)
     pokes: int = 0
+    #: timer steps the rival worker committed
+    rival: int = 0
     steps: int = 0
     duplicates: int = 0
     losses: int = 0
@@ -79,6 +86,7 @@ class Tally:
             f"({dict(self.kills)}), {self.runs} runs, {self.operations} operations "
             f"({self.landed} had landed before their kill), {self.steps} steps committed, "
             f"{self.children} children started ({self.pokes} pokes forwarded to them), "
+            f"{self.rival} timer steps by the rival worker, "
             f"{self.duplicates} duplicates, {self.losses} losses"
         )
 
@@ -223,13 +231,40 @@ def check_end(url: str, flow: Path, tally: Tally, last: int) -> None:
     store.close()
 
 
+@contextmanager
+def rival_worker(url: str, tally: Tally) -> Iterator[None]:
+    """`flowc worker` on the same store for as long as the block runs: it races the driver's
+    worker for every timer (it needs no flow: the store keeps the graph)."""
+    code = "from flowc.compiler.cli import entry; entry()"
+    options = ["--poll", "0.02", "--lease", str(RIVAL_LEASE), "--owner", "rival", "--quiet"]
+    args = [sys.executable, "-c", code, "worker", "--store", url, *options]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield
+    finally:
+        proc.terminate()  # SIGTERM: it stops after the step in hand and prints its counts
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    tally.rival = json.loads(err.splitlines()[-1])["committed"]
+
+
 def test_killed_at_any_point_each_operation_applies_once(
     shared_store_url: str, tmp_path: Path
 ) -> None:
     flow = compiled_flow(tmp_path)
     tally = Tally("SQLite" if shared_store_url.startswith("sqlite") else "PostgreSQL")
+    with rival_worker(shared_store_url, tally):
+        last = kill_and_restart(shared_store_url, flow, tally)
+    check_end(shared_store_url, flow, tally, last)
+    print(tally.line())
+    assert tally.duplicates == 0 and tally.losses == 0, tally.line()
+
+
+def kill_and_restart(url: str, flow: Path, tally: Tally) -> int:
+    """Run the driver KILLS times to its death, then once to the end of a block; how many
+    operations it did."""
     rng = random.Random(SEED)
-    store = open_store(shared_store_url)
+    store = open_store(url)
     confirmed = 0  # operations 0 .. confirmed-1 were acknowledged
     for k in range(KILLS):
         if k % 2 == 0:
@@ -237,7 +272,7 @@ def test_killed_at_any_point_each_operation_applies_once(
             at, delay = f"{point}:{rng.randint(1, MAX_PASSES)}", None
         else:
             point, at, delay = "delay", "", rng.uniform(0, MAX_DELAY)
-        lines, status, err = drive(shared_store_url, flow, confirmed, ENDLESS, at=at, delay=delay)
+        lines, status, err = drive(url, flow, confirmed, ENDLESS, at=at, delay=delay)
         tally.runs += 1
         assert status == -signal.SIGKILL, err
         tally.kills[point] += 1
@@ -249,11 +284,9 @@ def test_killed_at_any_point_each_operation_applies_once(
     store.close()
     # The last run finishes the operation in flight and the block it is in, and drains.
     last = (confirmed // BLOCK + 1) * BLOCK
-    lines, status, err = drive(shared_store_url, flow, confirmed, last)
+    lines, status, err = drive(url, flow, confirmed, last)
     tally.runs += 1
     tally.landed += sum(line.get("status") == "replayed" for line in lines)
     tally.operations = last
     assert status == 0 and lines[-1].get("done"), err
-    check_end(shared_store_url, flow, tally, last)
-    print(tally.line())
-    assert tally.duplicates == 0 and tally.losses == 0, tally.line()
+    return last
