@@ -74,6 +74,8 @@ class Tally:
     children: int = 0
     #: pokes the children took (forwarded from the parent)
     pokes: int = 0
+    #: kills that found children running
+    amid_children: int = 0
     #: timer steps the rival worker committed
     rival: int = 0
     steps: int = 0
@@ -85,7 +87,8 @@ class Tally:
             f"crash test on {self.backend}, seed {SEED}: {sum(self.kills.values())} kills "
             f"({dict(self.kills)}), {self.runs} runs, {self.operations} operations "
             f"({self.landed} had landed before their kill), {self.steps} steps committed, "
-            f"{self.children} children started ({self.pokes} pokes forwarded to them), "
+            f"{self.children} children started ({self.pokes} pokes forwarded to them; "
+            f"{self.amid_children} kills found some running), "
             f"{self.rival} timer steps by the rival worker, "
             f"{self.duplicates} duplicates, {self.losses} losses"
         )
@@ -157,7 +160,7 @@ def check_after_kill(store: Store, tally: Tally, confirmed: int) -> None:
     assert ctx["finished"] == keys_of(ctx["rounds"]), tally.line()
     assert set(ctx["byes"]) <= set(ctx["hellos"]), tally.line()
     check_history(store)
-    check_children(store)
+    tally.amid_children += check_children(store)
 
 
 def check_history(store: Store) -> None:
@@ -166,13 +169,13 @@ def check_history(store: Store) -> None:
     assert [r.seq for r in rows] == list(range(record.seq + 1)), "history seq not contiguous"
 
 
-def check_children(store: Store) -> None:
+def check_children(store: Store) -> bool:
     """The running children are those of the last `spawn`, with ids `kids.SEQ.K` (SEQ: the
-    step that entered FANNING), each once, each started with its own key."""
+    step that entered FANNING), each once, each started with its own key; whether any runs."""
     record = store.load(INSTANCE)
     children = record.snapshot.get("children") or []
     if not children:
-        return
+        return False
     current = record.snapshot["context"]["current"]
     (entry,) = [
         r.seq
@@ -186,6 +189,7 @@ def check_children(store: Store) -> None:
         k = int(child["id"].rpartition(".")[2])
         assert child["id"] == f"kids.{entry}.{k}"
         assert child["snapshot"]["context"]["key"] == current * 10 + k
+    return True
 
 
 def history_counts(store: Store) -> tuple[Counter[tuple[str, int]], Counter[str]]:
