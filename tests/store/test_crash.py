@@ -164,9 +164,12 @@ def check_after_kill(store: Store, tally: Tally, confirmed: int) -> None:
 
 
 def check_history(store: Store) -> None:
+    """Rows 0, 1, 2, ... up to the record's `seq` at least (read after the record: the rival
+    worker may have committed a step in between)."""
     record = store.load(INSTANCE)
     rows = store.history(INSTANCE)
-    assert [r.seq for r in rows] == list(range(record.seq + 1)), "history seq not contiguous"
+    assert [r.seq for r in rows] == list(range(len(rows))), "history seq not contiguous"
+    assert len(rows) >= record.seq + 1, "a committed step without its history row"
 
 
 def check_children(store: Store) -> bool:
@@ -223,6 +226,7 @@ def check_end(url: str, flow: Path, tally: Tally, last: int) -> None:
     tally.pokes = ctx["poked"]
     assert got == want, tally.line()
     check_history(store)
+    assert len(store.history(INSTANCE)) == tally.steps + 1
     named, plain = history_counts(store)
     assert max(named.values()) == 1, f"a step twice in the history: {named.most_common(3)}"
     plan = Counter(operation(SEED, n)["kind"] for n in range(last))
