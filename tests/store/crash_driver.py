@@ -1,25 +1,26 @@
 """The process the crash test (test_crash.py) kills and restarts: one instance of the `crash`
 flow (crash_plan.py) on a real store, driven through `DurableFlows` as a host drives it.
 
-    crash_driver.py URL FLOW_JSON SEED FIRST LAST
+    crash_driver.py URL FLOW_JSON SEED      then, on standard input:  FIRST LAST [POINT:N]
 
-runs the operations FIRST .. LAST-1 of the plan of SEED (crash_plan.operation) in order, each a
-host send with the idempotency key `op-N` (a `go` or a `spawn` first waits for the instance to be
-IDLE), with a timer worker's `run_once` after each, then fires the timers until the instance is
-IDLE with none pending (the drain) and
-prints `{"done": true, ...}`. Each operation confirmed prints `{"ack": N, "status": S}` at once
-(S `replayed` when a killed run had landed it); a restart from the first unconfirmed one
-resends it with its key, so what had landed replays.
+opens the store and loads the flow, then waits for its orders (so that the test can start the
+next run's Python while this one works). It runs the operations FIRST .. LAST-1 of the plan of
+SEED (crash_plan.operation) in order, each a host send with the idempotency key `op-N` (a `go`
+or a `spawn` first waits for the instance to be IDLE), with a timer worker's `run_once` after
+each, then fires the timers until the instance is IDLE with none pending (the drain) and prints
+`{"done": true, ...}`. Each operation confirmed prints `{"ack": N, "status": S}` at once (S
+`replayed` when a killed run had landed it); a restart from the first unconfirmed one resends
+it with its key, so what had landed replays.
 
-FLOWC_CRASH_AT=POINT:N makes the process SIGKILL itself the Nth time it reaches POINT:
+POINT:N makes the process SIGKILL itself the Nth time it reaches POINT:
 
     in-step        inside a step's transaction: the engine ran, nothing is written yet
     before-commit  every statement of a transaction ran (a step's, a claim's), COMMIT has not
     after-commit   a step committed, the driver has not heard of it
     after-claim    the worker leased due timers (committed) and fires none of them yet
 
-Every line on standard output is one JSON object; `{"ready": true}` comes once the store is
-open, so that a kill after a delay lands in the work and not in Python's start.
+Every line on standard output is one JSON object; `{"ready": true}` comes once the orders are
+read, so that a kill after a delay lands in the work and not in Python's start.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class KillSwitch:
     def __init__(self, spec: str) -> None:
         point, _, nth = spec.partition(":")
         if spec and (point not in KILL_POINTS or not nth.isdigit()):
-            raise SystemExit(f"FLOWC_CRASH_AT must be POINT:N with POINT one of {KILL_POINTS}")
+            raise SystemExit(f"a kill point is POINT:N with POINT one of {KILL_POINTS}")
         self.point = point
         self.nth = int(nth or 0)
         self.passes = dict.fromkeys(KILL_POINTS, 0)
@@ -133,11 +134,13 @@ def wait_for(worker: TimerWorker, done: Callable[[], bool], what: str) -> None:
             time.sleep(0.002)
 
 
-def run(url: str, flow_json: str, seed: int, first: int, last: int, switch: KillSwitch) -> None:
+def run(url: str, flow_json: str, seed: int) -> None:
     store = open_store(url)
-    instrument(store, switch)
     flows = DurableFlows(store, [Machine.from_file(flow_json)])
     worker = flows.worker(owner=f"driver-{os.getpid()}", lease=LEASE, batch=10)
+    first, last, *at = sys.stdin.readline().split()
+    switch = KillSwitch(at[0] if at else "")
+    instrument(store, switch)
     say(ready=True)
     with suppress(InstanceExists):  # a run before this one started it
         flows.start("crash", id=INSTANCE)
@@ -145,7 +148,7 @@ def run(url: str, flow_json: str, seed: int, first: int, last: int, switch: Kill
     def idle() -> bool:
         return store.load(INSTANCE).state == "IDLE"
 
-    for n in range(first, last):
+    for n in range(int(first), int(last)):
         op = operation(seed, n)
         if op["kind"] in WAIT_FOR_IDLE:
             wait_for(worker, idle, f"IDLE before operation {n}")
@@ -157,11 +160,6 @@ def run(url: str, flow_json: str, seed: int, first: int, last: int, switch: Kill
     say(done=True, passes=switch.passes)
 
 
-def main(argv: list[str]) -> None:
-    url, flow_json, seed, first, last = argv
-    switch = KillSwitch(os.environ.get("FLOWC_CRASH_AT", ""))
-    run(url, flow_json, int(seed), int(first), int(last), switch)
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    url, flow_json, seed = sys.argv[1:]
+    run(url, flow_json, int(seed))

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,11 +54,11 @@ SEED = int(os.environ.get("FLOWC_CRASH_SEED", "2811"))
 #: a killed run is given operations without end: it is always killed in the middle of work
 ENDLESS = 10**9
 #: a named point is reached this many times at most before the kill
-MAX_PASSES = 12
+MAX_PASSES = 8
 #: the rival worker's lease (the driver's is crash_driver.LEASE)
 RIVAL_LEASE = 0.2
 #: a delayed kill comes this long at most after the driver is ready, in seconds
-MAX_DELAY = 0.15
+MAX_DELAY = 0.1
 
 
 @dataclass
@@ -102,20 +102,35 @@ def compiled_flow(tmp_path: Path) -> Path:
     return path
 
 
-def drive(
-    url: str, flow: Path, first: int, last: int, *, at: str = "", delay: float | None = None
-) -> tuple[list[dict[str, Any]], int, str]:
-    """One run of the driver: its output lines, exit status and standard error. With `delay`,
-    killed that long after it is ready; with `at`, it kills itself there."""
-    env = {**os.environ, "FLOWC_CRASH_AT": at}
-    args = [sys.executable, str(DRIVER), url, str(flow), str(SEED), str(first), str(last)]
-    proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+def start_driver(url: str, flow: Path) -> subprocess.Popen[str]:
+    """A driver process, which imports, opens the store and waits for `drive`."""
+    args = [sys.executable, str(DRIVER), url, str(flow), str(SEED)]
+    return subprocess.Popen(
+        args,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+
+
+def drive(
+    proc: subprocess.Popen[str],
+    first: int,
+    last: int,
+    *,
+    at: str = "",
+    delay: float | None = None,
+) -> tuple[list[dict[str, Any]], int, str]:
+    """One run of a started driver: its output lines, exit status and standard error. With
+    `delay`, killed that long after it is ready; with `at`, it kills itself there."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    orders = f"{first} {last} {at}\n"
     if delay is None:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(orders, timeout=120)
     else:
-        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(orders)
+        proc.stdin.close()
         ready = proc.stdout.readline()  # {"ready": true}, or nothing if it died
         time.sleep(delay)
         proc.kill()
@@ -270,7 +285,27 @@ def test_killed_at_any_point_each_operation_applies_once(
 
 def kill_and_restart(url: str, flow: Path, tally: Tally) -> int:
     """Run the driver KILLS times to its death, then once to the end of a block; how many
-    operations it did."""
+    operations it did. Each run's process is started while the one before it works."""
+    started: list[subprocess.Popen[str]] = []
+
+    def new_driver() -> subprocess.Popen[str]:
+        started.append(start_driver(url, flow))
+        return started[-1]
+
+    try:
+        return runs(url, tally, new_driver)
+    finally:
+        for proc in started:  # (all ended, unless a check failed)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=120)
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+
+def runs(url: str, tally: Tally, new_driver: Callable[[], subprocess.Popen[str]]) -> int:
+    upcoming = new_driver()
     rng = random.Random(SEED)
     store = open_store(url)
     confirmed = 0  # operations 0 .. confirmed-1 were acknowledged
@@ -280,7 +315,8 @@ def kill_and_restart(url: str, flow: Path, tally: Tally) -> int:
             at, delay = f"{point}:{rng.randint(1, MAX_PASSES)}", None
         else:
             point, at, delay = "delay", "", rng.uniform(0, MAX_DELAY)
-        lines, status, err = drive(url, flow, confirmed, ENDLESS, at=at, delay=delay)
+        proc, upcoming = upcoming, new_driver()
+        lines, status, err = drive(proc, confirmed, ENDLESS, at=at, delay=delay)
         tally.runs += 1
         assert status == -signal.SIGKILL, err
         tally.kills[point] += 1
@@ -292,7 +328,7 @@ def kill_and_restart(url: str, flow: Path, tally: Tally) -> int:
     store.close()
     # The last run finishes the operation in flight and the block it is in, and drains.
     last = (confirmed // BLOCK + 1) * BLOCK
-    lines, status, err = drive(url, flow, confirmed, last)
+    lines, status, err = drive(upcoming, confirmed, last)
     tally.runs += 1
     tally.landed += sum(line.get("status") == "replayed" for line in lines)
     tally.operations = last
