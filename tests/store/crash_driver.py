@@ -1,16 +1,18 @@
 """The process the crash test (test_crash.py) kills and restarts: one instance of the `crash`
 flow (crash_plan.py) on a real store, driven through `DurableFlows` as a host drives it.
 
-    crash_driver.py URL FLOW_JSON SEED      then, on standard input:  FIRST LAST [POINT:N]
+    crash_driver.py URL FLOW_JSON SEED      then, on standard input, lines:  FIRST LAST [POINT:N]
 
-opens the store and loads the flow, then waits for its orders (so that the test can start the
-next run's Python while this one works). It runs the operations FIRST .. LAST-1 of the plan of
-SEED (crash_plan.operation) in order, each a host send with the idempotency key `op-N` (a `go`
-or a `spawn` first waits for the instance to be IDLE), with a timer worker's `run_once` after
-each, then fires the timers until the instance is IDLE with none pending (the drain) and prints
+imports the runtime once, then for each line of orders forks a run: a new process, which opens
+the store, loads the flow and runs the operations FIRST .. LAST-1 of the plan of SEED
+(crash_plan.operation) in order, each a host send with the idempotency key `op-N` (a `go` or a
+`spawn` first waits for the instance to be IDLE), with a timer worker's `run_once` after each,
+then fires the timers until the instance is IDLE with none pending (the drain) and prints
 `{"done": true, ...}`. Each operation confirmed prints `{"ack": N, "status": S}` at once (S
 `replayed` when a killed run had landed it); a restart from the first unconfirmed one resends
-it with its key, so what had landed replays.
+it with its key, so what had landed replays. Forking spares each run Python's start and the
+imports (most of a run's cost on a busy machine); the run shares nothing else with the ones
+before it.
 
 POINT:N makes the process SIGKILL itself the Nth time it reaches POINT:
 
@@ -19,8 +21,10 @@ POINT:N makes the process SIGKILL itself the Nth time it reaches POINT:
     after-commit   a step committed, the driver has not heard of it
     after-claim    the worker leased due timers (committed) and fires none of them yet
 
-Every line on standard output is one JSON object; `{"ready": true}` comes once the orders are
-read, so that a kill after a delay lands in the work and not in Python's start.
+Every line on standard output is one JSON object: for each run `{"pid": P}` (the run's
+process, for the test to kill, from the run itself), the run's lines (`{"ready": true}` once
+the store is open, so that a kill after a delay lands in the work), and `{"exit": STATUS}` once
+it has ended (-9: killed).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
@@ -134,11 +139,13 @@ def wait_for(worker: TimerWorker, done: Callable[[], bool], what: str) -> None:
             time.sleep(0.002)
 
 
-def run(url: str, flow_json: str, seed: int) -> None:
+def run(url: str, flow_json: str, seed: int, orders: str) -> None:
+    """One run, in a process of its own."""
+    say(pid=os.getpid())
     store = open_store(url)
     flows = DurableFlows(store, [Machine.from_file(flow_json)])
     worker = flows.worker(owner=f"driver-{os.getpid()}", lease=LEASE, batch=10)
-    first, last, *at = sys.stdin.readline().split()
+    first, last, *at = orders.split()
     switch = KillSwitch(at[0] if at else "")
     instrument(store, switch)
     say(ready=True)
@@ -160,6 +167,25 @@ def run(url: str, flow_json: str, seed: int) -> None:
     say(done=True, passes=switch.passes)
 
 
+def serve(url: str, flow_json: str, seed: int) -> None:
+    """Fork a run for each line of orders; report how it ended (its own first line gives its
+    process id: printed here, it could come after the run's first lines)."""
+    if url.startswith("postgres"):
+        import flowc.runtime.store.postgres  # noqa: F401  (imported once, not in every run)
+    for orders in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                run(url, flow_json, seed, orders)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            sys.stderr.flush()
+            os._exit(code)
+        say(exit=os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+
+
 if __name__ == "__main__":
     url, flow_json, seed = sys.argv[1:]
-    run(url, flow_json, int(seed))
+    serve(url, flow_json, int(seed))

@@ -13,7 +13,7 @@ timer fired once, each child started, said goodbye and finished once, each fan-o
 delivered once, the history gap-free and in agreement with the context, and the snapshot
 loadable.
 
-FLOWC_CRASH_KILLS=N sets the number of kills (20 by default), FLOWC_CRASH_SEED the seed.
+FLOWC_CRASH_KILLS=N sets the number of kills (30 by default), FLOWC_CRASH_SEED the seed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,16 +49,16 @@ from store.crash_plan import (
 )
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
-KILLS = int(os.environ.get("FLOWC_CRASH_KILLS", "20"))
+KILLS = int(os.environ.get("FLOWC_CRASH_KILLS", "30"))
 SEED = int(os.environ.get("FLOWC_CRASH_SEED", "2811"))
 #: a killed run is given operations without end: it is always killed in the middle of work
 ENDLESS = 10**9
 #: a named point is reached this many times at most before the kill
-MAX_PASSES = 8
+MAX_PASSES = 12
 #: the rival worker's lease (the driver's is crash_driver.LEASE)
 RIVAL_LEASE = 0.2
 #: a delayed kill comes this long at most after the driver is ready, in seconds
-MAX_DELAY = 0.1
+MAX_DELAY = 0.15
 
 
 @dataclass
@@ -102,43 +102,54 @@ def compiled_flow(tmp_path: Path) -> Path:
     return path
 
 
-def start_driver(url: str, flow: Path) -> subprocess.Popen[str]:
-    """A driver process, which imports, opens the store and waits for `drive`."""
-    args = [sys.executable, str(DRIVER), url, str(flow), str(SEED)]
-    return subprocess.Popen(
-        args,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+class Driver:
+    """The driver (crash_driver.py): one process that forks each run; its standard error (the
+    runs' tracebacks) goes to a file, read when a run fails."""
 
+    def __init__(self, url: str, flow: Path) -> None:
+        self.errors = flow.with_name("driver.err")
+        args = [sys.executable, str(DRIVER), url, str(flow), str(SEED)]
+        with self.errors.open("w") as err:
+            self.proc = subprocess.Popen(
+                args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True
+            )
 
-def drive(
-    proc: subprocess.Popen[str],
-    first: int,
-    last: int,
-    *,
-    at: str = "",
-    delay: float | None = None,
-) -> tuple[list[dict[str, Any]], int, str]:
-    """One run of a started driver: its output lines, exit status and standard error. With
-    `delay`, killed that long after it is ready; with `at`, it kills itself there."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    orders = f"{first} {last} {at}\n"
-    if delay is None:
-        out, err = proc.communicate(orders, timeout=120)
-    else:
-        proc.stdin.write(orders)
-        proc.stdin.close()
-        ready = proc.stdout.readline()  # {"ready": true}, or nothing if it died
-        time.sleep(delay)
-        proc.kill()
-        # The rest from the same buffered stream: `communicate` would read past what
-        # `readline` had already buffered, losing acknowledgements.
-        out, err = ready + proc.stdout.read(), proc.stderr.read()
-        proc.wait(timeout=120)
-    return [json.loads(line) for line in out.splitlines() if line.strip()], proc.returncode, err
+    def line(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        text = self.proc.stdout.readline()
+        assert text, f"the driver died: {self.failure()}"
+        try:
+            line: dict[str, Any] = json.loads(text)
+        except ValueError:
+            raise AssertionError(f"not a line of the driver: {text!r}") from None
+        return line
+
+    def run(
+        self, first: int, last: int, *, at: str = "", delay: float | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """One run: its output lines and exit status. With `delay`, killed that long after
+        it is ready; with `at`, it kills itself there."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{first} {last} {at}\n")
+        self.proc.stdin.flush()
+        pid = self.line()["pid"]
+        lines: list[dict[str, Any]] = []
+        while "exit" not in (line := self.line()):
+            lines.append(line)
+            if delay is not None and line.get("ready"):
+                time.sleep(delay)
+                os.kill(pid, signal.SIGKILL)
+        return lines, int(line["exit"])
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        if self.proc.wait(timeout=120) != 0:
+            self.proc.kill()
+        self.proc.stdout.close()
+
+    def failure(self) -> str:
+        return self.errors.read_text()[-2000:]
 
 
 def context(store: Store) -> dict[str, Any]:
@@ -268,7 +279,9 @@ def rival_worker(url: str, tally: Tally) -> Iterator[None]:
         proc.terminate()  # SIGTERM: it stops after the step in hand and prints its counts
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    tally.rival = json.loads(err.splitlines()[-1])["committed"]
+    counts = [line for line in err.splitlines() if line.startswith("{")]
+    assert counts, err
+    tally.rival = json.loads(counts[-1])["committed"]
 
 
 def test_killed_at_any_point_each_operation_applies_once(
@@ -285,27 +298,15 @@ def test_killed_at_any_point_each_operation_applies_once(
 
 def kill_and_restart(url: str, flow: Path, tally: Tally) -> int:
     """Run the driver KILLS times to its death, then once to the end of a block; how many
-    operations it did. Each run's process is started while the one before it works."""
-    started: list[subprocess.Popen[str]] = []
-
-    def new_driver() -> subprocess.Popen[str]:
-        started.append(start_driver(url, flow))
-        return started[-1]
-
+    operations it did."""
+    driver = Driver(url, flow)
     try:
-        return runs(url, tally, new_driver)
+        return runs(url, tally, driver)
     finally:
-        for proc in started:  # (all ended, unless a check failed)
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=120)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
+        driver.close()
 
 
-def runs(url: str, tally: Tally, new_driver: Callable[[], subprocess.Popen[str]]) -> int:
-    upcoming = new_driver()
+def runs(url: str, tally: Tally, driver: Driver) -> int:
     rng = random.Random(SEED)
     store = open_store(url)
     confirmed = 0  # operations 0 .. confirmed-1 were acknowledged
@@ -315,10 +316,9 @@ def runs(url: str, tally: Tally, new_driver: Callable[[], subprocess.Popen[str]]
             at, delay = f"{point}:{rng.randint(1, MAX_PASSES)}", None
         else:
             point, at, delay = "delay", "", rng.uniform(0, MAX_DELAY)
-        proc, upcoming = upcoming, new_driver()
-        lines, status, err = drive(proc, confirmed, ENDLESS, at=at, delay=delay)
+        lines, status = driver.run(confirmed, ENDLESS, at=at, delay=delay)
         tally.runs += 1
-        assert status == -signal.SIGKILL, err
+        assert status == -signal.SIGKILL, driver.failure()
         tally.kills[point] += 1
         acks = [line["ack"] for line in lines if "ack" in line]
         tally.landed += sum(line.get("status") == "replayed" for line in lines)
@@ -328,9 +328,9 @@ def runs(url: str, tally: Tally, new_driver: Callable[[], subprocess.Popen[str]]
     store.close()
     # The last run finishes the operation in flight and the block it is in, and drains.
     last = (confirmed // BLOCK + 1) * BLOCK
-    lines, status, err = drive(upcoming, confirmed, last)
+    lines, status = driver.run(confirmed, last)
     tally.runs += 1
     tally.landed += sum(line.get("status") == "replayed" for line in lines)
     tally.operations = last
-    assert status == 0 and lines[-1].get("done"), err
+    assert status == 0 and lines[-1].get("done"), driver.failure()
     return last
