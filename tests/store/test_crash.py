@@ -226,13 +226,18 @@ def history_counts(store: Store) -> tuple[Counter[tuple[str, int]], Counter[str]
     how many steps of each other kind (timers, `done.invoke.kids`)."""
     named: Counter[tuple[str, int]] = Counter()
     plain: Counter[str] = Counter()
+    kids: Counter[tuple[str, int]] = Counter()
     for row in store.history(INSTANCE)[1:]:
         payload = row.payload or {}
+        if row.kind == "child":  # a child's step (or start) in the tree's one history
+            kids[(payload["child"], payload["seq"])] += 1
+            continue
         ident = payload.get("op", payload.get("key"))
         if ident is None:
             plain[row.trigger] += 1
         else:
             named[(row.trigger, ident)] += 1
+    assert not kids or max(kids.values()) == 1, f"a child's step twice: {kids.most_common(3)}"
     return named, plain
 
 
