@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 from flowc.runtime import engine
 from flowc.runtime import rejections as R
 from flowc.runtime.expr import FAULTS, LOCAL_PREFIX, ExprFault
-from flowc.runtime.outputs import detached
+from flowc.runtime.outputs import current_outputs, detached
 from flowc.runtime.rejections import Rejection, SnapshotError
 from flowc.runtime.steps import _AT, _EVENT, _KIND, _PAYLOAD, Outcome, StepResult, _new, copy_json
 
@@ -522,8 +522,10 @@ def _child_entry(root: Instance, path: str, step: StepResult | Instance) -> Step
     if isinstance(step, StepResult):
         at, event, effects = step._e[_AT], step._e[_EVENT], getattr(step, "_fx", None)
         data = {"child": path, "seq": step.seq, "from": step.source, "to": step.target}
-    else:  # a child's start
-        at, event, effects = step._history[-1][_AT], None, step._fx
+    else:  # a child's start: its effects are still in its start's collector
+        out = current_outputs()
+        at, event = step._history[-1][_AT], None
+        effects = list(out.effects) if out is not None else step._fx
         data = {"child": path, "seq": 0, "from": None, "to": step.state}
     seq = root._seq + 1
     at = max(at, root._history[-1][_AT])

@@ -569,3 +569,36 @@ def test_what_a_child_sent_before_its_state_was_left_is_still_delivered() -> Non
     inst.send("begin")  # `hello`, then the child's end: both queued before `asking` is left
     assert inst.state == "told"
     assert [h.kind for h in inst.history][-2:] == ["message", "message"]
+
+
+GREETER = """
+flow greeter
+effect hi(n: int)
+event go
+initial state a {
+  entry do emit hi(n: 1)
+  on go -> a
+}
+"""
+
+HOST = """
+flow host
+event go
+initial state s {
+  invoke greeter() as x
+  on go -> t
+}
+state t {
+  invoke greeter() as y
+}
+"""
+
+
+def test_the_effects_of_a_childs_start_reach_the_host_once() -> None:
+    inst = machine(HOST, greeter=GREETER).start()
+    assert inst.start_effects == [{"effect": "hi", "payload": {"n": 1}}]  # x's start
+    moved = inst.send("go")
+    assert isinstance(moved, StepResult) and moved.effects == []
+    assert [(s.kind, s.effects) for s in moved.then] == [
+        ("child", [{"effect": "hi", "payload": {"n": 1}}]),  # y's start
+    ]
