@@ -29,7 +29,7 @@ export function settleStart(inst: Instance): void {
   node.busy = true;
   try {
     node.drain();
-    // (a child's start keeps its effects to itself: its entry carries none)
+    // (its children's starts and steps, as their entries carry their effects)
     const log = node.log ?? [];
     inst.startEffects = [...inst.startEffects, ...log.flatMap((s) => s.effects)];
   } finally {

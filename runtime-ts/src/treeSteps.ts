@@ -17,7 +17,7 @@ export function deliverTo(target: Instance, event: string, payload: unknown, at:
 
 /** The root's history entry of a child's step (or start): kind `child`, the root's state as
  * source and target, the child's event, `{child: PATH, seq, from, to}` as payload; it carries
- * the child step's effects (a start's: none, as in Python). */
+ * the child step's effects (a start's: those its start emitted). */
 export function childEntry(root: Instance, path: string, step: StepResult | Instance): StepResult {
   const entries = root.entriesRef();
   const last = entries[entries.length - 1];
@@ -32,7 +32,7 @@ export function childEntry(root: Instance, path: string, step: StepResult | Inst
   } else {
     const started = step.entriesRef();
     at = started[started.length - 1]?.at ?? 0;
-    effects = []; // (a start's effects are its own: a root's start takes them, settleStart)
+    effects = step.startEffects.map((e) => [e.effect, e.payload] as const); // (its start's own)
     data = { child: path, seq: 0, from: null, to: step.state };
   }
   const name = root.stateNode.name;
