@@ -115,7 +115,10 @@ def instrument(store: Store, switch: KillSwitch) -> None:
 
 
 def say(**line: Any) -> None:
-    print(json.dumps(line), flush=True)
+    # One write, newline included: `print` writes the text and its newline apart, and a kill
+    # between the two (unbuffered output, PYTHONUNBUFFERED) leaves half a line on the pipe.
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
 
 
 def send(flows: DurableFlows, n: int, op: dict[str, Any]) -> str:
