@@ -130,9 +130,11 @@ def _search(
     """Search from the default context, then from each variant of it until every transition
     is taken or time is up: the searches that took a new transition, where each transition
     was first taken and where each state was first rested in (breadth-first: shortest)."""
-    searches = [
-        _Found({}, explorer.search(max_configs=max_configs, max_depth=max_depth, abstract=True))
-    ]
+    wanted = frozenset(t.index for t in flow.transitions) - frozenset(never_firing(flow))
+    first = explorer.search(
+        max_configs=max_configs, max_depth=max_depth, abstract=True, until=wanted
+    )
+    searches = [_Found({}, first)]
     reached: _TransitionsFound = {
         i: (searches[0], r) for i, r in searches[0].search.transitions.items()
     }

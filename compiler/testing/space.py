@@ -142,20 +142,29 @@ class Explorer:
         context fields that some guard, precondition or invariant reads. Two contexts that
         agree on those take the same rules (fields only actions and templates read, such as
         texts copied from payloads, do not multiply the configurations)."""
-        exprs = [t.guard for t in self.flow.transitions if t.guard is not None]
-        exprs += [r.guard for ev in self.flow.events for r in ev.requires]
-        exprs += [inv.expr for inv in self.flow.invariants]
-        # The guards of `if` actions decide what a step does, and computed delays when a timer
-        # fires: the fields they read tell configurations apart too.
-        exprs += [t.after_expr for t in self.flow.transitions if t.after_expr is not None]
-        blocks = [t.actions for t in self.flow.transitions]
-        blocks += [block for s in self.flow.states for block in (s.entry, s.exit)]
-        exprs += [guard for block in blocks for guard in _branch_guards(block)]
-        self.read_fields = sorted({str(n.value) for e in exprs for n in _walk(e) if n.op == "ctx"})
+        self.read_fields = read_fields(self.flow)
+        #: the same of each child flow, by name (its children's too)
+        self.child_fields: dict[str, list[str]] = {}
+        pending = dict(self.flow.children)
+        while pending:
+            name, raw = pending.popitem()
+            if name not in self.child_fields:
+                child = (
+                    raw
+                    if isinstance(raw, CompiledFlow)
+                    else CompiledFlow.model_validate({"ir_version": 1, **raw})
+                )
+                self.child_fields[name] = read_fields(child)
+                pending.update(child.children)
 
     def abstract_key(self, instance: Instance) -> tuple[str, str]:
         context = instance.context
-        return state_key(instance), context_key({k: context.get(k) for k in self.read_fields})
+        key = context_key({k: context.get(k) for k in self.read_fields})
+        for _, kid in _descendants(instance):
+            fields = self.child_fields.get(kid.machine.name, ())
+            kid_context = kid.context
+            key += " " + context_key({k: kid_context.get(k) for k in fields})
+        return state_key(instance), key
 
     def start_context(self, given: Mapping[str, Any]) -> dict[str, Any]:
         return {**self.values.required_context(), **given}
@@ -163,25 +172,13 @@ class Explorer:
     def clone(self, instance: Instance) -> Instance:
         """A copy to try a move on. Not through `snapshot`/`restore` (JSON round trips would
         be most of the search's time): the committed context and history entries are never
-        changed in place by the runtime, so the copy shares them."""
+        changed in place by the runtime, so the copy shares them; so do its children's
+        copies (`_copy_tree`)."""
         clock = instance.clock
         assert isinstance(clock, FakeClock)
-        copy = Instance._blank(self.player.machine, instance.id, FakeClock(clock.now))
-        copy._state = instance._state
-        copy._ctx = instance._ctx
-        copy._seq = instance._seq
-        copy._history = list(instance._history)
-        copy._timers = instance._timers
-        copy._sends = instance._sends  # (a tuple of tuples, never changed in place either)
-        # A statechart's configuration is a tuple and its histories a dict the engine copies
-        # before it records anything: both can be shared too.
-        copy._config = instance._config
-        copy._hist = instance._hist
+        copy = _copy(instance, FakeClock(clock.now))
         if instance._tree is not None:
-            # The children change in place: they are copied through their snapshots.
-            tree: dict[str, Any] = {}
-            childflows.snapshot_into(instance._tree, tree, "")
-            childflows.restore(copy, tree, None)
+            _copy_tree(instance, copy, None, ())
         return copy
 
     def play(self, instance: Instance, move: Move) -> MoveResult:
@@ -257,10 +254,13 @@ class Explorer:
         max_depth: int = 12,
         time_limit: float | None = None,
         abstract: bool = False,
+        until: frozenset[int] | None = None,
     ) -> Search:
         """Breadth-first from the start; with `abstract`, configurations are told apart only by
         what the flow's guards can see (`abstract_key`), which keeps the search small enough
-        to reach every rule (paths); without, by the whole context (explore)."""
+        to reach every rule (paths); without, by the whole context (explore). `until`: stop
+        once every one of these rules is taken (what paths wants; a tree of child flows
+        multiplies the configurations far past the point where they all are)."""
         key_of = self.abstract_key if abstract else _exact_key
         started = time.perf_counter()
         given = dict(given or {})
@@ -276,6 +276,9 @@ class Explorer:
         self._check(found, root)
         queue = deque([root])
         while queue:
+            if until is not None and until <= found.transitions.keys():
+                found.complete = False
+                break
             node = queue.popleft()
             if node.depth >= max_depth:
                 found.complete = False
@@ -333,6 +336,41 @@ class _Offers:
     back: bool
 
 
+def _copy(instance: Instance, clock: FakeClock) -> Instance:
+    """An instance sharing `instance`'s committed parts (none is changed in place)."""
+    copy = Instance._blank(instance.machine, instance.id, clock)
+    copy._state = instance._state
+    copy._ctx = instance._ctx
+    copy._seq = instance._seq
+    copy._history = list(instance._history)
+    copy._timers = instance._timers
+    copy._sends = instance._sends  # (a tuple of tuples, never changed in place either)
+    # A statechart's configuration is a tuple and its histories a dict the engine copies
+    # before it records anything: both can be shared too.
+    copy._config = instance._config
+    copy._hist = instance._hist
+    return copy
+
+
+def _copy_tree(
+    source: Instance, copy: Instance, up: childflows.Node | None, path: tuple[str, ...]
+) -> None:
+    """Give `copy` a copy of `source`'s place in its tree: joins, the root's inbox (its
+    messages are tuples), and copies of the children, on the copy's clock."""
+    node = source._tree
+    assert node is not None
+    mine = copy._tree = childflows.Node(copy, up, path, node.invoke, node.index)
+    if up is None:
+        mine.inbox = list(node.inbox)
+    mine.joins = {k: childflows.Join.from_json(j.to_json()) for k, j in node.joins.items()}
+    clock = copy.clock
+    assert isinstance(clock, FakeClock)
+    for cid, kid in node.kids.items():
+        kid_copy = _copy(kid, clock)
+        _copy_tree(kid, kid_copy, mine, (*path, cid))
+        mine.kids[cid] = kid_copy
+
+
 def state_key(instance: Instance) -> str:
     """What, besides the context, decides an instance's next moves: its state; in a statechart
     its active leaves and what its history states recorded; the scheduled events pending."""
@@ -344,13 +382,14 @@ def state_key(instance: Instance) -> str:
         key += " | " + " ".join(f"{h}={states}" for h, states in recorded)
     if instance._tree is not None and instance._tree.joins:
         # The invokes with current children, how many of each have finished or failed, and
-        # each child's own state and context.
+        # each child's own state and pending timers (its context would multiply the
+        # configurations for what the parent's guards cannot see).
         key += " | invokes " + " ".join(
             f"{j.invoke}={sum(j.finished)}/{j.failed}"
             for j in sorted(instance._tree.joins.values(), key=lambda j: j.invoke)
         )
         key += " | children " + " ".join(
-            f"{cid}={state_key(kid)}{context_key(kid.context)}/{len(kid._timers or ())}"
+            f"{cid}={state_key(kid)}/{len(kid._timers or ())}"
             for cid, kid in instance._tree.kids.items()
         )
     if instance._sends:
@@ -386,7 +425,35 @@ def leaves_of(flow: CompiledFlow, configuration: tuple[str, ...]) -> list[str]:
 
 
 def _exact_key(instance: Instance) -> tuple[str, str]:
-    return state_key(instance), context_key(instance.context)
+    key = context_key(instance.context)
+    for _, kid in _descendants(instance):
+        key += " " + context_key(kid.context)
+    return state_key(instance), key
+
+
+def _descendants(instance: Instance) -> Iterator[tuple[str, Instance]]:
+    """Every child of the tree below `instance`, parents first, in start order."""
+    node = instance._tree
+    if node is None:
+        return
+    for cid, kid in node.kids.items():
+        yield cid, kid
+        yield from _descendants(kid)
+
+
+def read_fields(flow: CompiledFlow) -> list[str]:
+    """The context fields that some guard, precondition or invariant of `flow` reads, or an
+    `if` action's guard or a computed delay (what decides which rules a step takes)."""
+    exprs = [t.guard for t in flow.transitions if t.guard is not None]
+    exprs += [r.guard for ev in flow.events for r in ev.requires]
+    exprs += [inv.expr for inv in flow.invariants]
+    # The guards of `if` actions decide what a step does, and computed delays when a timer
+    # fires: the fields they read tell configurations apart too.
+    exprs += [t.after_expr for t in flow.transitions if t.after_expr is not None]
+    blocks = [t.actions for t in flow.transitions]
+    blocks += [block for s in flow.states for block in (s.entry, s.exit)]
+    exprs += [guard for block in blocks for guard in _branch_guards(block)]
+    return sorted({str(n.value) for e in exprs for n in _walk(e) if n.op == "ctx"})
 
 
 def _walk(expr: Expr) -> Iterator[Expr]:
