@@ -130,9 +130,9 @@ def _search(
     """Search from the default context, then from each variant of it until every transition
     is taken or time is up: the searches that took a new transition, where each transition
     was first taken and where each state was first rested in (breadth-first: shortest)."""
-    wanted = frozenset(t.index for t in flow.transitions) - frozenset(never_firing(flow))
+    can_fire = frozenset(t.index for t in flow.transitions) - frozenset(never_firing(flow))
     first = explorer.search(
-        max_configs=max_configs, max_depth=max_depth, abstract=True, until=wanted
+        max_configs=max_configs, max_depth=max_depth, abstract=True, until=can_fire
     )
     searches = [_Found({}, first)]
     reached: _TransitionsFound = {
