@@ -386,7 +386,8 @@ def round_trip_cases(times: int) -> dict[str, Sample]:
         for _ in range(times):
             inst.send("buy")  # -> paying, child starts and ends, done.invoke.kid -> A
         took = clock() - t0
-        assert inst.state == "A" and len(inst.history) == 2 * times + 1
+        # (each round: the host's step, the child's start as a `child` entry, done.invoke)
+        assert inst.state == "A" and len(inst.history) == 3 * times + 1
         return took / times
 
     def one_host_event() -> float:
@@ -396,7 +397,8 @@ def round_trip_cases(times: int) -> dict[str, Sample]:
             inst.send("buy")
             inst.child("kid").send("go")
         took = clock() - t0
-        assert inst.state == "A" and len(inst.history) == 2 * times + 1
+        # (each round: the host's step, the child's start and step as `child` entries, done)
+        assert inst.state == "A" and len(inst.history) == 4 * times + 1
         return took / times
 
     def plain_step() -> float:

@@ -52,6 +52,7 @@ from flowc.runtime.expr import (
 from flowc.runtime.expr import _identity as identity
 from flowc.runtime.expr import _normaliser as normaliser
 from flowc.runtime.expr import _then as then
+from flowc.runtime.flow import sends_message
 from flowc.runtime.limits import LimitExceeded
 from flowc.runtime.model import IRLoadError
 from flowc.runtime.operators import BINARY_OPERATORS, Operator
@@ -672,7 +673,13 @@ class Generator:
                 f"{{_FROM: {self.const(st.name)}, _TO: {self.const(dest.name)}}})"
             ]
         plan = chart_plan(st, t) if self.m.chart else plan_of(t)
-        if plan.leaf.choice or plan.emits or plan.computed or plan.blind:
+        if (
+            plan.leaf.choice
+            or plan.emits
+            or plan.computed
+            or plan.blind
+            or (self.m.composes and _touches_tree(plan))
+        ):
             # Routing, effects to collect, a computed timer delay or actions reading the
             # configuration between two states: the general path.
             return [f"{body}{slow}"]
@@ -752,6 +759,17 @@ class Generator:
             "return r",
         ]
         return [ind + line for line in lines]
+
+
+def _touches_tree(plan: Plan) -> bool:
+    """Whether a step of a flow with child flows does what only the engine's commit does
+    (children.py): it leaves or enters a state that invokes, sends a message, or ends."""
+    states = (*plan.exits, *plan.entries)
+    return (
+        plan.leaf.final
+        or any(s.invokes for s in states)
+        or any(sends_message(step.owner.raw.get(step.block)) for step in plan.steps)
+    )
 
 
 def warming(machine: Machine, state: CState, event: str, uses: int) -> Dispatch:

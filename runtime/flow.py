@@ -1041,26 +1041,28 @@ def _raised(actions: Any) -> tuple[list[Any], bool]:
     return out, cancels
 
 
+def sends_message(actions: Any) -> bool:
+    """Whether an action block (raw IR) sends a message (`send E to parent|ID`), also inside
+    the arms of an `if` or a loop."""
+    for a in actions or ():
+        if isinstance(a, Mapping):
+            if a.get("op") == "send" and a.get("to") is not None:
+                return True
+            if any(
+                isinstance(b, Mapping) and sends_message(b.get("actions"))
+                for b in a.get("branches") or ()
+            ):
+                return True
+    return False
+
+
 def _sends_messages(raw: Mapping[str, Any]) -> bool:
     """Whether some action of the flow sends a message (`send E to parent|ID`)."""
-
-    def walk(actions: Any) -> bool:
-        for a in actions or ():
-            if isinstance(a, Mapping):
-                if a.get("op") == "send" and a.get("to") is not None:
-                    return True
-                if any(
-                    isinstance(b, Mapping) and walk(b.get("actions"))
-                    for b in a.get("branches") or ()
-                ):
-                    return True
-        return False
-
     blocks = [t.get("actions") for t in raw.get("transitions", ())]
     for s in raw.get("states", ()):
         blocks += [s.get(b) for b in ("entry", "exit", "initial_actions")]
         blocks += [i.get("finalize") for i in s.get("invokes") or ()]
-    return any(walk(b) for b in blocks)
+    return any(sends_message(b) for b in blocks)
 
 
 def _mentions_event(node: Any) -> bool:

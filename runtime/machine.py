@@ -65,6 +65,8 @@ class Machine(LoadedFlow):
         self._written: dict[tuple[str, str], Dispatch] = {}
         #: event -> the general path's dispatch, in a statechart
         self._chart_steps: dict[str, Dispatch] = {}
+        #: whether this is a child flow's machine (`child_machine`)
+        self.is_child = False
         #: child flow name -> its machine (`child_machine`)
         self._child_machines: dict[str, Machine] = {}
 
@@ -155,9 +157,11 @@ class Machine(LoadedFlow):
         the general path for the pair's first `hot_after` sends, then the generated function
         (both kept); the general path for an event the state has no rule for (not kept: hosts
         may send any name)."""
-        if self.composes:
+        if self.composes and (self.is_child or self.chart):
             # A node of a tree of instances (children.py): the engine's commit starts and
-            # cancels children and queues messages, so every step is the engine's.
+            # cancels children, queues messages and writes a child's steps into its root's
+            # history. A flat root's pairs may still be generated: those whose step touches
+            # none of that (codegen.py's `_touches_tree`).
             return self._general(event)
         if self.chart and not (
             self.leaf_chart
@@ -205,7 +209,7 @@ class Machine(LoadedFlow):
                     # (embedded as `to_json` writes a flow: members at their default left out)
                     raw = {"ir_version": 1, **self.child_flows[name]}
                     machine = Machine(raw, clock=self.clock, limits=self.limits)
-                    machine.composes = True
+                    machine.composes = machine.is_child = True
                     machine.leaf_chart = False
                     self._child_machines[name] = machine
         return machine

@@ -602,3 +602,24 @@ def test_the_effects_of_a_childs_start_reach_the_host_once() -> None:
     assert [(s.kind, s.effects) for s in moved.then] == [
         ("child", [{"effect": "hi", "payload": {"n": 1}}]),  # y's start
     ]
+
+
+def test_a_flat_parents_generated_steps_agree_with_the_engines() -> None:
+    """A flat parent's pairs whose step touches no child (an internal `-> self` in the
+    invoking state) get generated dispatch functions; those that start, cancel or message
+    children stay on the engine. Both machines end in the same tree."""
+    source = SHOP.replace(
+        "  on leave -> browsing\n", "  on leave -> browsing\n  on tick -> self do tries += 1\n"
+    ).replace("event poke\n", "event poke\nevent tick\n")
+    snapshots = []
+    for hot_after in (0, 10_000):  # generated at once, never
+        m = machine(source, payment=PAYMENT)
+        m.hot_after = hot_after
+        inst = m.start(id="g")
+        for event in ("buy", "tick", "tick", "poke", "leave", "buy", "tick"):
+            assert isinstance(inst.send(event), StepResult), event
+        inst.child("pay").send("approve")
+        assert inst.state == "paid" and inst.context["receipt"] == "r-5"
+        snapshots.append(inst.snapshot())
+        assert bool(m._written) == (hot_after == 0)
+    assert snapshots[0] == snapshots[1]
