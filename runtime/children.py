@@ -642,16 +642,14 @@ def end_invoke(
         return None
     event = f"{'error' if failed else 'done'}.invoke.{invoke}"
     join = node.joins[invoke]
-    root = node.root
-    root.busy = True
-    try:
+
+    def end() -> Outcome:
         out = _deliver(inst, event, payload, inst._history[-1][_AT])
         if isinstance(out, StepResult) and node.joins.get(invoke) is join:
             node.cancel(invoke)  # (taken without leaving the state: they are done all the same)
-        root.drain()
-    finally:
-        root.busy = False
-    return out
+        return out
+
+    return host_step(inst, end, None)
 
 
 def find_child(inst: Instance, part: str) -> Instance | None:
@@ -681,7 +679,7 @@ def forwarded(inst: Instance, out: Outcome) -> None:
     """Forward the external event of a step (`Node.forward`): one the instance took, or one
     its flow ignores (`unhandled ignore`: taken, with nothing to do)."""
     node = inst._tree
-    if node is None:
+    if node is None or not inst._m.forwards:
         return
     if isinstance(out, StepResult):
         entry = out._e

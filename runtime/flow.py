@@ -24,7 +24,7 @@ import gc
 import json
 import operator
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from flowc.runtime.expr import ActionBlock, Evaluator, ExprCompiler, has_loop
@@ -680,6 +680,8 @@ class LoadedFlow:
         #: Whether instances of this flow are nodes of a tree (children.py); set on a child
         #: flow's machine too (`Machine.child_machine`).
         self.composes: bool = bool(invokes) or _sends_messages(raw)
+        #: Whether some invoke forwards the external events its parent takes (`forward`).
+        self.forwards: bool = any(inv.forward for inv in invokes)
         if self.composes:
             self.leaf_chart = False  # every step runs on the engine (`Machine._dispatch`)
             self.collects = True  # which gathers the messages its actions send
@@ -1020,40 +1022,35 @@ def _check_version(raw: Mapping[str, Any]) -> None:
         )
 
 
+def iter_actions(actions: Any) -> Iterator[Mapping[str, Any]]:
+    """Every action of a block (raw IR), those in the arms of an `if` and the bodies of loops
+    included, in order."""
+    for a in actions or ():
+        if isinstance(a, Mapping):
+            yield a
+            for b in a.get("branches") or ():
+                if isinstance(b, Mapping):
+                    yield from iter_actions(b.get("actions"))
+
+
 def _raised(actions: Any) -> tuple[list[Any], bool]:
     """The events an action block (an `if` or loop inside it included) raises or schedules
     (`send`), and whether it `cancel`s one."""
     out = []
     cancels = False
-    for a in actions or ():
-        if not isinstance(a, Mapping):
-            continue
+    for a in iter_actions(actions):
         op = a.get("op")
         if op == "raise" or (op == "send" and a.get("to") is None):
             # (a message `send E to parent|ID` names an event of its receiver)
             out.append(a.get("event"))
         cancels = cancels or op == "cancel"
-        for b in a.get("branches") or ():
-            if isinstance(b, Mapping):
-                names, inner = _raised(b.get("actions"))
-                out += names
-                cancels = cancels or inner
     return out, cancels
 
 
 def sends_message(actions: Any) -> bool:
     """Whether an action block (raw IR) sends a message (`send E to parent|ID`), also inside
     the arms of an `if` or a loop."""
-    for a in actions or ():
-        if isinstance(a, Mapping):
-            if a.get("op") == "send" and a.get("to") is not None:
-                return True
-            if any(
-                isinstance(b, Mapping) and sends_message(b.get("actions"))
-                for b in a.get("branches") or ()
-            ):
-                return True
-    return False
+    return any(a.get("op") == "send" and a.get("to") is not None for a in iter_actions(actions))
 
 
 def _sends_messages(raw: Mapping[str, Any]) -> bool:
@@ -1074,16 +1071,9 @@ def _mentions_event(node: Any) -> bool:
 
 
 def emits_in(actions: Any) -> bool:
-    """Whether an action block (raw IR) holds an `emit`, also inside the arms of an `if`."""
-    for a in actions or ():
-        op = a.get("op")
-        if op == "emit" or op == "for" or op == "each":  # a loop charges the step's budget
-            return True
-        if op in ("if", "for", "each") and any(
-            emits_in(b.get("actions")) for b in a.get("branches") or ()
-        ):
-            return True
-    return False
+    """Whether an action block (raw IR) holds an `emit` or a loop (which charges the step's
+    budget), also inside the arms of an `if`."""
+    return any(a.get("op") in ("emit", "for", "each") for a in iter_actions(actions))
 
 
 def block_emits(owner: CState | CTransition, block: str) -> bool:
