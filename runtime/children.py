@@ -652,6 +652,20 @@ def end_invoke(
     return host_step(inst, end, None)
 
 
+def on_child(
+    inst: Instance, path: str, op: Callable[[Instance], Outcome], event: str | None
+) -> Outcome:
+    """A host's step `op` on the descendant of `inst` at `path` (`Instance.child`), or
+    `unknown_child` when there is none (what a store's and `flowc run`'s `child=` do)."""
+    try:
+        target = inst.child(path)
+    except KeyError:
+        m = inst._m
+        state = inst._state
+        return m.rejection(R.UNKNOWN_CHILD, state, event, None, inst._ctx, {"child": path})
+    return op(target)
+
+
 def find_child(inst: Instance, part: str) -> Instance | None:
     """One level of `Instance.child`: a child id, an invoke's id (its current child, the
     last started), or `ID[K]` (a fan-out's child at position K)."""

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from flowc.hosts.tree import descendants, last_seqs, path_of, steps_since
 from flowc.runtime import FakeClock, FlowcError, Instance, Machine, Rejected
+from flowc.runtime.children import on_child
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.lines import line_text, outcome_line, start_line
 from flowc.runtime.steps import Outcome, StepResult
-from flowc.runtime.store.durable import _on_child as on_child
 from flowc.runtime.store.migrate import migrate_snapshot
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from flowc.runtime import rejections as R
+from flowc.runtime.children import on_child
 from flowc.runtime.clock import Clock, system_clock, to_seconds
 from flowc.runtime.instance import Instance
 from flowc.runtime.machine import Machine
@@ -406,7 +406,7 @@ class DurableFlows:
 
         def fn(record: InstanceRecord) -> Change | Reject:
             instance, migrated = self._restore(record)
-            outcome = op(instance) if child is None else _on_child(instance, child, op, event)
+            outcome = op(instance) if child is None else on_child(instance, child, op, event)
             ran.append(outcome)
             if isinstance(outcome, Rejection):
                 return Reject(outcome.to_dict())
@@ -667,19 +667,6 @@ def _root_steps(outcome: StepResult, child: str | None) -> list[Outcome]:
     subscribers: the step itself (unless it was a child's: its `child` entry stands for it),
     then what followed in the tree (`StepResult.then`)."""
     return [*([outcome] if child is None else []), *outcome.then]
-
-
-def _on_child(
-    instance: Instance, path: str, op: Callable[[Instance], Outcome], event: str | None
-) -> Outcome:
-    """A step of the child at `path` (`Instance.child`); `unknown_child` when there is none."""
-    try:
-        target = instance.child(path)
-    except KeyError:
-        m = instance.machine
-        state = m.states[instance.state]
-        return m.rejection(R.UNKNOWN_CHILD, state, event, None, instance.context, {"child": path})
-    return op(target)
 
 
 def open_durable(
